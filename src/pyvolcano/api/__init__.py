@@ -1,0 +1,1 @@
+"""Scheduler data model: resources, tasks, jobs, nodes and queues (Volcano's pkg/scheduler/api)."""

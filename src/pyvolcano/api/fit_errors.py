@@ -1,0 +1,40 @@
+"""Why a task fits no node, summarised the way Kubernetes prints it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+class FitError(Exception):
+    """One node rejected one task; ``reason`` is the Kubernetes-style phrase (``Insufficient cpu``)."""
+
+    def __init__(self, reason: str, node: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.node = node
+
+
+class FitErrors:
+    """Per-node reasons for one task; ``str()`` is ``0/3 nodes are available: 2 Insufficient cpu, ...``."""
+
+    def __init__(self, total_nodes: int = 0) -> None:
+        self.total_nodes = total_nodes
+        self.reasons: Counter[str] = Counter()
+        self.message = ""
+
+    def add(self, reason: str, count: int = 1) -> None:
+        self.reasons[reason] += count
+
+    def set_error(self, message: str) -> None:
+        self.message = message
+
+    def __str__(self) -> str:
+        if self.message and not self.reasons:
+            return self.message
+        parts = sorted(f"{n} {r}" for r, n in self.reasons.items())
+        text = f"0/{self.total_nodes} nodes are available: {', '.join(parts)}."
+        return f"{self.message} {text}".strip() if self.message else text
+
+
+def insufficient_reason(resource: str) -> str:
+    return "Too many pods" if resource == "pods" else f"Insufficient {resource}"

@@ -1,0 +1,260 @@
+"""TaskInfo (one pod) and JobInfo (one PodGroup and its pods), with Volcano's status functions."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.fit_errors import FitErrors
+from pyvolcano.api.resource import is_empty
+from pyvolcano.api.types import ALLOCATED, READY, VALID, PodGroupPhase, TaskStatus
+
+_PIPELINED_OK = READY | TaskStatus.Pipelined
+_STARVING_OK = READY | TaskStatus.Pipelined
+
+
+class TaskInfo:
+    """One pod as the scheduler sees it.
+
+    ``resreq``/``init_resreq`` are read-only vectors shared between clones; ``template_key`` groups pods
+    that any template-safe predicate or score treats alike, so their node masks and scores are cached once.
+    """
+
+    __slots__ = (
+        "best_effort", "creation", "init_resreq", "job", "last_status", "name", "namespace", "node_name",
+        "pod", "preemptable", "priority", "resreq", "sch_gated", "status", "task_spec", "template_key", "uid",
+    )
+
+    def __init__(
+        self, *, uid: str, name: str, namespace: str, job: str, resreq: np.ndarray, init_resreq: np.ndarray,
+        status: TaskStatus = TaskStatus.Pending, node_name: str = "", priority: int = 0,
+        preemptable: bool = True, task_spec: str = "", pod: dict[str, Any] | None = None,
+        template_key: Any = None, creation: float = 0.0, sch_gated: bool = False,
+    ) -> None:
+        self.uid = uid
+        self.name = name
+        self.namespace = namespace
+        self.job = job
+        self.resreq = resreq
+        self.init_resreq = init_resreq
+        self.best_effort = is_empty(init_resreq)
+        self.status = status
+        self.node_name = node_name
+        self.priority = priority
+        self.preemptable = preemptable
+        self.task_spec = task_spec
+        self.pod = pod if pod is not None else {}
+        self.template_key = template_key if template_key is not None else uid
+        self.creation = creation
+        self.sch_gated = sch_gated
+        self.last_status: TaskStatus | None = None
+
+    def clone(self) -> TaskInfo:
+        t = TaskInfo.__new__(TaskInfo)
+        for s in TaskInfo.__slots__:
+            setattr(t, s, getattr(self, s))
+        return t
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def __repr__(self) -> str:
+        return f"Task({self.key} {self.status.name} node={self.node_name or '-'})"
+
+
+@dataclass
+class PodGroup:
+    """The parts of a ``scheduling.volcano.sh/v1beta1`` PodGroup that scheduling reads and writes."""
+
+    name: str
+    namespace: str
+    min_member: int = 1
+    min_task_member: dict[str, int] = field(default_factory=dict)
+    queue: str = "default"
+    priority_class: str = ""
+    min_resources: np.ndarray | None = None
+    phase: PodGroupPhase = PodGroupPhase.Pending
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    creation: float = 0.0
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    synthetic: bool = False  # made for a volcano pod without a PodGroup, as Volcano's podgroup controller does
+    manifest: dict[str, Any] | None = None
+
+    def clone(self) -> PodGroup:
+        return PodGroup(**{**self.__dict__, "conditions": [dict(c) for c in self.conditions],
+                           "min_task_member": dict(self.min_task_member)})
+
+
+class JobInfo:
+    """A PodGroup with its tasks, indexed by status so Volcano's counting functions are O(1)."""
+
+    def __init__(self, uid: str, podgroup: PodGroup | None, res_size: int) -> None:
+        self.uid = uid
+        self.podgroup = podgroup
+        self.name = podgroup.name if podgroup else uid.split("/", 1)[-1]
+        self.namespace = podgroup.namespace if podgroup else uid.split("/", 1)[0]
+        self.queue = podgroup.queue if podgroup else "default"
+        self.priority = 0
+        self.min_available = podgroup.min_member if podgroup else 1
+        self.task_min_available: dict[str, int] = dict(podgroup.min_task_member) if podgroup else {}
+        self.creation = podgroup.creation if podgroup else 0.0
+        self.preemptable = False
+        self.waiting_time: float | None = None
+        self.tasks: dict[str, TaskInfo] = {}
+        self.index: dict[TaskStatus, dict[str, TaskInfo]] = defaultdict(dict)
+        self.allocated = np.zeros(res_size)
+        self.total_request = np.zeros(res_size)
+        self.nodes_fit_errors: dict[str, FitErrors] = {}
+        self.job_fit_errors = ""
+        self.enqueue_reason = ""
+
+    # --- membership -----------------------------------------------------------------------------------
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.index[task.status][task.uid] = task
+        self.total_request += task.resreq
+        if task.status & ALLOCATED:
+            self.allocated += task.resreq
+
+    def delete_task(self, task: TaskInfo) -> None:
+        t = self.tasks.pop(task.uid, None)
+        if t is None:
+            return
+        self.index[t.status].pop(t.uid, None)
+        self.total_request -= t.resreq
+        if t.status & ALLOCATED:
+            self.allocated -= t.resreq
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task between status buckets, keeping ``allocated`` exact."""
+        old = task.status
+        if old == status:
+            return
+        self.index[old].pop(task.uid, None)
+        if old & ALLOCATED:
+            self.allocated -= task.resreq
+        task.status = status
+        self.index[status][task.uid] = task
+        if status & ALLOCATED:
+            self.allocated += task.resreq
+
+    def clone(self) -> JobInfo:
+        j = JobInfo.__new__(JobInfo)
+        j.__dict__.update(self.__dict__)
+        j.podgroup = self.podgroup.clone() if self.podgroup else None
+        j.task_min_available = dict(self.task_min_available)
+        j.tasks = {}
+        j.index = defaultdict(dict)
+        for uid, t in self.tasks.items():
+            c = t.clone()
+            j.tasks[uid] = c
+            j.index[c.status][uid] = c
+        j.allocated = self.allocated.copy()
+        j.total_request = self.total_request.copy()
+        j.nodes_fit_errors = {}
+        return j
+
+    # --- Volcano's status functions (seed 000, section 4.6) ----------------------------------------------
+    def count(self, statuses: TaskStatus) -> int:
+        return sum(len(b) for s, b in self.index.items() if s & statuses)
+
+    def tasks_in(self, statuses: TaskStatus) -> list[TaskInfo]:
+        return [t for s, b in self.index.items() if s & statuses for t in b.values()]
+
+    def ready_task_num(self) -> int:
+        return self.count(READY)
+
+    def waiting_task_num(self) -> int:
+        return len(self.index.get(TaskStatus.Pipelined, ()))
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.index.get(TaskStatus.Pending, {}).values() if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return self.count(VALID)
+
+    def _check_per_spec(self, statuses: TaskStatus, pending_best_effort: bool) -> bool:
+        if not self.task_min_available:
+            return True
+        counts: dict[str, int] = defaultdict(int)
+        for s, bucket in self.index.items():
+            if s & statuses:
+                for t in bucket.values():
+                    counts[t.task_spec] += 1
+            elif pending_best_effort and s == TaskStatus.Pending:
+                for t in bucket.values():
+                    if t.best_effort:
+                        counts[t.task_spec] += 1
+        return all(counts[spec] >= n for spec, n in self.task_min_available.items())
+
+    def check_task_valid(self) -> bool:
+        return self._check_per_spec(VALID, False)
+
+    def check_task_ready(self) -> bool:
+        return self._check_per_spec(READY, True)
+
+    def check_task_pipelined(self) -> bool:
+        return self._check_per_spec(_PIPELINED_OK, True)
+
+    def check_task_starving(self) -> bool:
+        return self._check_per_spec(_STARVING_OK, False)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
+                >= self.min_available)
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.podgroup is not None and self.podgroup.phase == PodGroupPhase.Pending
+
+    def min_resources(self, res_size: int) -> np.ndarray:
+        pg = self.podgroup
+        if pg is None or pg.min_resources is None:
+            return np.zeros(res_size)
+        return pg.min_resources
+
+    def has_min_resources(self) -> bool:
+        return self.podgroup is not None and self.podgroup.min_resources is not None
+
+    def elastic_resources(self) -> np.ndarray:
+        """Allocated beyond minResources (Volcano's GetElasticResources)."""
+        if not self.has_min_resources():
+            return np.zeros_like(self.allocated)
+        return np.maximum(self.allocated - self.podgroup.min_resources, 0.0)  # type: ignore[union-attr]
+
+    def fit_error(self) -> str:
+        """Volcano's JobInfo.FitError(): the job-level summary of why it is not ready."""
+        by_status: dict[str, int] = defaultdict(int)
+        for s, bucket in self.index.items():
+            if bucket:
+                by_status[s.name or str(s)] += len(bucket)
+        parts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
+        msg = f"pod group is not ready, {parts}, {self.min_available} minAvailable"
+        reasons: dict[str, int] = defaultdict(int)
+        for fe in self.nodes_fit_errors.values():
+            reasons[str(fe)] += 1
+        if reasons:
+            msg += "; " + "; ".join(r for r, _ in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        return msg
+
+    def first_fit_error(self) -> str:
+        """The most common per-task fit error (what ``cycle`` shows as the reason)."""
+        reasons: dict[str, int] = defaultdict(int)
+        for fe in self.nodes_fit_errors.values():
+            reasons[str(fe)] += 1
+        if not reasons:
+            return ""
+        return max(sorted(reasons.items()), key=lambda kv: kv[1])[0]
+
+    def __repr__(self) -> str:
+        return f"Job({self.uid} q={self.queue} min={self.min_available} tasks={len(self.tasks)})"

@@ -1,0 +1,162 @@
+"""Node state as a structure of arrays, plus a per-node view for scalar (per-node) plugins.
+
+All nodes of a session live in ``NodeArrays``: one (nodes x resources) float64 array per quantity Volcano's
+NodeInfo tracks (Allocatable, Capability, Idle, Used, Releasing, Pipelined).  Every change appends the node's
+index to ``log``; per-template caches remember how far they have read it and recompute only those nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.resource import ResourceIndex
+from pyvolcano.api.types import TaskStatus
+
+
+@dataclass
+class NodeSpec:
+    """What the cache knows of a Node object (static within a session)."""
+
+    name: str
+    allocatable: np.ndarray
+    capacity: np.ndarray
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, Any]] = field(default_factory=list)
+    unschedulable: bool = False
+    ready: bool = True
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+class NodeArrays:
+    """All nodes' resource state in NumPy arrays, indexed by position."""
+
+    def __init__(self, res: ResourceIndex, specs: list[NodeSpec]) -> None:
+        self.res = res
+        self.specs = specs
+        self.names = [s.name for s in specs]
+        self.pos = {n: i for i, n in enumerate(self.names)}
+        n, r = len(specs), res.size
+        self.allocatable = np.array([s.allocatable for s in specs]).reshape(n, r)
+        self.capacity = np.array([s.capacity for s in specs]).reshape(n, r)
+        self.idle = self.allocatable.copy()
+        self.used = np.zeros((n, r))
+        self.releasing = np.zeros((n, r))
+        self.pipelined = np.zeros((n, r))
+        self.unschedulable = np.array([s.unschedulable for s in specs], dtype=bool)
+        self.tasks: list[dict[str, TaskInfo]] = [{} for _ in specs]
+        self.log: list[int] = []
+        self.views = [NodeInfo(self, i) for i in range(n)]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def _account(self, i: int, task: TaskInfo, sign: float) -> None:
+        r = task.resreq * sign
+        st = task.status
+        if st == TaskStatus.Releasing:
+            self.idle[i] -= r
+            self.releasing[i] += r
+            self.used[i] += r
+        elif st == TaskStatus.Pipelined:
+            self.pipelined[i] += r
+        else:
+            self.idle[i] -= r
+            self.used[i] += r
+        self.log.append(i)
+
+    def add_task(self, i: int, task: TaskInfo) -> None:
+        """Volcano's NodeInfo.AddTask: account the task by its current status."""
+        self.tasks[i][task.uid] = task
+        self._account(i, task, 1.0)
+
+    def remove_task(self, i: int, task: TaskInfo) -> None:
+        t = self.tasks[i].pop(task.uid, None)
+        if t is not None:
+            self._account(i, t, -1.0)
+
+    def update_task(self, i: int, task: TaskInfo, status: TaskStatus, job: Any = None) -> None:
+        """Change a task's status on this node (remove with the old status, re-add with the new)."""
+        self.remove_task(i, task)
+        if job is not None:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+        self.add_task(i, task)
+
+    def future_idle(self, idx: np.ndarray | slice | int = slice(None)) -> np.ndarray:
+        return self.idle[idx] + self.releasing[idx] - self.pipelined[idx]
+
+    def total_allocatable(self) -> np.ndarray:
+        return self.allocatable.sum(axis=0) if len(self) else self.res.zeros()
+
+
+class NodeInfo:
+    """A view of one node, for per-node (scalar) plugin callbacks and user code."""
+
+    __slots__ = ("arrays", "index")
+
+    def __init__(self, arrays: NodeArrays, index: int) -> None:
+        self.arrays = arrays
+        self.index = index
+
+    @property
+    def name(self) -> str:
+        return self.arrays.names[self.index]
+
+    @property
+    def spec(self) -> NodeSpec:
+        return self.arrays.specs[self.index]
+
+    @property
+    def node(self) -> dict[str, Any]:
+        return self.spec.manifest
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.spec.labels
+
+    @property
+    def taints(self) -> list[dict[str, Any]]:
+        return self.spec.taints
+
+    @property
+    def idle(self) -> np.ndarray:
+        return self.arrays.idle[self.index]
+
+    @property
+    def used(self) -> np.ndarray:
+        return self.arrays.used[self.index]
+
+    @property
+    def releasing(self) -> np.ndarray:
+        return self.arrays.releasing[self.index]
+
+    @property
+    def pipelined(self) -> np.ndarray:
+        return self.arrays.pipelined[self.index]
+
+    @property
+    def allocatable(self) -> np.ndarray:
+        return self.arrays.allocatable[self.index]
+
+    @property
+    def capability(self) -> np.ndarray:
+        return self.arrays.capacity[self.index]
+
+    def future_idle(self) -> np.ndarray:
+        return self.arrays.future_idle(self.index)
+
+    @property
+    def tasks(self) -> dict[str, TaskInfo]:
+        return self.arrays.tasks[self.index]
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool(self.arrays.unschedulable[self.index])
+
+    def __repr__(self) -> str:
+        return f"Node({self.name})"

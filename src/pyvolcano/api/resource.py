@@ -1,0 +1,128 @@
+"""Resources as dense NumPy vectors over a fixed list of resource names.
+
+Volcano's ``Resource`` is a struct of MilliCPU, Memory and a map of scalar resources.  Here every amount is a
+float64 vector whose positions are named by a ``ResourceIndex`` shared by the whole cache, so that node state
+can live in (nodes x resources) arrays and a fit test over all nodes is one vectorised comparison.
+
+Units follow Volcano: cpu in millicores, memory in bytes, scalar resources (``nvidia.com/gpu``...) in
+thousandths (``MilliValue``), and ``pods`` in plain counts (every task requests one pod, so pod-count limits
+are checked by the same comparison as cpu and memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pyvolcano.api.quantity import format_quantity, to_milli, to_units
+
+CPU, MEMORY, PODS = "cpu", "memory", "pods"
+#: Volcano's ``minResource``: two amounts closer than this are equal.
+EPS = 0.1
+#: Resources that are never part of a pod's scheduling request.
+_IGNORED = {"ephemeral-storage-limit"}
+
+
+def amount(name: str, quantity: object) -> float:
+    """Internal amount of one resource quantity (see the module docstring for units)."""
+    if name == MEMORY or name == PODS or name.startswith("hugepages-") or name == "ephemeral-storage":
+        return to_units(quantity)
+    return to_milli(quantity)
+
+
+@dataclass(frozen=True)
+class ResourceIndex:
+    """The names of vector positions; cpu, memory and pods always come first."""
+
+    names: tuple[str, ...] = (CPU, MEMORY, PODS)
+    pos: dict[str, int] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pos", {n: i for i, n in enumerate(self.names)})
+
+    @classmethod
+    def of(cls, extra: Iterable[str] = ()) -> ResourceIndex:
+        rest = sorted({n for n in extra if n not in (CPU, MEMORY, PODS) and n not in _IGNORED})
+        return cls((CPU, MEMORY, PODS, *rest))
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def covers(self, names: Iterable[str]) -> bool:
+        return all(n in self.pos or n in _IGNORED for n in names)
+
+    def zeros(self) -> np.ndarray:
+        return np.zeros(self.size)
+
+    def infinite(self) -> np.ndarray:
+        return np.full(self.size, np.inf)
+
+    def vector(self, amounts: Mapping[str, float], default: float = 0.0) -> np.ndarray:
+        """Vector from internal amounts; names missing from ``amounts`` get ``default``."""
+        v = np.full(self.size, default)
+        for n, a in amounts.items():
+            i = self.pos.get(n)
+            if i is not None:
+                v[i] = a
+        return v
+
+    def from_list(self, rl: Mapping[str, object] | None, default: float = 0.0) -> np.ndarray:
+        """Vector from a Kubernetes ResourceList (``{cpu: '2', memory: 4Gi}``)."""
+        return self.vector({n: amount(n, q) for n, q in (rl or {}).items()}, default)
+
+    def to_dict(self, v: np.ndarray, *, skip_zero: bool = True) -> dict[str, float]:
+        return {n: float(v[i]) for i, n in enumerate(self.names) if not (skip_zero and v[i] == 0)}
+
+    def format(self, v: np.ndarray, *, skip_zero: bool = True, skip_pods: bool = True) -> str:
+        parts = []
+        for i, n in enumerate(self.names):
+            if (skip_zero and v[i] == 0) or (skip_pods and n == PODS):
+                continue
+            parts.append(f"{n}: {'inf' if np.isinf(v[i]) else format_quantity(n, float(v[i]))}")
+        return "{" + ", ".join(parts) + "}"
+
+    @property
+    def fair_mask(self) -> np.ndarray:
+        """Positions that count for shares and scores (everything but the pod count)."""
+        m = np.ones(self.size, dtype=bool)
+        m[2] = False
+        return m
+
+
+def less_equal(left: np.ndarray, right: np.ndarray) -> bool:
+    """Volcano's ``LessEqual(rr, Zero)``: every dimension of ``left`` within ``right`` (+EPS)."""
+    return bool(np.all(left < right + EPS))
+
+
+def less_equal_with_dimension(left: np.ndarray, right: np.ndarray, dims_of: np.ndarray) -> bool:
+    """``LessEqualWithDimension``: compare only the dimensions that ``dims_of`` requests (non-zero)."""
+    sel = dims_of > 0
+    return bool(np.all(left[sel] < right[sel] + EPS))
+
+
+def insufficient(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Indices of the dimensions where ``left`` does not fit ``right``."""
+    return np.nonzero(~(left < right + EPS))[0]
+
+
+def is_empty(v: np.ndarray) -> bool:
+    """Volcano's ``IsEmpty``: every dimension but the pod count below EPS (a BestEffort request)."""
+    rest = np.delete(v, 2) if v.shape[0] > 2 else v
+    return bool(np.all(rest < EPS))
+
+
+def share(alloc: np.ndarray, total: np.ndarray, mask: np.ndarray | None = None) -> float:
+    """Volcano's dominant share: max over dimensions of alloc/total (0/0 is 0, x/0 is 1)."""
+    a = alloc if mask is None else alloc[mask]
+    t = total if mask is None else total[mask]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(t > 0, a / np.where(t > 0, t, 1), np.where(a > 0, 1.0, 0.0))
+    return float(r.max()) if r.size else 0.0
+
+
+def clip_sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` floored at zero per dimension (Volcano's ``Diff`` increased part, ``SubWithoutAssert``>=0)."""
+    return np.maximum(a - b, 0.0)

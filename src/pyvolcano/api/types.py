@@ -1,0 +1,61 @@
+"""Statuses and well-known names shared by Volcano and pyvolcano."""
+
+from __future__ import annotations
+
+from enum import IntFlag, StrEnum
+
+
+class TaskStatus(IntFlag):
+    """Volcano's TaskStatus values (bit flags, so sets of statuses are cheap)."""
+
+    Pending = 1
+    Allocated = 2
+    Pipelined = 4
+    Binding = 8
+    Bound = 16
+    Running = 32
+    Releasing = 64
+    Succeeded = 128
+    Failed = 256
+    Unknown = 512
+
+    def __str__(self) -> str:  # Python 3.11 IntFlag str() differs between versions; keep the name
+        return self.name or repr(self)
+
+
+#: ``AllocatedStatus``: the task holds node resources granted by the scheduler.
+ALLOCATED = TaskStatus.Bound | TaskStatus.Binding | TaskStatus.Running | TaskStatus.Allocated
+#: ``ReadyTaskNum`` counts these (allocated plus finished).
+READY = ALLOCATED | TaskStatus.Succeeded
+#: ``ValidTaskNum`` counts these.
+VALID = READY | TaskStatus.Pipelined | TaskStatus.Pending
+#: statuses whose resources stay on a node.
+ON_NODE = ALLOCATED | TaskStatus.Pipelined | TaskStatus.Releasing
+
+
+class PodGroupPhase(StrEnum):
+    Pending = "Pending"
+    Inqueue = "Inqueue"
+    Running = "Running"
+    Unknown = "Unknown"
+    Completed = "Completed"
+
+
+class QueueState(StrEnum):
+    Open = "Open"
+    Closed = "Closed"
+    Closing = "Closing"
+    Unknown = "Unknown"
+
+
+# Annotations and labels Volcano uses.
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+JOB_NAME_ANNOTATION = "volcano.sh/job-name"
+SLA_WAITING_TIME = "sla-waiting-time"
+NODEGROUP_LABEL = "volcano.sh/nodegroup-name"
+DEFAULT_QUEUE = "default"
+DEFAULT_SCHEDULER = "volcano"
+SYSTEM_CRITICAL = ("system-cluster-critical", "system-node-critical")

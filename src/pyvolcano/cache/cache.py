@@ -1,0 +1,314 @@
+"""SchedulerCache: the cluster as the scheduler knows it, fed by manifests (cycle), the simulator or informers.
+
+It keeps TaskInfo/JobInfo/NodeSpec/QueueInfo objects up to date object by object (``upsert``/``delete``), and
+``snapshot()`` hands a session private copies of what it may change (jobs and tasks) plus fresh node arrays.
+A bad object is reported in ``problems`` and skipped; the rest of the cluster is still scheduled.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api import convert
+from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
+from pyvolcano.api.node_info import NodeArrays, NodeSpec
+from pyvolcano.api.queue_info import QueueInfo
+from pyvolcano.api.resource import ResourceIndex
+from pyvolcano.api.types import (
+    DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER,
+    GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+    TaskStatus,
+)
+from pyvolcano.errors import ManifestError
+
+_OFF_NODE = TaskStatus.Pending | TaskStatus.Succeeded | TaskStatus.Failed
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
+         "Namespace")
+
+
+@dataclass
+class Snapshot:
+    """What one session starts from; jobs and tasks are private copies, safe to change."""
+
+    res: ResourceIndex
+    nodes: NodeArrays
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    priority_classes: dict[str, int]
+    default_priority: int
+    pdbs: list[dict[str, Any]] = field(default_factory=list)
+    quotas: list[dict[str, Any]] = field(default_factory=list)
+    skipped_jobs: dict[str, str] = field(default_factory=dict)
+    now: float = 0.0
+
+
+class SchedulerCache:
+    """Cluster state between sessions.  ``scheduler_name`` selects the pods this scheduler places."""
+
+    def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER, res: ResourceIndex | None = None) -> None:
+        self.scheduler_name = scheduler_name
+        self.res = res or ResourceIndex.of()
+        self.nodes: dict[str, NodeSpec] = {}
+        self.jobs: dict[str, JobInfo] = {}
+        self.tasks: dict[str, TaskInfo] = {}
+        self.other_tasks: dict[str, TaskInfo] = {}  # pods of other schedulers: they only take node resources
+        self.podgroups: dict[str, PodGroup] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.global_default: tuple[str, int] | None = None
+        self.pdbs: dict[str, dict[str, Any]] = {}
+        self.quotas: dict[str, dict[str, Any]] = {}
+        self.raw: dict[tuple[str, str], dict[str, Any]] = {}
+        self.problems: list[str] = []
+        self.now = 0.0
+
+    # --- bulk load ------------------------------------------------------------------------------------
+    @classmethod
+    def from_objects(cls, objects: Iterable[dict[str, Any]], scheduler_name: str = DEFAULT_SCHEDULER,
+                     extra_resources: Iterable[str] = ()) -> SchedulerCache:
+        objs = [o for o in objects if isinstance(o, dict)]
+        cache = cls(scheduler_name, ResourceIndex.of(set(convert.resource_names(objs)) | set(extra_resources)))
+        order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
+        for o in sorted(objs, key=lambda o: order.get(o.get("kind", ""), 9)):
+            cache.upsert(o)
+        return cache
+
+    def _problem(self, msg: str) -> None:
+        self.problems.append(msg)
+
+    def _key(self, obj: dict[str, Any]) -> tuple[str, str]:
+        md = obj.get("metadata") or {}
+        ns = md.get("namespace") or ("default" if obj.get("kind") in ("Pod", "PodGroup") else "")
+        return obj.get("kind", ""), f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
+
+    def upsert(self, obj: dict[str, Any]) -> bool:
+        """Add or replace one object; a bad one is recorded in ``problems`` and skipped (returns False)."""
+        kind = obj.get("kind")
+        if kind not in KINDS:
+            return False
+        try:
+            convert.meta(obj)
+            if kind in ("Node", "Pod", "PodGroup", "Queue") and not self.res.covers(
+                    convert.resource_names([obj])):
+                self._grow(convert.resource_names([obj]))
+            getattr(self, f"_upsert_{kind.lower()}")(obj)
+        except ManifestError as exc:
+            self._problem(str(exc))
+            return False
+        self.raw[self._key(obj)] = obj
+        return True
+
+    def delete(self, obj: dict[str, Any]) -> None:
+        kind, key = self._key(obj)
+        self.raw.pop((kind, key), None)
+        if kind == "Node":
+            self.nodes.pop(key, None)
+        elif kind == "Pod":
+            self._remove_task(key)
+        elif kind == "PodGroup":
+            self.podgroups.pop(key, None)
+            job = self.jobs.get(key)
+            if job is not None:
+                job.podgroup = None
+                if not job.tasks:
+                    del self.jobs[key]
+        elif kind == "Queue":
+            self.queues.pop(key, None)
+        elif kind == "PriorityClass":
+            self.priority_classes.pop(key, None)
+            if self.global_default and self.global_default[0] == key:
+                self.global_default = None
+        elif kind == "PodDisruptionBudget":
+            self.pdbs.pop(key, None)
+        elif kind == "ResourceQuota":
+            self.quotas.pop(key, None)
+
+    def _grow(self, names: Iterable[str]) -> None:
+        """A new resource name appeared: widen every vector by rebuilding from the raw objects."""
+        self.res = ResourceIndex.of(set(self.res.names) | set(names))
+        raw = list(self.raw.values())
+        statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
+        self.nodes.clear(), self.jobs.clear(), self.tasks.clear(), self.other_tasks.clear()
+        self.podgroups.clear(), self.queues.clear()
+        order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
+        for o in sorted(raw, key=lambda o: order.get(o.get("kind", ""), 9)):
+            kind = o.get("kind", "")
+            if kind in ("Node", "Pod", "PodGroup", "Queue"):
+                getattr(self, f"_upsert_{kind.lower()}")(o)
+        for uid, (st, node) in statuses.items():  # keep what the scheduler decided since the objects were read
+            t = self.tasks.get(uid)
+            if t is not None and (t.status, t.node_name) != (st, node):
+                self.set_task_status(t, st, node)
+
+    # --- per kind -------------------------------------------------------------------------------------
+    def _upsert_node(self, obj: dict[str, Any]) -> None:
+        spec = convert.node_spec(obj, self.res)
+        self.nodes[spec.name] = spec
+
+    def _upsert_queue(self, obj: dict[str, Any]) -> None:
+        q = convert.queue(obj, self.res)
+        self.queues[q.name] = q
+
+    def _upsert_priorityclass(self, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        try:
+            value = int(obj.get("value", 0))
+        except (TypeError, ValueError):
+            raise ManifestError(convert.ref(obj), "value", f"{obj.get('value')!r} is not an integer") from None
+        self.priority_classes[name] = value
+        if obj.get("globalDefault"):
+            self.global_default = (name, value)
+
+    def _upsert_poddisruptionbudget(self, obj: dict[str, Any]) -> None:
+        self.pdbs[self._key(obj)[1]] = obj
+
+    def _upsert_resourcequota(self, obj: dict[str, Any]) -> None:
+        self.quotas[self._key(obj)[1]] = obj
+
+    def _upsert_namespace(self, obj: dict[str, Any]) -> None:
+        return None
+
+    @property
+    def default_priority(self) -> int:
+        return self.global_default[1] if self.global_default else 0
+
+    def _class_priority(self, name: str) -> int:
+        if name and name in self.priority_classes:
+            return self.priority_classes[name]
+        return self.default_priority
+
+    def _upsert_podgroup(self, obj: dict[str, Any]) -> None:
+        pg = convert.podgroup(obj, self.res)
+        uid = f"{pg.namespace}/{pg.name}"
+        self.podgroups[uid] = pg
+        job = self.jobs.get(uid)
+        if job is None:
+            job = self.jobs[uid] = JobInfo(uid, pg, self.res.size)
+        self._set_podgroup(job, pg)
+
+    def _set_podgroup(self, job: JobInfo, pg: PodGroup) -> None:
+        job.podgroup = pg
+        job.name, job.namespace, job.queue = pg.name, pg.namespace, pg.queue
+        job.min_available = pg.min_member
+        job.task_min_available = dict(pg.min_task_member)
+        job.creation = pg.creation
+        job.priority = self._class_priority(pg.priority_class)
+        job.preemptable = str(pg.annotations.get("volcano.sh/preemptable",
+                                                 pg.labels.get("volcano.sh/preemptable", "false"))).lower() == "true"
+
+    def _upsert_pod(self, pod: dict[str, Any]) -> None:
+        md = pod["metadata"]
+        ns = md.get("namespace") or "default"
+        uid = f"{ns}/{md['name']}"
+        spec = pod.get("spec")
+        if not isinstance(spec, dict):
+            raise ManifestError(convert.ref(pod), "spec", "is required")
+        req, init = convert.pod_requests(pod)
+        prio = spec.get("priority")
+        if prio is None:
+            prio = self._class_priority(spec.get("priorityClassName") or "")
+        try:
+            prio = int(prio)
+        except (TypeError, ValueError):
+            raise ManifestError(convert.ref(pod), "spec.priority", f"{prio!r} is not an integer") from None
+        self._remove_task(uid)
+        ours = (spec.get("schedulerName") or "default-scheduler") == self.scheduler_name
+        if not ours:
+            t = convert.make_task(pod, self.res, "", prio, req, init, "")
+            if t.node_name:
+                self.other_tasks[uid] = t
+            return
+        annotations = md.get("annotations") or {}
+        group = annotations.get(GROUP_NAME_ANNOTATION)
+        if group:
+            job_uid = f"{ns}/{group}"
+        else:  # Volcano's podgroup controller makes a one-pod PodGroup for a volcano pod without one
+            job_uid = f"{ns}/podgroup-{md.get('uid') or md['name']}"
+            if job_uid not in self.podgroups:
+                pg = PodGroup(name=job_uid.split("/", 1)[1], namespace=ns, min_member=1,
+                              queue=annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE,
+                              priority_class=spec.get("priorityClassName") or "",
+                              min_resources=self.res.vector(req) * self.res.fair_mask,
+                              creation=convert.parse_time(pod, md.get("creationTimestamp")), synthetic=True)
+                self.podgroups[job_uid] = pg
+                self.jobs[job_uid] = JobInfo(job_uid, None, self.res.size)
+                self._set_podgroup(self.jobs[job_uid], pg)
+        job = self.jobs.get(job_uid)
+        if job is None:
+            job = self.jobs[job_uid] = JobInfo(job_uid, None, self.res.size)
+        task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
+        job.add_task(task)
+        self.tasks[uid] = task
+
+    def _remove_task(self, uid: str) -> None:
+        self.other_tasks.pop(uid, None)
+        t = self.tasks.pop(uid, None)
+        if t is None:
+            return
+        job = self.jobs.get(t.job)
+        if job is not None:
+            job.delete_task(t)
+            if not job.tasks and job.podgroup is None:
+                del self.jobs[t.job]
+
+    # --- scheduler decisions written back -------------------------------------------------------------
+    def set_task_status(self, task: TaskInfo, status: TaskStatus, node: str | None = None) -> None:
+        job = self.jobs.get(task.job)
+        if node is not None:
+            task.node_name = node
+        if job is not None:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+
+    # --- snapshot ------------------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Private copies for one session.  Jobs without a PodGroup or with an unknown queue are left out
+        (with the reason in ``skipped_jobs``), as Volcano's snapshot does; their pods still use nodes."""
+        queues = dict(self.queues)
+        if DEFAULT_QUEUE not in queues:  # Volcano always has the default queue (its controller creates it)
+            queues[DEFAULT_QUEUE] = QueueInfo(name=DEFAULT_QUEUE)
+        specs = [s for s in self.nodes.values() if s.ready]
+        arrays = NodeArrays(self.res, specs)
+        jobs: dict[str, JobInfo] = {}
+        skipped: dict[str, str] = {}
+        placed: list[TaskInfo] = []
+        for uid, job in self.jobs.items():
+            if job.podgroup is None:
+                group = uid.split("/", 1)[1]
+                skipped[uid] = f"PodGroup {uid} does not exist (named by pod annotation {GROUP_NAME_ANNOTATION}={group})"
+                placed.extend(t for t in job.tasks.values() if t.node_name and not t.status & _OFF_NODE)
+                continue
+            if job.queue not in queues:
+                skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
+                placed.extend(t for t in job.tasks.values() if t.node_name and not t.status & _OFF_NODE)
+                continue
+            c = job.clone()
+            jobs[uid] = c
+            placed.extend(t for t in c.tasks.values() if t.node_name and not t.status & _OFF_NODE)
+        placed.extend(t for t in self.other_tasks.values() if not t.status & _OFF_NODE)
+        for t in placed:
+            i = arrays.pos.get(t.node_name)
+            if i is not None:
+                arrays.add_task(i, t)
+        arrays.log.clear()
+        return Snapshot(
+            res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
+            default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
+            skipped_jobs=skipped, now=self.now,
+        )
+
+    def warn_problems(self) -> None:
+        for p in self.problems:
+            print(f"pyvolcano: skipped: {p}", file=sys.stderr)
+
+
+def empty_vector(res: ResourceIndex) -> np.ndarray:
+    return res.zeros()

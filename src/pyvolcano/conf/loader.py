@@ -1,0 +1,187 @@
+"""Parse and validate ``volcano-scheduler.conf``.
+
+The format is Volcano's: an ``actions`` string, ``tiers`` of ``plugins`` (name, enable flags, arguments),
+and optional per-action ``configurations``.  Every error names the line and, for unknown names, lists the
+known ones.  Pydantic checks the shape; the YAML node tree supplies line numbers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pyvolcano.errors import ConfigError
+from pyvolcano.framework import registry
+from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.points import FLAG_ALIASES, FLAGS
+
+DEFAULT_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+class PluginOption(BaseModel):
+    """One plugin in a tier: its name, enable flags (unset means enabled) and arguments."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _args(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @property
+    def flags(self) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for k, v in (self.model_extra or {}).items():
+            out[FLAG_ALIASES.get(k, k)] = bool(v) if not isinstance(v, str) else v.lower() == "true"
+        return out
+
+    def enabled(self, flag: str | None) -> bool:
+        """Volcano's isEnabled: a flag that is not set means enabled."""
+        return flag is None or self.flags.get(flag, True)
+
+    def args(self) -> Arguments:
+        return Arguments(self.arguments, f"plugin {self.name}")
+
+
+class Tier(BaseModel):
+    plugins: list[PluginOption] = Field(default_factory=list)
+
+
+class ActionConfiguration(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class SchedulerConf(BaseModel):
+    actions: list[str]
+    tiers: list[Tier] = Field(default_factory=list)
+    configurations: list[ActionConfiguration] = Field(default_factory=list)
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [a.strip() for a in v.split(",") if a.strip()]
+        return v
+
+    def action_args(self, name: str) -> Arguments:
+        for c in self.configurations:
+            if c.name == name:
+                return Arguments(c.arguments, f"action {name}")
+        return Arguments({}, f"action {name}")
+
+    def plugin(self, name: str) -> PluginOption | None:
+        for tier in self.tiers:
+            for p in tier.plugins:
+                if p.name == name:
+                    return p
+        return None
+
+    @property
+    def plugin_names(self) -> list[str]:
+        return [p.name for t in self.tiers for p in t.plugins]
+
+
+def _line_of(root: yaml.Node | None, path: list[Any]) -> int | None:
+    """1-based line of the YAML node at ``path`` (keys and list indexes), or of its nearest parent."""
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    for step in path:
+        nxt = None
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == step:
+                    nxt = v
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            nxt = node.value[step]
+        if nxt is None:
+            break
+        node = nxt
+        line = node.start_mark.line + 1
+    return line
+
+
+def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
+    """Parse, validate and check every action and plugin name against the registries."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+        raise ConfigError(f"{source}: YAML error at {where}: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: YAML error: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers', got {type(data).__name__}")
+    try:
+        conf = SchedulerConf.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = list(err["loc"])
+        line = _line_of(root, loc)
+        field = ".".join(str(x) for x in loc)
+        raise ConfigError(f"{source}: line {line}: {field}: {err['msg']}") from None
+    if not conf.actions:
+        raise ConfigError(f"{source}: line {_line_of(root, ['actions'])}: actions: no action given; known "
+                          f"actions: {', '.join(registry.known_actions())}")
+    for i, name in enumerate(conf.actions):
+        try:
+            registry.action_class(name)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: line {_line_of(root, ['actions'])}: {exc}") from None
+        del i
+    for ti, tier in enumerate(conf.tiers):
+        for pi, p in enumerate(tier.plugins):
+            line = _line_of(root, ["tiers", ti, "plugins", pi, "name"])
+            try:
+                registry.plugin_class(p.name)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: line {line}: {exc}") from None
+            for key, val in (p.model_extra or {}).items():
+                if key not in FLAGS and key not in FLAG_ALIASES:
+                    print(f"pyvolcano: warning: {source}: line {_line_of(root, ['tiers', ti, 'plugins', pi, key])}:"
+                          f" plugin {p.name}: unknown option {key!r} ignored (known: {', '.join(FLAGS)})",
+                          file=sys.stderr)
+                elif not isinstance(val, bool) and str(val).lower() not in ("true", "false"):
+                    raise ConfigError(f"{source}: line {_line_of(root, ['tiers', ti, 'plugins', pi, key])}: "
+                                      f"plugin {p.name}: {key} must be true or false, got {val!r}")
+    names = conf.plugin_names
+    if "proportion" in names and "capacity" in names:
+        print(f"pyvolcano: warning: {source}: proportion and capacity are both enabled; Volcano says they must "
+              "not be used together (both set queue deserved and overused)", file=sys.stderr)
+    return conf
+
+
+def load_conf_file(path: str | Path | None) -> SchedulerConf:
+    if path is None:
+        return load_conf(DEFAULT_CONF, "default conf")
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read scheduler conf {path}: {exc.strerror}") from None
+    return load_conf(text, str(path))

@@ -1,0 +1,23 @@
+"""Action base class: one step of a scheduling cycle (enqueue, allocate, preempt, reclaim, backfill)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from pyvolcano.framework.arguments import Arguments
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+
+class Action:
+    """Subclasses set ``name`` and implement ``execute``; ``arguments`` come from the conf's
+    ``configurations`` entry of the same name."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Arguments | None = None) -> None:
+        self.arguments = arguments or Arguments({}, self.name)
+
+    def execute(self, ssn: Session) -> None:
+        raise NotImplementedError

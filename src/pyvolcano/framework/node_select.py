@@ -1,0 +1,220 @@
+"""Choosing a node for a task: vectorised predicates and scores, cached per pod template.
+
+Predicates and node scores are registered by plugins in a vector form (all given nodes at once) and/or a
+scalar form (one ``NodeInfo``, Volcano's signature).  Registrations say whether they are *static* (depend
+only on the pod template and the node's labels/taints, so computed once per session) and *template-safe*
+(the same for every pod of a template).  For template-safe ones, each template keeps its masks and scores
+across the session and recomputes only the nodes listed in ``NodeArrays.log`` since it last looked: a cached
+argmax instead of a full re-evaluation per pod.  Anything not template-safe is evaluated fresh each time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pyvolcano.api.fit_errors import FitError, FitErrors, insufficient_reason
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.resource import EPS
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+VectorPredicate = Callable[[TaskInfo, np.ndarray], np.ndarray]
+ScalarPredicate = Callable[[TaskInfo, NodeInfo], Any]
+VectorScore = Callable[[TaskInfo, np.ndarray], np.ndarray]
+ScalarScore = Callable[[TaskInfo, NodeInfo], float]
+
+
+@dataclass
+class PredicateReg:
+    plugin: str
+    vector: VectorPredicate | None = None
+    scalar: ScalarPredicate | None = None
+    static: bool = False
+    template_safe: bool = True
+
+    def mask(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
+        if self.vector is not None and engine == "vector":
+            return np.asarray(self.vector(task, idx), dtype=bool)
+        if self.scalar is not None:
+            return np.fromiter((passes(self.scalar, task, ssn.nodes.views[i]) for i in idx), bool, len(idx))
+        return np.fromiter((bool(self.vector(task, np.array([i]))[0]) for i in idx), bool, len(idx))  # type: ignore[misc]
+
+    def explain(self, ssn: Session, task: TaskInfo, i: int) -> str | None:
+        if self.scalar is not None:
+            try:
+                r = self.scalar(task, ssn.nodes.views[i])
+            except FitError as exc:
+                return exc.reason
+            return None if r in (None, True) else (r if isinstance(r, str) else f"node(s) rejected by {self.plugin}")
+        ok = bool(self.vector(task, np.array([i]))[0])  # type: ignore[misc]
+        return None if ok else f"node(s) rejected by {self.plugin}"
+
+
+def passes(fn: ScalarPredicate, task: TaskInfo, node: NodeInfo) -> bool:
+    """A scalar predicate passes when it returns None/True and raises no FitError."""
+    try:
+        r = fn(task, node)
+    except FitError:
+        return False
+    return r is None or r is True
+
+
+@dataclass
+class ScoreReg:
+    plugin: str
+    vector: VectorScore | None = None
+    scalar: ScalarScore | None = None
+    static: bool = False
+    template_safe: bool = True
+
+    def scores(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
+        if self.vector is not None and engine == "vector":
+            return np.asarray(self.vector(task, idx), dtype=float)
+        if self.scalar is not None:
+            return np.fromiter((self.scalar(task, ssn.nodes.views[i]) for i in idx), float, len(idx))
+        return np.fromiter((float(self.vector(task, np.array([i]))[0]) for i in idx), float, len(idx))  # type: ignore[misc]
+
+
+@dataclass
+class _Entry:
+    static_mask: np.ndarray
+    static_score: np.ndarray
+    dyn_mask: np.ndarray
+    dyn_score: np.ndarray
+    fit_idle: np.ndarray
+    fit_future: np.ndarray
+    pos: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class NodeSelector:
+    """Per-session node choice with per-template caches (see module docstring)."""
+
+    def __init__(self, ssn: Session, engine: str = "vector") -> None:
+        self.ssn = ssn
+        self.engine = engine
+        self.entries: dict[Any, _Entry] = {}
+        self.all_idx = np.arange(len(ssn.nodes))
+
+    # registrations split once by kind
+    def _split(self) -> None:
+        preds, scores = self.ssn.predicates, self.ssn.scores
+        self.static_preds = [p for p in preds if p.template_safe and p.static]
+        self.dyn_preds = [p for p in preds if p.template_safe and not p.static]
+        self.fresh_preds = [p for p in preds if not p.template_safe]
+        self.static_scores = [s for s in scores if s.template_safe and s.static]
+        self.dyn_scores = [s for s in scores if s.template_safe and not s.static]
+        self.fresh_scores = [s for s in scores if not s.template_safe]
+
+    def reset(self) -> None:
+        self.entries.clear()
+        self._split()
+
+    # --- cached evaluation ---------------------------------------------------------------------------
+    def _compute(self, e: _Entry, task: TaskInfo, idx: np.ndarray) -> None:
+        ssn, eng = self.ssn, self.engine
+        nodes = ssn.nodes
+        m = np.ones(len(idx), dtype=bool)
+        for p in self.dyn_preds:
+            m &= p.mask(ssn, task, idx, eng)
+        e.dyn_mask[idx] = m
+        s = np.zeros(len(idx))
+        for sc in self.dyn_scores:
+            s += sc.scores(ssn, task, idx, eng)
+        e.dyn_score[idx] = s
+        req = task.init_resreq
+        e.fit_idle[idx] = np.all(req < nodes.idle[idx] + EPS, axis=1)
+        e.fit_future[idx] = np.all(req < nodes.future_idle(idx) + EPS, axis=1)
+
+    def entry(self, task: TaskInfo, job: JobInfo | None) -> _Entry:
+        key = (task.template_key, job.queue if job else "") if self.engine == "vector" else None
+        e = self.entries.get(key) if key is not None else None
+        nodes = self.ssn.nodes
+        n = len(nodes)
+        if e is None:
+            ssn, eng, idx = self.ssn, self.engine, self.all_idx
+            sm = ~nodes.unschedulable if False else np.ones(n, dtype=bool)
+            for p in self.static_preds:
+                sm &= p.mask(ssn, task, idx, eng)
+            ss = np.zeros(n)
+            for sc in self.static_scores:
+                ss += sc.scores(ssn, task, idx, eng)
+            e = _Entry(sm, ss, np.ones(n, bool), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), len(nodes.log))
+            self._compute(e, task, idx)
+            if key is not None:
+                self.entries[key] = e
+            return e
+        log = nodes.log
+        if e.pos < len(log):
+            changed = log[e.pos:]
+            e.pos = len(log)
+            idx = self.all_idx if len(changed) * 4 > n else np.unique(np.fromiter(changed, np.int64, len(changed)))
+            self._compute(e, task, idx)
+        return e
+
+    def feasible(self, task: TaskInfo, job: JobInfo | None) -> tuple[_Entry, np.ndarray]:
+        """(cache entry, mask of nodes passing every predicate, resources not considered)."""
+        e = self.entry(task, job)
+        mask = e.static_mask & e.dyn_mask
+        for p in self.fresh_preds:
+            mask = mask & p.mask(self.ssn, task, self.all_idx, self.engine)
+        return e, mask
+
+    def total_scores(self, task: TaskInfo, e: _Entry, cand: np.ndarray) -> np.ndarray:
+        total = e.static_score + e.dyn_score
+        if self.fresh_scores or self.ssn.batch_scores:
+            idx = np.nonzero(cand)[0]
+            extra = np.zeros(len(idx))
+            for sc in self.fresh_scores:
+                extra += sc.scores(self.ssn, task, idx, self.engine)
+            views = [self.ssn.nodes.views[i] for i in idx]
+            for fn in self.ssn.batch_scores:
+                got = fn(task, views) or {}
+                extra += np.array([float(got.get(v.name, 0.0)) for v in views])
+            total = total.copy()
+            total[idx] += extra
+        return total
+
+    def select(self, task: TaskInfo, job: JobInfo | None) -> tuple[int | None, bool]:
+        """Best node for ``task``: (index, fits idle now) or (None, False) when no node can take it.
+
+        Nodes whose idle resources fit come first (Allocate); otherwise nodes whose future idle fits
+        (Pipeline), as Volcano's allocate does with its two candidate gradients."""
+        e, feas = self.feasible(task, job)
+        for cand, now in ((feas & e.fit_idle, True), (feas & e.fit_future, False)):
+            count = int(np.count_nonzero(cand))
+            if count == 0:
+                continue
+            if count == 1:
+                return int(np.argmax(cand)), now
+            total = self.total_scores(task, e, cand)
+            best = self.ssn.best_node(task, cand, total)
+            if best is not None:
+                return best, now
+            masked = np.where(cand, total, -np.inf)
+            return int(np.argmax(masked)), now
+        return None, False
+
+    def explain(self, task: TaskInfo, job: JobInfo | None) -> FitErrors:
+        """Why no node fits, Volcano's order: resources against future idle first, then each predicate."""
+        nodes = self.ssn.nodes
+        fe = FitErrors(len(nodes))
+        lack = ~(task.init_resreq < nodes.future_idle() + EPS)
+        names = self.ssn.res.names
+        res_fail = lack.any(axis=1)
+        for d in np.nonzero(lack.any(axis=0))[0]:
+            fe.add(insufficient_reason(names[d]), int(lack[:, d].sum()))
+        preds = self.static_preds + self.dyn_preds + self.fresh_preds
+        for i in np.nonzero(~res_fail)[0]:
+            for p in preds:
+                reason = p.explain(self.ssn, task, int(i))
+                if reason:
+                    fe.add(reason)
+                    break
+        return fe
