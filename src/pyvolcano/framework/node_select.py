@@ -139,7 +139,7 @@ class NodeSelector:
         n = len(nodes)
         if e is None:
             ssn, eng, idx = self.ssn, self.engine, self.all_idx
-            sm = ~nodes.unschedulable if False else np.ones(n, dtype=bool)
+            sm = np.ones(n, dtype=bool)
             for p in self.static_preds:
                 sm &= p.mask(ssn, task, idx, eng)
             ss = np.zeros(n)

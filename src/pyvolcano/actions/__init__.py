@@ -1,0 +1,1 @@
+"""Built-in actions; each module registers one with ``@register_action``."""

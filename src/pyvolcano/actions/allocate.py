@@ -1,0 +1,100 @@
+"""allocate (seed 000 §5.2): place pending tasks of admitted jobs, a whole gang or nothing.
+
+Namespaces (only when a plugin orders them), then queues (re-chosen every round, skipping overused ones, so
+shares shift as tasks land), then jobs, then tasks.  Each task goes to the best node whose idle resources
+fit (Allocate) or, failing that, whose future idle fits (Pipeline).  A job's tasks go into one statement:
+committed when the job is ready, kept (not bound) when it is pipelined, discarded otherwise.  A ready job
+with tasks left goes back in its queue so other jobs get a turn.
+"""
+
+from __future__ import annotations
+
+from pyvolcano.api.fit_errors import FitErrors
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.framework.action import Action
+from pyvolcano.framework.registry import register_action
+from pyvolcano.framework.session import Session
+from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.util import PriorityQueue
+
+
+def schedulable_jobs(ssn: Session, *, promote: bool) -> list[JobInfo]:
+    """Jobs allocate may work on: admitted (Inqueue or later) in a known, open queue.  Without the enqueue
+    action, Pending jobs are promoted to Inqueue first, as Volcano does."""
+    out = []
+    for job in ssn.jobs.values():
+        pg = job.podgroup
+        if pg is None:
+            continue
+        if promote and pg.phase == PodGroupPhase.Pending:
+            pg.phase = PodGroupPhase.Inqueue
+        if job.is_pending():
+            continue
+        q = ssn.queues.get(job.queue)
+        if q is None or not q.is_open():
+            continue
+        out.append(job)
+    return out
+
+
+@register_action
+class Allocate(Action):
+    name = "allocate"
+
+    def execute(self, ssn: Session) -> None:
+        by_ns: dict[str, dict[str, PriorityQueue[JobInfo]]] = {}
+        ns_enabled = ssn.has("namespaceOrder")
+        for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions):
+            ns = job.namespace if ns_enabled else ""
+            by_ns.setdefault(ns, {}).setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
+        namespaces: PriorityQueue[str] = PriorityQueue(ssn.namespace_cmp, by_ns)
+        pending: dict[str, PriorityQueue[TaskInfo]] = {}
+        while not namespaces.empty():
+            ns = namespaces.pop()
+            queues = by_ns[ns]
+            best = None
+            for qname in list(queues):
+                q = ssn.queues[qname]
+                if ssn.overused(q):
+                    del queues[qname]
+                    continue
+                if queues[qname].empty():
+                    continue
+                if best is None or ssn.queue_cmp(q, best) < 0:
+                    best = q
+            if best is None:
+                continue
+            job = queues[best.name].pop()
+            if job.uid not in pending:
+                pending[job.uid] = PriorityQueue(
+                    ssn.task_cmp, [t for t in job.index.get(TaskStatus.Pending, {}).values()
+                                   if not t.best_effort and not t.sch_gated])
+            self.allocate_job(ssn, job, best, pending[job.uid], queues[best.name])
+            namespaces.push(ns)
+
+    def allocate_job(self, ssn: Session, job: JobInfo, queue, tasks: PriorityQueue[TaskInfo],
+                     jobs: PriorityQueue[JobInfo]) -> None:
+        stmt = Statement(ssn)
+        while not tasks.empty():
+            task = tasks.pop()
+            if not ssn.allocatable(queue, task):
+                fe = FitErrors(len(ssn.nodes))
+                fe.set_error(f"queue {queue.name} has no room for the task (allocatable check failed)")
+                job.nodes_fit_errors[task.uid] = fe
+                continue
+            node, now = ssn.select_node(task, job)
+            if node is None:
+                job.nodes_fit_errors[task.uid] = ssn.explain(task, job)
+                break
+            if now:
+                stmt.allocate(task, node)
+            else:
+                stmt.pipeline(task, node)
+            if ssn.job_ready(job) and not tasks.empty():
+                jobs.push(job)
+                break
+        if ssn.job_ready(job):
+            stmt.commit()
+        elif not ssn.job_pipelined(job):
+            stmt.discard()

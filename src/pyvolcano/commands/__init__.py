@@ -1,0 +1,1 @@
+"""CLI subcommands: every module here defines ``register(group)`` and is picked up by ``pyvolcano.cli``."""

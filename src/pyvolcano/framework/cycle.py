@@ -1,0 +1,32 @@
+"""One scheduling cycle from a cache: the single code path the CLI, the simulator and the Kubernetes mode share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.conf.loader import SchedulerConf
+from pyvolcano.framework.session import Session, SessionResult
+
+
+def run_session(cache: SchedulerCache, conf: SchedulerConf, engine: str = "vector") -> SessionResult:
+    """Snapshot the cache, run every configured action, close, and return the decisions (not applied)."""
+    return Session(cache.snapshot(), conf, engine).run()
+
+
+def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano",
+                  engine: str = "vector") -> tuple[SessionResult, SchedulerCache]:
+    cache = SchedulerCache.from_objects(objects, scheduler_name)
+    return run_session(cache, conf, engine), cache
+
+
+def result_json(result: SessionResult) -> dict[str, Any]:
+    """The ``pyvolcano cycle --output json`` contract (shared/scenarios/README.md)."""
+    return {
+        "binds": dict(sorted(result.binds.items())),
+        "evictions": sorted(e.task.uid for e in result.evictions),
+        "pipelined": dict(sorted(result.pipelined.items())),
+        "podgroups": {uid: {"phase": pg["phase"]} for uid, pg in sorted(result.podgroups.items())},
+        "unschedulable": dict(sorted(result.unschedulable.items())),
+    }

@@ -1,0 +1,373 @@
+"""Session: one scheduling cycle over a snapshot, with the plugins' callbacks and the decisions made.
+
+Plugins register callbacks on extension points (``add_fn``) when the session opens; actions ask the session
+(``job_ready``, ``preemptable``, ``select_node`` ...) and the session combines the callbacks with the rule
+declared for that point in ``points.POINTS`` -- one mechanism for every point.  Decisions are collected in
+``binds``/``evictions`` and handed back by ``close()``; the caller (``cycle``, the simulator or the
+Kubernetes binder) applies them.  Nothing here knows where the snapshot came from.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.fit_errors import FitErrors
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.queue_info import QueueInfo
+from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
+from pyvolcano.cache.cache import Snapshot
+from pyvolcano.conf.loader import PluginOption, SchedulerConf
+from pyvolcano.framework import registry
+from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.points import POINTS, Rule, combine
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+
+
+@dataclass
+class EventHandler:
+    """Volcano's Allocate/Deallocate event handlers: called as tasks gain or lose node resources."""
+
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+@dataclass
+class Eviction:
+    task: TaskInfo
+    reason: str
+
+
+@dataclass
+class SessionResult:
+    """Everything one session decided; ``podgroups`` maps job uid to its new phase and conditions."""
+
+    binds: dict[str, str] = field(default_factory=dict)
+    bind_tasks: list[TaskInfo] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    pipelined: dict[str, str] = field(default_factory=dict)
+    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+
+
+class Session:
+    """One scheduling cycle (Volcano's framework.Session)."""
+
+    def __init__(self, snapshot: Snapshot, conf: SchedulerConf, engine: str = "vector") -> None:
+        self.uid = str(uuid.uuid4())
+        self.snapshot = snapshot
+        self.conf = conf
+        self.res = snapshot.res
+        self.nodes = snapshot.nodes
+        self.jobs: dict[str, JobInfo] = dict(snapshot.jobs)
+        self.queues: dict[str, QueueInfo] = snapshot.queues
+        self.now = snapshot.now
+        self.total_resource = self.nodes.total_allocatable()
+        self.options: dict[str, tuple[int, PluginOption]] = {}
+        for ti, tier in enumerate(conf.tiers):
+            for opt in tier.plugins:
+                self.options[opt.name] = (ti, opt)
+        n_tiers = max(1, len(conf.tiers))
+        self.fns: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {
+            p: [[] for _ in range(n_tiers)] for p in POINTS}
+        self.predicates: list[PredicateReg] = []
+        self.scores: list[ScoreReg] = []
+        self.batch_scores: list[Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]] = []
+        self.event_handlers: list[EventHandler] = []
+        self.plugins: dict[str, Plugin] = {}
+        self.binds: dict[str, str] = {}
+        self.bind_tasks: list[TaskInfo] = []
+        self.evictions: list[Eviction] = []
+        self.invalid: dict[str, str] = {}
+        self.pg_conditions: dict[str, dict[str, Any]] = {}
+        self.selector = NodeSelector(self, engine)
+        self.engine = engine
+        #: free-form per-session state plugins may share (e.g. proportion's queue attributes)
+        self.state: dict[str, Any] = {}
+
+    # --- registration -----------------------------------------------------------------------------------
+    def _tier(self, plugin: str, flag: str | None) -> int | None:
+        ti, opt = self.options.get(plugin, (0, None))
+        if opt is not None and not opt.enabled(flag):
+            return None
+        return min(ti, len(self.fns["jobOrder"]) - 1)
+
+    def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
+        """Register ``fn`` on extension point ``point`` unless the plugin's enable flag switches it off."""
+        ti = self._tier(plugin, POINTS[point].flag)
+        if ti is not None:
+            self.fns[point][ti].append((plugin, fn))
+
+    def add_predicate(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
+                      template_safe: bool = True) -> None:
+        """A node filter: ``vector(task, idx) -> bool array`` and/or ``scalar(task, NodeInfo)`` returning
+        None/True to pass, or raising ``FitError``/returning a reason string to reject."""
+        if self._tier(plugin, POINTS["predicate"].flag) is not None:
+            self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe))
+
+    def add_node_order(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
+                       template_safe: bool = True) -> None:
+        """A node score: ``vector(task, idx) -> float array`` and/or ``scalar(task, NodeInfo) -> float``."""
+        if self._tier(plugin, POINTS["nodeOrder"].flag) is not None:
+            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe))
+
+    def add_batch_node_order(self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]) -> None:
+        if self._tier(plugin, POINTS["batchNodeOrder"].flag) is not None:
+            self.batch_scores.append(fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def has(self, point: str) -> bool:
+        return any(self.fns[point])
+
+    def call(self, point: str, *args: Any) -> Any:
+        return combine(POINTS[point].rule, self.fns[point], *args)
+
+    # --- orders (negative: left first) ------------------------------------------------------------------
+    def job_cmp(self, left: JobInfo, right: JobInfo) -> int:
+        r = self.call("jobOrder", left, right)
+        if r:
+            return r
+        return _fallback(left.creation, right.creation, left.uid, right.uid)
+
+    def queue_cmp(self, left: QueueInfo, right: QueueInfo) -> int:
+        r = self.call("queueOrder", left, right)
+        if r:
+            return r
+        return _fallback(left.creation, right.creation, left.name, right.name)
+
+    def task_cmp(self, left: TaskInfo, right: TaskInfo) -> int:
+        r = self.call("taskOrder", left, right)
+        if r:
+            return r
+        return _fallback(left.creation, right.creation, left.uid, right.uid)
+
+    def namespace_cmp(self, left: str, right: str) -> int:
+        r = self.call("namespaceOrder", left, right)
+        return r if r else (-1 if left < right else (1 if left > right else 0))
+
+    def victim_cmp(self, left: TaskInfo, right: TaskInfo) -> int:
+        """Victims: the task that task order puts last goes first."""
+        r = self.call("victimOrder", left, right)
+        return r if r else -self.task_cmp(left, right)
+
+    # --- job and queue predicates ----------------------------------------------------------------------
+    def job_valid(self, job: JobInfo) -> str | None:
+        return self.call("jobValid", job)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self.call("jobReady", job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self.call("jobPipelined", job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return self.call("jobStarving", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self.call("jobEnqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        self.call("jobEnqueued", job)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self.call("allocatable", queue, task)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return self.call("overused", queue)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self.call("preemptive", queue, task)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self.call("preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self.call("reclaimable", reclaimer, candidates)
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        return self.call("victimTasks", tasks)
+
+    def target_job(self, jobs: list[JobInfo]) -> JobInfo | None:
+        return self.call("targetJob", jobs)
+
+    def best_node(self, task: TaskInfo, cand: np.ndarray, total: np.ndarray) -> int | None:
+        """A plugin's bestNode choice among candidate nodes (index), or None to take the top score."""
+        if not self.has("bestNode"):
+            return None
+        idx = np.nonzero(cand)[0]
+        scores: dict[float, list[NodeInfo]] = {}
+        for i in idx:
+            scores.setdefault(float(total[i]), []).append(self.nodes.views[i])
+        chosen = self.call("bestNode", task, scores)
+        return None if chosen is None else chosen.index
+
+    # --- node choice -------------------------------------------------------------------------------------
+    def select_node(self, task: TaskInfo, job: JobInfo | None = None) -> tuple[int | None, bool]:
+        """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle."""
+        return self.selector.select(task, job)
+
+    def explain(self, task: TaskInfo, job: JobInfo | None = None) -> FitErrors:
+        return self.selector.explain(task, job)
+
+    def feasible_nodes(self, task: TaskInfo, job: JobInfo | None = None) -> np.ndarray:
+        """Mask of nodes passing every predicate (resources not considered), as preempt/reclaim need."""
+        return self.selector.feasible(task, job)[1]
+
+    def node_scores(self, task: TaskInfo, cand: np.ndarray, job: JobInfo | None = None) -> np.ndarray:
+        e = self.selector.entry(task, job)
+        return self.selector.total_scores(task, e, cand)
+
+    # --- primitive state changes (shared by Statement and the session-level operations) ---------------
+    def _fire(self, task: TaskInfo, allocate: bool) -> None:
+        for h in self.event_handlers:
+            fn = h.allocate if allocate else h.deallocate
+            if fn is not None:
+                fn(task)
+
+    def _place(self, task: TaskInfo, i: int, status: TaskStatus) -> None:
+        job = self.jobs[task.job]
+        job.update_task_status(task, status)
+        task.node_name = self.nodes.names[i]
+        self.nodes.add_task(i, task)
+        self._fire(task, True)
+
+    def _unplace(self, task: TaskInfo) -> None:
+        i = self.nodes.pos[task.node_name]
+        self.nodes.remove_task(i, task)
+        self.jobs[task.job].update_task_status(task, TaskStatus.Pending)
+        task.node_name = ""
+        self._fire(task, False)
+
+    def _evict(self, task: TaskInfo) -> TaskStatus:
+        old = task.status
+        i = self.nodes.pos[task.node_name]
+        self.nodes.update_task(i, task, TaskStatus.Releasing, self.jobs.get(task.job))
+        self._fire(task, False)
+        return old
+
+    def _unevict(self, task: TaskInfo, old: TaskStatus) -> None:
+        i = self.nodes.pos[task.node_name]
+        self.nodes.update_task(i, task, old, self.jobs.get(task.job))
+        self._fire(task, True)
+
+    def _dispatch(self, task: TaskInfo) -> None:
+        """Hand an allocated task to the binder (recorded; the caller binds)."""
+        i = self.nodes.pos[task.node_name]
+        self.nodes.update_task(i, task, TaskStatus.Binding, self.jobs[task.job])
+        self.binds[task.uid] = task.node_name
+        self.bind_tasks.append(task)
+
+    def _record_eviction(self, task: TaskInfo, reason: str) -> None:
+        self.evictions.append(Eviction(task, reason))
+
+    # --- session-level operations (Volcano's ssn.Allocate/Pipeline/Evict, used outside statements) ----
+    def allocate(self, task: TaskInfo, i: int) -> None:
+        """Allocate now; once the job is ready every allocated task of it is dispatched."""
+        self._place(task, i, TaskStatus.Allocated)
+        job = self.jobs[task.job]
+        if self.job_ready(job):
+            for t in job.tasks_in(TaskStatus.Allocated):
+                self._dispatch(t)
+
+    def pipeline(self, task: TaskInfo, i: int) -> None:
+        self._place(task, i, TaskStatus.Pipelined)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self._evict(task)
+        self._record_eviction(task, reason)
+
+    # --- podgroup status ---------------------------------------------------------------------------------
+    def update_podgroup_condition(self, job: JobInfo, ctype: str, reason: str, message: str) -> None:
+        """Set the job's condition of this type for this session (Volcano's UpdatePodGroupCondition)."""
+        self.pg_conditions.setdefault(job.uid, {})[ctype] = {
+            "type": ctype, "status": "True", "transitionID": self.uid, "reason": reason, "message": message}
+
+    def job_phase(self, job: JobInfo) -> PodGroupPhase:
+        """Volcano's jobStatus(): Unknown when running tasks and unschedulable now; Running when enough tasks
+        hold resources; else Pending unless already Inqueue."""
+        pg = job.podgroup
+        assert pg is not None
+        unschedulable = UNSCHEDULABLE in self.pg_conditions.get(job.uid, {})
+        if job.index.get(TaskStatus.Running) and unschedulable:
+            return PodGroupPhase.Unknown
+        if job.count(ALLOCATED | TaskStatus.Succeeded) >= pg.min_member:
+            return PodGroupPhase.Running
+        if pg.phase != PodGroupPhase.Inqueue:
+            return PodGroupPhase.Pending
+        return pg.phase
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+    def open(self) -> Session:
+        """Build every configured plugin (a fresh instance per session, as Volcano does) and drop the
+        jobs a jobValid callback rejects, marking them Unschedulable."""
+        for tier in self.conf.tiers:
+            for opt in tier.plugins:
+                plugin = registry.plugin_class(opt.name)(opt.args())
+                self.plugins[opt.name] = plugin
+                plugin.on_session_open(self)
+        self.selector.reset()
+        for uid, job in list(self.jobs.items()):
+            msg = self.job_valid(job)
+            if msg is not None:
+                self.update_podgroup_condition(job, UNSCHEDULABLE, "NotEnoughPods", msg)
+                self.invalid[uid] = msg
+                del self.jobs[uid]
+        return self
+
+    def run(self) -> SessionResult:
+        """Open, run every configured action in order, close."""
+        self.open()
+        for name in self.conf.actions:
+            action = registry.action_class(name)(self.conf.action_args(name))
+            action.execute(self)
+        return self.close()
+
+    def close(self) -> SessionResult:
+        for plugin in self.plugins.values():
+            plugin.on_session_close(self)
+        out = SessionResult(binds=dict(self.binds), bind_tasks=list(self.bind_tasks),
+                            evictions=list(self.evictions), skipped=dict(self.snapshot.skipped_jobs),
+                            jobs=self.jobs)
+        for job in self.jobs.values():
+            for t in job.index.get(TaskStatus.Pipelined, {}).values():
+                out.pipelined[t.uid] = t.node_name
+            phase = self.job_phase(job)
+            conds = self.pg_conditions.get(job.uid, {})
+            out.podgroups[job.uid] = {"phase": str(phase), "conditions": list(conds.values())}
+            if UNSCHEDULABLE in conds:
+                out.unschedulable[job.uid] = conds[UNSCHEDULABLE]["message"]
+            elif job.enqueue_reason and phase == PodGroupPhase.Pending:
+                out.unschedulable[job.uid] = job.enqueue_reason
+        for uid, msg in self.invalid.items():
+            job = self.snapshot.jobs[uid]
+            assert job.podgroup is not None
+            out.podgroups[uid] = {"phase": str(job.podgroup.phase),
+                                  "conditions": list(self.pg_conditions.get(uid, {}).values())}
+            out.unschedulable[uid] = msg
+        return out
+
+
+def _fallback(lc: float, rc: float, lu: str, ru: str) -> int:
+    """Volcano's default when no plugin decides: older first, then by name."""
+    if lc != rc:
+        return -1 if lc < rc else 1
+    return -1 if lu < ru else (1 if lu > ru else 0)
+
+
+def open_session(snapshot: Snapshot, conf: SchedulerConf, engine: str = "vector") -> Session:
+    return Session(snapshot, conf, engine).open()
+
+
+__all__ = ["EventHandler", "Eviction", "Rule", "Session", "SessionResult", "open_session"]

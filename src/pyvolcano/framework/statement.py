@@ -1,0 +1,61 @@
+"""Statement: tentative allocate/pipeline/evict operations that are committed or discarded together.
+
+Gang scheduling needs "place these tasks only if enough of them fit": an action records operations in a
+statement, and ``discard`` undoes them in reverse order so the session is exactly as before (node arrays,
+job status buckets and plugin event handlers all see the undo).  ``commit`` turns evictions into evictions
+and allocations into binds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.session import Session
+
+
+@dataclass
+class _Op:
+    kind: str  # "allocate" | "pipeline" | "evict"
+    task: TaskInfo
+    reason: str = ""
+    old: TaskStatus = TaskStatus.Running
+
+
+class Statement:
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.ops: list[_Op] = []
+
+    def allocate(self, task: TaskInfo, node: int) -> None:
+        self.ssn._place(task, node, TaskStatus.Allocated)
+        self.ops.append(_Op("allocate", task))
+
+    def pipeline(self, task: TaskInfo, node: int) -> None:
+        self.ssn._place(task, node, TaskStatus.Pipelined)
+        self.ops.append(_Op("pipeline", task))
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        old = self.ssn._evict(task)
+        self.ops.append(_Op("evict", task, reason, old))
+
+    def discard(self) -> None:
+        for op in reversed(self.ops):
+            if op.kind == "evict":
+                self.ssn._unevict(op.task, op.old)
+            else:
+                self.ssn._unplace(op.task)
+        self.ops.clear()
+
+    def commit(self) -> None:
+        for op in self.ops:
+            if op.kind == "evict":
+                self.ssn._record_eviction(op.task, op.reason)
+            elif op.kind == "allocate" and op.task.status == TaskStatus.Allocated:
+                self.ssn._dispatch(op.task)
+        self.ops.clear()
+
+    def merge(self, other: Statement) -> None:
+        self.ops.extend(other.ops)
+        other.ops.clear()

@@ -1,0 +1,27 @@
+"""conformance (seed 000 §6.9): never evict critical pods (system-cluster-critical, system-node-critical, or
+anything in kube-system)."""
+
+from __future__ import annotations
+
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.types import SYSTEM_CRITICAL
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.session import Session
+
+
+def is_critical(task: TaskInfo) -> bool:
+    spec = task.pod.get("spec") or {}
+    return spec.get("priorityClassName") in SYSTEM_CRITICAL or task.namespace == "kube-system"
+
+
+@register_plugin
+class Conformance(Plugin):
+    name = "conformance"
+
+    def on_session_open(self, ssn: Session) -> None:
+        def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            return [t for t in preemptees if not is_critical(t)], PERMIT
+        ssn.add_fn("preemptable", self.name, victims)
+        ssn.add_fn("reclaimable", self.name, victims)

@@ -1,0 +1,59 @@
+"""drf (seed 000 §6.3): Dominant Resource Fairness between jobs.
+
+A job's share is the largest fraction of the cluster it holds in any resource (the pod count aside).  Jobs
+with a smaller share go first; a task may take resources from a job whose share, after losing the victim,
+is still at least the preemptor's share after gaining its task.  Shares follow allocations and evictions
+through the session's event handlers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.resource import share
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.session import EventHandler, Session
+
+SHARE_DELTA = 1e-6
+
+
+@register_plugin
+class DRF(Plugin):
+    name = "drf"
+
+    def on_session_open(self, ssn: Session) -> None:
+        total = ssn.total_resource
+        mask = ssn.res.fair_mask
+        alloc: dict[str, np.ndarray] = {uid: j.allocated.copy() for uid, j in ssn.jobs.items()}
+        shares: dict[str, float] = {uid: share(a, total, mask) for uid, a in alloc.items()}
+        self.shares = shares
+
+        def job_order(left: JobInfo, right: JobInfo) -> int:
+            ls, rs = shares.get(left.uid, 0.0), shares.get(right.uid, 0.0)
+            return 0 if ls == rs else (-1 if ls < rs else 1)
+        ssn.add_fn("jobOrder", self.name, job_order)
+
+        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            ls = share(alloc.get(preemptor.job, ssn.res.zeros()) + preemptor.resreq, total, mask)
+            left: dict[str, np.ndarray] = {}
+            out = []
+            for t in preemptees:
+                if t.job not in left:
+                    left[t.job] = alloc.get(t.job, ssn.res.zeros()).copy()
+                left[t.job] -= t.resreq
+                rs = share(left[t.job], total, mask)
+                if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                    out.append(t)
+            return out, PERMIT
+        ssn.add_fn("preemptable", self.name, victims)
+
+        def change(task: TaskInfo, sign: float) -> None:
+            a = alloc.get(task.job)
+            if a is None:
+                a = alloc[task.job] = ssn.res.zeros()
+            a += sign * task.resreq
+            shares[task.job] = share(a, total, mask)
+        ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))

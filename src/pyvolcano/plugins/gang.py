@@ -1,0 +1,68 @@
+"""gang (seed 001): a job runs only when at least minMember of its tasks (and each task spec's minimum) can.
+
+jobValid drops jobs that cannot ever reach minMember; jobReady/jobPipelined/jobStarving tell actions when a
+gang is complete; victims may only come from jobs that keep minMember afterwards; jobs not yet ready go first.
+At session close every job that is not ready gets an Unschedulable condition with the fit errors.
+"""
+
+from __future__ import annotations
+
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.points import PERMIT, REJECT
+from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.session import SCHEDULED, UNSCHEDULABLE, Session
+
+
+@register_plugin
+class Gang(Plugin):
+    name = "gang"
+
+    def on_session_open(self, ssn: Session) -> None:
+        def valid(job: JobInfo) -> str | None:
+            if not job.check_task_valid():
+                return "Not enough valid pods of each task for gang-scheduling"
+            vtn = job.valid_task_num()
+            if vtn < job.min_available:
+                return f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}"
+            return None
+        ssn.add_fn("jobValid", self.name, valid)
+
+        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            occupied: dict[str, int] = {}
+            out = []
+            for t in preemptees:
+                job = ssn.jobs.get(t.job)
+                if job is None:
+                    continue
+                if t.job not in occupied:
+                    occupied[t.job] = job.ready_task_num()
+                if occupied[t.job] > job.min_available:
+                    occupied[t.job] -= 1
+                    out.append(t)
+            return out, PERMIT
+        ssn.add_fn("preemptable", self.name, victims)
+        ssn.add_fn("reclaimable", self.name, victims)
+
+        def job_order(left: JobInfo, right: JobInfo) -> int:
+            lr, rr = left.is_ready(), right.is_ready()
+            if lr == rr:
+                return 0
+            return 1 if lr else -1
+        ssn.add_fn("jobOrder", self.name, job_order)
+        ssn.add_fn("jobReady", self.name, lambda j: j.check_task_ready() and j.is_ready())
+        ssn.add_fn("jobPipelined", self.name,
+                   lambda j: PERMIT if j.check_task_pipelined() and j.is_pipelined() else REJECT)
+        ssn.add_fn("jobStarving", self.name, lambda j: j.check_task_starving() and j.is_starving())
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if job.check_task_ready() and job.is_ready():
+                ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+                continue
+            unready = max(job.min_available - job.ready_task_num(), 0)
+            msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+            if job.enqueue_reason:
+                msg += f"; not enqueued: {job.enqueue_reason}"
+            job.job_fit_errors = msg
+            ssn.update_podgroup_condition(job, UNSCHEDULABLE, "NotEnoughResources", msg)

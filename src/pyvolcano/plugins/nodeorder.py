@@ -1,0 +1,79 @@
+"""nodeorder (seed 000 §6.7): Kubernetes' node scores, weighted and added.
+
+Scores are on Kubernetes' 0..100 scale, times the ``<name>.weight`` argument:
+``leastrequested`` (default weight 1): mean over cpu and memory of (allocatable - requested) / allocatable;
+``mostrequested`` (0): mean of requested / allocatable; ``balancedresource`` (1): 1 - |cpu fraction -
+memory fraction| / 2 (the standard deviation of two fractions); ``nodeaffinity`` (1): the raw sum of matching
+preferred-term weights, as Volcano adds it without normalising; ``tainttoleration`` (1): fewer untolerated
+PreferNoSchedule taints is better, normalised over the nodes like Kubernetes (100 when none has any).
+"requested" is what the node's pods request plus this pod; pods requesting nothing count as nothing
+(Kubernetes' non-zero defaults of 100m/200MB are not applied).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.session import Session
+from pyvolcano.plugins._k8s import LabelIndex, preferred_score, untolerated
+
+MAX_NODE_SCORE = 100.0
+
+
+def _fractions(ssn: Session, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+    """(len(idx), 2) requested/allocatable for cpu and memory, including the task."""
+    nodes = ssn.nodes
+    cols = [0, 1]
+    alloc = nodes.allocatable[np.ix_(idx, cols)]
+    req = nodes.used[np.ix_(idx, cols)] + task.resreq[cols]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(alloc > 0, req / np.where(alloc > 0, alloc, 1), 1.0)
+
+
+@register_plugin
+class NodeOrder(Plugin):
+    name = "nodeorder"
+
+    def on_session_open(self, ssn: Session) -> None:
+        a = self.arguments
+        least = a.get_float("leastrequested.weight", 1)
+        most = a.get_float("mostrequested.weight", 0)
+        balanced = a.get_float("balancedresource.weight", 1)
+        affinity = a.get_float("nodeaffinity.weight", 1)
+        taint = a.get_float("tainttoleration.weight", 1)
+        li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
+
+        if least or most or balanced:
+            def resource_scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+                f = _fractions(ssn, task, idx)
+                s = np.zeros(len(idx))
+                if least:
+                    s += least * MAX_NODE_SCORE * np.clip(1 - f, 0, 1).mean(axis=1)
+                if most:
+                    s += most * MAX_NODE_SCORE * np.clip(f, 0, 1).mean(axis=1)
+                if balanced:
+                    fc = np.clip(f, 0, 1)
+                    s += balanced * MAX_NODE_SCORE * (1 - np.abs(fc[:, 0] - fc[:, 1]) / 2)
+                return s
+            ssn.add_node_order(self.name, vector=resource_scores)
+
+        if affinity:
+            ssn.add_node_order(self.name, vector=lambda t, idx: affinity * preferred_score(li, t.pod, idx),
+                               static=True)
+
+        if taint and len(li.tainted):
+            nodes = ssn.nodes
+
+            def taint_scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+                counts = np.zeros(len(idx))
+                pos = np.nonzero(np.isin(idx, li.tainted))[0]
+                for j in pos:
+                    counts[j] = len(untolerated(task.pod, nodes.specs[int(idx[j])].taints, ("PreferNoSchedule",)))
+                top = counts.max() if len(counts) else 0.0
+                if top == 0:
+                    return np.full(len(idx), taint * MAX_NODE_SCORE)
+                return taint * (MAX_NODE_SCORE - counts * MAX_NODE_SCORE / top)
+            ssn.add_node_order(self.name, vector=taint_scores, static=True)

@@ -1,0 +1,44 @@
+"""priority (seed 000 §6.4): higher PriorityClass value first, for jobs and for tasks; a task may preempt
+tasks of lower-priority jobs (or lower-priority tasks of its own job); a job starves while it has tasks that
+hold nothing."""
+
+from __future__ import annotations
+
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.session import Session
+
+
+def _higher_first(lp: int, rp: int) -> int:
+    return 0 if lp == rp else (-1 if lp > rp else 1)
+
+
+@register_plugin
+class Priority(Plugin):
+    name = "priority"
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_fn("taskOrder", self.name, lambda l, r: _higher_first(l.priority, r.priority))
+        ssn.add_fn("jobOrder", self.name, lambda l, r: _higher_first(l.priority, r.priority))
+
+        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            pj = ssn.jobs.get(preemptor.job)
+            out = []
+            for t in preemptees:
+                tj = ssn.jobs.get(t.job)
+                if pj is None or tj is None:
+                    continue
+                if tj.uid != pj.uid:
+                    if tj.priority >= pj.priority:
+                        continue
+                elif t.priority >= preemptor.priority:
+                    continue
+                out.append(t)
+            return out, PERMIT
+        ssn.add_fn("preemptable", self.name, victims)
+
+        def starving(job: JobInfo) -> bool:
+            return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+        ssn.add_fn("jobStarving", self.name, starving)
