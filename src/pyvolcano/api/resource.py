@@ -27,7 +27,7 @@ _IGNORED = {"ephemeral-storage-limit"}
 
 def amount(name: str, quantity: object) -> float:
     """Internal amount of one resource quantity (see the module docstring for units)."""
-    if name == MEMORY or name == PODS or name.startswith("hugepages-") or name == "ephemeral-storage":
+    if name in (MEMORY, PODS) or name.startswith("hugepages-") or name == "ephemeral-storage":
         return to_units(quantity)
     return to_milli(quantity)
 

@@ -283,7 +283,8 @@ class SchedulerCache:
         for uid, job in self.jobs.items():
             if job.podgroup is None:
                 group = uid.split("/", 1)[1]
-                skipped[uid] = f"PodGroup {uid} does not exist (named by pod annotation {GROUP_NAME_ANNOTATION}={group})"
+                skipped[uid] = (f"PodGroup {uid} does not exist "
+                               f"(named by pod annotation {GROUP_NAME_ANNOTATION}={group})")
                 placed.extend(t for t in job.tasks.values() if t.node_name and not t.status & _OFF_NODE)
                 continue
             if job.queue not in queues:

@@ -20,8 +20,8 @@ class Priority(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn("taskOrder", self.name, lambda l, r: _higher_first(l.priority, r.priority))
-        ssn.add_fn("jobOrder", self.name, lambda l, r: _higher_first(l.priority, r.priority))
+        ssn.add_fn("taskOrder", self.name, lambda a, b: _higher_first(a.priority, b.priority))
+        ssn.add_fn("jobOrder", self.name, lambda a, b: _higher_first(a.priority, b.priority))
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             pj = ssn.jobs.get(preemptor.job)

@@ -1,0 +1,73 @@
+"""Load a scenario file (shared/scenarios format) and check a cycle's JSON result against its ``expect``.
+
+Extra keys our own scenarios may use, beyond shared/scenarios/README.md:
+``unschedulable: {ns/pg: "substring"}`` (the job's unschedulable message contains it),
+``schedulable: [ns/pg]`` (no unschedulable message), ``pipelinedCount``, and ``args: [...]`` (extra CLI
+options such as ``--scheduler-name``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "scenarios"
+OWN = ROOT / "tests" / "scenarios"
+
+
+def scenario_files() -> list[Path]:
+    shared = sorted(SHARED.glob("*.yaml")) if SHARED.is_dir() else []
+    return shared + sorted(OWN.rglob("*.yaml"))
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict) and "objects" in data and "expect" in data, f"{path}: not a scenario"
+    return data
+
+
+def _match_nodes(got: dict[str, str], want: dict[str, str], what: str) -> list[str]:
+    errs = []
+    if set(got) != set(want):
+        errs.append(f"{what}: got pods {sorted(got)}, want {sorted(want)}")
+    for pod, node in want.items():
+        if pod in got and node != "*" and got[pod] != node:
+            errs.append(f"{what}: {pod} went to {got[pod]}, want {node}")
+    return errs
+
+
+def check(result: dict[str, Any], expect: dict[str, Any]) -> list[str]:
+    """Every mismatch between a ``cycle --output json`` result and a scenario's ``expect``."""
+    errs: list[str] = []
+    binds, evictions, pipelined = result["binds"], result["evictions"], result["pipelined"]
+    if "binds" in expect:
+        errs += _match_nodes(binds, expect["binds"] or {}, "binds")
+    if "bindsCount" in expect and len(binds) != expect["bindsCount"]:
+        errs.append(f"bindsCount: got {len(binds)} ({sorted(binds)}), want {expect['bindsCount']}")
+    if "evictions" in expect and sorted(evictions) != sorted(expect["evictions"] or []):
+        errs.append(f"evictions: got {sorted(evictions)}, want {sorted(expect['evictions'] or [])}")
+    if "evictionsCount" in expect and len(evictions) != expect["evictionsCount"]:
+        errs.append(f"evictionsCount: got {len(evictions)} ({evictions}), want {expect['evictionsCount']}")
+    if "evictionsFrom" in expect:
+        extra = set(evictions) - set(expect["evictionsFrom"])
+        if extra:
+            errs.append(f"evictionsFrom: {sorted(extra)} evicted but not allowed")
+    if "pipelined" in expect:
+        errs += _match_nodes(pipelined, expect["pipelined"] or {}, "pipelined")
+    if "pipelinedCount" in expect and len(pipelined) != expect["pipelinedCount"]:
+        errs.append(f"pipelinedCount: got {len(pipelined)}, want {expect['pipelinedCount']}")
+    for pg, phase in (expect.get("podgroupPhases") or {}).items():
+        got = result["podgroups"].get(pg, {}).get("phase")
+        if got != phase:
+            errs.append(f"podgroupPhases: {pg} is {got}, want {phase}")
+    for pg, text in (expect.get("unschedulable") or {}).items():
+        msg = result["unschedulable"].get(pg)
+        if msg is None or str(text) not in msg:
+            errs.append(f"unschedulable: {pg}: got {msg!r}, want it to contain {text!r}")
+    for pg in expect.get("schedulable") or []:
+        if pg in result["unschedulable"]:
+            errs.append(f"schedulable: {pg} has message {result['unschedulable'][pg]!r}")
+    return errs
