@@ -7,7 +7,7 @@ What Volcano's job controller does, reduced to what scheduling outcomes depend o
   ``<job>-<task>-<index>`` with Volcano's labels/annotations and env ``VK_TASK_INDEX``;
 - lifecycle policies: on PodEvicted / PodFailed / TaskCompleted (job or task level, or ``Any``) the action
   RestartJob / AbortJob / CompleteJob / TerminateJob; no policy: an evicted or failed pod is recreated, a job
-  whose pods all succeeded completes; RestartJob counts retries and fails the job past ``maxRetry`` (default 3);
+  whose pods all succeeded completes; RestartJob counts retries and fails the job once they reach ``maxRetry`` (default 3);
 - job phases Pending, Running, Restarting, Completed, Failed, Aborted, Terminated and status counts.
 """
 
@@ -251,7 +251,9 @@ class JobController:
     def _update_phase(self, st: JobState, ns: str) -> None:
         phases = list(st.pods.values())
         min_av = int(st.job["spec"].get("minAvailable", len(phases)))
-        if (phases and all(p == "Succeeded" for p in phases)) or (phases.count("Succeeded") >= min_av and "Running" not in phases and "Pending" not in phases):
+        all_done = bool(phases) and all(p == "Succeeded" for p in phases)
+        enough_done = phases.count("Succeeded") >= min_av and "Running" not in phases and "Pending" not in phases
+        if all_done or enough_done:
             self._finish(st, ns, "Completed")
         elif phases.count("Failed") and phases.count("Failed") + phases.count("Succeeded") == len(phases):
             self._finish(st, ns, "Failed")
@@ -269,7 +271,7 @@ class JobController:
     def _restart(self, st: JobState, ns: str) -> None:
         st.retries += 1
         max_retry = int(st.job["spec"].get("maxRetry", 3))
-        if st.retries > max_retry:
+        if st.retries >= max_retry:  # Volcano's restarting state: retryCount reaching maxRetry fails the job
             self._finish(st, ns, "Failed")
             return
         self._kill_pods(st, ns)

@@ -163,8 +163,10 @@ class Simulator:
 
     # --- helpers ---------------------------------------------------------------------------------------------
     def _pick(self, v: np.ndarray) -> np.ndarray:
-        """cpu (cores), memory (GiB), gpu (devices) out of a cache vector."""
-        gpu = v[self.res.pos["nvidia.com/gpu"]] / 1000 if "nvidia.com/gpu" in self.res.pos else 0.0
+        """cpu (cores), memory (GiB), gpu (devices) out of a cache vector (the cache's resource layout may
+        have grown since the start when a workload names a new resource)."""
+        res = self.cache.res
+        gpu = v[res.pos["nvidia.com/gpu"]] / 1000 if "nvidia.com/gpu" in res.pos and len(v) == res.size else 0.0
         return np.array([v[0] / 1000, v[1] / 2**30, gpu])
 
     def _push(self, t: float, kind: str, payload: Any) -> None:
@@ -332,7 +334,7 @@ class Simulator:
         self._sample(ssn)
 
     def _sample(self, ssn: Session | None) -> None:
-        used = self.res.zeros()
+        used = self.cache.res.zeros()
         nodes = ssn.nodes if ssn is not None else self.cache.snapshot().nodes
         if len(nodes):
             used = nodes.used.sum(axis=0)
@@ -340,7 +342,7 @@ class Simulator:
         attrs = ssn.state.get("proportion") if ssn is not None else None
         total = ssn.total_resource if ssn is not None else None
         if attrs and total is not None:
-            mask = self.res.fair_mask & (total > 0)
+            mask = ssn.res.fair_mask & (total > 0)
             for name, a in attrs.items():
                 queues[name] = (float(np.max(a.allocated[mask] / total[mask], initial=0.0)),
                                 float(np.max(a.deserved[mask] / total[mask], initial=0.0)))
