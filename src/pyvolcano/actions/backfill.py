@@ -18,7 +18,8 @@ class Backfill(Action):
     name = "backfill"
 
     def execute(self, ssn: Session) -> None:
-        jobs = PriorityQueue(ssn.job_cmp, schedulable_jobs(ssn, promote=False))
+        jobs = PriorityQueue(ssn.job_cmp, [j for j in schedulable_jobs(ssn, promote=False)
+                                           if any(t.best_effort for t in j.index.get(TaskStatus.Pending, {}).values())])
         while not jobs.empty():
             job = jobs.pop()
             tasks = [t for t in job.index.get(TaskStatus.Pending, {}).values() if t.best_effort and not t.sch_gated]

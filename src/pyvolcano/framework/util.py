@@ -10,33 +10,37 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+class _Entry:
+    """A heap entry ordered by the queue's comparator, ties by insertion order."""
+
+    __slots__ = ("cmp", "item", "seq")
+
+    def __init__(self, item: object, seq: int, cmp: Callable[[object, object], int]) -> None:
+        self.item = item
+        self.seq = seq
+        self.cmp = cmp
+
+    def __lt__(self, other: _Entry) -> bool:
+        c = self.cmp(self.item, other.item)
+        return c < 0 if c else self.seq < other.seq
+
+
 class PriorityQueue(Generic[T]):
     """Pops the item that ``cmp`` orders first; ``cmp(a, b) < 0`` means a goes before b.
 
     Ties are broken by insertion order, so the result never depends on hash order.
     """
 
-    __slots__ = ("_heap", "_seq", "_wrap")
+    __slots__ = ("_cmp", "_heap", "_seq")
 
     def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()) -> None:
-        class _W:
-            __slots__ = ("item", "seq")
-
-            def __init__(self, item: T, seq: int) -> None:
-                self.item = item
-                self.seq = seq
-
-            def __lt__(self, other: _W) -> bool:
-                c = cmp(self.item, other.item)
-                return c < 0 if c else self.seq < other.seq
-
-        self._wrap = _W
+        self._cmp = cmp
         self._seq = itertools.count()
-        self._heap = [_W(i, next(self._seq)) for i in items]
+        self._heap = [_Entry(i, next(self._seq), cmp) for i in items]
         heapq.heapify(self._heap)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, self._wrap(item, next(self._seq)))
+        heapq.heappush(self._heap, _Entry(item, next(self._seq), self._cmp))
 
     def pop(self) -> T:
         return heapq.heappop(self._heap).item

@@ -1,0 +1,114 @@
+"""Simulator tests on tiny workloads whose answers are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.sim import metrics
+from pyvolcano.sim.cluster import parse_cluster_spec
+from pyvolcano.sim.engine import Simulator
+from pyvolcano.sim.workload import JobSpec, from_specs, load_csv, synthetic
+
+QUEUE = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
+
+
+def run(specs: list[JobSpec], cluster: str = "1x{cpu: 4, memory: 16Gi}", **kw: object) -> dict[str, metrics.Any]:
+    sim = Simulator(parse_cluster_spec(cluster), QUEUE, from_specs(specs), load_conf_file(None), **kw)  # type: ignore[arg-type]
+    res = sim.run()
+    return {r["job"]: r for r in metrics.job_rows(res)}, res  # type: ignore[return-value]
+
+
+def test_two_gangs_on_one_node_exact_waits() -> None:
+    # 4 cpu. a: 2x2 cpu for 100 s, b: 2x2 cpu for 50 s, both at t=0.
+    # t=0 enqueue admits a (4 <= 1.2*4) but not b (4+4 > 4.8); t=1 a's pods bind, Running at 2, done at 102.
+    # t=102 b is admitted, binds at 103, runs at 104, done at 154.
+    rows, _ = run([JobSpec("a", 0, tasks=2, min_available=2, cpu="2", memory="1Gi", duration=100),
+                   JobSpec("b", 0, tasks=2, min_available=2, cpu="2", memory="1Gi", duration=50)])
+    a, b = rows["default/a"], rows["default/b"]
+    assert (a["enqueued"], a["all_started"], a["finished"], a["wait"], a["jct"]) == (0, 2, 102, 2, 102)
+    assert (b["enqueued"], b["all_started"], b["finished"], b["wait"], b["jct"]) == (102, 104, 154, 104, 154)
+
+
+def test_restart_job_after_eviction() -> None:
+    # One node; the gang (2x1 cpu, 100 s) runs from t=2.  The node fails at t=10 for 5 s: both pods are evicted,
+    # the PodEvicted -> RestartJob policy restarts the job (restarts=1), the pods wait for the node, which is back
+    # at t=15: enqueue + allocate bind them at 15, Running at 16, done at 116.
+    sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), QUEUE,
+                    from_specs([JobSpec("g", 0, tasks=2, min_available=2, cpu="1", memory="1Gi", duration=100)]),
+                    load_conf_file(None), node_failures=[(10.0, "node-0000", 5.0)])
+    rows = {r["job"]: r for r in metrics.job_rows(sim.run())}
+    g = rows["default/g"]
+    assert g["restarts"] == 1
+    assert (g["all_started"], g["finished"], g["phase"]) == (16, 116, "Completed")
+
+
+def test_max_retry_fails_the_job() -> None:
+    # maxRetry is 3: Volcano's restarting state fails the job when retryCount reaches it: the third eviction.
+    fails = [(10.0 + 20 * i, "node-0000", 1.0) for i in range(4)]
+    sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), QUEUE,
+                    from_specs([JobSpec("g", 0, tasks=2, min_available=2, cpu="1", memory="1Gi", duration=1000)]),
+                    load_conf_file(None), node_failures=fails)
+    rows = {r["job"]: r for r in metrics.job_rows(sim.run())}
+    assert rows["default/g"]["phase"] == "Failed"
+    assert rows["default/g"]["restarts"] == 3
+
+
+def test_same_seed_same_result(tmp_path: Path) -> None:
+    outs = []
+    for i in range(2):
+        sim = Simulator(parse_cluster_spec("3x{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}"), QUEUE,
+                        synthetic(seed=7, jobs=40, rate=0.1), load_conf_file(None))
+        metrics.write(tmp_path / str(i), sim.run())
+        outs.append((tmp_path / str(i) / "jobs.csv").read_text())
+    assert outs[0] == outs[1]
+    assert outs[0].count("\n") == 41
+
+
+def test_bad_rows_are_reported_and_the_rest_runs(tmp_path: Path) -> None:
+    p = tmp_path / "w.csv"
+    p.write_text("id,submit,queue,priority,tasks,min_available,cpu,memory,gpu,duration\n"
+                 "ok,0,default,0,1,1,1,1Gi,0,10\n"
+                 "neg,0,default,0,1,1,1,1Gi,0,-5\n"
+                 "gang,0,default,0,2,3,1,1Gi,0,10\n"
+                 "huge,0,default,0,1,1,64,1Gi,0,10\n"
+                 "badq,0,nosuch,0,1,1,1,1Gi,0,10\n"
+                 "junk,zero,default,0,1,1,1,1Gi,0,10\n")
+    wl = load_csv(str(p))
+    assert any("negative duration" in x for x in wl.problems)
+    assert any("min_available 3" in x for x in wl.problems)
+    assert any("line 7" in x for x in wl.problems)
+    sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), QUEUE, wl, load_conf_file(None))
+    res = sim.run()
+    rows = {r["job"]: r for r in metrics.job_rows(res)}
+    assert rows["default/ok"]["phase"] == "Completed"
+    assert any("queue 'nosuch' does not exist" in x for x in res.problems)
+    assert rows["default/huge"]["finished"] is None  # a request no node can hold stays pending, reported
+
+
+def test_cli_outputs_and_bad_input(tmp_path: Path) -> None:
+    exe = str(Path(sys.executable).with_name("pyvolcano"))
+    out = subprocess.run([exe, "simulate", "--synthetic", "20", "--cluster", "2x{cpu: 8, memory: 32Gi}",
+                          "--out", str(tmp_path / "o"), "--no-progress"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for f in ("jobs.csv", "summary.json", "report.html"):
+        assert (tmp_path / "o" / f).stat().st_size > 0
+    assert "data:image/png;base64" in (tmp_path / "o" / "report.html").read_text()
+    bad = subprocess.run([exe, "simulate", "--cluster", "2x{cpu: 8"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "workload" in bad.stderr
+    bad = subprocess.run([exe, "simulate", "--synthetic", "2", "--cluster", "2x[cpu]"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_bundled_trace_runs() -> None:
+    from pyvolcano.sim import alibaba
+    from pyvolcano.sim.run import alibaba_inputs
+
+    inp = alibaba_inputs(None, alibaba.AlibabaKnobs(nodes=20, pods=100), None)
+    sim = Simulator(inp.nodes, inp.queues, inp.workload, load_conf_file(None))
+    assert sim.run().records
