@@ -536,12 +536,24 @@ sc("h02-hdrf-reclaim", "hierarchical drf: reclaim until the two sides' weighted 
    "shares.")
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the config) as ``|`` blocks, so the files read like the shared scenarios."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def main() -> None:
     for old in HERE.glob("*.yaml"):
         old.unlink()
     for s in SCENARIOS:
         body = {k: v for k, v in s.items() if k != "file"}
-        (HERE / f"{s['file']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False, width=120))
+        (HERE / f"{s['file']}.yaml").write_text(yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=120))
     print(f"wrote {len(SCENARIOS)} scenarios")
 
 
