@@ -56,8 +56,9 @@ def minimal_victims(ssn: Session, preemptor: TaskInfo, node: int, victims: list[
     long as it still fits.  What cannot be given back is the victim set."""
     if not victims_enough(ssn, preemptor, node, victims):
         return None
-    from pyvolcano.plugins.pdb import Budgets, all_tasks
-    budgets = Budgets(ssn.snapshot.pdbs, all_tasks(ssn)) if ssn.snapshot.pdbs else None
+    from pyvolcano.plugins.pdb import session_budgets
+    base = session_budgets(ssn)
+    budgets = base.copy() if base is not None else None
     ordered = sorted(victims, key=cmp_to_key(lambda a, b: -ssn.victim_cmp(a, b)))
     ordered.sort(key=lambda t: -t.priority)  # stable: priority first, then the plugins' victim order
     violating, fine = [], []

@@ -3,7 +3,7 @@
 A PDB in the pod's namespace whose selector matches the pod allows ``status.disruptionsAllowed`` evictions
 (computed from ``spec.minAvailable``/``maxUnavailable`` and the matching running pods when the status is
 absent).  preemptable/reclaimable drop a candidate once a matching PDB has no disruption left, counting the
-candidates already accepted in the same answer.  ``violations`` is shared with preempt, which prefers nodes
+candidates already accepted in the same answer.  ``session_budgets`` is shared with preempt, which prefers nodes
 whose victims break the fewest budgets, as kube-scheduler does.
 """
 
@@ -76,6 +76,11 @@ class Budgets:
                 self.left[i] = 1 << 30
         self.left = {i: max(v, 0) if v < (1 << 30) else v for i, v in self.left.items()}
 
+    def copy(self) -> Budgets:
+        b = Budgets.__new__(Budgets)
+        b.pdbs, b.left = self.pdbs, dict(self.left)
+        return b
+
     def matching(self, task: TaskInfo) -> list[int]:
         out = []
         for i, p in enumerate(self.pdbs):
@@ -98,12 +103,15 @@ def all_tasks(ssn: Session) -> list[TaskInfo]:
     return [t for j in ssn.jobs.values() for t in j.tasks.values()]
 
 
-def violations(ssn: Session, victims: list[TaskInfo]) -> int:
-    """How many of ``victims`` would break a budget if all were evicted (kube-scheduler's numViolatingVictim)."""
+def session_budgets(ssn: Session) -> Budgets | None:
+    """The budgets as the snapshot shows them, computed once per session (like Volcano, which reads the PDB
+    status from the API server, evictions decided in this session do not change them)."""
     if not ssn.snapshot.pdbs:
-        return 0
-    b = Budgets(ssn.snapshot.pdbs, all_tasks(ssn))
-    return sum(0 if b.take(v) else 1 for v in victims)
+        return None
+    b = ssn.state.get("pdb-budgets")
+    if b is None:
+        b = ssn.state["pdb-budgets"] = Budgets(ssn.snapshot.pdbs, all_tasks(ssn))
+    return b
 
 
 @register_plugin
@@ -111,12 +119,11 @@ class PDB(Plugin):
     name = "pdb"
 
     def on_session_open(self, ssn: Session) -> None:
-        pdbs = ssn.snapshot.pdbs
-
         def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-            if not pdbs:
+            base = session_budgets(ssn)
+            if base is None:
                 return list(preemptees), PERMIT
-            b = Budgets(pdbs, all_tasks(ssn))
+            b = base.copy()
             return [t for t in preemptees if b.take(t)], PERMIT
         ssn.add_fn("preemptable", self.name, victims)
         ssn.add_fn("reclaimable", self.name, victims)
