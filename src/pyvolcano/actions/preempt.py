@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pyvolcano.actions._victims import PREEMPTABLE_STATUS, victims_enough, victims_queue
+from pyvolcano.actions._victims import PREEMPTABLE_STATUS, minimal_victims, pick_node, victims_queue
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -26,6 +26,10 @@ from pyvolcano.framework.util import PriorityQueue
 
 def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool],
                  reason: str = "preempt") -> bool:
+    """Preempt for one task: on every node passing the predicates the plugins' preemptable answer gives the
+    candidates, ``minimal_victims`` keeps only what the task needs, ``pick_node`` ranks the nodes as
+    kube-scheduler does; the chosen victims are evicted (more, lowest first, while the queue is still
+    overused) and the task is pipelined onto the node being freed."""
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
     feasible = ssn.feasible_nodes(preemptor, job)
@@ -33,19 +37,28 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
         return False
     scores = ssn.node_scores(preemptor, feasible, job)
     order = [int(i) for i in sorted(np.nonzero(feasible)[0], key=lambda i: (-scores[i], i))]
-    for i in order:
+    choices = []
+    for rank, i in enumerate(order):
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
-        victims = ssn.preemptable(preemptor, preemptees)
-        if not victims_enough(ssn, preemptor, i, victims):
-            continue
-        vq = victims_queue(ssn, victims)
-        while not vq.empty():
-            if not ssn.overused(queue) and less_equal(preemptor.init_resreq, ssn.nodes.future_idle(i)):
-                break
-            stmt.evict(vq.pop(), reason)
-        if not ssn.overused(queue) and less_equal(preemptor.init_resreq, ssn.nodes.future_idle(i)):
-            stmt.pipeline(preemptor, i)
-            return True
+        victims = ssn.preemptable(preemptor, preemptees) if preemptees else []
+        c = minimal_victims(ssn, preemptor, i, victims)
+        if c is not None:
+            c.rank = rank
+            c.candidates = victims
+            choices.append(c)
+    best = pick_node(choices)
+    if best is None:
+        return False
+    i = best.node
+    vq = victims_queue(ssn, best.victims)
+    while not vq.empty():
+        stmt.evict(vq.pop(), reason)
+    spare = victims_queue(ssn, [t for t in best.candidates if t not in best.victims])
+    while ssn.overused(queue) and not spare.empty():
+        stmt.evict(spare.pop(), reason)
+    if not ssn.overused(queue) and less_equal(preemptor.init_resreq, ssn.nodes.future_idle(i)):
+        stmt.pipeline(preemptor, i)
+        return True
     return False
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyvolcano.actions._victims import victims_enough
+from pyvolcano.actions._victims import minimal_victims, pick_node
 from pyvolcano.actions.preempt import pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
@@ -59,8 +59,12 @@ class Reclaim(Action):
             queues.push(queue)
 
     def reclaim_for(self, ssn: Session, job: JobInfo, task: TaskInfo) -> bool:
+        """Running, preemptable tasks of other, reclaimable queues on each feasible node go to the plugins'
+        reclaimable vote (which keeps every victim queue at what it deserves); the node and the minimal
+        victims are chosen as kube-scheduler does, evicted at once, and the task pipelined there."""
         feasible = ssn.feasible_nodes(task, job)
-        for i in np.nonzero(feasible)[0]:
+        choices = []
+        for rank, i in enumerate(np.nonzero(feasible)[0]):
             i = int(i)
             reclaimees = []
             for t in ssn.nodes.tasks[i].values():
@@ -75,16 +79,16 @@ class Reclaim(Action):
                 reclaimees.append(t)
             if not reclaimees:
                 continue
-            victims = ssn.reclaimable(task, reclaimees)
-            if not victims_enough(ssn, task, i, victims):
-                continue
-            reclaimed = ssn.res.zeros()
-            for v in victims:
-                ssn.evict(v, "reclaim")
-                reclaimed += v.resreq
-                if less_equal(task.init_resreq, reclaimed):
-                    break
-            if less_equal(task.init_resreq, reclaimed):
-                ssn.pipeline(task, i)
-                return True
+            c = minimal_victims(ssn, task, i, ssn.reclaimable(task, reclaimees))
+            if c is not None:
+                c.rank = rank
+                choices.append(c)
+        best = pick_node(choices)
+        if best is None:
+            return False
+        for v in best.victims:
+            ssn.evict(v, "reclaim")
+        if less_equal(task.init_resreq, ssn.nodes.future_idle(best.node)):
+            ssn.pipeline(task, best.node)
+            return True
         return False

@@ -1,0 +1,245 @@
+"""``pyvolcano queues``: what each queue is set to, what it will really get, and why (seed 004).
+
+The numbers are not recomputed here: a session is opened on the snapshot with the given config, and the
+capacity or proportion plugin's own queue attributes (``ssn.state``) are read back.  Each number comes with
+the rule that produced it, and ``api.queue_validate`` lists the settings that cannot hold.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+import numpy as np
+
+from pyvolcano.api.quantity import format_quantity
+from pyvolcano.api.queue_validate import Problem, validate_conf, validate_queues
+from pyvolcano.api.resource import EPS, ResourceIndex
+from pyvolcano.api.types import ALLOCATED, TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.manifests import load_objects
+from pyvolcano.conf.loader import SchedulerConf, load_conf_file
+from pyvolcano.framework.session import Session
+from pyvolcano.plugins.capacity import ROOT, hierarchy_enabled, queue_tree
+from pyvolcano.plugins.proportion import QueueAttr
+
+NUMBERS = ("weight", "guarantee", "capability", "realCapability", "deserved", "allocated", "request", "share")
+
+
+@dataclass
+class QueueReport:
+    name: str
+    parent: str = ""
+    state: str = "Open"
+    values: dict[str, Any] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    plugin: str
+    hierarchy: bool
+    cluster: dict[str, str]
+    queues: list[QueueReport]
+    problems: list[Problem]
+    skipped: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plugin": self.plugin, "hierarchy": self.hierarchy, "cluster": self.cluster,
+                "queues": [{"name": q.name, "parent": q.parent, "state": q.state, **q.values, "reasons": q.reasons}
+                           for q in self.queues],
+                "problems": [{"queue": p.queue, "field": p.field, "message": p.message} for p in self.problems],
+                "skipped": self.skipped}
+
+
+def fmt(res: ResourceIndex, v: np.ndarray | None, mask: np.ndarray) -> dict[str, str]:
+    """A resource vector as ``{name: quantity}`` without pods and zeros; +inf as ``unlimited``."""
+    if v is None:
+        return {}
+    out = {}
+    for i, n in enumerate(res.names):
+        if not mask[i] or (v[i] == 0 and not np.isinf(v[i])):
+            continue
+        out[n] = "unlimited" if np.isinf(v[i]) else format_quantity(n, float(v[i]))
+    return out
+
+
+def _dims(res: ResourceIndex, mask: np.ndarray, cond: np.ndarray) -> str:
+    return ", ".join(n for i, n in enumerate(res.names) if mask[i] and cond[i])
+
+
+def deserved_reason(a: QueueAttr, plugin: str, spec_deserved: bool, res: ResourceIndex, mask: np.ndarray,
+                    weight_total: int) -> str:
+    """Which bound of the plugin's rule each dimension of ``deserved`` ended at."""
+    d = a.deserved
+    near = lambda x: np.abs(d - x) <= EPS
+    parts = []
+    if plugin == "capacity":
+        parts.append("spec.deserved" if spec_deserved else "spec.deserved unset: 0, so this queue cannot reclaim")
+        cut = near(a.real_capability) & (a.real_capability > 0) & mask
+        if cut.any():
+            parts.append(f"cut to realCapability in {_dims(res, mask, cut)}")
+    else:
+        parts.append(f"weight {a.weight}/{weight_total} of what the other queues leave")
+        req = near(a.request) & mask & (a.request > 0)
+        if req.any():
+            parts.append(f"capped at its request in {_dims(res, mask, req)} (asks no more)")
+        if not (a.request[mask] > EPS).any():
+            parts.append("nothing requested, so nothing deserved")
+        cap = near(a.real_capability) & mask & ~req
+        if cap.any():
+            parts.append(f"capped at realCapability in {_dims(res, mask, cap)}")
+    g = near(a.guarantee) & (a.guarantee > 0) & mask
+    if g.any():
+        parts.append(f"raised to guarantee in {_dims(res, mask, g)}")
+    return "; ".join(parts)
+
+
+def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano") -> Report:
+    cache = SchedulerCache.from_objects(objects, scheduler_name)
+    snap = cache.snapshot()
+    ssn = Session(snap, conf).open()
+    res, mask = ssn.res, ssn.res.fair_mask
+    names = {p.name for t in conf.tiers for p in t.plugins}
+    plugin = "capacity" if "capacity" in names else ("proportion" if "proportion" in names else "none")
+    hierarchy = plugin == "capacity" and hierarchy_enabled(ssn, "capacity")
+    attrs: dict[str, QueueAttr] = ssn.state.get(plugin, {}) if plugin != "none" else {}
+    total = ssn.total_resource
+    queues = dict(ssn.queues)
+    tree = queue_tree(queues) if hierarchy else None
+    order = _tree_order(tree) if tree else sorted(queues)
+    weight_total = sum(max(q.weight, 0) for n, q in queues.items() if n in attrs)
+    counts: dict[str, tuple[int, int]] = {}
+    for job in ssn.jobs.values():
+        c = counts.get(job.queue, (0, 0))
+        counts[job.queue] = (c[0] + job.count(ALLOCATED), c[1] + job.count(TaskStatus.Pending))
+    total_guarantee = sum((q.guarantee * mask for q in queues.values() if q.guarantee is not None), res.zeros())
+    out = []
+    for name in order:
+        q = queues.get(name)
+        a = attrs.get(name)
+        r = QueueReport(name, (tree.parent.get(name, "") if tree else ""), str(q.state) if q else "Open")
+        r.values["weight"] = q.weight if q else 1
+        r.reasons["weight"] = ("spec.weight" if q and "weight" in (q.manifest.get("spec") or {}) else "default 1") + (
+            "" if plugin == "proportion" else f" (only proportion uses weight; {plugin} ignores it)")
+        r.values["guarantee"] = fmt(res, q.guarantee if q else None, mask)
+        r.reasons["guarantee"] = "spec.guarantee.resource" if q and q.guarantee is not None else "unset: 0"
+        r.values["capability"] = fmt(res, q.capability if q else None, mask)
+        r.reasons["capability"] = "spec.capability (unset resources unlimited)" if q and q.capability is not None \
+            else "unset: unlimited"
+        alloc_n, pend_n = counts.get(name, (0, 0))
+        if a is None:
+            for k in ("realCapability", "deserved", "allocated", "request"):
+                r.values[k] = {}
+            r.values["share"] = 0.0
+            why = ("no proportion or capacity plugin: queues are not limited" if plugin == "none"
+                   else f"no PodGroups in this queue: {plugin} gives it nothing this cycle")
+            for k in ("realCapability", "deserved", "allocated", "request", "share"):
+                r.reasons[k] = why
+            out.append(r)
+            continue
+        r.values["realCapability"] = fmt(res, a.real_capability, mask)
+        if tree is not None and name != ROOT:
+            r.reasons["realCapability"] = (f"min(capability, parent {tree.parent.get(name)}'s realCapability - "
+                                           "its children's guarantees + own guarantee)")
+        elif name == ROOT and tree is not None:
+            r.reasons["realCapability"] = "the whole cluster"
+        else:
+            free = np.maximum(total * mask - total_guarantee, 0) + a.guarantee
+            capped = (a.capability < free - EPS) & mask
+            r.reasons["realCapability"] = (f"min(capability, cluster {_res(fmt(res, total, mask))} - all "
+                                           f"guarantees {_res(fmt(res, total_guarantee, mask))} + own guarantee)"
+                                           + (f"; capability binds in {_dims(res, mask, capped)}" if capped.any()
+                                              else ""))
+        r.values["deserved"] = fmt(res, a.deserved, mask)
+        r.reasons["deserved"] = deserved_reason(a, plugin, bool(q and q.deserved_set), res, mask, weight_total) \
+            if name != ROOT else "the whole cluster"
+        r.values["allocated"] = fmt(res, a.allocated, mask)
+        r.reasons["allocated"] = (f"requests of {alloc_n} task(s) holding resources"
+                                  + (" in its subtree" if tree and tree.children.get(name) else ""))
+        r.values["request"] = fmt(res, a.request, mask)
+        r.reasons["request"] = f"allocated plus {pend_n} pending task(s)"
+        r.values["share"] = round(a.share, 4)
+        r.reasons["share"] = "max over resources of allocated / deserved (smaller share goes first)"
+        out.append(r)
+    problems = validate_conf(conf) + validate_queues(queues, total * mask, res, hierarchy=hierarchy)
+    return Report(plugin, hierarchy, fmt(res, total, mask), out, problems, list(cache.problems))
+
+
+def _tree_order(tree: Any) -> list[str]:
+    out: list[str] = []
+
+    def walk(n: str) -> None:
+        out.append(n)
+        for c in sorted(tree.children.get(n, [])):
+            walk(c)
+    walk(ROOT)
+    return out
+
+
+def _res(d: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items()) or "-"
+
+
+def print_table(rep: Report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.tree import Tree
+
+    console = Console(width=max(140, Console().width))
+    console.print(f"cluster: {_res(rep.cluster)}   plugin: {rep.plugin}"
+                  + ("   (hierarchical)" if rep.hierarchy else ""))
+    if rep.hierarchy:
+        by_name = {q.name: q for q in rep.queues}
+        nodes: dict[str, Tree] = {}
+        root = None
+        for q in rep.queues:
+            label = f"[bold]{q.name}[/] ({q.state})\n" + "\n".join(
+                f"  {k}: {_val(q.values[k])}  [dim]# {q.reasons.get(k, '')}[/]" for k in NUMBERS)
+            if q.parent and q.parent in nodes:
+                nodes[q.name] = nodes[q.parent].add(label)
+            else:
+                nodes[q.name] = Tree(label) if root is None else root.add(label)
+                root = root or nodes[q.name]
+        if root is not None:
+            console.print(root)
+        del by_name
+    else:
+        t = Table(show_lines=True)
+        t.add_column("Queue")
+        for k in NUMBERS:
+            t.add_column(k, overflow="fold")
+        for q in rep.queues:
+            t.add_row(f"{q.name}\n({q.state})", *(f"{_val(q.values[k])}\n[dim]{q.reasons.get(k, '')}[/]"
+                                                 for k in NUMBERS))
+        console.print(t)
+    for p in rep.problems:
+        console.print(f"[yellow]problem:[/] {p.message}")
+    for s in rep.skipped:
+        console.print(f"[yellow]skipped object:[/] {s}")
+
+
+def _val(v: Any) -> str:
+    return _res(v) if isinstance(v, dict) else str(v)
+
+
+def register(group: click.Group) -> None:
+    @group.command("queues")
+    @click.argument("snapshot")
+    @click.option("--config", "-c", "config", default=None, help="volcano-scheduler.conf (default: Volcano's).")
+    @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @click.option("--scheduler-name", default="volcano", show_default=True)
+    def queues(snapshot: str, config: str | None, output: str, scheduler_name: str) -> None:
+        """Per queue of SNAPSHOT: weight, guarantee, capability, realCapability, deserved, allocated, request
+        and share as the configured plugin computes them, each with its reason, and settings that cannot hold."""
+        conf = load_conf_file(config)
+        rep = build_report(load_objects(snapshot), conf, scheduler_name)
+        for p in rep.skipped:
+            print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
+        if output == "json":
+            click.echo(json.dumps(rep.to_json()))
+        else:
+            print_table(rep)

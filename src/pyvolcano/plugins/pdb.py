@@ -1,0 +1,129 @@
+"""pdb (Volcano 1.9, seed 002): never pick victims that would break a policy/v1 PodDisruptionBudget.
+
+A PDB in the pod's namespace whose selector matches the pod allows ``status.disruptionsAllowed`` evictions
+(computed from ``spec.minAvailable``/``maxUnavailable`` and the matching running pods when the status is
+absent).  preemptable/reclaimable drop a candidate once a matching PDB has no disruption left, counting the
+candidates already accepted in the same answer.  ``session_budgets`` is shared with preempt, which prefers nodes
+whose victims break the fewest budgets, as kube-scheduler does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.session import Session
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist); an empty
+    selector matches every pod (policy/v1)."""
+    selector = selector or {}
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != str(v):
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), [str(v) for v in e.get("values") or []]
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _labels(task: TaskInfo) -> dict[str, str]:
+    return {str(k): str(v) for k, v in ((task.pod.get("metadata") or {}).get("labels") or {}).items()}
+
+
+def _count(value: Any, expected: int, round_up: bool) -> int:
+    s = str(value)
+    if s.endswith("%"):
+        x = float(s[:-1]) * expected / 100
+        return math.ceil(x) if round_up else math.floor(x)
+    return int(float(s))
+
+
+class Budgets:
+    """Disruptions left per PDB for one answer (or one node's victim set)."""
+
+    def __init__(self, pdbs: list[dict[str, Any]], tasks: list[TaskInfo]) -> None:
+        self.pdbs = pdbs
+        self.left: dict[int, int] = {}
+        for i, p in enumerate(pdbs):
+            status = p.get("status") or {}
+            if "disruptionsAllowed" in status:
+                self.left[i] = int(status["disruptionsAllowed"])
+                continue
+            ns = (p.get("metadata") or {}).get("namespace") or "default"
+            sel = (p.get("spec") or {}).get("selector")
+            match = [t for t in tasks if t.namespace == ns and selector_matches(sel, _labels(t))]
+            healthy = sum(1 for t in match if t.status & (TaskStatus.Running | TaskStatus.Bound))
+            spec = p.get("spec") or {}
+            if spec.get("minAvailable") is not None:
+                self.left[i] = healthy - _count(spec["minAvailable"], len(match), True)
+            elif spec.get("maxUnavailable") is not None:
+                self.left[i] = _count(spec["maxUnavailable"], len(match), True) - (len(match) - healthy)
+            else:
+                self.left[i] = 1 << 30
+        self.left = {i: max(v, 0) if v < (1 << 30) else v for i, v in self.left.items()}
+
+    def copy(self) -> Budgets:
+        b = Budgets.__new__(Budgets)
+        b.pdbs, b.left = self.pdbs, dict(self.left)
+        return b
+
+    def matching(self, task: TaskInfo) -> list[int]:
+        out = []
+        for i, p in enumerate(self.pdbs):
+            ns = (p.get("metadata") or {}).get("namespace") or "default"
+            if ns == task.namespace and selector_matches((p.get("spec") or {}).get("selector"), _labels(task)):
+                out.append(i)
+        return out
+
+    def take(self, task: TaskInfo) -> bool:
+        """Evict ``task`` against the budgets: False (and nothing taken) if some budget has none left."""
+        idx = self.matching(task)
+        if any(self.left[i] <= 0 for i in idx):
+            return False
+        for i in idx:
+            self.left[i] -= 1
+        return True
+
+
+def all_tasks(ssn: Session) -> list[TaskInfo]:
+    return [t for j in ssn.jobs.values() for t in j.tasks.values()]
+
+
+def session_budgets(ssn: Session) -> Budgets | None:
+    """The budgets as the snapshot shows them, computed once per session (like Volcano, which reads the PDB
+    status from the API server, evictions decided in this session do not change them)."""
+    if not ssn.snapshot.pdbs:
+        return None
+    b = ssn.state.get("pdb-budgets")
+    if b is None:
+        b = ssn.state["pdb-budgets"] = Budgets(ssn.snapshot.pdbs, all_tasks(ssn))
+    return b
+
+
+@register_plugin
+class PDB(Plugin):
+    name = "pdb"
+
+    def on_session_open(self, ssn: Session) -> None:
+        def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            base = session_budgets(ssn)
+            if base is None:
+                return list(preemptees), PERMIT
+            b = base.copy()
+            return [t for t in preemptees if b.take(t)], PERMIT
+        ssn.add_fn("preemptable", self.name, victims)
+        ssn.add_fn("reclaimable", self.name, victims)
