@@ -66,8 +66,11 @@ def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
     return PriorityQueue(ssn.task_cmp, list(job.index.get(TaskStatus.Pending, {}).values()))
 
 
+_PREEMPTABLE = frozenset((TaskStatus.Running, TaskStatus.Bound))
+
+
 def candidate(task: TaskInfo) -> bool:
-    return bool(task.status & PREEMPTABLE_STATUS) and not task.best_effort
+    return task.status in _PREEMPTABLE and not task.best_effort  # set lookup: IntFlag "&" is slow here
 
 
 @register_action

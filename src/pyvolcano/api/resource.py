@@ -115,12 +115,18 @@ def is_empty(v: np.ndarray) -> bool:
 
 
 def share(alloc: np.ndarray, total: np.ndarray, mask: np.ndarray | None = None) -> float:
-    """Volcano's dominant share: max over dimensions of alloc/total (0/0 is 0, x/0 is 1)."""
-    a = alloc if mask is None else alloc[mask]
-    t = total if mask is None else total[mask]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(t > 0, a / np.where(t > 0, t, 1), np.where(a > 0, 1.0, 0.0))
-    return float(r.max()) if r.size else 0.0
+    """Volcano's dominant share: max over dimensions of alloc/total (0/0 is 0, x/0 is 1).
+
+    A plain loop: the vectors have a handful of entries and this runs on every allocation event and victim
+    check, where NumPy's per-call overhead dominates."""
+    a = (alloc if mask is None else alloc[mask]).tolist()
+    t = (total if mask is None else total[mask]).tolist()
+    best = 0.0
+    for x, y in zip(a, t, strict=True):
+        r = x / y if y > 0 else (1.0 if x > 0 else 0.0)
+        if r > best:
+            best = r
+    return best
 
 
 def clip_sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:

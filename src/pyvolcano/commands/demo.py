@@ -16,7 +16,7 @@ RECLAIM_PREEMPT = DEFAULT_CONF.replace('actions: "enqueue, allocate, backfill"',
                                        'actions: "enqueue, allocate, preempt, reclaim, backfill"').replace(
     "    enablePreemptable: false\n", "")
 #: the knobs of the demo run (docs/simulator.md explains each)
-DEMO_KNOBS = alibaba.AlibabaKnobs(nodes=30, pods=500, compress=250, max_duration=7200.0)
+DEMO_KNOBS = alibaba.AlibabaKnobs(nodes=30, pods=400, compress=250, max_duration=7200.0)
 
 
 def register(group: click.Group) -> None:
@@ -24,7 +24,7 @@ def register(group: click.Group) -> None:
     @click.option("--out", default="demo-out", show_default=True, type=click.Path(file_okay=False))
     @click.option("--no-progress", is_flag=True)
     def demo(out: str, no_progress: bool) -> None:
-        """Replay the bundled Alibaba GPU trace (500 rows on 30 of its nodes, arrivals 250x faster) with Volcano's
+        """Replay the bundled Alibaba GPU trace (400 rows on 30 of its nodes, arrivals 250x faster) with Volcano's
         default conf and with preempt+reclaim, and write jobs.csv, summary.json and report.html for each."""
         inputs = alibaba_inputs(None, DEMO_KNOBS, None)
         click.echo(f"workload: {len(inputs.workload.jobs)} jobs from the Alibaba openb trace on "
