@@ -262,8 +262,8 @@ class KubeClient:
                 "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
-            resp = client.CoreV1Api(self.api).create_namespaced_binding(
-                namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+            resp = client.CoreV1Api(self.api).create_namespaced_pod_binding(
+                name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
         except _NET_ERRORS as exc:
             raise Unavailable(f"bind {namespace}/{name}: {exc}") from exc
         except client.ApiException as exc:
