@@ -284,6 +284,13 @@ class FakeApi:
             new = merge_patch(old, patch, strategic)
             return self._write(res, self._key(res, namespace, name), old, new, subresource)
 
+    def apply(self, res: Resource, body: dict[str, Any], field_manager: str = "pyvolcano") -> dict[str, Any]:
+        md = body.get("metadata") or {}
+        with self.cond:
+            if self.store.get(res, {}).get(self._key(res, md.get("namespace"), md["name"])) is None:
+                return self.create(res, body)
+            return self.patch(res, md["name"], body, md.get("namespace"))
+
     def delete(self, res: Resource, name: str, namespace: str | None = None, *,
                grace_period: int | None = None, propagation: str | None = None, uid: str | None = None) -> None:
         with self.cond:

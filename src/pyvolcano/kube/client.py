@@ -242,6 +242,13 @@ class KubeClient:
         return res.typed(self.request("PATCH", res.path(namespace, name, subresource), body=patch,
                                       content_type=ctype))
 
+    def apply(self, res: Resource, body: dict[str, Any], field_manager: str = "pyvolcano") -> dict[str, Any]:
+        """Server-side apply (create or update to exactly these fields), as ``kubectl apply --server-side``."""
+        md = body.get("metadata") or {}
+        path = res.path(md.get("namespace"), md["name"])
+        return res.typed(self.request("PATCH", path, {"fieldManager": field_manager, "force": "true"}, body=body,
+                                      content_type="application/apply-patch+yaml"))
+
     def delete(self, res: Resource, name: str, namespace: str | None = None, *,
                grace_period: int | None = None, propagation: str | None = None, uid: str | None = None) -> None:
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
