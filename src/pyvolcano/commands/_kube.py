@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -58,3 +59,45 @@ def setup_logging(verbosity: int) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("urllib3").setLevel(logging.WARNING)
     logging.getLogger("kubernetes").setLevel(logging.WARNING)
+
+
+@contextlib.contextmanager
+def api_errors(what: str) -> Iterator[None]:
+    """Turn API errors into one-line user errors (404 names the object; no traceback)."""
+    from pyvolcano.kube.client import ApiError, Unavailable
+
+    try:
+        yield
+    except Unavailable as exc:
+        raise UserError(f"{what}: cannot reach the API server ({exc.message})") from None
+    except ApiError as exc:
+        raise UserError(f"{what}: {exc.message or exc.reason} (HTTP {exc.status})") from None
+
+
+def render_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, box=None, header_style="bold", pad_edge=False)
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    Console(width=200).print(t)
+
+
+def age(timestamp: str | None) -> str:
+    """kubectl-style age (``5m``, ``3h``, ``2d``) of an RFC 3339 time."""
+    from datetime import UTC, datetime
+
+    if not timestamp:
+        return "-"
+    try:
+        t = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "-"
+    s = max(0, int((datetime.now(UTC) - t).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
