@@ -97,15 +97,17 @@ class Proc:
         return self.p.returncode
 
 
-def scheduler(tmp: Path, name: str, *extra: str, kubeconfig: str = "", conf: str | None = None,
-              node_selector: str = "", leader: bool = False) -> Proc:
-    args = ["scheduler", "--scheduler-name", "volcano", "--schedule-period", "200ms", "--listen-address", ""]
+def scheduler(tmp: Path, name: str, *extra: str, env: Env | None = None, kubeconfig: str = "",
+              conf: str | None = None, leader: bool = False) -> Proc:
+    """A scheduler process; with ``env`` it uses only that test's nodes and schedules only its pods."""
+    sname = env.scheduler_name if env else "volcano"
+    args = ["scheduler", "--scheduler-name", sname, "--schedule-period", "200ms", "--listen-address", ""]
     if conf:
         p = tmp / f"{name}.conf"
         p.write_text(conf)
         args += ["--scheduler-conf", str(p)]
-    if node_selector:
-        args += ["--node-selector", node_selector]
+    if env is not None:
+        args += ["--node-selector", env.label]
     if not leader:
         args.append("--no-leader-elect")
     return Proc([*args, *extra], tmp / f"{name}.log", kubeconfig)
@@ -119,6 +121,8 @@ class Env:
         self.id = uuid.uuid4().hex[:6]
         self.ns = f"pv-{self.id}"
         self.label = f"pyvolcano-test={self.id}"
+        #: each test schedules its own pods only, so tests running side by side never place each other's pods
+        self.scheduler_name = f"volcano-{self.id}"
         self.nodes: list[str] = []
         api.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace",
                                "metadata": {"name": self.ns, "labels": {"pyvolcano-test": self.id}}})

@@ -2,8 +2,8 @@
 
 Nodes are plain Node objects (no kubelet): ``Kubelet`` marks bound pods Running and finishes terminating ones.
 Every test has its own namespace and labelled nodes, and its scheduler only uses those nodes
-(``--node-selector``), so the tests do not see each other.  Run them serially:
-``PYVOLCANO_KUBECONFIG=... pytest -m kube -p no:xdist tests/kube``.
+(``--node-selector``) and schedules only its own pods (a scheduler name of its own), so the tests do not see each
+other: ``PYVOLCANO_KUBECONFIG=... pytest -m kube tests/kube``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def mk_podgroup(api: KubeClient, env: Env, name: str, min_member: int, queue: st
 
 
 def mk_pod(api: KubeClient, env: Env, name: str, group: str, cpu: str = "1", priority_class: str = "") -> None:
-    spec: dict = {"schedulerName": "volcano", "terminationGracePeriodSeconds": 1, "containers": [
+    spec: dict = {"schedulerName": env.scheduler_name, "terminationGracePeriodSeconds": 1, "containers": [
         {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
     if priority_class:
         spec["priorityClassName"] = priority_class
@@ -117,7 +117,7 @@ def test_podgroup_gang_all_or_nothing(api: KubeClient, env: Env, procs, tmp_path
     mk_podgroup(api, env, "gang", 3)
     for i in range(3):
         mk_pod(api, env, f"gang-{i}", "gang")
-    procs.append(scheduler(tmp_path, "sched", node_selector=env.label))
+    procs.append(scheduler(tmp_path, "sched", env=env))
     with Kubelet(api, env.ns):
         wait(lambda: any(c.get("type") == "Unschedulable" for c in
                          (api.get(PODGROUP, "gang", env.ns).get("status") or {}).get("conditions") or []),
@@ -143,7 +143,7 @@ def test_two_queues_share_the_cluster(api: KubeClient, env: Env, procs, tmp_path
             for i in range(4):
                 mk_podgroup(api, env, f"{q}-{i}", 1, queue=q)
                 mk_pod(api, env, f"{q}-{i}-0", f"{q}-{i}")
-        procs.append(scheduler(tmp_path, "sched", node_selector=env.label))
+        procs.append(scheduler(tmp_path, "sched", env=env))
         with Kubelet(api, env.ns):
             wait(lambda: len(bound(api, env.ns)) == 4, 30, "the node to fill up")
             time.sleep(1.0)
@@ -165,7 +165,7 @@ def test_high_priority_job_preempts(api: KubeClient, env: Env, procs, tmp_path: 
                                    "metadata": {"name": name}, "value": value})
     try:
         env.node("n1", cpu="2")
-        procs.append(scheduler(tmp_path, "sched", node_selector=env.label, conf=PREEMPT_CONF))
+        procs.append(scheduler(tmp_path, "sched", env=env, conf=PREEMPT_CONF))
         with Kubelet(api, env.ns):
             mk_podgroup(api, env, "low", 1, priority_class=lo)
             for i in range(2):
@@ -192,7 +192,7 @@ def test_scheduler_restart_mid_gang_resumes_within_a_period(api: KubeClient, env
     for i in range(2):  # what the previous scheduler bound before it died
         uid = api.get(POD, f"gang-{i}", env.ns)["metadata"]["uid"]
         api.bind(env.ns, f"gang-{i}", uid, n1)
-    p = scheduler(tmp_path, "sched", "-v", node_selector=env.label)
+    p = scheduler(tmp_path, "sched", "-v", env=env)
     procs.append(p)
     wait(lambda: "informers synced" in p.text(), 30, "the scheduler to sync")
     synced = time.monotonic()
@@ -205,7 +205,7 @@ def test_scheduler_restart_mid_gang_resumes_within_a_period(api: KubeClient, env
         mk_pod(api, env, f"big-{i}", "big", cpu="100m")
     wait(lambda: any(n.startswith("big-") for n in bound(api, env.ns)), 20, "the big gang to start binding")
     p.kill()
-    p2 = scheduler(tmp_path, "sched2", node_selector=env.label)
+    p2 = scheduler(tmp_path, "sched2", env=env)
     procs.append(p2)
     wait(lambda: sum(1 for n in bound(api, env.ns) if n.startswith("big-")) == 20, 30, "the whole big gang")
     per_pod: dict[str, int] = {}
@@ -218,7 +218,7 @@ def test_dropped_watches_and_api_server_outage(api: KubeClient, env: Env, procs,
     kubeconfig, proxy = cluster.proxied_kubeconfig(tmp_path)
     try:
         env.node("n1", cpu="8")
-        p = scheduler(tmp_path, "sched", node_selector=env.label, kubeconfig=kubeconfig)
+        p = scheduler(tmp_path, "sched", env=env, kubeconfig=kubeconfig)
         procs.append(p)
         wait(lambda: "informers synced" in p.text(), 30, "the scheduler to sync")
         mk_podgroup(api, env, "a", 1)
@@ -246,11 +246,11 @@ def test_two_replicas_only_the_leader_schedules(api: KubeClient, env: Env, procs
     env.node("n1", cpu="16")
     le = ["--lock-object-namespace", env.ns, "--leader-elect-lease-duration", "4s",
           "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"]
-    a = scheduler(tmp_path, "a", *le, "--identity", "replica-a", node_selector=env.label, leader=True)
+    a = scheduler(tmp_path, "a", *le, "--identity", "replica-a", env=env, leader=True)
     procs.append(a)
     wait(lambda: (api.get(LEASE, "vc-scheduler", env.ns).get("spec") or {}).get("holderIdentity") == "replica-a",
          30, "replica a to lead")
-    b = scheduler(tmp_path, "b", *le, "--identity", "replica-b", node_selector=env.label, leader=True)
+    b = scheduler(tmp_path, "b", *le, "--identity", "replica-b", env=env, leader=True)
     procs.append(b)
     wait(lambda: "informers synced" in b.text(), 30, "the standby to sync")
     for i in range(5):
