@@ -29,7 +29,7 @@ def schedulable_jobs(ssn: Session, *, promote: bool) -> list[JobInfo]:
             continue
         if promote and pg.phase == PodGroupPhase.Pending:
             pg.phase = PodGroupPhase.Inqueue
-        if job.is_pending():
+        if job.is_pending() or ssn.job_valid(job) is not None:
             continue
         q = ssn.queues.get(job.queue)
         if q is None or not q.is_open():

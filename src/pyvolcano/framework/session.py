@@ -170,7 +170,12 @@ class Session:
 
     # --- job and queue predicates ----------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> str | None:
-        return self.call("jobValid", job)
+        """Why the job cannot be scheduled at all (gang: too few pods), or None.  Actions other than enqueue
+        skip invalid jobs, as Volcano's do; the reason is kept for the PodGroup's condition."""
+        msg = self.call("jobValid", job)
+        if msg is not None:
+            self.invalid[job.uid] = msg
+        return msg
 
     def job_ready(self, job: JobInfo) -> bool:
         return self.call("jobReady", job)
@@ -316,8 +321,10 @@ class Session:
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def open(self) -> Session:
-        """Build every configured plugin (a fresh instance per session, as Volcano does) and drop the
-        jobs a jobValid callback rejects, marking them Unschedulable."""
+        """Build every configured plugin (a fresh instance per session, as Volcano does).
+
+        Jobs failing jobValid stay in the session: enqueue still sees them (a vcjob's pods are only created once
+        its PodGroup is admitted), and the other actions skip them through ``job_valid``."""
         for tier in self.conf.tiers:
             for opt in tier.plugins:
                 plugin = registry.plugin_class(opt.name)(opt.args())
@@ -326,12 +333,6 @@ class Session:
                 plugin.on_session_open(self)
                 self.plugin_seconds[(opt.name, "OnSessionOpen")] = time.perf_counter() - t0
         self.selector.reset()
-        for uid, job in list(self.jobs.items()):
-            msg = self.job_valid(job)
-            if msg is not None:
-                self.update_podgroup_condition(job, UNSCHEDULABLE, "NotEnoughPods", msg)
-                self.invalid[uid] = msg
-                del self.jobs[uid]
         return self
 
     def run(self) -> SessionResult:
@@ -363,12 +364,6 @@ class Session:
                 out.unschedulable[job.uid] = conds[UNSCHEDULABLE]["message"]
             elif job.enqueue_reason and phase == PodGroupPhase.Pending:
                 out.unschedulable[job.uid] = job.enqueue_reason
-        for uid, msg in self.invalid.items():
-            job = self.snapshot.jobs[uid]
-            assert job.podgroup is not None
-            out.podgroups[uid] = {"phase": str(job.podgroup.phase),
-                                  "conditions": list(self.pg_conditions.get(uid, {}).values())}
-            out.unschedulable[uid] = msg
         return out
 
 

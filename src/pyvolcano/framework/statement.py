@@ -41,6 +41,8 @@ class Statement:
         self.ops.append(_Op("evict", task, reason, old))
 
     def discard(self) -> None:
+        if self.ops:  # a gang partly placed and rolled back: the simulator reports how often
+            self.ssn.state["rollbacks"] = self.ssn.state.get("rollbacks", 0) + 1
         for op in reversed(self.ops):
             if op.kind == "evict":
                 self.ssn._unevict(op.task, op.old)

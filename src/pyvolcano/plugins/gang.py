@@ -57,6 +57,9 @@ class Gang(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
+            if job.uid in ssn.invalid:
+                ssn.update_podgroup_condition(job, UNSCHEDULABLE, "NotEnoughPods", ssn.invalid[job.uid])
+                continue
             if job.check_task_ready() and job.is_ready():
                 ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
                 continue

@@ -1,0 +1,1 @@
+"""Controllers shared by the simulator and the Kubernetes mode (Volcano's vc-controller-manager)."""

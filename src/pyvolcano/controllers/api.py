@@ -1,0 +1,26 @@
+"""The narrow client interface the controllers use, so one controller runs on the simulator or a real API server.
+
+Objects are plain Kubernetes-shaped dicts.  The simulator implements this in memory (``sim.cluster_api``); the
+Kubernetes mode implements it with the official client.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class ClusterAPI(Protocol):
+    def create(self, obj: dict[str, Any]) -> None:
+        """Create an object (kind, metadata.namespace/name set)."""
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        """Delete an object; a missing one is not an error."""
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The current object, or None."""
+
+    def update_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Replace the object's status."""
+
+    def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
+        """Record a Kubernetes Event about ``obj``."""

@@ -1,0 +1,295 @@
+"""The vcjob controller: a ``batch.volcano.sh/v1alpha1`` Job becomes a PodGroup and its Pods (seed 003).
+
+What Volcano's job controller does, reduced to what scheduling outcomes depend on:
+- a PodGroup named after the job with minMember = minAvailable, minTaskMember per task, the queue, the
+  priority class and minResources (the requests of the first minAvailable pods, tasks in spec order);
+- pods are created only once the PodGroup has left Pending (enqueue admitted it), named
+  ``<job>-<task>-<index>`` with Volcano's labels/annotations and env ``VK_TASK_INDEX``;
+- lifecycle policies: on PodEvicted / PodFailed / TaskCompleted (job or task level, or ``Any``) the action
+  RestartJob / AbortJob / CompleteJob / TerminateJob; no policy: an evicted or failed pod is recreated, a job
+  whose pods all succeeded completes; RestartJob counts retries and fails the job past ``maxRetry`` (default 3);
+- job phases Pending, Running, Restarting, Completed, Failed, Aborted, Terminated and status counts.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyvolcano.api.convert import pod_requests
+from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
+from pyvolcano.controllers.api import ClusterAPI
+from pyvolcano.errors import ManifestError
+
+EVENTS = ("PodEvicted", "PodFailed", "TaskCompleted", "Any")
+ACTIONS = ("RestartJob", "AbortJob", "CompleteJob", "TerminateJob", "RestartTask", "RestartPod")
+FINAL = ("Completed", "Failed", "Aborted", "Terminated")
+
+
+def validate_job(job: dict[str, Any], queues: set[str] | None = None) -> None:
+    """Volcano's admission checks that matter here; raises ManifestError naming the field."""
+    md = job.get("metadata") or {}
+    ref = f"Job {md.get('namespace') or 'default'}/{md.get('name', '<unnamed>')}"
+    if not md.get("name"):
+        raise ManifestError(ref, "metadata.name", "is required")
+    spec = job.get("spec")
+    if not isinstance(spec, dict):
+        raise ManifestError(ref, "spec", "is required")
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise ManifestError(ref, "spec.tasks", "needs at least one task")
+    total = 0
+    names = set()
+    for i, t in enumerate(tasks):
+        if not isinstance(t, dict) or not isinstance(t.get("template"), dict):
+            raise ManifestError(ref, f"spec.tasks[{i}].template", "is required")
+        name = t.get("name") or f"task{i}"
+        if name in names:
+            raise ManifestError(ref, f"spec.tasks[{i}].name", f"duplicate task name {name!r}")
+        names.add(name)
+        reps = t.get("replicas", 1)
+        if not isinstance(reps, int) or reps < 0:
+            raise ManifestError(ref, f"spec.tasks[{i}].replicas", f"must be a non-negative integer, got {reps!r}")
+        tmin = t.get("minAvailable")
+        if tmin is not None and (not isinstance(tmin, int) or tmin > reps):
+            raise ManifestError(ref, f"spec.tasks[{i}].minAvailable", f"{tmin!r} exceeds replicas {reps}")
+        total += reps
+    min_av = spec.get("minAvailable", total)
+    if not isinstance(min_av, int) or min_av < 0:
+        raise ManifestError(ref, "spec.minAvailable", f"must be a non-negative integer, got {min_av!r}")
+    if min_av > total:
+        raise ManifestError(ref, "spec.minAvailable", f"{min_av} exceeds the total replicas {total}")
+    for i, p in enumerate(spec.get("policies") or []):
+        ev, act = p.get("event"), p.get("action")
+        if ev is not None and ev not in EVENTS:
+            raise ManifestError(ref, f"spec.policies[{i}].event", f"unknown event {ev!r} (known: {', '.join(EVENTS)})")
+        if act not in ACTIONS:
+            raise ManifestError(ref, f"spec.policies[{i}].action",
+                                f"unknown action {act!r} (known: {', '.join(ACTIONS)})")
+    q = spec.get("queue") or "default"
+    if queues is not None and q not in queues:
+        raise ManifestError(ref, "spec.queue", f"queue {q!r} does not exist")
+
+
+@dataclass
+class JobState:
+    """The controller's memory of one job (Volcano keeps it in the job's status and its cache)."""
+
+    job: dict[str, Any]
+    phase: str = "Pending"
+    retries: int = 0
+    version: int = 0
+    pods: dict[str, str] = field(default_factory=dict)  # pod name -> phase
+    evicted: int = 0
+
+    @property
+    def key(self) -> str:
+        md = self.job["metadata"]
+        return f"{md.get('namespace') or 'default'}/{md['name']}"
+
+
+class JobController:
+    """Reconciles vcjobs through a ClusterAPI.  Call ``add_job`` for a new Job, ``on_podgroup`` when a PodGroup's
+    phase changes and ``on_pod`` when a pod changes phase or is evicted/deleted."""
+
+    def __init__(self, api: ClusterAPI) -> None:
+        self.api = api
+        self.jobs: dict[str, JobState] = {}
+
+    # --- helpers ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _tasks(job: dict[str, Any]) -> list[dict[str, Any]]:
+        return [dict(t, name=t.get("name") or f"task{i}") for i, t in enumerate(job["spec"]["tasks"])]
+
+    def _pod(self, st: JobState, task: dict[str, Any], index: int) -> dict[str, Any]:
+        md = st.job["metadata"]
+        ns, jname = md.get("namespace") or "default", md["name"]
+        tmpl = copy.deepcopy(task["template"])
+        pmd = tmpl.setdefault("metadata", {})
+        spec = tmpl.setdefault("spec", {})
+        name = f"{jname}-{task['name']}-{index}"
+        ann = dict(pmd.get("annotations") or {})
+        ann.update({GROUP_NAME_ANNOTATION: jname, TASK_SPEC_ANNOTATION: task["name"], JOB_NAME_ANNOTATION: jname,
+                    "volcano.sh/job-version": str(st.version), "volcano.sh/queue-name": self._queue(st.job)})
+        labels = dict(pmd.get("labels") or {})
+        labels.update({JOB_NAME_ANNOTATION: jname, "volcano.sh/job-namespace": ns, "volcano.sh/task-spec": task["name"]})
+        pmd.update({"name": name, "namespace": ns, "annotations": ann, "labels": labels,
+                    "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": jname,
+                                         "uid": md.get("uid", ""), "controller": True}]})
+        spec.setdefault("schedulerName", st.job["spec"].get("schedulerName") or "volcano")
+        if st.job["spec"].get("priorityClassName") and not spec.get("priorityClassName"):
+            spec["priorityClassName"] = st.job["spec"]["priorityClassName"]
+        for c in spec.get("containers") or []:
+            env = [e for e in c.get("env") or [] if e.get("name") != "VK_TASK_INDEX"]
+            env.append({"name": "VK_TASK_INDEX", "value": str(index)})
+            c["env"] = env
+        tmpl.update({"apiVersion": "v1", "kind": "Pod", "status": {"phase": "Pending"}})
+        return tmpl
+
+    @staticmethod
+    def _queue(job: dict[str, Any]) -> str:
+        return job["spec"].get("queue") or "default"
+
+    def _podgroup(self, st: JobState) -> dict[str, Any]:
+        job = st.job
+        md, spec = job["metadata"], job["spec"]
+        tasks = self._tasks(job)
+        total = sum(int(t.get("replicas", 1)) for t in tasks)
+        min_av = int(spec.get("minAvailable", total))
+        min_res: dict[str, float] = {}
+        left = min_av
+        for t in tasks:
+            n = min(left, int(t.get("replicas", 1)))
+            left -= n
+            req, _ = pod_requests({"kind": "Pod", "metadata": {"name": "tmpl"}, "spec": t["template"].get("spec") or {}})
+            for k, v in req.items():
+                if k != "pods":
+                    min_res[k] = min_res.get(k, 0.0) + v * n
+        mtm = {t["name"]: int(t["minAvailable"]) for t in tasks if t.get("minAvailable") is not None}
+        pg_spec: dict[str, Any] = {"minMember": min_av, "queue": self._queue(job),
+                                   "minResources": {k: _qty(k, v) for k, v in min_res.items()}}
+        if mtm:
+            pg_spec["minTaskMember"] = mtm
+        if spec.get("priorityClassName"):
+            pg_spec["priorityClassName"] = spec["priorityClassName"]
+        return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                "metadata": {"name": md["name"], "namespace": md.get("namespace") or "default",
+                             "creationTimestamp": md.get("creationTimestamp"),
+                             "annotations": dict(md.get("annotations") or {})},
+                "spec": pg_spec, "status": {"phase": "Pending"}}
+
+    def _status(self, st: JobState) -> None:
+        counts: dict[str, int] = {}
+        for ph in st.pods.values():
+            counts[ph] = counts.get(ph, 0) + 1
+        md = st.job["metadata"]
+        self.api.update_status("Job", md.get("namespace") or "default", md["name"], {
+            "state": {"phase": st.phase}, "retryCount": st.retries, "version": st.version,
+            "pending": counts.get("Pending", 0), "running": counts.get("Running", 0),
+            "succeeded": counts.get("Succeeded", 0), "failed": counts.get("Failed", 0),
+            "minAvailable": st.job["spec"].get("minAvailable")})
+
+    # --- reconcile -----------------------------------------------------------------------------------------
+    def add_job(self, job: dict[str, Any]) -> JobState:
+        st = JobState(job)
+        self.jobs[st.key] = st
+        self.api.create(self._podgroup(st))
+        self._status(st)
+        return st
+
+    def on_podgroup(self, job_key: str, phase: str) -> None:
+        st = self.jobs.get(job_key)
+        if st is None or st.phase in FINAL:
+            return
+        if phase != "Pending" and st.phase in ("Pending", "Restarting") and not st.pods:
+            self._create_pods(st)
+
+    def _create_pods(self, st: JobState) -> None:
+        ns = st.job["metadata"].get("namespace") or "default"
+        for task in self._tasks(st.job):
+            for i in range(int(task.get("replicas", 1))):
+                pod = self._pod(st, task, i)
+                name = pod["metadata"]["name"]
+                if name in st.pods or self.api.get("Pod", ns, name) is not None:
+                    continue
+                st.pods[name] = "Pending"
+                self.api.create(pod)
+        st.phase = "Pending"
+        self._status(st)
+
+    def _policy(self, st: JobState, event: str, task: str) -> str | None:
+        for t in self._tasks(st.job):
+            if t["name"] == task:
+                for p in t.get("policies") or []:
+                    if p.get("event") in (event, "Any"):
+                        return p.get("action")
+        for p in st.job["spec"].get("policies") or []:
+            if p.get("event") in (event, "Any"):
+                return p.get("action")
+        return None
+
+    def on_pod(self, job_key: str, pod_name: str, task: str, phase: str, evicted: bool = False) -> str | None:
+        """A pod reached ``phase`` (Running, Succeeded, Failed) or was evicted and is gone (``evicted``).
+        Returns the lifecycle action taken, if any."""
+        st = self.jobs.get(job_key)
+        if st is None or st.phase in FINAL or pod_name not in st.pods:
+            return None
+        ns = st.job["metadata"].get("namespace") or "default"
+        action: str | None = None
+        if evicted:
+            st.evicted += 1
+            st.pods.pop(pod_name, None)
+            action = self._policy(st, "PodEvicted", task)
+            if action is None:  # Volcano's sync recreates the missing pod
+                tasks = {t["name"]: t for t in self._tasks(st.job)}
+                idx = int(pod_name.rsplit("-", 1)[1])
+                pod = self._pod(st, tasks[task], idx)
+                st.pods[pod_name] = "Pending"
+                self.api.create(pod)
+        else:
+            st.pods[pod_name] = phase
+            if phase == "Failed":
+                action = self._policy(st, "PodFailed", task)
+            elif phase == "Succeeded":
+                done = [n for n, p in st.pods.items() if n.startswith(f"{st.job['metadata']['name']}-{task}-")]
+                if all(st.pods[n] == "Succeeded" for n in done):
+                    action = self._policy(st, "TaskCompleted", task)
+        if action in ("RestartJob", "RestartTask", "RestartPod"):
+            self._restart(st, ns)
+        elif action == "AbortJob":
+            self._finish(st, ns, "Aborted")
+        elif action == "TerminateJob":
+            self._finish(st, ns, "Terminated")
+        elif action == "CompleteJob":
+            self._finish(st, ns, "Completed")
+        else:
+            self._update_phase(st, ns)
+        self._status(st)
+        return action
+
+    def _update_phase(self, st: JobState, ns: str) -> None:
+        phases = list(st.pods.values())
+        min_av = int(st.job["spec"].get("minAvailable", len(phases)))
+        if (phases and all(p == "Succeeded" for p in phases)) or (phases.count("Succeeded") >= min_av and "Running" not in phases and "Pending" not in phases):
+            self._finish(st, ns, "Completed")
+        elif phases.count("Failed") and phases.count("Failed") + phases.count("Succeeded") == len(phases):
+            self._finish(st, ns, "Failed")
+        elif phases.count("Running") + phases.count("Succeeded") >= min_av and min_av > 0:
+            st.phase = "Running"
+
+    def _kill_pods(self, st: JobState, ns: str, finished: bool = False) -> None:
+        """Delete the job's live pods; a finished job's completed pods go too (the simulator keeps no history
+        in the cluster, and a real cluster's garbage collection follows the owner reference)."""
+        for name, phase in list(st.pods.items()):
+            if finished or phase in ("Pending", "Running"):
+                self.api.delete("Pod", ns, name)
+        st.pods.clear()
+
+    def _restart(self, st: JobState, ns: str) -> None:
+        st.retries += 1
+        max_retry = int(st.job["spec"].get("maxRetry", 3))
+        if st.retries > max_retry:
+            self._finish(st, ns, "Failed")
+            return
+        self._kill_pods(st, ns)
+        st.version += 1
+        st.phase = "Restarting"
+        pg = self.api.get("PodGroup", ns, st.job["metadata"]["name"])
+        if pg is not None and (pg.get("status") or {}).get("phase") != "Pending":
+            self._create_pods(st)
+            st.phase = "Restarting"
+
+    def _finish(self, st: JobState, ns: str, phase: str) -> None:
+        self._kill_pods(st, ns, finished=True)
+        st.phase = phase
+        self.api.delete("PodGroup", ns, st.job["metadata"]["name"])
+
+
+def _qty(name: str, v: float) -> str:
+    """A resource amount in the cache's units back to a quantity string."""
+    if name == "cpu":
+        return f"{v:g}m"
+    if name == "memory":
+        return f"{int(v)}"
+    return f"{v:g}m"

@@ -1,0 +1,1 @@
+"""Trace-driven simulation: a simulated cluster, job controller and kubelet around the real scheduler."""

@@ -1,0 +1,62 @@
+"""Simulated clusters: Node manifests from a YAML file or a compact spec.
+
+Compact spec: ``COUNTx{resources}`` groups joined by ``+``, e.g.
+``100x{cpu: 32, memory: 256Gi, nvidia.com/gpu: 8} + 20x{cpu: 64, memory: 512Gi, labels: {pool: cpu}}``.
+``labels`` and ``taints`` inside the braces apply to the group; ``pods`` defaults to 110.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from pyvolcano.errors import UserError
+
+_GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\{.*\})\s*$", re.S)
+
+
+def parse_cluster_spec(spec: str, prefix: str = "node") -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = []
+    for gi, part in enumerate(_split(spec)):
+        m = _GROUP.match(part)
+        if not m:
+            raise UserError(f"cluster spec group {gi + 1} {part.strip()!r}: expected COUNTx{{cpu: .., memory: ..}}")
+        try:
+            res = yaml.safe_load(m.group(2))
+        except yaml.YAMLError as exc:
+            raise UserError(f"cluster spec group {gi + 1}: {exc}") from None
+        if not isinstance(res, dict):
+            raise UserError(f"cluster spec group {gi + 1}: expected a mapping of resources")
+        labels = res.pop("labels", {}) or {}
+        taints = res.pop("taints", []) or []
+        res.setdefault("pods", 110)
+        alloc = {k: str(v) for k, v in res.items()}
+        for _ in range(int(m.group(1))):
+            name = f"{prefix}-{len(nodes):04d}"
+            nodes.append({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+                          "spec": {"taints": taints} if taints else {},
+                          "status": {"allocatable": dict(alloc), "capacity": dict(alloc),
+                                     "conditions": [{"type": "Ready", "status": "True"}]}})
+    if not nodes:
+        raise UserError("cluster spec describes no nodes")
+    return nodes
+
+
+def _split(spec: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in spec:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "+" and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return parts

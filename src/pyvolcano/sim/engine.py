@@ -1,0 +1,399 @@
+"""The discrete-event simulator.
+
+A heap of timed events (job arrivals, pods starting, finishing, being released after eviction, node failures,
+cancellations) drives an in-memory cluster (``SimAPI``: the object store, feeding the real ``SchedulerCache``),
+the real vcjob controller, and the real scheduler: every ``period`` seconds after something changed, one
+``Session`` runs the configured actions on a snapshot, and its decisions are applied as a kubelet would:
+bound pods run after ``start_latency`` and succeed after their duration; evicted pods keep their node for
+``grace`` seconds (Releasing, so other pods can be Pipelined onto it) and are then deleted, which the controller
+answers with its lifecycle policy.  A cycle that changes nothing is not repeated until the next event, so quiet
+stretches cost nothing; time-driven policies therefore react at the next event rather than mid-gap.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.types import TASK_SPEC_ANNOTATION, TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.conf.loader import SchedulerConf
+from pyvolcano.controllers.vcjob import FINAL, JobController, validate_job
+from pyvolcano.errors import UserError
+from pyvolcano.framework.session import Session
+from pyvolcano.sim.workload import DURATION, Workload
+
+
+@dataclass
+class JobRecord:
+    key: str
+    queue: str
+    tasks: int
+    min_available: int
+    submit: float
+    enqueued: float | None = None
+    first_start: float | None = None
+    all_started: float | None = None
+    finished: float | None = None
+    phase: str = "Pending"
+    restarts: int = 0
+    preempted: int = 0
+    running: int = 0
+
+
+@dataclass
+class Sample:
+    t: float
+    used: np.ndarray  # cpu, memory, gpu held by bound/running/releasing pods
+    queues: dict[str, tuple[float, float]]  # queue -> (allocated dominant share of cluster, deserved share)
+
+
+@dataclass
+class SimResult:
+    records: dict[str, JobRecord]
+    samples: list[Sample]
+    capacity: np.ndarray
+    cycles: int
+    cycle_seconds: list[float]
+    events: int
+    rollbacks: int
+    evictions: int
+    wall_seconds: float
+    end_time: float
+    interrupted: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+class SimAPI:
+    """The in-memory API server: objects by (kind, namespace/name), mirrored into the scheduler cache."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+
+    @staticmethod
+    def _k(kind: str, ns: str, name: str) -> tuple[str, str]:
+        return kind, f"{ns}/{name}" if ns else name
+
+    def create(self, obj: dict[str, Any]) -> None:
+        md = obj["metadata"]
+        ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass") else "default")
+        md.setdefault("creationTimestamp", self.sim.now)
+        md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
+        self.objects[self._k(obj["kind"], ns, md["name"])] = obj
+        self.sim.cache.upsert(obj)
+        self.sim.changed = True
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get(self._k(kind, namespace, name))
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        obj = self.objects.pop(self._k(kind, namespace, name), None)
+        if obj is not None:
+            self.sim.cache.delete(obj)
+            self.sim.changed = True
+
+    def update(self, obj: dict[str, Any]) -> None:
+        self.sim.cache.upsert(obj)
+        self.sim.changed = True
+
+    def update_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
+        obj = self.get(kind, namespace, name)
+        if obj is not None:
+            obj["status"] = status
+            if kind != "Job":
+                self.update(obj)
+
+    def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
+        self.sim.event_log.append((self.sim.now, etype, reason, message))
+
+
+class Simulator:
+    def __init__(self, nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload,
+                 conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
+                 node_failures: list[tuple[float, str, float]] | None = None,
+                 cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0) -> None:
+        self.conf = conf
+        self.period = period
+        self.start_latency = start_latency
+        self.grace = grace
+        self.sample_every = sample_every or period
+        self.now = 0.0
+        self.uids = itertools.count()
+        self.seq = itertools.count()
+        self.heap: list[tuple[float, int, str, Any]] = []
+        self.cache = SchedulerCache()
+        self.api = SimAPI(self)
+        self.controller = JobController(self.api)
+        self.records: dict[str, JobRecord] = {}
+        self.samples: list[Sample] = []
+        self.event_log: list[tuple[float, str, str, str]] = []
+        self.problems: list[str] = list(workload.problems)
+        self.changed = True
+        self.events = 0
+        self.cycles = 0
+        self.cycle_seconds: list[float] = []
+        self.rollbacks = 0
+        self.evictions = 0
+        self.stop = False
+        for obj in [*workload.priority_classes, *queues, *nodes]:
+            self.api.create(obj)
+        for p in list(self.cache.problems):
+            self.problems.append(p)
+        self.cache.problems.clear()
+        self.queue_names = {q["metadata"]["name"] for q in queues} | {"default"}
+        caps = [self.cache.nodes[n["metadata"]["name"]].allocatable for n in nodes
+                if n["metadata"]["name"] in self.cache.nodes]
+        self.res = self.cache.res
+        total = np.sum(caps, axis=0) if caps else self.res.zeros()
+        self.capacity = self._pick(total)
+        for t, job in workload.jobs:
+            self._push(t, "arrive", job)
+        for t, node, down in node_failures or []:
+            self._push(t, "node_fail", (node, down))
+        for t, key in cancellations or []:
+            self._push(t, "cancel", key)
+        self.total_jobs = len(workload.jobs)
+
+    # --- helpers ---------------------------------------------------------------------------------------------
+    def _pick(self, v: np.ndarray) -> np.ndarray:
+        """cpu (cores), memory (GiB), gpu (devices) out of a cache vector."""
+        gpu = v[self.res.pos["nvidia.com/gpu"]] / 1000 if "nvidia.com/gpu" in self.res.pos else 0.0
+        return np.array([v[0] / 1000, v[1] / 2**30, gpu])
+
+    def _push(self, t: float, kind: str, payload: Any) -> None:
+        heapq.heappush(self.heap, (t, next(self.seq), kind, payload))
+
+    def _pod(self, key: str) -> dict[str, Any] | None:
+        return self.api.objects.get(("Pod", key))
+
+    def _job_of(self, pod: dict[str, Any]) -> tuple[str, str]:
+        md = pod["metadata"]
+        return f"{md['namespace']}/{md['labels']['volcano.sh/job-name']}", md["annotations"][TASK_SPEC_ANNOTATION]
+
+    # --- event handlers --------------------------------------------------------------------------------------
+    def _arrive(self, job: dict[str, Any]) -> None:
+        md = job["metadata"]
+        ns = md.setdefault("namespace", "default")
+        key = f"{ns}/{md.get('name')}"
+        try:
+            validate_job(job, self.queue_names)
+        except UserError as exc:
+            self.problems.append(f"{exc}; job skipped")
+            return
+        if key in self.controller.jobs:
+            self.problems.append(f"Job {key}: a job of that name already exists; skipped")
+            return
+        md["creationTimestamp"] = self.now
+        tasks = sum(int(t.get("replicas", 1)) for t in job["spec"]["tasks"])
+        self.records[key] = JobRecord(key, job["spec"].get("queue") or "default", tasks,
+                                      int(job["spec"].get("minAvailable", tasks)), self.now)
+        self.controller.add_job(job)
+
+    def _running(self, key: str, uid: str) -> None:
+        pod = self._pod(key)
+        if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
+            return
+        pod["status"] = {"phase": "Running"}
+        self.api.update(pod)
+        job_key, task = self._job_of(pod)
+        rec = self.records.get(job_key)
+        if rec is not None:
+            rec.running += 1
+            if rec.first_start is None:
+                rec.first_start = self.now
+            if rec.all_started is None and rec.running >= max(rec.min_available, 1):
+                rec.all_started = self.now
+        dur = float(((pod["metadata"].get("annotations") or {}).get(DURATION)) or 0)
+        self._push(self.now + dur, "finish", (key, uid))
+        self.controller.on_pod(job_key, pod["metadata"]["name"], task, "Running")
+        self._after_controller(job_key)
+
+    def _finish(self, key: str, uid: str) -> None:
+        pod = self._pod(key)
+        if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
+            return
+        pod["status"] = {"phase": "Succeeded"}
+        self.api.update(pod)
+        job_key, task = self._job_of(pod)
+        rec = self.records.get(job_key)
+        if rec is not None:
+            rec.running -= 1
+        self.controller.on_pod(job_key, pod["metadata"]["name"], task, "Succeeded")
+        self._after_controller(job_key)
+
+    def _release(self, key: str, uid: str) -> None:
+        pod = self._pod(key)
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return
+        job_key, task = self._job_of(pod)
+        was_running = (pod.get("status") or {}).get("phase") == "Running"
+        self.api.delete("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
+        rec = self.records.get(job_key)
+        if rec is not None and was_running:
+            rec.running -= 1
+        st = self.controller.jobs.get(job_key)
+        before = st.retries if st else 0
+        self.controller.on_pod(job_key, pod["metadata"]["name"], task, "Failed", evicted=True)
+        if rec is not None and st is not None and st.retries > before:
+            rec.restarts += 1
+            rec.running = 0
+            rec.all_started = None
+        self._after_controller(job_key)
+
+    def _after_controller(self, job_key: str) -> None:
+        st = self.controller.jobs.get(job_key)
+        rec = self.records.get(job_key)
+        if st is None or rec is None:
+            return
+        rec.phase = st.phase
+        if st.phase in FINAL and rec.finished is None:
+            rec.finished = self.now
+            rec.running = 0
+
+    def _node_fail(self, node: str, down: float) -> None:
+        n = self.api.get("Node", "", node)
+        if n is None:
+            return
+        n["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        self.api.update(n)
+        for (kind, key), pod in list(self.api.objects.items()):
+            if kind == "Pod" and (pod.get("spec") or {}).get("nodeName") == node:
+                pod["metadata"]["deletionTimestamp"] = self.now
+                self.api.update(pod)
+                self._push(self.now, "release", (key, pod["metadata"]["uid"]))
+        self._push(self.now + down, "node_up", node)
+
+    def _node_up(self, node: str) -> None:
+        n = self.api.get("Node", "", node)
+        if n is not None:
+            n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+            self.api.update(n)
+
+    def _cancel(self, key: str) -> None:
+        st = self.controller.jobs.get(key)
+        if st is None or st.phase in FINAL:
+            return
+        ns = key.split("/", 1)[0]
+        self.controller._finish(st, ns, "Aborted")
+        self._after_controller(key)
+
+    # --- the scheduler ---------------------------------------------------------------------------------------
+    def _has_pending(self) -> bool:
+        return any(j.index.get(TaskStatus.Pending) for j in self.cache.jobs.values()) or any(
+            pg.phase == "Pending" for pg in self.cache.podgroups.values())
+
+    def _cycle(self) -> None:
+        self.cache.now = self.now
+        t0 = time.perf_counter()
+        ssn = Session(self.cache.snapshot(), self.conf)
+        result = ssn.run()
+        self.cycle_seconds.append(time.perf_counter() - t0)
+        self.cycles += 1
+        self.rollbacks += int(ssn.state.get("rollbacks", 0))
+        self.changed = False
+        for uid, node in result.binds.items():
+            pod = self._pod(uid)
+            if pod is None or pod["spec"].get("nodeName"):
+                continue
+            pod["spec"]["nodeName"] = node
+            self.api.update(pod)
+            self._push(self.now + self.start_latency, "running", (uid, pod["metadata"]["uid"]))
+        for ev in result.evictions:
+            pod = self._pod(ev.task.uid)
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                continue
+            pod["metadata"]["deletionTimestamp"] = self.now
+            self.api.update(pod)
+            self.evictions += 1
+            job_key, _ = self._job_of(pod)
+            if job_key in self.records:
+                self.records[job_key].preempted += 1
+            self._push(self.now + self.grace, "release", (ev.task.uid, pod["metadata"]["uid"]))
+        for uid, status in result.podgroups.items():
+            ns, name = uid.split("/", 1)
+            pg = self.api.get("PodGroup", ns, name)
+            if pg is None:
+                continue
+            old = (pg.get("status") or {}).get("phase")
+            if old != status["phase"]:
+                pg["status"] = {"phase": status["phase"], "conditions": status.get("conditions", [])}
+                self.api.update(pg)
+                rec = self.records.get(uid)
+                if rec is not None and rec.enqueued is None and status["phase"] != "Pending":
+                    rec.enqueued = self.now
+                self.controller.on_podgroup(uid, status["phase"])
+        self._sample(ssn)
+
+    def _sample(self, ssn: Session | None) -> None:
+        used = self.res.zeros()
+        nodes = ssn.nodes if ssn is not None else self.cache.snapshot().nodes
+        if len(nodes):
+            used = nodes.used.sum(axis=0)
+        queues: dict[str, tuple[float, float]] = {}
+        attrs = ssn.state.get("proportion") if ssn is not None else None
+        total = ssn.total_resource if ssn is not None else None
+        if attrs and total is not None:
+            mask = self.res.fair_mask & (total > 0)
+            for name, a in attrs.items():
+                queues[name] = (float(np.max(a.allocated[mask] / total[mask], initial=0.0)),
+                                float(np.max(a.deserved[mask] / total[mask], initial=0.0)))
+        self.samples.append(Sample(self.now, self._pick(used), queues))
+
+    # --- main loop --------------------------------------------------------------------------------------------
+    def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
+        wall = time.perf_counter()
+        next_cycle = 0.0
+        interrupted = False
+        try:
+            while not self.stop:
+                t_event = self.heap[0][0] if self.heap else float("inf")
+                want_cycle = self.changed and self._has_pending()
+                t_cycle = max(next_cycle, self.now) if want_cycle else float("inf")
+                if t_cycle == float("inf") and t_event == float("inf"):
+                    break
+                if until is not None and min(t_cycle, t_event) > until:
+                    break
+                if t_cycle <= t_event:
+                    self.now = t_cycle
+                    self._cycle()
+                    next_cycle = self.now + self.period
+                else:
+                    self.now = t_event
+                    while self.heap and self.heap[0][0] == t_event:
+                        _, _, kind, payload = heapq.heappop(self.heap)
+                        self.events += 1
+                        self._dispatch(kind, payload)
+                    if next_cycle < self.now:  # align cycles to the period grid
+                        next_cycle = self.now if self.period <= 0 else \
+                            (self.now // self.period + (self.now % self.period > 0)) * self.period
+                if progress is not None:
+                    progress(self)
+        except KeyboardInterrupt:
+            interrupted = True
+        self._sample(None)
+        return SimResult(self.records, self.samples, self.capacity, self.cycles, self.cycle_seconds, self.events,
+                         self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
+                         self.problems + [f"skipped {p}" for p in self.cache.problems])
+
+    def _dispatch(self, kind: str, payload: Any) -> None:
+        if kind == "arrive":
+            self._arrive(payload)
+        elif kind == "running":
+            self._running(*payload)
+        elif kind == "finish":
+            self._finish(*payload)
+        elif kind == "release":
+            self._release(*payload)
+        elif kind == "node_fail":
+            self._node_fail(*payload)
+        elif kind == "node_up":
+            self._node_up(payload)
+        elif kind == "cancel":
+            self._cancel(payload)

@@ -1,0 +1,110 @@
+"""What a simulation produced: jobs.csv and summary.json."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.sim.engine import SimResult
+
+JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
+               "finished", "wait", "jct", "restarts", "preempted")
+
+
+def job_rows(result: SimResult) -> list[dict[str, Any]]:
+    rows = []
+    for r in sorted(result.records.values(), key=lambda r: (r.submit, r.key)):
+        wait = None if r.all_started is None and r.first_start is None else \
+            (r.all_started if r.all_started is not None else r.first_start) - r.submit  # type: ignore[operator]
+        jct = None if r.finished is None or r.phase != "Completed" else r.finished - r.submit
+        rows.append({"job": r.key, "queue": r.queue, "tasks": r.tasks, "min_available": r.min_available,
+                     "phase": r.phase, "submit": r.submit, "enqueued": r.enqueued, "first_start": r.first_start,
+                     "all_started": r.all_started, "finished": r.finished, "wait": wait, "jct": jct,
+                     "restarts": r.restarts, "preempted": r.preempted})
+    return rows
+
+
+def _stats(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "p50": None, "p95": None, "p99": None}
+    a = np.asarray(values)
+    return {"mean": round(float(a.mean()), 3), "p50": round(float(np.percentile(a, 50)), 3),
+            "p95": round(float(np.percentile(a, 95)), 3), "p99": round(float(np.percentile(a, 99)), 3)}
+
+
+def time_weighted(result: SimResult) -> tuple[np.ndarray, float, list[float]]:
+    """(mean utilisation of cpu/memory/gpu, mean Jain index over time, per-sample Jain values)."""
+    s = result.samples
+    if len(s) < 2:
+        return np.zeros(3), 1.0, []
+    t = np.array([x.t for x in s])
+    dt = np.diff(t)
+    used = np.array([x.used for x in s[:-1]])
+    cap = np.where(result.capacity > 0, result.capacity, 1)
+    span = t[-1] - t[0]
+    util = (used * dt[:, None]).sum(axis=0) / cap / span if span > 0 else used.mean(axis=0) / cap
+    jains = []
+    for x in s[:-1]:
+        shares = [a / d for a, d in x.queues.values() if d > 0]
+        jains.append(jain(shares) if shares else 1.0)
+    jv = float((np.array(jains) * dt).sum() / span) if span > 0 else float(np.mean(jains))
+    return util, jv, jains
+
+
+def jain(x: list[float]) -> float:
+    """Jain's fairness index: 1 when all equal, 1/n when one has everything."""
+    a = np.asarray(x, dtype=float)
+    den = len(a) * float((a * a).sum())
+    return float(a.sum() ** 2 / den) if den > 0 else 1.0
+
+
+def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "") -> dict[str, Any]:
+    util, fairness, _ = time_weighted(result)
+    completed = [r for r in rows if r["phase"] == "Completed"]
+    per_queue: dict[str, Any] = {}
+    for q in sorted({r["queue"] for r in rows}):
+        qr = [r for r in rows if r["queue"] == q]
+        per_queue[q] = {"jobs": len(qr), "completed": sum(r["phase"] == "Completed" for r in qr),
+                        "wait": _stats([r["wait"] for r in qr if r["wait"] is not None]),
+                        "jct": _stats([r["jct"] for r in qr if r["jct"] is not None])}
+    cs = result.cycle_seconds
+    return {
+        "config": conf_name, "jobs": len(rows), "completed": len(completed),
+        "unfinished": sum(r["finished"] is None for r in rows),
+        "failed_or_aborted": sum(r["phase"] in ("Failed", "Aborted", "Terminated") for r in rows),
+        "makespan_s": round(max((r["finished"] for r in rows if r["finished"] is not None), default=0.0)
+                            - min((r["submit"] for r in rows), default=0.0), 3),
+        "wait_s": _stats([r["wait"] for r in rows if r["wait"] is not None]),
+        "jct_s": _stats([r["jct"] for r in rows if r["jct"] is not None]),
+        "per_queue": per_queue,
+        "utilisation": {"cpu": round(float(util[0]), 4), "memory": round(float(util[1]), 4),
+                        "gpu": round(float(util[2]), 4)},
+        "jain_fairness_queue_shares": round(fairness, 4),
+        "gangs_rolled_back": result.rollbacks, "evictions": result.evictions,
+        "restarts": sum(r["restarts"] for r in rows),
+        "cycles": result.cycles,
+        "scheduler_seconds_per_cycle": {"mean": round(float(np.mean(cs)), 5) if cs else 0.0,
+                                        "max": round(float(np.max(cs)), 5) if cs else 0.0,
+                                        "total": round(float(np.sum(cs)), 3)},
+        "events": result.events, "simulated_seconds": round(result.end_time, 3),
+        "wall_seconds": round(result.wall_seconds, 3),
+        "events_per_second": round(result.events / result.wall_seconds, 1) if result.wall_seconds else None,
+        "interrupted": result.interrupted, "problems": result.problems[:50], "problem_count": len(result.problems),
+    }
+
+
+def write(out: Path, result: SimResult, conf_name: str = "") -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = job_rows(result)
+    with (out / "jobs.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=JOB_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else (round(v, 3) if isinstance(v, float) else v)) for k, v in r.items()})
+    s = summary(result, rows, conf_name)
+    (out / "summary.json").write_text(json.dumps(s, indent=2))
+    return s

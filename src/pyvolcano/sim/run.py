@@ -1,0 +1,127 @@
+"""Assemble a simulation from user inputs and run it with a progress bar; shared by ``simulate`` and ``demo``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyvolcano.cache.manifests import load_objects
+from pyvolcano.conf.loader import SchedulerConf, load_conf_file
+from pyvolcano.errors import UserError
+from pyvolcano.sim import alibaba, metrics, report
+from pyvolcano.sim.cluster import parse_cluster_spec
+from pyvolcano.sim.engine import Simulator
+from pyvolcano.sim.workload import Workload
+
+
+@dataclass
+class Inputs:
+    nodes: list[dict[str, Any]]
+    queues: list[dict[str, Any]]
+    workload: Workload
+    node_failures: list[tuple[float, str, float]] = field(default_factory=list)
+    cancellations: list[tuple[float, str]] = field(default_factory=list)
+
+
+def load_cluster(arg: str) -> list[dict[str, Any]]:
+    if Path(arg).is_file():
+        nodes = [o for o in load_objects(arg) if o.get("kind") == "Node"]
+        if not nodes:
+            raise UserError(f"{arg}: no Node objects")
+        return nodes
+    return parse_cluster_spec(arg)
+
+
+def load_queues(arg: str | None, workload: Workload) -> list[dict[str, Any]]:
+    """Queue manifests from a file, ``name:weight,...``, or one weight-1 queue per queue the workload names."""
+    if arg and Path(arg).is_file():
+        return [o for o in load_objects(arg) if o.get("kind") == "Queue"]
+    weights: dict[str, int] = {}
+    if arg:
+        for part in arg.split(","):
+            name, _, w = part.strip().partition(":")
+            try:
+                weights[name] = int(w or 1)
+            except ValueError:
+                raise UserError(f"--queues: {part!r}: weight must be an integer") from None
+    else:
+        weights = {q: 1 for q in sorted(workload.queues)}
+    return [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": n},
+             "spec": {"weight": w, "reclaimable": True}, "status": {"state": "Open"}} for n, w in weights.items()]
+
+
+def parse_failures(arg: str | None) -> list[tuple[float, str, float]]:
+    out = []
+    for part in (arg or "").split(","):
+        if part.strip():
+            try:
+                t, node, down = part.strip().split(":")
+                out.append((float(t), node, float(down)))
+            except ValueError:
+                raise UserError(f"--node-failures: {part!r}: expected TIME:NODE:DOWNTIME") from None
+    return out
+
+
+def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
+    out = []
+    for part in (arg or "").split(","):
+        if part.strip():
+            t, _, key = part.strip().partition(":")
+            try:
+                out.append((float(t), key if "/" in key else f"default/{key}"))
+            except ValueError:
+                raise UserError(f"--cancel: {part!r}: expected TIME:[NAMESPACE/]JOB") from None
+    return out
+
+
+def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, period: float = 1.0,
+            start_latency: float = 1.0, grace: float = 5.0, until: float | None = None, progress: bool = True,
+            title: str = "pyvolcano simulation") -> dict[str, Any]:
+    import copy
+
+    sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
+                    Workload(copy.deepcopy(inputs.workload.jobs), inputs.workload.priority_classes,
+                             list(inputs.workload.problems)),
+                    conf, period=period, start_latency=start_latency, grace=grace,
+                    node_failures=inputs.node_failures, cancellations=inputs.cancellations)
+    if progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        total = len(inputs.workload.jobs)
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
+                      TextColumn("sim t={task.fields[t]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                      transient=True) as bar:
+            task = bar.add_task(conf_name, total=total, t="0s")
+            state = {"n": 0}
+
+            def tick(s: Simulator) -> None:
+                state["n"] += 1
+                if state["n"] % 200 == 0:
+                    done = sum(1 for r in s.records.values() if r.finished is not None)
+                    bar.update(task, completed=done, t=f"{s.now / 3600:.1f}h")
+            result = sim.run(until, tick)
+    else:
+        result = sim.run(until)
+    summ = metrics.write(out, result, conf_name)
+    rows = metrics.job_rows(result)
+    report.write(out, result, rows, summ, title)
+    return summ
+
+
+def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:
+    return load_conf_file(path), path or "default (Volcano's)"
+
+
+def alibaba_inputs(trace_dir: str | None, knobs: alibaba.AlibabaKnobs, cluster: str | None) -> Inputs:
+    d = Path(trace_dir) if trace_dir else alibaba.default_dir()
+    if not (d / "openb_pod_list_default.csv").is_file():
+        raise UserError(f"{d}: openb_pod_list_default.csv not found")
+    nodes = load_cluster(cluster) if cluster else alibaba.load_nodes(d, knobs)
+    wl = alibaba.load_workload(d, knobs, nodes)
+    return Inputs(nodes, alibaba.queues(), wl)
+
+
+def print_summary(s: dict[str, Any]) -> None:
+    print(json.dumps({k: v for k, v in s.items() if k not in ("problems",)}, indent=2))
