@@ -121,10 +121,10 @@ class Watch:
         if shutdown is not None:
             with contextlib.suppress(Exception):
                 shutdown()
+        with contextlib.suppress(Exception):  # a half-read stream must not be reused: close, then hand back
+            self._resp.close()
         with contextlib.suppress(Exception):
             self._resp.release_conn()
-        with contextlib.suppress(Exception):
-            self._resp.close()
 
 
 class KubeClient:
@@ -278,6 +278,7 @@ class KubeClient:
                 raise Unavailable(f"bind {namespace}/{name}: {exc.reason}") from exc
             raise error_from_body(exc.status, exc.reason or "", (exc.body or "").encode()) from None
         with contextlib.suppress(Exception):
+            _ = resp.data  # read the body: a connection with unread bytes must not go back to the pool
             resp.release_conn()
 
     def evict(self, namespace: str, name: str, uid: str | None = None, grace_period: int | None = None) -> None:
