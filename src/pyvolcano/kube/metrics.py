@@ -120,3 +120,21 @@ class HealthServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class ControllerMetrics:
+    """The controller manager's few series (process collectors, jobs by phase, events handled)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        r = self.registry = registry or CollectorRegistry()
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        self.jobs = Gauge("pyvolcano_controller_jobs", "Jobs the job controller tracks, by phase", ["phase"],
+                          registry=r)
+        self.handled = Gauge("pyvolcano_controller_events_handled", "Informer events the job controller handled",
+                             registry=r)
+        self.invalid = Gauge("pyvolcano_controller_invalid_jobs", "Jobs held back by validation", registry=r)
+        self.is_leader = Gauge("pyvolcano_leader", "1 while this replica holds the leader lease", registry=r)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
