@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import yaml
 
 from pyvolcano.commands.install import apply_all, manifest_objects
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, POD, PODGROUP, PRIORITYCLASS, QUEUE
+from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
 from tests.kube import cluster
 from tests.kube.cluster import Env, Kubelet, bound, scheduler, wait
 
@@ -53,6 +54,17 @@ def api() -> KubeClient:
             with contextlib.suppress(ApiError):
                 kc.delete(POD, p["metadata"]["name"], ns["metadata"]["name"], grace_period=0)
     return kc
+
+
+@pytest.fixture(scope="session")
+def controller(api: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Proc]:
+    """One controller for the whole run (two would both manage every job)."""
+    log = tmp_path_factory.mktemp("controller") / "controller.log"
+    p = cluster.Proc(["controller", "--no-leader-elect", "--listen-address", ""], log)
+    wait(lambda: "controllers running" in p.text() or p.p.poll() is not None, 60, "the controller to start")
+    assert p.p.poll() is None, p.text()[-3000:]
+    yield p
+    p.stop()
 
 
 @pytest.fixture
@@ -131,6 +143,42 @@ def test_podgroup_gang_all_or_nothing(api: KubeClient, env: Env, procs, tmp_path
         wait(lambda: len(bound(api, env.ns)) == 3, 20, "all three pods bound")
         wait(lambda: (api.get(PODGROUP, "gang", env.ns).get("status") or {}).get("phase") == "Running", 20,
              "PodGroup Running")
+
+
+def vcjob(env: Env, name: str, replicas: int, min_available: int, cpu: str = "1") -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": env.ns},
+            "spec": {"minAvailable": min_available, "schedulerName": env.scheduler_name, "tasks": [
+                {"name": "worker", "replicas": replicas, "template": {"spec": {
+                    "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [
+                        {"name": "c", "image": "busybox",
+                         "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}}}]}}
+
+
+def test_vcjob_gang_all_or_nothing(api: KubeClient, env: Env, procs, controller, tmp_path: Path) -> None:
+    env.node("n1", cpu="2")
+    procs.append(scheduler(tmp_path, "sched", env=env))
+    with Kubelet(api, env.ns):
+        api.create(VCJOB, vcjob(env, "gang", 3, 3), env.ns)
+        wait(lambda: api.get(PODGROUP, "gang", env.ns), 20, "the controller to create the PodGroup")
+        time.sleep(1.5)  # many periods: the gang does not fit, so it is not admitted and nothing is bound
+        assert bound(api, env.ns) == {}
+        assert (api.get(PODGROUP, "gang", env.ns).get("status") or {}).get("phase") == "Pending"
+        env.node("n2", cpu="2")
+        wait(lambda: len(bound(api, env.ns)) == 3, 30, "the whole gang to be bound")
+        wait(lambda: ((api.get(VCJOB, "gang", env.ns).get("status") or {}).get("state") or {}).get("phase")
+             == "Running", 30, "the job to be Running")
+        names = sorted(bound(api, env.ns))
+        assert names == ["gang-worker-0", "gang-worker-1", "gang-worker-2"]
+
+
+def test_invalid_vcjob_gets_a_status_message(api: KubeClient, env: Env, controller) -> None:
+    job = vcjob(env, "bad", 2, 3)
+    api.create(VCJOB, job, env.ns)
+    wait(lambda: ((api.get(VCJOB, "bad", env.ns).get("status") or {}).get("state") or {}).get("reason")
+         == "Invalid", 30, "the validation status")
+    msg = api.get(VCJOB, "bad", env.ns)["status"]["state"]["message"]
+    assert "spec.minAvailable (3) should not be greater than total replicas in tasks (2)" in msg
+    assert api.list(POD, env.ns)[0] == []
 
 
 def test_two_queues_share_the_cluster(api: KubeClient, env: Env, procs, tmp_path: Path) -> None:
@@ -271,12 +319,32 @@ def test_two_replicas_only_the_leader_schedules(api: KubeClient, env: Env, procs
     assert (api.get(LEASE, "vc-scheduler", env.ns)["spec"]["holderIdentity"]) == "replica-b"
 
 
-def test_install_print_applies_with_kubectl(api: KubeClient, tmp_path: Path) -> None:
-    out = subprocess.run(["pyvolcano", "install", "--print"], capture_output=True, text=True, check=True).stdout
+TF_EXAMPLE = Path(__file__).parent / "data" / "tf-dist-mnist-example.yaml"
+
+
+def test_install_then_volcanos_tensorflow_example_binds(api: KubeClient, env: Env, procs, controller,
+                                                         tmp_path: Path) -> None:
+    """The issue's "done when": install --print | kubectl apply -f -, then Volcano's own TF example binds."""
+    out = subprocess.run([sys.executable, "-m", "pyvolcano.cli", "install", "--print"], capture_output=True,
+                         text=True, check=True).stdout
     if shutil.which("kubectl"):
         r = subprocess.run(["kubectl", "--kubeconfig", cluster.KUBECONFIG, "apply", "-f", "-"], input=out,
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+        print(r.stdout)
     else:
         apply_all(api, [d for d in yaml.safe_load_all(out) if d])
-    assert api.get(CRD, "queues.scheduling.volcano.sh")
+    assert api.get(CRD, "jobs.batch.volcano.sh")
+    # the example asks for schedulerName volcano: this test's scheduler is "volcano", on this test's nodes only
+    env.node("n1", cpu="4", memory="8Gi")
+    env.node("n2", cpu="4", memory="8Gi")
+    procs.append(scheduler(tmp_path, "sched", "--node-selector", env.label))
+    with Kubelet(api, env.ns):
+        r = subprocess.run([sys.executable, "-m", "pyvolcano.cli", "job", "run", "-f", str(TF_EXAMPLE), "-n", env.ns,
+                            "--kubeconfig", cluster.KUBECONFIG], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        want = {"tensorflow-benchmark-ps-0", "tensorflow-benchmark-worker-0", "tensorflow-benchmark-worker-1"}
+        wait(lambda: set(bound(api, env.ns)) == want, 60, "the TensorFlow job's three pods to be bound")
+        wait(lambda: ((api.get(VCJOB, "tensorflow-benchmark", env.ns).get("status") or {}).get("state") or {})
+             .get("phase") == "Running", 30, "the job to be Running")
+    assert api.get(PODGROUP, "tensorflow-benchmark", env.ns)["spec"]["minMember"] == 3
