@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import yaml
 
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import NAMESPACE, NODE, POD, SERVICEACCOUNT
+from pyvolcano.kube.resources import COMMAND, NAMESPACE, NODE, POD, PODGROUP, SERVICEACCOUNT, VCJOB
 
 KUBECONFIG = os.environ.get("PYVOLCANO_KUBECONFIG", "")
 
@@ -138,18 +138,27 @@ class Env:
                        "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
         self.nodes.append(full)
+        # the TaintNodesByCondition admission plugin taints every new node not-ready; with no node lifecycle
+        # controller nothing would ever lift it, so do what it would once the (absent) kubelet reports Ready
+        self.api.patch(NODE, full, {"spec": {"taints": None}})
         return full
 
     def cleanup(self) -> None:
-        with contextlib.suppress(ApiError):
-            for p in self.api.list(POD, self.ns)[0]:
-                with contextlib.suppress(ApiError):
-                    self.api.delete(POD, p["metadata"]["name"], self.ns, grace_period=0)
+        clean_namespace(self.api, self.ns)
         for n in self.nodes:
             with contextlib.suppress(ApiError):
                 self.api.delete(NODE, n)
         with contextlib.suppress(ApiError):
             self.api.delete(NAMESPACE, self.ns)
+
+
+def clean_namespace(api: KubeClient, ns: str) -> None:
+    """Delete what a test left (there is no namespace controller or garbage collector to do it)."""
+    for res in (VCJOB, PODGROUP, POD, COMMAND):
+        with contextlib.suppress(ApiError):
+            for o in api.list(res, ns)[0]:
+                with contextlib.suppress(ApiError):
+                    api.delete(res, o["metadata"]["name"], ns, grace_period=0)
 
 
 def bound(api: KubeClient, ns: str) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 Nodes are plain Node objects (no kubelet): ``Kubelet`` marks bound pods Running and finishes terminating ones.
 Every test has its own namespace and labelled nodes, and its scheduler only uses those nodes
-(``--node-selector``) and schedules only its own pods (a scheduler name of its own), so the tests do not see each
-other: ``PYVOLCANO_KUBECONFIG=... pytest -m kube tests/kube``.
+(``--node-selector``) and schedules only its own pods (a scheduler name of its own).  One controller process
+serves the whole run (two would both manage every job), so run them in one process:
+``PYVOLCANO_KUBECONFIG=... pytest -p no:xdist -m kube tests/kube``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import yaml
 
 from pyvolcano.commands.install import apply_all, manifest_objects
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
+from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
 from tests.kube import cluster
 from tests.kube.cluster import Env, Kubelet, bound, scheduler, wait
 
@@ -50,9 +51,10 @@ def api() -> KubeClient:
     kc = cluster.client()
     apply_all(kc, manifest_objects(crds_only=True))
     for ns in kc.list(NAMESPACE, label_selector="pyvolcano-test")[0]:  # leftovers of an interrupted run
-        for p in kc.list(POD, ns["metadata"]["name"])[0]:
-            with contextlib.suppress(ApiError):
-                kc.delete(POD, p["metadata"]["name"], ns["metadata"]["name"], grace_period=0)
+        cluster.clean_namespace(kc, ns["metadata"]["name"])
+    for n in kc.list(NODE, label_selector="pyvolcano-test")[0]:
+        with contextlib.suppress(ApiError):
+            kc.delete(NODE, n["metadata"]["name"])
     return kc
 
 

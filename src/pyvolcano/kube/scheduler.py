@@ -386,6 +386,9 @@ class KubeScheduler:
             self._expire_assumed()
         result = run_session(_LockedCache(self), self.conf.conf)  # type: ignore[arg-type]
         self.apply(result)
+        log.debug("session %d: %d binds, %d evictions, %d unschedulable jobs in %.1f ms", self.stats["sessions"],
+                  len(result.binds), len(result.evictions), len(result.unschedulable),
+                  (time.perf_counter() - t0) * 1000)
         self.stats["sessions"] += 1
         self.last_result = result
         m = self.metrics
@@ -482,6 +485,7 @@ class KubeScheduler:
             self._bind_failed(key, ns, name, uid, exc)
             return
         self.stats["binds"] += 1
+        log.debug("bound %s to %s", key, node)
         self.metrics.attempts.labels("scheduled").inc()
         if created:
             self.metrics.task.observe(max(0.0, time.time() - created) * 1000)
@@ -525,6 +529,7 @@ class KubeScheduler:
                     self._resync_pod(key)
             return
         self.stats["evictions"] += 1
+        log.info("evicted %s: %s", key, reason)
         with self.lock:
             pg = self.cache.podgroups.get(job_uid)
             target = (pg.manifest if pg is not None and pg.manifest else None) or self.cache.raw.get(("Pod", key))
