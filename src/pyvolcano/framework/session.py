@@ -9,6 +9,7 @@ Kubernetes binder) applies them.  Nothing here knows where the snapshot came fro
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ class SessionResult:
     unschedulable: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     jobs: dict[str, JobInfo] = field(default_factory=dict)
+    #: wall time per action, and per (plugin, OnSessionOpen|OnSessionClose), for the scheduler's metrics
+    action_seconds: dict[str, float] = field(default_factory=dict)
+    plugin_seconds: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 class Session:
@@ -94,6 +98,8 @@ class Session:
         self.engine = engine
         #: free-form per-session state plugins may share (e.g. proportion's queue attributes)
         self.state: dict[str, Any] = {}
+        self.action_seconds: dict[str, float] = {}
+        self.plugin_seconds: dict[tuple[str, str], float] = {}
 
     # --- registration -----------------------------------------------------------------------------------
     def _tier(self, plugin: str, flag: str | None) -> int | None:
@@ -323,7 +329,9 @@ class Session:
             for opt in tier.plugins:
                 plugin = registry.plugin_class(opt.name)(opt.args())
                 self.plugins[opt.name] = plugin
+                t0 = time.perf_counter()
                 plugin.on_session_open(self)
+                self.plugin_seconds[(opt.name, "OnSessionOpen")] = time.perf_counter() - t0
         self.selector.reset()
         return self
 
@@ -332,15 +340,20 @@ class Session:
         self.open()
         for name in self.conf.actions:
             action = registry.action_class(name)(self.conf.action_args(name))
+            t0 = time.perf_counter()
             action.execute(self)
+            self.action_seconds[name] = self.action_seconds.get(name, 0.0) + time.perf_counter() - t0
         return self.close()
 
     def close(self) -> SessionResult:
-        for plugin in self.plugins.values():
+        for name, plugin in self.plugins.items():
+            t0 = time.perf_counter()
             plugin.on_session_close(self)
+            self.plugin_seconds[(name, "OnSessionClose")] = time.perf_counter() - t0
         out = SessionResult(binds=dict(self.binds), bind_tasks=list(self.bind_tasks),
                             evictions=list(self.evictions), skipped=dict(self.snapshot.skipped_jobs),
-                            jobs=self.jobs)
+                            jobs=self.jobs, action_seconds=dict(self.action_seconds),
+                            plugin_seconds=dict(self.plugin_seconds))
         for job in self.jobs.values():
             for t in job.index.get(TaskStatus.Pipelined, {}).values():
                 out.pipelined[t.uid] = t.node_name

@@ -1,0 +1,103 @@
+"""Options and helpers shared by the commands that talk to a cluster (not a command itself)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+
+from pyvolcano.errors import UserError
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str, flag: str = "duration") -> float:
+    """A Go duration (``1s``, ``500ms``, ``1m30s``) or plain seconds, in seconds."""
+    s = str(text).strip()
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or not s:
+        raise UserError(f"{flag}: {text!r} is not a duration (examples: 1s, 500ms, 1m30s)")
+    return total
+
+
+def kube_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--kubeconfig / --master / --context, defaulting to $KUBECONFIG and then the in-cluster config."""
+    fn = click.option("--context", default=None, help="kubeconfig context (default: the current one).")(fn)
+    fn = click.option("--master", default=None, help="API server URL, overriding the kubeconfig's.")(fn)
+    fn = click.option("--kubeconfig", default=None, envvar="KUBECONFIG",
+                      help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster).")(fn)
+    return fn
+
+
+def make_client(kubeconfig: str | None, master: str | None, context: str | None = None) -> Any:
+    from pyvolcano.kube.client import KubeClient
+
+    if kubeconfig is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
+        home = os.path.expanduser("~/.kube/config")
+        if os.path.exists(home):
+            kubeconfig = home
+    return KubeClient.from_config(kubeconfig, context=context, master=master)
+
+
+def setup_logging(verbosity: int) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbosity > 0 else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("urllib3").setLevel(logging.WARNING)
+    logging.getLogger("kubernetes").setLevel(logging.WARNING)
+
+
+@contextlib.contextmanager
+def api_errors(what: str) -> Iterator[None]:
+    """Turn API errors into one-line user errors (404 names the object; no traceback)."""
+    from pyvolcano.kube.client import ApiError, Unavailable
+
+    try:
+        yield
+    except Unavailable as exc:
+        raise UserError(f"{what}: cannot reach the API server ({exc.message})") from None
+    except ApiError as exc:
+        raise UserError(f"{what}: {exc.message or exc.reason} (HTTP {exc.status})") from None
+
+
+def render_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, box=None, header_style="bold", pad_edge=False)
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    Console(width=200).print(t)
+
+
+def age(timestamp: str | None) -> str:
+    """kubectl-style age (``5m``, ``3h``, ``2d``) of an RFC 3339 time."""
+    from datetime import UTC, datetime
+
+    if not timestamp:
+        return "-"
+    try:
+        t = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "-"
+    s = max(0, int((datetime.now(UTC) - t).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"

@@ -1,0 +1,114 @@
+"""``pyvolcano controller``: run as Volcano's vc-controller-manager (job, queue controllers) on a cluster."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from collections import Counter
+
+import click
+
+from pyvolcano.commands._kube import kube_options, make_client, parse_duration, setup_logging
+
+log = logging.getLogger("pyvolcano.controller")
+
+
+def register(group: click.Group) -> None:
+    @group.command("controller")
+    @kube_options
+    @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
+                  help="Hold a Lease so that only one replica runs the controllers.")
+    @click.option("--lock-object-namespace", default="volcano-system", show_default=True)
+    @click.option("--leader-elect-resource-name", default="vc-controller-manager", show_default=True)
+    @click.option("--leader-elect-lease-duration", default="15s", show_default=True)
+    @click.option("--leader-elect-renew-deadline", default="10s", show_default=True)
+    @click.option("--leader-elect-retry-period", default="2s", show_default=True)
+    @click.option("--listen-address", default=":8081", show_default=True,
+                  help="Address for /metrics and /healthz (empty: no HTTP server).")
+    @click.option("--identity", default=None, help="Leader-election identity (default: hostname_pid).")
+    @click.option("-v", "--verbose", count=True, help="Debug logging.")
+    def controller(kubeconfig: str | None, master: str | None, context: str | None, leader_elect: bool,
+                   lock_object_namespace: str, leader_elect_resource_name: str, leader_elect_lease_duration: str,
+                   leader_elect_renew_deadline: str, leader_elect_retry_period: str, listen_address: str,
+                   identity: str | None, verbose: int) -> None:
+        """Turn Volcano Jobs into PodGroups and Pods, and keep Job and Queue status."""
+        from pyvolcano.errors import UserError
+        from pyvolcano.kube.controller import JobRunner
+        from pyvolcano.kube.leader import LeaderElector
+        from pyvolcano.kube.metrics import ControllerMetrics, HealthServer
+        from pyvolcano.kube.queue_controller import QueueController
+        from pyvolcano.kube.scheduler import default_identity
+        from pyvolcano.kube.writer import EventRecorder, Writer
+
+        setup_logging(verbose)
+        me = identity or default_identity()
+        api = make_client(kubeconfig, master, context)
+        elector = None
+        if leader_elect:
+            try:
+                elector = LeaderElector(
+                    api, lock_object_namespace, leader_elect_resource_name, me,
+                    lease_duration=parse_duration(leader_elect_lease_duration, "--leader-elect-lease-duration"),
+                    renew_deadline=parse_duration(leader_elect_renew_deadline, "--leader-elect-renew-deadline"),
+                    retry_period=parse_duration(leader_elect_retry_period, "--leader-elect-retry-period"))
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+        writer = Writer(4, "events")
+        recorder = EventRecorder(api, writer, "vc-controller-manager", me)
+        jobs = JobRunner(api, recorder)
+        queues = QueueController(api, recorder)
+        metrics = ControllerMetrics()
+        stop, deposed, started = threading.Event(), threading.Event(), threading.Event()
+
+        def healthy() -> tuple[bool, str]:
+            if started.is_set() and not (jobs.alive and all(r.alive for r in queues.reflectors)):
+                return False, "a controller thread stopped"
+            return True, "ok"
+
+        server = None
+        if listen_address:
+            try:
+                server = HealthServer(listen_address, metrics, healthy).start()
+            except (OSError, ValueError) as exc:
+                raise UserError(f"--listen-address {listen_address}: {exc}") from None
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+
+        def on_started() -> None:
+            started.set()
+
+        def on_stopped() -> None:
+            deposed.set()
+            stop.set()
+
+        if elector is not None:
+            threading.Thread(target=elector.run, args=(stop, on_started, on_stopped), daemon=True).start()
+            log.info("pyvolcano controller %s: waiting for the lease %s/%s", me, lock_object_namespace,
+                     leader_elect_resource_name)
+            while not started.wait(1.0):
+                if stop.is_set():
+                    return
+        else:
+            started.set()
+        metrics.is_leader.set(1)
+        if not queues.start() or not jobs.start():
+            raise UserError("controller: informers did not sync")
+        log.info("pyvolcano controller %s: job and queue controllers running", me)
+        while not stop.wait(5.0):
+            phases = Counter(st.phase for st in jobs.ctrl.jobs.values())
+            for phase in ("Pending", "Running", "Restarting", "Completed", "Failed", "Aborted", "Terminated"):
+                metrics.jobs.labels(phase).set(phases.get(phase, 0))
+            metrics.handled.set(jobs.processed)
+            metrics.invalid.set(len(jobs.invalid))
+        jobs.stop()
+        queues.stop()
+        writer.shutdown(5)
+        if elector is not None and not deposed.is_set():
+            elector.release()
+        if server is not None:
+            server.stop()
+        if deposed.is_set():
+            click.echo("pyvolcano: leader election lost; exiting so that a fresh replica can campaign", err=True)
+            sys.exit(1)

@@ -1,0 +1,66 @@
+"""Small helpers over Kubernetes objects as plain dicts (names, references, times, resource lists)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.resource import CPU, MEMORY, PODS, ResourceIndex
+
+
+def now_iso() -> str:
+    """An RFC 3339 time in seconds, as metav1.Time serialises."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def name_of(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def namespace_of(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def uid_of(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    ns = namespace_of(obj)
+    return f"{ns}/{name_of(obj)}" if ns else name_of(obj)
+
+
+def object_ref(obj: dict[str, Any]) -> dict[str, Any]:
+    """An ``ObjectReference`` (Event.involvedObject) to ``obj``."""
+    md = obj.get("metadata") or {}
+    ref = {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "name": md.get("name", "")}
+    for src, dst in (("namespace", "namespace"), ("uid", "uid"), ("resourceVersion", "resourceVersion")):
+        if md.get(src):
+            ref[dst] = md[src]
+    return ref
+
+
+def owner_ref(obj: dict[str, Any], controller: bool = True) -> dict[str, Any]:
+    """An ``OwnerReference`` to ``obj`` (garbage collection deletes the dependent with its owner)."""
+    return {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "name": name_of(obj),
+            "uid": uid_of(obj), "controller": controller, "blockOwnerDeletion": True}
+
+
+def quantity(name: str, amount: float) -> str:
+    """An exact Kubernetes quantity for an internal amount (cpu and scalars in milli, memory in bytes)."""
+    if name in (MEMORY, PODS) or name.startswith("hugepages-") or name == "ephemeral-storage":
+        return str(round(amount))
+    milli = round(amount)
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def resource_list(res: ResourceIndex, v: np.ndarray, *, skip_pods: bool = True) -> dict[str, str]:
+    """A ResourceList for a resource vector; cpu and memory always present (Volcano's status shows both)."""
+    out: dict[str, str] = {}
+    for i, n in enumerate(res.names):
+        if (skip_pods and n == PODS) or (v[i] == 0 and n not in (CPU, MEMORY)) or not np.isfinite(v[i]):
+            continue
+        out[n] = quantity(n, float(v[i]))
+    return out

@@ -1,0 +1,116 @@
+"""Background writes (status, conditions, events) that never hold up a scheduling session.
+
+``Writer`` runs writes on a few threads, keyed by object: while a write for a key is queued, a newer one
+replaces it (only the latest status matters), and writes for one key never run concurrently, so they
+reach the server in order.  ``EventRecorder`` emits core/v1 Events, each (object, reason, message) once
+per ``repeat_after`` seconds, as the client-go recorder's aggregation would.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pyvolcano.kube.client import ApiError
+from pyvolcano.kube.objects import now_iso, object_ref
+from pyvolcano.kube.resources import EVENT
+
+log = logging.getLogger(__name__)
+
+
+class Writer:
+    def __init__(self, workers: int = 4, name: str = "writer") -> None:
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=name)
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._pending: dict[Hashable, Callable[[], None]] = {}
+        self._running: set[Hashable] = set()
+        self.failures = 0
+
+    def submit(self, key: Hashable, fn: Callable[[], None]) -> None:
+        """Run ``fn`` soon; replaces a not-yet-started write with the same key."""
+        with self._lock:
+            queued = key in self._pending or key in self._running
+            self._pending[key] = fn
+            if not queued:
+                self._running.add(key)
+                self._pool.submit(self._drain, key)
+
+    def _drain(self, key: Hashable) -> None:
+        while True:
+            with self._lock:
+                fn = self._pending.pop(key, None)
+                if fn is None:
+                    self._running.discard(key)
+                    self._idle.notify_all()
+                    return
+            try:
+                fn()
+            except ApiError as exc:
+                self.failures += 1
+                log.warning("write %s failed: %s", key, exc)
+            except Exception:  # a bug in one write must not stop the others
+                self.failures += 1
+                log.exception("write %s failed", key)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued write ran (tests and shutdown)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._running:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        self.flush(timeout)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class EventRecorder:
+    """core/v1 Events from ``component`` on ``host``; repeated identical events are suppressed."""
+
+    def __init__(self, api: Any, writer: Writer, component: str = "volcano", host: str = "",
+                 repeat_after: float = 600.0) -> None:
+        self.api = api
+        self.writer = writer
+        self.component = component
+        self.host = host
+        self.repeat_after = repeat_after
+        self._last: dict[tuple[str, str], tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        self.emitted = 0
+
+    def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> bool:
+        """Record an event about ``obj``; False when an identical one was recorded recently."""
+        ref = object_ref(obj)
+        ident = ref.get("uid") or f"{ref['kind']}/{ref.get('namespace', '')}/{ref['name']}"
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get((ident, reason))
+            if last is not None and last[0] == message and now - last[1] < self.repeat_after:
+                return False
+            self._last[(ident, reason)] = (message, now)
+            if len(self._last) > 100_000:  # forget the oldest half rather than grow without bound
+                for k in sorted(self._last, key=lambda k: self._last[k][1])[:50_000]:
+                    del self._last[k]
+            self.emitted += 1
+        ns = ref.get("namespace") or "default"
+        stamp = now_iso()
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{ref['name']}.{uuid.uuid4().hex[:16]}", "namespace": ns},
+            "involvedObject": ref, "reason": reason, "message": message[:1024], "type": etype,
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "reportingComponent": self.component, "reportingInstance": self.host or self.component,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
+        self.writer.submit(("event", body["metadata"]["name"]), lambda: self.api.create(EVENT, body, ns))
+        return True

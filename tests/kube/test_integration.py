@@ -1,0 +1,352 @@
+"""Integration tests against a real kube-apiserver + etcd (``PYVOLCANO_KUBECONFIG``); skipped without one.
+
+Nodes are plain Node objects (no kubelet): ``Kubelet`` marks bound pods Running and finishes terminating ones.
+Every test has its own namespace and labelled nodes, and its scheduler only uses those nodes
+(``--node-selector``) and schedules only its own pods (a scheduler name of its own).  One controller process
+serves the whole run (two would both manage every job), so run them in one process:
+``PYVOLCANO_KUBECONFIG=... pytest -p no:xdist -m kube tests/kube``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pyvolcano.commands.install import apply_all, manifest_objects
+from pyvolcano.kube.client import ApiError, KubeClient
+from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
+from tests.kube import cluster
+from tests.kube.cluster import Env, Kubelet, bound, scheduler, wait
+
+pytestmark = [
+    pytest.mark.kube,
+    pytest.mark.skipif(not cluster.KUBECONFIG, reason="needs a real API server: set PYVOLCANO_KUBECONFIG"),
+]
+
+PREEMPT_CONF = """
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+@pytest.fixture(scope="session")
+def api() -> KubeClient:
+    kc = cluster.client()
+    apply_all(kc, manifest_objects(crds_only=True))
+    for ns in kc.list(NAMESPACE, label_selector="pyvolcano-test")[0]:  # leftovers of an interrupted run
+        cluster.clean_namespace(kc, ns["metadata"]["name"])
+    for n in kc.list(NODE, label_selector="pyvolcano-test")[0]:
+        with contextlib.suppress(ApiError):
+            kc.delete(NODE, n["metadata"]["name"])
+    return kc
+
+
+@pytest.fixture(scope="session")
+def controller(api: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Proc]:
+    """One controller for the whole run (two would both manage every job)."""
+    log = tmp_path_factory.mktemp("controller") / "controller.log"
+    p = cluster.Proc(["controller", "--no-leader-elect", "--listen-address", ""], log)
+    wait(lambda: "controllers running" in p.text() or p.p.poll() is not None, 60, "the controller to start")
+    assert p.p.poll() is None, p.text()[-3000:]
+    yield p
+    p.stop()
+
+
+@pytest.fixture
+def env(api: KubeClient) -> Iterator[Env]:
+    e = Env(api)
+    yield e
+    e.cleanup()
+
+
+@pytest.fixture
+def procs() -> Iterator[list[cluster.Proc]]:
+    ps: list[cluster.Proc] = []
+    yield ps
+    for p in ps:
+        p.stop()
+
+
+def mk_podgroup(api: KubeClient, env: Env, name: str, min_member: int, queue: str = "default",
+                priority_class: str = "", phase: str = "") -> None:
+    spec: dict = {"minMember": min_member, "queue": queue}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": env.ns}, "spec": spec}
+    if phase:
+        body["status"] = {"phase": phase}
+    api.create(PODGROUP, body, env.ns)
+
+
+def mk_pod(api: KubeClient, env: Env, name: str, group: str, cpu: str = "1", priority_class: str = "") -> None:
+    spec: dict = {"schedulerName": env.scheduler_name, "terminationGracePeriodSeconds": 1, "containers": [
+        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "namespace": env.ns, "annotations": {"scheduling.k8s.io/group-name": group}},
+        "spec": spec}, env.ns)
+
+
+def mk_queue(api: KubeClient, name: str, weight: int = 1) -> None:
+    try:
+        api.create(QUEUE, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                           "spec": {"weight": weight, "reclaimable": True}})
+    except ApiError as exc:
+        if not exc.conflict:
+            raise
+
+
+def scheduled_events(api: KubeClient, ns: str) -> list[dict]:
+    return [e for e in api.list(EVENT, ns)[0] if e.get("reason") == "Scheduled"
+            and (e.get("involvedObject") or {}).get("kind") == "Pod"]
+
+
+def test_server_version_is_reported(api: KubeClient) -> None:
+    v = api.server_version()
+    assert v.startswith("v1.")
+    print(f"kube-apiserver {v}")
+
+
+def test_podgroup_gang_all_or_nothing(api: KubeClient, env: Env, procs, tmp_path: Path) -> None:
+    env.node("n1", cpu="2")
+    mk_podgroup(api, env, "gang", 3)
+    for i in range(3):
+        mk_pod(api, env, f"gang-{i}", "gang")
+    procs.append(scheduler(tmp_path, "sched", env=env))
+    with Kubelet(api, env.ns):
+        wait(lambda: any(c.get("type") == "Unschedulable" for c in
+                         (api.get(PODGROUP, "gang", env.ns).get("status") or {}).get("conditions") or []),
+             20, "the PodGroup to be marked Unschedulable")
+        time.sleep(1.0)  # several more periods: still nothing may be bound
+        assert bound(api, env.ns) == {}
+        p = api.get(POD, "gang-0", env.ns)
+        cond = {c["type"]: c for c in p["status"]["conditions"]}["PodScheduled"]
+        assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
+        env.node("n2", cpu="2")
+        wait(lambda: len(bound(api, env.ns)) == 3, 20, "all three pods bound")
+        wait(lambda: (api.get(PODGROUP, "gang", env.ns).get("status") or {}).get("phase") == "Running", 20,
+             "PodGroup Running")
+
+
+def vcjob(env: Env, name: str, replicas: int, min_available: int, cpu: str = "1") -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": env.ns},
+            "spec": {"minAvailable": min_available, "schedulerName": env.scheduler_name, "tasks": [
+                {"name": "worker", "replicas": replicas, "template": {"spec": {
+                    "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [
+                        {"name": "c", "image": "busybox",
+                         "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}}}]}}
+
+
+def test_vcjob_gang_all_or_nothing(api: KubeClient, env: Env, procs, controller, tmp_path: Path) -> None:
+    env.node("n1", cpu="2")
+    procs.append(scheduler(tmp_path, "sched", env=env))
+    with Kubelet(api, env.ns):
+        api.create(VCJOB, vcjob(env, "gang", 3, 3), env.ns)
+        wait(lambda: api.get(PODGROUP, "gang", env.ns), 20, "the controller to create the PodGroup")
+        time.sleep(1.5)  # many periods: the gang does not fit, so it is not admitted and nothing is bound
+        assert bound(api, env.ns) == {}
+        assert (api.get(PODGROUP, "gang", env.ns).get("status") or {}).get("phase") == "Pending"
+        env.node("n2", cpu="2")
+        wait(lambda: len(bound(api, env.ns)) == 3, 30, "the whole gang to be bound")
+        wait(lambda: ((api.get(VCJOB, "gang", env.ns).get("status") or {}).get("state") or {}).get("phase")
+             == "Running", 30, "the job to be Running")
+        names = sorted(bound(api, env.ns))
+        assert names == ["gang-worker-0", "gang-worker-1", "gang-worker-2"]
+
+
+def test_invalid_vcjob_gets_a_status_message(api: KubeClient, env: Env, controller) -> None:
+    job = vcjob(env, "bad", 2, 3)
+    api.create(VCJOB, job, env.ns)
+    wait(lambda: ((api.get(VCJOB, "bad", env.ns).get("status") or {}).get("state") or {}).get("reason")
+         == "Invalid", 30, "the validation status")
+    msg = api.get(VCJOB, "bad", env.ns)["status"]["state"]["message"]
+    assert "spec.minAvailable (3) should not be greater than total replicas in tasks (2)" in msg
+    assert api.list(POD, env.ns)[0] == []
+
+
+def test_two_queues_share_the_cluster(api: KubeClient, env: Env, procs, tmp_path: Path) -> None:
+    env.node("n1", cpu="4")
+    qa, qb = f"{env.ns}-a", f"{env.ns}-b"
+    mk_queue(api, qa)
+    mk_queue(api, qb)
+    try:
+        for q in (qa, qb):
+            for i in range(4):
+                mk_podgroup(api, env, f"{q}-{i}", 1, queue=q)
+                mk_pod(api, env, f"{q}-{i}-0", f"{q}-{i}")
+        procs.append(scheduler(tmp_path, "sched", env=env))
+        with Kubelet(api, env.ns):
+            wait(lambda: len(bound(api, env.ns)) == 4, 30, "the node to fill up")
+            time.sleep(1.0)
+            got = bound(api, env.ns)
+            assert len(got) == 4
+            assert sum(1 for n in got if n.startswith(qa)) == 2 and sum(1 for n in got if n.startswith(qb)) == 2
+            wait(lambda: (api.get(QUEUE, qa).get("status") or {}).get("allocated", {}).get("cpu") == "2", 20,
+                 "queue status.allocated")
+    finally:
+        for q in (qa, qb):
+            with contextlib.suppress(ApiError):
+                api.delete(QUEUE, q)
+
+
+def test_high_priority_job_preempts(api: KubeClient, env: Env, procs, tmp_path: Path) -> None:
+    hi, lo = f"{env.ns}-high", f"{env.ns}-low"
+    for name, value in ((hi, 1000), (lo, 1)):
+        api.create(PRIORITYCLASS, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                   "metadata": {"name": name}, "value": value})
+    try:
+        env.node("n1", cpu="2")
+        procs.append(scheduler(tmp_path, "sched", env=env, conf=PREEMPT_CONF))
+        with Kubelet(api, env.ns):
+            mk_podgroup(api, env, "low", 1, priority_class=lo)
+            for i in range(2):
+                mk_pod(api, env, f"low-{i}", "low", priority_class=lo)
+            wait(lambda: len(bound(api, env.ns)) == 2, 20, "the low-priority pods to run")
+            wait(lambda: all(p["status"].get("phase") == "Running" for p in api.list(POD, env.ns)[0]), 20, "Running")
+            mk_podgroup(api, env, "high", 1, priority_class=hi)
+            mk_pod(api, env, "high-0", "high", priority_class=hi)
+            wait(lambda: "high-0" in bound(api, env.ns), 40, "the high-priority pod to preempt and bind")
+            names = {p["metadata"]["name"] for p in api.list(POD, env.ns)[0]}
+            assert len(names & {"low-0", "low-1"}) == 1  # exactly one victim was evicted
+    finally:
+        for name in (hi, lo):
+            with contextlib.suppress(ApiError):
+                api.delete(PRIORITYCLASS, name)
+
+
+def test_scheduler_restart_mid_gang_resumes_within_a_period(api: KubeClient, env: Env, procs,
+                                                            tmp_path: Path) -> None:
+    n1 = env.node("n1", cpu="8")
+    mk_podgroup(api, env, "gang", 3, phase="Inqueue")
+    for i in range(3):
+        mk_pod(api, env, f"gang-{i}", "gang")
+    for i in range(2):  # what the previous scheduler bound before it died
+        uid = api.get(POD, f"gang-{i}", env.ns)["metadata"]["uid"]
+        api.bind(env.ns, f"gang-{i}", uid, n1)
+    p = scheduler(tmp_path, "sched", "-v", env=env)
+    procs.append(p)
+    wait(lambda: "informers synced" in p.text(), 30, "the scheduler to sync")
+    synced = time.monotonic()
+    wait(lambda: "gang-2" in bound(api, env.ns), 5, "the rest of the gang")
+    assert time.monotonic() - synced < 0.2 + 1.5  # one 200ms period plus generous slack for a real server
+
+    # and a real crash in the middle of binding a bigger gang: nothing bound twice, everything bound
+    mk_podgroup(api, env, "big", 20)
+    for i in range(20):
+        mk_pod(api, env, f"big-{i}", "big", cpu="100m")
+    wait(lambda: any(n.startswith("big-") for n in bound(api, env.ns)), 20, "the big gang to start binding")
+    p.kill()
+    p2 = scheduler(tmp_path, "sched2", env=env)
+    procs.append(p2)
+    wait(lambda: sum(1 for n in bound(api, env.ns) if n.startswith("big-")) == 20, 30, "the whole big gang")
+    per_pod: dict[str, int] = {}
+    for e in scheduled_events(api, env.ns):
+        per_pod[e["involvedObject"]["name"]] = per_pod.get(e["involvedObject"]["name"], 0) + 1
+    assert max(per_pod.values()) == 1, per_pod
+
+
+def test_dropped_watches_and_api_server_outage(api: KubeClient, env: Env, procs, tmp_path: Path) -> None:
+    kubeconfig, proxy = cluster.proxied_kubeconfig(tmp_path)
+    try:
+        env.node("n1", cpu="8")
+        p = scheduler(tmp_path, "sched", env=env, kubeconfig=kubeconfig)
+        procs.append(p)
+        wait(lambda: "informers synced" in p.text(), 30, "the scheduler to sync")
+        mk_podgroup(api, env, "a", 1)
+        mk_pod(api, env, "a-0", "a")
+        wait(lambda: "a-0" in bound(api, env.ns), 20, "the first pod")
+        proxy.cut()  # every watch (and any request in flight) is dropped
+        mk_podgroup(api, env, "b", 1)
+        mk_pod(api, env, "b-0", "b")
+        wait(lambda: "b-0" in bound(api, env.ns), 30, "a pod created after the watches were dropped")
+        proxy.down = True  # the API server is gone for a while...
+        proxy.cut()
+        mk_podgroup(api, env, "c", 2)
+        for i in range(2):
+            mk_pod(api, env, f"c-{i}", "c")
+        time.sleep(2.0)
+        assert "c-0" not in bound(api, env.ns)
+        proxy.down = False  # ...and back: the scheduler re-lists and carries on
+        wait(lambda: {"c-0", "c-1"} <= set(bound(api, env.ns)), 60, "pods created during the outage")
+        assert p.p.poll() is None, p.text()[-2000:]
+    finally:
+        proxy.close()
+
+
+def test_two_replicas_only_the_leader_schedules(api: KubeClient, env: Env, procs, tmp_path: Path) -> None:
+    env.node("n1", cpu="16")
+    le = ["--lock-object-namespace", env.ns, "--leader-elect-lease-duration", "4s",
+          "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"]
+    a = scheduler(tmp_path, "a", *le, "--identity", "replica-a", env=env, leader=True)
+    procs.append(a)
+    wait(lambda: (api.get(LEASE, "vc-scheduler", env.ns).get("spec") or {}).get("holderIdentity") == "replica-a",
+         30, "replica a to lead")
+    b = scheduler(tmp_path, "b", *le, "--identity", "replica-b", env=env, leader=True)
+    procs.append(b)
+    wait(lambda: "informers synced" in b.text(), 30, "the standby to sync")
+    for i in range(5):
+        mk_podgroup(api, env, f"j{i}", 1)
+        mk_pod(api, env, f"j{i}-0", f"j{i}")
+    wait(lambda: len(bound(api, env.ns)) == 5, 20, "the leader to bind")
+    time.sleep(0.5)
+    sources = {e.get("reportingInstance") for e in scheduled_events(api, env.ns)}
+    assert sources == {"replica-a"}
+    a.kill()  # crash: no release, b must wait out the lease
+    for i in range(5, 8):
+        mk_podgroup(api, env, f"j{i}", 1)
+        mk_pod(api, env, f"j{i}-0", f"j{i}")
+    wait(lambda: len(bound(api, env.ns)) == 8, 30, "the standby to take over")
+    after = {e["involvedObject"]["name"]: e.get("reportingInstance") for e in scheduled_events(api, env.ns)}
+    assert {after[f"j{i}-0"] for i in range(5, 8)} == {"replica-b"}
+    assert {after[f"j{i}-0"] for i in range(5)} == {"replica-a"}
+    assert (api.get(LEASE, "vc-scheduler", env.ns)["spec"]["holderIdentity"]) == "replica-b"
+
+
+TF_EXAMPLE = Path(__file__).parent / "data" / "tf-dist-mnist-example.yaml"
+
+
+def test_install_then_volcanos_tensorflow_example_binds(api: KubeClient, env: Env, procs, controller,
+                                                         tmp_path: Path) -> None:
+    """The issue's "done when": install --print | kubectl apply -f -, then Volcano's own TF example binds."""
+    out = subprocess.run([sys.executable, "-m", "pyvolcano.cli", "install", "--print"], capture_output=True,
+                         text=True, check=True).stdout
+    if shutil.which("kubectl"):
+        r = subprocess.run(["kubectl", "--kubeconfig", cluster.KUBECONFIG, "apply", "-f", "-"], input=out,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        print(r.stdout)
+    else:
+        apply_all(api, [d for d in yaml.safe_load_all(out) if d])
+    assert api.get(CRD, "jobs.batch.volcano.sh")
+    # the example asks for schedulerName volcano: this test's scheduler is "volcano", on this test's nodes only
+    env.node("n1", cpu="4", memory="8Gi")
+    env.node("n2", cpu="4", memory="8Gi")
+    procs.append(scheduler(tmp_path, "sched", "--node-selector", env.label))
+    with Kubelet(api, env.ns):
+        r = subprocess.run([sys.executable, "-m", "pyvolcano.cli", "job", "run", "-f", str(TF_EXAMPLE), "-n", env.ns,
+                            "--kubeconfig", cluster.KUBECONFIG], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        want = {"tensorflow-benchmark-ps-0", "tensorflow-benchmark-worker-0", "tensorflow-benchmark-worker-1"}
+        wait(lambda: set(bound(api, env.ns)) == want, 60, "the TensorFlow job's three pods to be bound")
+        wait(lambda: ((api.get(VCJOB, "tensorflow-benchmark", env.ns).get("status") or {}).get("state") or {})
+             .get("phase") == "Running", 30, "the job to be Running")
+    assert api.get(PODGROUP, "tensorflow-benchmark", env.ns)["spec"]["minMember"] == 3

@@ -1,0 +1,339 @@
+"""KubeScheduler against the in-memory API: binds, rollbacks, status write-back, resilience."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from pyvolcano.kube.client import ApiError
+from pyvolcano.kube.leader import LeaderElector
+from pyvolcano.kube.resources import EVENT, LEASE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE
+from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
+from tests.kube.fakeapi import FakeApi
+from tests.kube.helpers import eventually, node, pod, podgroup, priority_class, queue
+
+PREEMPT_CONF = """
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+class Harness:
+    """A scheduler on a fake API whose sessions the test runs one at a time."""
+
+    def __init__(self, api: FakeApi, conf: ConfFile | None = None, **opts) -> None:
+        self.api = api
+        self.s = KubeScheduler(api, conf or ConfFile(None), SchedulerOptions(period=0.05, **opts))
+        assert self.s.start_informers(timeout=5)
+
+    def session(self):
+        r = self.s.run_once()
+        assert self.s.wait_binds(5)
+        self.s.writer.flush(5)
+        return r
+
+    def settle(self, what, timeout: float = 5.0) -> None:
+        """Wait until the informers delivered what the API holds (pods' nodeName and phase)."""
+        eventually(what, timeout)
+
+    def bound(self) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in self.api.objects(POD)
+                if p["spec"].get("nodeName")}
+
+    def cache_sees(self, name: str, ns: str = "ns") -> bool:
+        with self.s.lock:
+            t = self.s.cache.tasks.get(f"{ns}/{name}")
+            return t is not None and bool(t.pod["spec"].get("nodeName"))
+
+    def stop(self) -> None:
+        self.s.stop()
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    a = FakeApi()
+    a.create(QUEUE, queue("default"))
+    return a
+
+
+@pytest.fixture
+def harness(api: FakeApi) -> Iterator[Harness]:
+    hs: list[Harness] = []
+
+    def make(**kw) -> Harness:
+        h = Harness(api, **kw)
+        hs.append(h)
+        return h
+
+    yield make  # type: ignore[misc]
+    for h in hs:
+        h.stop()
+
+
+def gang(api: FakeApi, name: str, n: int, min_member: int, cpu: str = "1", ns: str = "ns", **pg) -> None:
+    api.create(PODGROUP, podgroup(name, ns, min_member, **pg))
+    for i in range(n):
+        api.create(POD, pod(f"{name}-{i}", name, ns, cpu=cpu))
+
+
+def test_gang_is_all_or_nothing_then_binds_when_it_fits(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="2"))
+    gang(api, "g", 3, 3)
+    h = harness()
+    r = h.session()
+    assert r.binds == {} and h.bound() == {}
+    assert api.count("bind") == 0
+    pg = api.obj(PODGROUP, "g", "ns")
+    assert pg["status"]["phase"] in ("Pending", "Inqueue")
+    cond = {c["type"]: c for c in pg["status"]["conditions"]}["Unschedulable"]
+    assert cond["status"] == "True" and "3/3 tasks in gang unschedulable" in cond["message"]
+    # every pending pod tells autoscalers why (PodScheduled=False/Unschedulable) and gets a FailedScheduling event
+    for p in api.objects(POD):
+        c = {c["type"]: c for c in p["status"]["conditions"]}["PodScheduled"]
+        assert c["status"] == "False" and c["reason"] == "Unschedulable" and c["message"]
+    reasons = [e["reason"] for e in api.objects(EVENT, "ns")]
+    assert reasons.count("FailedScheduling") == 3 and "Unschedulable" in reasons
+
+    api.create(NODE, node("n2", cpu="2"))
+    h.settle(lambda: "n2" in h.s.cache.nodes)
+    r = h.session()
+    assert len(r.binds) == 3 and len(h.bound()) == 3
+    assert api.count("bind") == 3
+    h.settle(lambda: all(h.cache_sees(f"g-{i}") for i in range(3)))
+    h.session()
+    pg = api.obj(PODGROUP, "g", "ns")
+    assert pg["status"]["phase"] == "Running"
+    assert {c["type"] for c in pg["status"]["conditions"]} == {"Unschedulable", "Scheduled"}
+    msgs = [e["message"] for e in api.objects(EVENT, "ns") if e["reason"] == "Scheduled"]
+    assert "Successfully assigned ns/g-0 to n1" in msgs or "Successfully assigned ns/g-0 to n2" in msgs
+    assert api.count("bind") == 3  # nothing bound twice
+
+
+def test_status_writes_only_when_something_changed(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="1"))
+    gang(api, "g", 2, 2)
+    h = harness()
+    h.session()
+    h.settle(lambda: h.s.pg_sent == {} and all(
+        "PodScheduled" in str(t.pod.get("status")) for t in h.s.cache.tasks.values()))
+    writes = api.count("patch")
+    events = len(api.objects(EVENT, "ns"))
+    for _ in range(3):
+        h.session()
+    assert api.count("patch") == writes
+    assert len(api.objects(EVENT, "ns")) == events
+
+
+def test_queue_status_allocated_is_written(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="8"))
+    gang(api, "g", 2, 2, cpu="1500m")
+    h = harness()
+    h.session()
+    eventually(lambda: (api.obj(QUEUE, "default").get("status") or {}).get("allocated", {}).get("cpu") == "3")
+    assert api.obj(QUEUE, "default")["status"]["allocated"]["memory"] == str(2 * 2**30)
+
+
+def test_conflict_on_bind_rolls_back_and_the_pod_is_never_bound_twice(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="4"))
+    api.create(NODE, node("n2", cpu="4"))
+    gang(api, "g", 2, 1)
+    state = {"done": False}
+
+    def another_scheduler_got_there_first(res, ns, name) -> bool:
+        if name == "g-0" and not state["done"]:
+            state["done"] = True
+            api.bind(ns, name, api.obj(POD, name, ns)["metadata"]["uid"], "n2")
+            return True
+        return False
+
+    api.fail("bind", ApiError(409, "Conflict", "pod g-0 is already assigned to node n2"),
+             when=another_scheduler_got_there_first)
+    h = harness()
+    h.session()
+    assert h.s.stats["bind_errors"] == 1
+    assert h.bound()["g-0"] == "n2"
+    h.settle(lambda: h.cache_sees("g-0") and h.cache_sees("g-1"))
+    with h.s.lock:
+        assert h.s.cache.tasks["ns/g-0"].node_name == "n2"
+        assert not h.s.assumed
+    h.session()
+    ours = [c for c in api.calls if c[0] == "bind"]
+    assert [c[3] for c in ours].count("g-1") == 1
+
+
+def test_transient_bind_failure_is_retried_next_session(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1"))
+    gang(api, "g", 1, 1)
+    api.fail("bind", ApiError(500, "InternalError", "etcd leader changed"))
+    h = harness()
+    h.session()
+    assert h.bound() == {}
+    with h.s.lock:
+        assert h.s.cache.tasks["ns/g-0"].status.name == "Pending"  # rolled back, not stuck in Binding
+    h.session()
+    assert h.bound() == {"g-0": "n1"}
+
+
+def test_pod_deleted_between_session_and_bind(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1"))
+    gang(api, "g", 2, 1)
+
+    def deleted_meanwhile(res, ns, name) -> bool:
+        if name == "g-0" and api.obj(POD, "g-0", "ns"):
+            api.delete(POD, "g-0", "ns")
+        return False
+
+    api.fail("bind", ApiError(0, "unused"), times=1, when=deleted_meanwhile)
+    h = harness()
+    h.session()
+    assert h.bound() == {"g-1": "n1"}
+    assert h.s.stats["bind_errors"] == 1
+    h.settle(lambda: "ns/g-0" not in h.s.cache.tasks)
+    h.session()
+    assert api.count("bind") == 2
+
+
+def test_recreated_pod_with_same_name_is_not_bound_on_a_stale_decision(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1"))
+    gang(api, "g", 1, 1)
+
+    def recreated(res, ns, name) -> bool:
+        old = api.obj(POD, name, ns)
+        if old and not old["metadata"].get("labels"):
+            api.delete(POD, name, ns)
+            p = pod(name, "g")
+            p["metadata"]["labels"] = {"generation": "2"}
+            api.create(POD, p)
+        return False
+
+    api.fail("bind", ApiError(0, "unused"), times=1, when=recreated)
+    h = harness()
+    h.session()
+    assert h.bound() == {}  # the uid precondition refused the stale bind
+    h.settle(lambda: (h.s.cache.tasks.get("ns/g-0") or h).pod.get("metadata", {}).get("labels"))
+    h.session()
+    assert h.bound() == {"g-0": "n1"}
+
+
+def test_binds_in_flight_are_not_repeated_by_the_next_session(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="8"))
+    gang(api, "g", 4, 4)
+    api.bind_delay = 0.3
+    h = harness()
+    h.s.run_once()
+    second = h.s.run_once()  # runs while the first session's binds are still on their way
+    assert second.binds == {}
+    assert h.s.wait_binds(5)
+    assert api.count("bind") == 4 and len(h.bound()) == 4
+
+
+def test_binds_do_not_hold_up_the_next_session(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="8"))
+    gang(api, "g", 2, 2)
+    api.bind_delay = 1.0
+    h = harness()
+    h.s.run_once()
+    assert h.s._inflight == 2  # run_once returned with both binds still in flight
+    assert h.s.wait_binds(5)
+
+
+def test_restart_mid_gang_resumes_in_the_first_session(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="4"))
+    api.create(PODGROUP, {**podgroup("g", "ns", 3), "status": {"phase": "Inqueue"}})
+    for i in range(2):  # the previous scheduler bound two of three before it died
+        api.create(POD, pod(f"g-{i}", "g", node_name="n1", phase="Running"))
+    api.create(POD, pod("g-2", "g"))
+    h = harness()
+    r = h.session()
+    assert r.binds == {"ns/g-2": "n1"}
+    assert api.count("bind") == 1
+
+
+def test_dropped_watches_and_server_outage_lose_nothing(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="8"))
+    h = harness()
+    h.session()
+    api.drop_watches()
+    gang(api, "a", 1, 1)
+    h.settle(lambda: "ns/a-0" in h.s.cache.tasks and "ns/a" in h.s.cache.podgroups)
+    h.session()
+    assert h.bound() == {"a-0": "n1"}
+
+    api.set_down(True)
+    r = h.session()  # sessions keep running on the cache; nothing to do
+    assert r.binds == {}
+    api.set_down(False)
+    gang(api, "b", 2, 2)
+    api.delete(POD, "a-0", "ns", grace_period=0)
+    h.settle(lambda: "ns/b-1" in h.s.cache.tasks and "ns/b" in h.s.cache.podgroups
+             and "ns/a-0" not in h.s.cache.tasks)
+    api.set_down(True)
+    h.session()  # binds fail while the server is away, and are rolled back
+    assert h.s.stats["bind_errors"] == 2
+    api.set_down(False)
+    h.session()
+    assert h.bound() == {"b-0": "n1", "b-1": "n1"}
+
+
+def test_high_priority_job_preempts_low_priority_pods(api: FakeApi, harness, tmp_path) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(PREEMPT_CONF)
+    api.create(PRIORITYCLASS, priority_class("high", 1000))
+    api.create(PRIORITYCLASS, priority_class("low", 1))
+    api.create(NODE, node("n1", cpu="2"))
+    api.create(PODGROUP, podgroup("low", "ns", 1, priority_class="low"))
+    for i in range(2):
+        api.create(POD, pod(f"low-{i}", "low", node_name="n1", phase="Running", priority=1))
+    api.create(PODGROUP, podgroup("high", "ns", 1, priority_class="high"))
+    api.create(POD, pod("high-0", "high", priority=1000))
+    h = harness(conf=ConfFile(str(conf)))
+    r = h.session()
+    assert [e.task.uid for e in r.evictions]
+    assert api.count("evict") >= 1
+    assert any(p["metadata"].get("deletionTimestamp") for p in api.objects(POD))
+    api.run_bound_pods()  # the kubelet finishes terminating the victim
+    for _ in range(4):
+        h.settle(lambda: len(h.s.cache.tasks) < 3)
+        h.session()
+        if "high-0" in h.bound():
+            break
+    assert h.bound()["high-0"] == "n1"
+
+
+def test_only_the_leader_schedules(api: FakeApi) -> None:
+
+    api.create(NODE, node("n1"))
+    gang(api, "g", 1, 1)
+    other = LeaderElector(api, "kube-system", "vc-scheduler", "other", lease_duration=3, renew_deadline=2,
+                          retry_period=0.05)
+    assert other.try_acquire_or_renew()
+    mine = LeaderElector(api, "kube-system", "vc-scheduler", "me", lease_duration=3, renew_deadline=2,
+                         retry_period=0.05)
+    s = KubeScheduler(api, ConfFile(None), SchedulerOptions(period=0.02), elector=mine)
+    stop = threading.Event()
+    t = threading.Thread(target=s.run, args=(stop,))
+    t.start()
+    try:
+        eventually(lambda: s.stats["sessions"] == 0 and all(r.synced.is_set() for r in s.reflectors))
+        eventually(lambda: api.count("get") >= 3, what="the standby to poll the lease")
+        assert s.stats["sessions"] == 0 and api.count("bind") == 0
+        other.release()  # a clean shutdown of the leader hands over at once
+        eventually(lambda: api.obj(POD, "g-0", "ns")["spec"].get("nodeName") == "n1", what="the new leader to bind")
+        assert mine.is_leader
+    finally:
+        stop.set()
+        t.join(5)
+        s.stop()
+    lease = api.obj(LEASE, "vc-scheduler", "kube-system")
+    assert lease["spec"]["holderIdentity"] == ""  # released on stop
