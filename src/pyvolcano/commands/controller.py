@@ -28,16 +28,19 @@ def register(group: click.Group) -> None:
     @click.option("--listen-address", default=":8081", show_default=True,
                   help="Address for /metrics and /healthz (empty: no HTTP server).")
     @click.option("--identity", default=None, help="Leader-election identity (default: hostname_pid).")
+    @click.option("--scheduler-name", "scheduler_names", multiple=True, default=["volcano"], show_default=True,
+                  help="Pods for these schedulers without a PodGroup get one (the podgroup controller).")
     @click.option("-v", "--verbose", count=True, help="Debug logging.")
     def controller(kubeconfig: str | None, master: str | None, context: str | None, leader_elect: bool,
                    lock_object_namespace: str, leader_elect_resource_name: str, leader_elect_lease_duration: str,
                    leader_elect_renew_deadline: str, leader_elect_retry_period: str, listen_address: str,
-                   identity: str | None, verbose: int) -> None:
+                   identity: str | None, scheduler_names: tuple[str, ...], verbose: int) -> None:
         """Turn Volcano Jobs into PodGroups and Pods, and keep Job and Queue status."""
         from pyvolcano.errors import UserError
         from pyvolcano.kube.controller import JobRunner
         from pyvolcano.kube.leader import LeaderElector
         from pyvolcano.kube.metrics import ControllerMetrics, HealthServer
+        from pyvolcano.kube.podgroup_controller import PodGroupController
         from pyvolcano.kube.queue_controller import QueueController
         from pyvolcano.kube.scheduler import default_identity
         from pyvolcano.kube.writer import EventRecorder, Writer
@@ -59,11 +62,12 @@ def register(group: click.Group) -> None:
         recorder = EventRecorder(api, writer, "vc-controller-manager", me)
         jobs = JobRunner(api, recorder)
         queues = QueueController(api, recorder)
+        podgroups = PodGroupController(api, tuple(scheduler_names))
         metrics = ControllerMetrics()
         stop, deposed, started = threading.Event(), threading.Event(), threading.Event()
 
         def healthy() -> tuple[bool, str]:
-            if started.is_set() and not (jobs.alive and all(r.alive for r in queues.reflectors)):
+            if started.is_set() and not (jobs.alive and podgroups.alive and all(r.alive for r in queues.reflectors)):
                 return False, "a controller thread stopped"
             return True, "ok"
 
@@ -93,7 +97,7 @@ def register(group: click.Group) -> None:
         else:
             started.set()
         metrics.is_leader.set(1)
-        if not queues.start() or not jobs.start():
+        if not queues.start() or not jobs.start() or not podgroups.start():
             raise UserError("controller: informers did not sync")
         log.info("pyvolcano controller %s: job and queue controllers running", me)
         while not stop.wait(5.0):
@@ -104,6 +108,7 @@ def register(group: click.Group) -> None:
             metrics.invalid.set(len(jobs.invalid))
         jobs.stop()
         queues.stop()
+        podgroups.stop()
         writer.shutdown(5)
         if elector is not None and not deposed.is_set():
             elector.release()

@@ -148,7 +148,7 @@ class JobController:
                     min_res[k] = min_res.get(k, 0.0) + v * n
         mtm = {t["name"]: int(t["minAvailable"]) for t in tasks if t.get("minAvailable") is not None}
         pg_spec: dict[str, Any] = {"minMember": min_av, "queue": self._queue(job),
-                                   "minResources": {k: _qty(k, v) for k, v in min_res.items()}}
+                                   "minResources": {k: qty_string(k, v) for k, v in min_res.items()}}
         if mtm:
             pg_spec["minTaskMember"] = mtm
         if spec.get("priorityClassName"):
@@ -288,7 +288,7 @@ class JobController:
         self.api.delete("PodGroup", ns, st.job["metadata"]["name"])
 
 
-def _qty(name: str, v: float) -> str:
+def qty_string(name: str, v: float) -> str:
     """A resource amount in the cache's units back to a quantity string."""
     if name == "cpu":
         return f"{v:g}m"
