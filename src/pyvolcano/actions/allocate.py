@@ -20,8 +20,8 @@ from pyvolcano.framework.util import PriorityQueue
 
 
 def schedulable_jobs(ssn: Session, *, promote: bool) -> list[JobInfo]:
-    """Jobs allocate may work on: admitted (Inqueue or later) in a known, open queue.  Without the enqueue
-    action, Pending jobs are promoted to Inqueue first, as Volcano does."""
+    """Jobs allocate may work on: admitted (Inqueue or later), valid (jobValid), in a known, open queue.
+    Without the enqueue action, Pending jobs are promoted to Inqueue first, as Volcano does."""
     out = []
     for job in ssn.jobs.values():
         pg = job.podgroup
@@ -29,7 +29,7 @@ def schedulable_jobs(ssn: Session, *, promote: bool) -> list[JobInfo]:
             continue
         if promote and pg.phase == PodGroupPhase.Pending:
             pg.phase = PodGroupPhase.Inqueue
-        if job.is_pending():
+        if job.is_pending() or ssn.job_valid(job) is not None:
             continue
         q = ssn.queues.get(job.queue)
         if q is None or not q.is_open():

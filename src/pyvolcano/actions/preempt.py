@@ -67,7 +67,7 @@ class Preempt(Action):
         under: list[JobInfo] = []
         queues: list[str] = []
         for job in ssn.jobs.values():
-            if job.is_pending() or job.queue not in ssn.queues:
+            if job.is_pending() or job.queue not in ssn.queues or ssn.job_valid(job) is not None:
                 continue
             if job.queue not in queues:
                 queues.append(job.queue)

@@ -32,7 +32,7 @@ class Reclaim(Action):
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             q = ssn.queues.get(job.queue)
-            if job.is_pending() or q is None:
+            if job.is_pending() or q is None or ssn.job_valid(job) is not None:
                 continue
             if q.name not in seen:
                 seen.add(q.name)

@@ -164,7 +164,12 @@ class Session:
 
     # --- job and queue predicates ----------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> str | None:
-        return self.call("jobValid", job)
+        """The first jobValid plugin's objection, or None.  Actions skip a job with an objection; the message
+        is remembered and added to the job's unschedulable reason when the session closes."""
+        msg = self.call("jobValid", job)
+        if msg is not None:
+            self.invalid[job.uid] = msg
+        return msg
 
     def job_ready(self, job: JobInfo) -> bool:
         return self.call("jobReady", job)
@@ -296,13 +301,17 @@ class Session:
 
     def job_phase(self, job: JobInfo) -> PodGroupPhase:
         """Volcano's jobStatus(): Unknown when running tasks and unschedulable now; Running when enough tasks
-        hold resources; else Pending unless already Inqueue."""
+        hold resources (Completed when all of those have succeeded); else Pending unless already Inqueue."""
         pg = job.podgroup
         assert pg is not None
         unschedulable = UNSCHEDULABLE in self.pg_conditions.get(job.uid, {})
         if job.index.get(TaskStatus.Running) and unschedulable:
             return PodGroupPhase.Unknown
-        if job.count(ALLOCATED | TaskStatus.Succeeded) >= pg.min_member:
+        allocated = job.count(ALLOCATED | TaskStatus.Succeeded)
+        if allocated >= pg.min_member:
+            # every allocated task has succeeded: the group is done
+            if len(job.index.get(TaskStatus.Succeeded, ())) == allocated:
+                return PodGroupPhase.Completed
             return PodGroupPhase.Running
         if pg.phase != PodGroupPhase.Inqueue:
             return PodGroupPhase.Pending
@@ -310,20 +319,18 @@ class Session:
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def open(self) -> Session:
-        """Build every configured plugin (a fresh instance per session, as Volcano does) and drop the
-        jobs a jobValid callback rejects, marking them Unschedulable."""
+        """Build every configured plugin (a fresh instance per session, as Volcano does).
+
+        Jobs that fail jobValid stay in the session: Volcano's open-time JobValid check runs before any
+        plugin has registered, so it never drops a job.  That matters: a PodGroup whose pods do not exist
+        yet (a vcjob before its controller creates them) must still be enqueued.  allocate, backfill,
+        preempt and reclaim ask ``job_valid`` themselves and skip such jobs."""
         for tier in self.conf.tiers:
             for opt in tier.plugins:
                 plugin = registry.plugin_class(opt.name)(opt.args())
                 self.plugins[opt.name] = plugin
                 plugin.on_session_open(self)
         self.selector.reset()
-        for uid, job in list(self.jobs.items()):
-            msg = self.job_valid(job)
-            if msg is not None:
-                self.update_podgroup_condition(job, UNSCHEDULABLE, "NotEnoughPods", msg)
-                self.invalid[uid] = msg
-                del self.jobs[uid]
         return self
 
     def run(self) -> SessionResult:
@@ -350,12 +357,10 @@ class Session:
                 out.unschedulable[job.uid] = conds[UNSCHEDULABLE]["message"]
             elif job.enqueue_reason and phase == PodGroupPhase.Pending:
                 out.unschedulable[job.uid] = job.enqueue_reason
-        for uid, msg in self.invalid.items():
-            job = self.snapshot.jobs[uid]
-            assert job.podgroup is not None
-            out.podgroups[uid] = {"phase": str(job.podgroup.phase),
-                                  "conditions": list(self.pg_conditions.get(uid, {}).values())}
-            out.unschedulable[uid] = msg
+            if job.uid in self.invalid and job.uid in out.unschedulable:
+                out.unschedulable[job.uid] += f"; {self.invalid[job.uid]}"
+            elif job.uid in self.invalid:
+                out.unschedulable[job.uid] = self.invalid[job.uid]
         return out
 
 

@@ -57,7 +57,7 @@ class Gang(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
-            if job.check_task_ready() and job.is_ready():
+            if job.is_ready():  # Volcano's close looks at minMember only, not per-spec minimums
                 ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
                 continue
             unready = max(job.min_available - job.ready_task_num(), 0)
