@@ -133,10 +133,12 @@ def combine(rule: Rule, tiers: Tiers, *args: Any) -> Any:
 
 def _intersect(tiers: Tiers, actor: Any, candidates: list[Any]) -> list[Any]:
     """Volcano's Preemptable/Reclaimable: a plugin returns (victims, vote); ABSTAIN skips it; an empty
-    answer ends the tier with no victims (the next tier is asked); otherwise victims are intersected."""
+    answer ends the tier with no victims; otherwise victims are intersected.  The first tier that ends with
+    victims gives them.  As in Volcano, once some plugin has answered, later tiers can only intersect with
+    what is left, so after an empty answer no later tier can bring victims back."""
     victims: list[Any] | None = None
+    init = False
     for tier in tiers:
-        init = False
         for _, fn in tier:
             cands, vote = fn(actor, candidates)
             if vote == ABSTAIN:

@@ -53,7 +53,8 @@ class Gang(Plugin):
         ssn.add_fn("jobReady", self.name, lambda j: j.check_task_ready() and j.is_ready())
         ssn.add_fn("jobPipelined", self.name,
                    lambda j: PERMIT if j.check_task_pipelined() and j.is_pipelined() else REJECT)
-        ssn.add_fn("jobStarving", self.name, lambda j: j.check_task_starving() and j.is_starving())
+        # Volcano: in preemption only minMember matters, not the per-spec minimums
+        ssn.add_fn("jobStarving", self.name, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
