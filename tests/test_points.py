@@ -9,6 +9,7 @@ import pytest
 
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
+from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import ABSTAIN, FLAGS, PERMIT, POINTS, REJECT, Rule, combine
 from pyvolcano.framework.session import Session
 
@@ -197,3 +198,46 @@ def test_session_orders_fall_back_to_creation_then_name() -> None:
     assert ssn.job_cmp(old, new_a) < 0
     assert ssn.job_cmp(new_a, new_b) < 0 < ssn.job_cmp(new_b, new_a)
     assert ssn.job_cmp(new_a, new_a) == 0
+
+
+# --- a user plugin with Volcano-style per-node functions, loaded by module:Class -------------------------
+class NodePicky(Plugin):
+    """Rejects n1 (predicate), prefers n3 (nodeOrder), refuses pods named gpu-* outright (prePredicate)."""
+
+    name = "node-picky"
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_fn("predicate", self.name, lambda task, node: "node(s) are n1" if node.name == "n1" else None)
+        ssn.add_fn("nodeOrder", self.name, lambda task, node: 1000.0 if node.name == "n3" else 0.0)
+        ssn.add_fn("prePredicate", self.name, lambda task: "no GPUs in this cluster" if task.name.startswith("gpu")
+                   else None)
+
+
+def picky_cycle(flags: str = "") -> dict:
+    from pyvolcano.framework.cycle import cycle_objects, result_json
+
+    objs: list[dict] = [{"kind": "Node", "metadata": {"name": n}, "status": {"allocatable": {"cpu": "4"}}}
+                        for n in ("n1", "n2", "n3")]
+    for name in ("web", "gpu-job"):
+        objs.append({"kind": "PodGroup", "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 1},
+                     "status": {"phase": "Inqueue"}})
+        objs.append({"kind": "Pod", "metadata": {"name": name, "namespace": "ns",
+                                                 "annotations": {"scheduling.k8s.io/group-name": name}},
+                     "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {
+                         "requests": {"cpu": "1"}}}]}, "status": {"phase": "Pending"}})
+    conf = load_conf(f'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: binpack\n'
+                     f'  - name: tests.test_points:NodePicky\n{flags}')
+    result, _ = cycle_objects(objs, conf)
+    return result_json(result)
+
+
+def test_volcano_style_per_node_functions_and_pre_predicate() -> None:
+    out = picky_cycle()
+    assert out["binds"] == {"ns/web": "n3"}
+    assert "0/3 nodes are available: 3 no GPUs in this cluster." in out["unschedulable"]["ns/gpu-job"]
+
+
+def test_flags_apply_to_a_plugin_named_module_class() -> None:
+    out = picky_cycle("    enableNodeOrder: false\n    enablePredicate: false\n")
+    assert set(out["binds"]) == {"ns/web", "ns/gpu-job"}  # no prePredicate, no filter
+    assert out["binds"]["ns/web"] in {"n1", "n2", "n3"}

@@ -83,6 +83,12 @@ class Allocate(Action):
                 fe.set_error(f"queue {queue.name} has no room for the task (allocatable check failed)")
                 job.nodes_fit_errors[task.uid] = fe
                 continue
+            objection = ssn.pre_predicate(task)
+            if objection is not None:  # Volcano: every node fails with the prePredicate error
+                fe = FitErrors(len(ssn.nodes))
+                fe.add(str(objection), len(ssn.nodes))
+                job.nodes_fit_errors[task.uid] = fe
+                break
             node, now = ssn.select_node(task, job)
             if node is None:
                 job.nodes_fit_errors[task.uid] = ssn.explain(task, job)

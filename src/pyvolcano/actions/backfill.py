@@ -8,6 +8,7 @@ Volcano's pickUpPendingTasks lists them.  Like Volcano, the first task that fits
 from __future__ import annotations
 
 from pyvolcano.actions.allocate import schedulable_jobs
+from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import TaskStatus
@@ -49,6 +50,12 @@ class Backfill(Action):
     def execute(self, ssn: Session) -> None:
         for task in best_effort_tasks(ssn):
             job = ssn.jobs[task.job]
+            objection = ssn.pre_predicate(task)
+            if objection is not None:
+                fe = FitErrors(len(ssn.nodes))
+                fe.add(str(objection), len(ssn.nodes))
+                job.nodes_fit_errors[task.uid] = fe
+                break
             node, now = ssn.select_node(task, job)
             if node is None or not now:
                 job.nodes_fit_errors[task.uid] = ssn.explain(task, job)

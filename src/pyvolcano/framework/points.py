@@ -27,7 +27,7 @@ class Rule(Enum):
     ANY = "any plugin saying yes makes it yes (overused)"
     INTERSECT = "victims: intersect within a tier, first tier with an answer wins"
     UNION = "victims: union within a tier, first tier with any wins"
-    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, jobValid)"
+    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, jobValid, prePredicate)"
     CALL_ALL = "every plugin is called; no answer (events, jobEnqueued, reservedNodes)"
 
 
@@ -46,7 +46,7 @@ POINTS: dict[str, Point] = {p.name: p for p in [
     Point("clusterOrder", "enableClusterOrder", Rule.FIRST_DECIDES),
     Point("victimOrder", "enableTaskOrder", Rule.FIRST_DECIDES),
     Point("predicate", "enablePredicate", Rule.ALL_PASS),
-    Point("prePredicate", "enablePredicate", Rule.ALL_PASS),
+    Point("prePredicate", "enablePredicate", Rule.FIRST_RESULT),
     Point("nodeOrder", "enableNodeOrder", Rule.SUM),
     Point("batchNodeOrder", "enableNodeOrder", Rule.SUM),
     Point("bestNode", "enableBestNode", Rule.FIRST_RESULT),

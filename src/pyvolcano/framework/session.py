@@ -103,7 +103,17 @@ class Session:
         return min(ti, len(self.fns["jobOrder"]) - 1)
 
     def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
-        """Register ``fn`` on extension point ``point`` unless the plugin's enable flag switches it off."""
+        """Register ``fn`` on extension point ``point`` unless the plugin's enable flag switches it off.
+
+        Volcano-style per-node functions are accepted too: ``predicate`` and ``nodeOrder`` take
+        ``fn(task, NodeInfo)`` (registered as scalar, not template-safe, so evaluated for every task), and
+        ``batchNodeOrder`` takes ``fn(task, [NodeInfo]) -> {node name: score}``."""
+        if point == "predicate":
+            return self.add_predicate(plugin, scalar=fn, template_safe=False)
+        if point == "nodeOrder":
+            return self.add_node_order(plugin, scalar=fn, template_safe=False)
+        if point == "batchNodeOrder":
+            return self.add_batch_node_order(plugin, fn)
         ti = self._tier(plugin, POINTS[point].flag)
         if ti is not None:
             self.fns[point][ti].append((plugin, fn))
@@ -170,6 +180,10 @@ class Session:
         if msg is not None:
             self.invalid[job.uid] = msg
         return msg
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        """The first prePredicate objection to the task (a reason; every node then fails with it), or None."""
+        return self.call("prePredicate", task)
 
     def job_ready(self, job: JobInfo) -> bool:
         return self.call("jobReady", job)
@@ -325,10 +339,12 @@ class Session:
         plugin has registered, so it never drops a job.  That matters: a PodGroup whose pods do not exist
         yet (a vcjob before its controller creates them) must still be enqueued.  allocate, backfill,
         preempt and reclaim ask ``job_valid`` themselves and skip such jobs."""
-        for tier in self.conf.tiers:
+        for ti, tier in enumerate(self.conf.tiers):
             for opt in tier.plugins:
                 plugin = registry.plugin_class(opt.name)(opt.args())
                 self.plugins[opt.name] = plugin
+                # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
+                self.options.setdefault(plugin.name or opt.name, (ti, opt))
                 plugin.on_session_open(self)
         self.selector.reset()
         return self
