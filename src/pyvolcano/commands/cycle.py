@@ -33,7 +33,12 @@ def table(result: SessionResult, problems: list[str]) -> None:
         by_job.setdefault(e.task.job, []).append(f"evict {e.task.uid} ({e.reason})")
     for uid, pg in sorted(result.podgroups.items()):
         outcome = "; ".join(by_job.pop(uid, [])) or "-"
-        t.add_row(uid, pg["phase"], outcome, result.unschedulable.get(uid, ""))
+        why = result.unschedulable.get(uid, "")
+        job = result.jobs.get(uid)
+        if not why and job is not None and job.nodes_fit_errors:
+            # the gang is satisfied, but some of its tasks found no node: say why for those
+            why = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
+        t.add_row(uid, pg["phase"], outcome, why)
     for uid, why in sorted(result.skipped.items()):
         t.add_row(uid, "-", "skipped", why)
     for uid, lines in by_job.items():
