@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# optional source folders, linted when present
+LINT_MORE := $(wildcard benchmarks examples)
 
 .PHONY: install demo test lint bench clean
 
@@ -18,11 +20,11 @@ demo: $(STAMP)
 	$(BIN)/pyvolcano demo --out demo-out
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests $(LINT_MORE)
 	$(BIN)/pytest -q -n 2
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests $(LINT_MORE)
 
 bench: $(STAMP)
 	$(BIN)/pytest -q -m slow --benchmark-enable benchmarks tests

@@ -20,8 +20,8 @@ from pyvolcano.framework.util import PriorityQueue
 
 
 def schedulable_jobs(ssn: Session, *, promote: bool) -> list[JobInfo]:
-    """Jobs allocate may work on: admitted (Inqueue or later) in a known, open queue.  Without the enqueue
-    action, Pending jobs are promoted to Inqueue first, as Volcano does."""
+    """Jobs allocate may work on: admitted (Inqueue or later), valid (jobValid), in a known, open queue.
+    Without the enqueue action, Pending jobs are promoted to Inqueue first, as Volcano does."""
     out = []
     for job in ssn.jobs.values():
         pg = job.podgroup
@@ -83,6 +83,12 @@ class Allocate(Action):
                 fe.set_error(f"queue {queue.name} has no room for the task (allocatable check failed)")
                 job.nodes_fit_errors[task.uid] = fe
                 continue
+            objection = ssn.pre_predicate(task)
+            if objection is not None:  # Volcano: every node fails with the prePredicate error
+                fe = FitErrors(len(ssn.nodes))
+                fe.add(str(objection), len(ssn.nodes))
+                job.nodes_fit_errors[task.uid] = fe
+                break
             node, now = ssn.select_node(task, job)
             if node is None:
                 job.nodes_fit_errors[task.uid] = ssn.explain(task, job)

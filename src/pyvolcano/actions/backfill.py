@@ -1,11 +1,16 @@
 """backfill (seed 000 §5.5): place BestEffort tasks (no requests) of admitted jobs.
 
 They need no resources, only predicates (and a pod slot), so each goes to its best-scored feasible node.
+Tasks are taken queue by queue (queue order), job by job (job order), task by task (task order), as
+Volcano's pickUpPendingTasks lists them.  Like Volcano, the first task that fits no node ends the action.
 """
 
 from __future__ import annotations
 
 from pyvolcano.actions.allocate import schedulable_jobs
+from pyvolcano.api.fit_errors import FitErrors
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
@@ -13,19 +18,46 @@ from pyvolcano.framework.session import Session
 from pyvolcano.framework.util import PriorityQueue
 
 
+def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
+    """Pending BestEffort tasks of schedulable jobs, in queue, job, then task order."""
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_cmp)
+    jobs: dict[str, PriorityQueue[JobInfo]] = {}
+    tasks: dict[str, list[TaskInfo]] = {}
+    for job in schedulable_jobs(ssn, promote=False):
+        mine = [t for t in job.index.get(TaskStatus.Pending, {}).values() if t.best_effort and not t.sch_gated]
+        if not mine:
+            continue
+        tasks[job.uid] = mine
+        if job.queue not in jobs:
+            jobs[job.queue] = PriorityQueue(ssn.job_cmp)
+            queues.push(ssn.queues[job.queue])
+        jobs[job.queue].push(job)
+    out: list[TaskInfo] = []
+    while not queues.empty():
+        q = queues.pop()
+        while not jobs[q.name].empty():
+            job = jobs[q.name].pop()
+            ordered = PriorityQueue(ssn.task_cmp, tasks[job.uid])
+            while not ordered.empty():
+                out.append(ordered.pop())
+    return out
+
+
 @register_action
 class Backfill(Action):
     name = "backfill"
 
     def execute(self, ssn: Session) -> None:
-        jobs = PriorityQueue(ssn.job_cmp, [j for j in schedulable_jobs(ssn, promote=False)
-                                           if any(t.best_effort for t in j.index.get(TaskStatus.Pending, {}).values())])
-        while not jobs.empty():
-            job = jobs.pop()
-            tasks = [t for t in job.index.get(TaskStatus.Pending, {}).values() if t.best_effort and not t.sch_gated]
-            for task in sorted(tasks, key=lambda t: (t.creation, t.uid)):
-                node, now = ssn.select_node(task, job)
-                if node is None or not now:
-                    job.nodes_fit_errors[task.uid] = ssn.explain(task, job)
-                    continue
-                ssn.allocate(task, node)
+        for task in best_effort_tasks(ssn):
+            job = ssn.jobs[task.job]
+            objection = ssn.pre_predicate(task)
+            if objection is not None:
+                fe = FitErrors(len(ssn.nodes))
+                fe.add(str(objection), len(ssn.nodes))
+                job.nodes_fit_errors[task.uid] = fe
+                break
+            node, now = ssn.select_node(task, job)
+            if node is None or not now:
+                job.nodes_fit_errors[task.uid] = ssn.explain(task, job)
+                break
+            ssn.allocate(task, node)

@@ -24,22 +24,31 @@ from pyvolcano.api.types import (
     QueueState,
     TaskStatus,
 )
+from pyvolcano.api.validate import check_node, string_map
 from pyvolcano.errors import ManifestError, QuantityError
 
 DEFAULT_NODE_PODS = 110  # kubelet's default --max-pods, used when a Node reports no pods allocatable
 
 
 def ref(obj: Mapping[str, Any]) -> str:
-    md = obj.get("metadata") or {}
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     ns = md.get("namespace")
-    name = md.get("name", "<unnamed>")
-    return f"{obj.get('kind', '?')} {ns + '/' if ns else ''}{name}"
+    name = md.get("name") or "<unnamed>"
+    return f"{obj.get('kind', '?')} {f'{ns}/' if ns else ''}{name}"
 
 
 def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     md = obj.get("metadata")
-    if not isinstance(md, dict) or not md.get("name"):
+    if not isinstance(md, dict):
+        raise ManifestError(ref(obj), "metadata", "is required (a mapping with name)")
+    for field in ("name", "namespace"):
+        if field in md and md[field] is not None and not isinstance(md[field], str):
+            raise ManifestError(ref(obj), f"metadata.{field}", f"must be a string, got {md[field]!r}")
+    if not md.get("name"):
         raise ManifestError(ref(obj), "metadata.name", "is required")
+    for field in ("labels", "annotations"):
+        if md.get(field) is not None and not isinstance(md[field], dict):
+            raise ManifestError(ref(obj), f"metadata.{field}", f"must be a mapping, got {type(md[field]).__name__}")
     return md
 
 
@@ -168,16 +177,16 @@ def node_spec(node: dict[str, Any], res: ResourceIndex) -> NodeSpec:
         raise ManifestError(ref(node), "status.allocatable", "is required (no resources to schedule on)")
     alloc.setdefault(PODS, DEFAULT_NODE_PODS)
     cap.setdefault(PODS, alloc[PODS])
+    check_node(node, spec, status)
     taints = spec.get("taints") or []
-    if not isinstance(taints, list):
-        raise ManifestError(ref(node), "spec.taints", "must be a list")
     ready = True
     for cond in status.get("conditions") or []:
         if cond.get("type") == "Ready" and str(cond.get("status")) != "True":
             ready = False
     return NodeSpec(
         name=md["name"], allocatable=res.vector(alloc), capacity=res.vector(cap),
-        labels=dict(md.get("labels") or {}), taints=list(taints), unschedulable=bool(spec.get("unschedulable")),
+        labels=string_map(node, "metadata.labels", md.get("labels")), taints=list(taints),
+        unschedulable=bool(spec.get("unschedulable")),
         ready=ready, manifest=node,
     )
 
@@ -256,25 +265,26 @@ def resource_names(objects: Iterable[Mapping[str, Any]]) -> set[str]:
         if isinstance(rl, dict):
             names.update(str(k) for k in rl)
 
+    def sub(d: Any, key: str) -> Any:  # malformed shapes are reported when the object is converted, not here
+        return d.get(key) if isinstance(d, dict) else None
+
+    def items(v: Any) -> list[Any]:
+        return v if isinstance(v, list) else []
+
     for o in objects:
         kind = o.get("kind")
-        spec = o.get("spec") or {}
-        if not isinstance(spec, dict):
-            continue
+        spec = o.get("spec")
         if kind == "Node":
-            st = o.get("status") or {}
-            if isinstance(st, dict):
-                scan(st.get("allocatable"))
-                scan(st.get("capacity"))
+            scan(sub(o.get("status"), "allocatable"))
+            scan(sub(o.get("status"), "capacity"))
         elif kind == "Pod":
-            for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-                if isinstance(c, dict):
-                    scan((c.get("resources") or {}).get("requests"))
-            scan(spec.get("overhead"))
+            for c in items(sub(spec, "containers")) + items(sub(spec, "initContainers")):
+                scan(sub(sub(c, "resources"), "requests"))
+            scan(sub(spec, "overhead"))
         elif kind == "PodGroup":
-            scan(spec.get("minResources"))
+            scan(sub(spec, "minResources"))
         elif kind == "Queue":
-            scan(spec.get("capability"))
-            scan(spec.get("deserved"))
-            scan((spec.get("guarantee") or {}).get("resource") if isinstance(spec.get("guarantee"), dict) else None)
+            scan(sub(spec, "capability"))
+            scan(sub(spec, "deserved"))
+            scan(sub(sub(spec, "guarantee"), "resource"))
     return names

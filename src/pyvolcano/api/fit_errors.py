@@ -31,6 +31,8 @@ class FitErrors:
     def __str__(self) -> str:
         if self.message and not self.reasons:
             return self.message
+        if not self.reasons:  # no node to give a reason, e.g. a cluster without (ready) nodes
+            return f"0/{self.total_nodes} nodes are available."
         parts = sorted(f"{n} {r}" for r, n in self.reasons.items())
         text = f"0/{self.total_nodes} nodes are available: {', '.join(parts)}."
         return f"{self.message} {text}".strip() if self.message else text

@@ -189,7 +189,10 @@ class JobInfo:
         return self.count(VALID)
 
     def _check_per_spec(self, statuses: TaskStatus, pending_best_effort: bool) -> bool:
-        if not self.task_min_available:
+        """Every task spec (pod annotation volcano.sh/task-spec) has at least its minTaskMember tasks in
+        ``statuses`` (plus pending BestEffort ones if asked).  Like Volcano, the check is skipped when the
+        per-spec minimums add up to more than minMember, since such a group could never be judged by them."""
+        if not self.task_min_available or self.min_available < sum(self.task_min_available.values()):
             return True
         counts: dict[str, int] = defaultdict(int)
         for s, bucket in self.index.items():
@@ -212,7 +215,9 @@ class JobInfo:
         return self._check_per_spec(_PIPELINED_OK, True)
 
     def check_task_starving(self) -> bool:
-        return self._check_per_spec(_STARVING_OK, False)
+        """True when some task spec holds fewer than its minimum (Volcano's CheckTaskStarving: note the
+        polarity is the opposite of the other three checks)."""
+        return not self._check_per_spec(_STARVING_OK, False)
 
     def is_ready(self) -> bool:
         return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available

@@ -26,6 +26,7 @@ from pyvolcano.api.types import (
     QUEUE_NAME_ANNOTATION,
     TaskStatus,
 )
+from pyvolcano.api.validate import check_pod_spec
 from pyvolcano.errors import ManifestError
 
 _OFF_NODE = TaskStatus.Pending | TaskStatus.Succeeded | TaskStatus.Failed
@@ -210,6 +211,8 @@ class SchedulerCache:
         spec = pod.get("spec")
         if not isinstance(spec, dict):
             raise ManifestError(convert.ref(pod), "spec", "is required")
+        check_pod_spec(pod, spec)
+        convert.parse_time(pod, md.get("creationTimestamp"))  # fail before the old version is removed
         req, init = convert.pod_requests(pod)
         prio = spec.get("priority")
         if prio is None:

@@ -52,4 +52,6 @@ def load_objects(path: str) -> list[dict[str, Any]]:
         text = Path(path).read_text()
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
     return parse_objects(text, path)

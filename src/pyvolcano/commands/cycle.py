@@ -7,9 +7,11 @@ import sys
 
 import click
 
+from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.conf.loader import load_conf_file
-from pyvolcano.framework.cycle import cycle_objects, result_json
+from pyvolcano.errors import UserError
+from pyvolcano.framework.cycle import result_json, run_session
 from pyvolcano.framework.session import SessionResult
 
 
@@ -21,15 +23,22 @@ def table(result: SessionResult, problems: list[str]) -> None:
     for col in ("PodGroup", "Phase", "Outcome", "Why"):
         t.add_column(col, overflow="fold")
     by_job: dict[str, list[str]] = {}
+    job_of = {t.uid: t.job for t in result.bind_tasks}
+    job_of.update({uid: job.uid for job in result.jobs.values() for uid in result.pipelined if uid in job.tasks})
     for uid in result.binds:
-        by_job.setdefault(_job_of(result, uid), []).append(f"bind {uid.split('/', 1)[1]} -> {result.binds[uid]}")
+        by_job.setdefault(job_of.get(uid, ""), []).append(f"bind {uid.split('/', 1)[1]} -> {result.binds[uid]}")
     for uid, node in result.pipelined.items():
-        by_job.setdefault(_job_of(result, uid), []).append(f"pipeline {uid.split('/', 1)[1]} -> {node}")
+        by_job.setdefault(job_of.get(uid, ""), []).append(f"pipeline {uid.split('/', 1)[1]} -> {node}")
     for e in result.evictions:
         by_job.setdefault(e.task.job, []).append(f"evict {e.task.uid} ({e.reason})")
     for uid, pg in sorted(result.podgroups.items()):
         outcome = "; ".join(by_job.pop(uid, [])) or "-"
-        t.add_row(uid, pg["phase"], outcome, result.unschedulable.get(uid, ""))
+        why = result.unschedulable.get(uid, "")
+        job = result.jobs.get(uid)
+        if not why and job is not None and job.nodes_fit_errors:
+            # the gang is satisfied, but some of its tasks found no node: say why for those
+            why = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
+        t.add_row(uid, pg["phase"], outcome, why)
     for uid, why in sorted(result.skipped.items()):
         t.add_row(uid, "-", "skipped", why)
     for uid, lines in by_job.items():
@@ -40,12 +49,6 @@ def table(result: SessionResult, problems: list[str]) -> None:
         console.print(f"[yellow]skipped object:[/] {p}")
 
 
-def _job_of(result: SessionResult, task_uid: str) -> str:
-    for uid, job in result.jobs.items():
-        if task_uid in job.tasks:
-            return uid
-    return ""
-
 
 def register(group: click.Group) -> None:
     @group.command("cycle")
@@ -54,17 +57,25 @@ def register(group: click.Group) -> None:
     @click.option("--output", "-o", type=click.Choice(["json", "table"]), default="table", show_default=True)
     @click.option("--scheduler-name", default="volcano", show_default=True,
                   help="Pods with this spec.schedulerName are scheduled; others only use node resources.")
+    @click.option("--strict", is_flag=True,
+                  help="Fail (exit 2) when any object is malformed, instead of skipping it with a warning.")
     @click.option("--engine", type=click.Choice(["vector", "scalar"]), default="vector", hidden=True)
-    def cycle(snapshot: str, config: str | None, output: str, scheduler_name: str, engine: str) -> None:
-        """Run one scheduling session on SNAPSHOT (YAML manifests, a kind: List, or - for stdin)."""
+    def cycle(snapshot: str, config: str | None, output: str, scheduler_name: str, strict: bool,
+              engine: str) -> None:
+        """Run one scheduling session on SNAPSHOT (YAML manifests, a kind: List, or - for stdin).
+
+        CONFIG is a volcano-scheduler.conf, or the ConfigMap that holds one."""
         conf = load_conf_file(config)
         objects = load_objects(snapshot)
-        result, cache = cycle_objects(objects, conf, scheduler_name, engine)
-        for p in cache.problems:
-            print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
-        for uid, why in result.skipped.items():
-            print(f"pyvolcano: warning: job {uid} not scheduled: {why}", file=sys.stderr)
-        if output == "json":
+        cache = SchedulerCache.from_objects(objects, scheduler_name)
+        if strict and cache.problems:
+            raise UserError(f"{len(cache.problems)} malformed object(s) in {snapshot}: " + "; ".join(cache.problems))
+        result = run_session(cache, conf, engine)
+        if output == "json":  # the table shows these itself
+            for p in cache.problems:
+                print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
+            for uid, why in result.skipped.items():
+                print(f"pyvolcano: warning: job {uid} not scheduled: {why}", file=sys.stderr)
             click.echo(json.dumps(result_json(result)))
         else:
             table(result, cache.problems)

@@ -3,6 +3,10 @@
 The format is Volcano's: an ``actions`` string, ``tiers`` of ``plugins`` (name, enable flags, arguments),
 and optional per-action ``configurations``.  Every error names the line and, for unknown names, lists the
 known ones.  Pydantic checks the shape; the YAML node tree supplies line numbers.
+
+The conf may also be given as the Kubernetes ConfigMap that holds it (what ``kubectl get configmap
+volcano-scheduler-configmap -n volcano-system -o yaml`` prints): its ``volcano-scheduler.conf`` key is read,
+and line numbers in errors still point into the ConfigMap file.
 """
 
 from __future__ import annotations
@@ -137,6 +141,8 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
         raise ConfigError(f"{source}: YAML error: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers', got {type(data).__name__}")
+    if data.get("kind") == "ConfigMap":
+        return _from_configmap(data, root, source)
     try:
         conf = SchedulerConf.model_validate(data)
     except ValidationError as exc:
@@ -174,6 +180,34 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
         print(f"pyvolcano: warning: {source}: proportion and capacity are both enabled; Volcano says they must "
               "not be used together (both set queue deserved and overused)", file=sys.stderr)
     return conf
+
+
+CONF_KEY = "volcano-scheduler.conf"
+
+
+def _from_configmap(cm: dict[str, Any], root: yaml.Node | None, source: str) -> SchedulerConf:
+    """The conf inside a ConfigMap: the ``volcano-scheduler.conf`` key, or the only key there is."""
+    data = cm.get("data")
+    name = (cm.get("metadata") or {}).get("name", "?") if isinstance(cm.get("metadata"), dict) else "?"
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{source}: line {_line_of(root, ['data'])}: ConfigMap {name} has no data; expected "
+                          f"a {CONF_KEY!r} key holding the scheduler conf")
+    key = CONF_KEY if CONF_KEY in data else (next(iter(data)) if len(data) == 1 else None)
+    if key is None:
+        raise ConfigError(f"{source}: line {_line_of(root, ['data'])}: ConfigMap {name} has no {CONF_KEY!r} key "
+                          f"(keys: {', '.join(map(str, data))})")
+    text = data[key]
+    if not isinstance(text, str):
+        raise ConfigError(f"{source}: line {_line_of(root, ['data', key])}: data.{key} must be a string (the conf "
+                          f"text, usually a '|' block)")
+    # pad with blank lines so that line numbers of the embedded conf are those of the ConfigMap file
+    first = _line_of(root, ["data", key]) or 1
+    node = root
+    for step in ("data", key):
+        node = next((v for k, v in node.value if k.value == step), None) if isinstance(node, yaml.MappingNode) else None
+    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+        first += 1  # a block scalar's text starts on the line after the indicator
+    return load_conf("\n" * (first - 1) + text, f"{source} (ConfigMap {name}, key {key})")
 
 
 def load_conf_file(path: str | Path | None) -> SchedulerConf:

@@ -202,14 +202,19 @@ class NodeSelector:
         return None, False
 
     def explain(self, task: TaskInfo, job: JobInfo | None) -> FitErrors:
-        """Why no node fits, Volcano's order: resources against future idle first, then each predicate."""
+        """Why no node fits, Volcano's order: resources against future idle first, then each predicate.
+
+        Like Volcano's allocate, a node short of resources is counted once, under the first resource it
+        lacks (cpu, memory, extended resources, then the pod count, which Volcano checks as a predicate)."""
         nodes = self.ssn.nodes
         fe = FitErrors(len(nodes))
-        lack = ~(task.init_resreq < nodes.future_idle() + EPS)
         names = self.ssn.res.names
+        order = [d for d in range(len(names)) if d != 2] + [2]  # position 2 is the pod count
+        lack = ~(task.init_resreq < nodes.future_idle() + EPS)[:, order]
         res_fail = lack.any(axis=1)
-        for d in np.nonzero(lack.any(axis=0))[0]:
-            fe.add(insufficient_reason(names[d]), int(lack[:, d].sum()))
+        first = np.argmax(lack, axis=1)
+        for j in np.unique(first[res_fail]):
+            fe.add(insufficient_reason(names[order[j]]), int(np.count_nonzero(res_fail & (first == j))))
         preds = self.static_preds + self.dyn_preds + self.fresh_preds
         for i in np.nonzero(~res_fail)[0]:
             for p in preds:

@@ -27,7 +27,7 @@ class Rule(Enum):
     ANY = "any plugin saying yes makes it yes (overused)"
     INTERSECT = "victims: intersect within a tier, first tier with an answer wins"
     UNION = "victims: union within a tier, first tier with any wins"
-    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, jobValid)"
+    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, jobValid, prePredicate)"
     CALL_ALL = "every plugin is called; no answer (events, jobEnqueued, reservedNodes)"
 
 
@@ -46,7 +46,7 @@ POINTS: dict[str, Point] = {p.name: p for p in [
     Point("clusterOrder", "enableClusterOrder", Rule.FIRST_DECIDES),
     Point("victimOrder", "enableTaskOrder", Rule.FIRST_DECIDES),
     Point("predicate", "enablePredicate", Rule.ALL_PASS),
-    Point("prePredicate", "enablePredicate", Rule.ALL_PASS),
+    Point("prePredicate", "enablePredicate", Rule.FIRST_RESULT),
     Point("nodeOrder", "enableNodeOrder", Rule.SUM),
     Point("batchNodeOrder", "enableNodeOrder", Rule.SUM),
     Point("bestNode", "enableBestNode", Rule.FIRST_RESULT),
@@ -133,10 +133,12 @@ def combine(rule: Rule, tiers: Tiers, *args: Any) -> Any:
 
 def _intersect(tiers: Tiers, actor: Any, candidates: list[Any]) -> list[Any]:
     """Volcano's Preemptable/Reclaimable: a plugin returns (victims, vote); ABSTAIN skips it; an empty
-    answer ends the tier with no victims (the next tier is asked); otherwise victims are intersected."""
+    answer ends the tier with no victims; otherwise victims are intersected.  The first tier that ends with
+    victims gives them.  As in Volcano, once some plugin has answered, later tiers can only intersect with
+    what is left, so after an empty answer no later tier can bring victims back."""
     victims: list[Any] | None = None
+    init = False
     for tier in tiers:
-        init = False
         for _, fn in tier:
             cands, vote = fn(actor, candidates)
             if vote == ABSTAIN:

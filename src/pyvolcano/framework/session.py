@@ -109,7 +109,17 @@ class Session:
         return min(ti, len(self.fns["jobOrder"]) - 1)
 
     def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
-        """Register ``fn`` on extension point ``point`` unless the plugin's enable flag switches it off."""
+        """Register ``fn`` on extension point ``point`` unless the plugin's enable flag switches it off.
+
+        Volcano-style per-node functions are accepted too: ``predicate`` and ``nodeOrder`` take
+        ``fn(task, NodeInfo)`` (registered as scalar, not template-safe, so evaluated for every task), and
+        ``batchNodeOrder`` takes ``fn(task, [NodeInfo]) -> {node name: score}``."""
+        if point == "predicate":
+            return self.add_predicate(plugin, scalar=fn, template_safe=False)
+        if point == "nodeOrder":
+            return self.add_node_order(plugin, scalar=fn, template_safe=False)
+        if point == "batchNodeOrder":
+            return self.add_batch_node_order(plugin, fn)
         ti = self._tier(plugin, POINTS[point].flag)
         if ti is not None:
             self.fns[point][ti].append((plugin, fn))
@@ -170,12 +180,16 @@ class Session:
 
     # --- job and queue predicates ----------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> str | None:
-        """Why the job cannot be scheduled at all (gang: too few pods), or None.  Actions other than enqueue
-        skip invalid jobs, as Volcano's do; the reason is kept for the PodGroup's condition."""
+        """The first jobValid plugin's objection, or None.  Actions skip a job with an objection; the message
+        is remembered and added to the job's unschedulable reason when the session closes."""
         msg = self.call("jobValid", job)
         if msg is not None:
             self.invalid[job.uid] = msg
         return msg
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        """The first prePredicate objection to the task (a reason; every node then fails with it), or None."""
+        return self.call("prePredicate", task)
 
     def job_ready(self, job: JobInfo) -> bool:
         return self.call("jobReady", job)
@@ -307,13 +321,17 @@ class Session:
 
     def job_phase(self, job: JobInfo) -> PodGroupPhase:
         """Volcano's jobStatus(): Unknown when running tasks and unschedulable now; Running when enough tasks
-        hold resources; else Pending unless already Inqueue."""
+        hold resources (Completed when all of those have succeeded); else Pending unless already Inqueue."""
         pg = job.podgroup
         assert pg is not None
         unschedulable = UNSCHEDULABLE in self.pg_conditions.get(job.uid, {})
         if job.index.get(TaskStatus.Running) and unschedulable:
             return PodGroupPhase.Unknown
-        if job.count(ALLOCATED | TaskStatus.Succeeded) >= pg.min_member:
+        allocated = job.count(ALLOCATED | TaskStatus.Succeeded)
+        if allocated >= pg.min_member:
+            # every allocated task has succeeded: the group is done
+            if len(job.index.get(TaskStatus.Succeeded, ())) == allocated:
+                return PodGroupPhase.Completed
             return PodGroupPhase.Running
         if pg.phase != PodGroupPhase.Inqueue:
             return PodGroupPhase.Pending
@@ -323,12 +341,16 @@ class Session:
     def open(self) -> Session:
         """Build every configured plugin (a fresh instance per session, as Volcano does).
 
-        Jobs failing jobValid stay in the session: enqueue still sees them (a vcjob's pods are only created once
-        its PodGroup is admitted), and the other actions skip them through ``job_valid``."""
-        for tier in self.conf.tiers:
+        Jobs that fail jobValid stay in the session: Volcano's open-time JobValid check runs before any
+        plugin has registered, so it never drops a job.  That matters: a PodGroup whose pods do not exist
+        yet (a vcjob before its controller creates them) must still be enqueued.  allocate, backfill,
+        preempt and reclaim ask ``job_valid`` themselves and skip such jobs."""
+        for ti, tier in enumerate(self.conf.tiers):
             for opt in tier.plugins:
                 plugin = registry.plugin_class(opt.name)(opt.args())
                 self.plugins[opt.name] = plugin
+                # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
+                self.options.setdefault(plugin.name or opt.name, (ti, opt))
                 t0 = time.perf_counter()
                 plugin.on_session_open(self)
                 self.plugin_seconds[(opt.name, "OnSessionOpen")] = time.perf_counter() - t0
@@ -364,6 +386,10 @@ class Session:
                 out.unschedulable[job.uid] = conds[UNSCHEDULABLE]["message"]
             elif job.enqueue_reason and phase == PodGroupPhase.Pending:
                 out.unschedulable[job.uid] = job.enqueue_reason
+            if job.uid in self.invalid and job.uid in out.unschedulable:
+                out.unschedulable[job.uid] += f"; {self.invalid[job.uid]}"
+            elif job.uid in self.invalid:
+                out.unschedulable[job.uid] = self.invalid[job.uid]
         return out
 
 

@@ -26,11 +26,16 @@ class Binpack(Plugin):
         a, res = self.arguments, ssn.res
         weight = a.get_float("binpack.weight", 1)
         weights = np.zeros(res.size)
-        weights[res.pos["cpu"]] = a.get_float("binpack.cpu", 1)
-        weights[res.pos["memory"]] = a.get_float("binpack.memory", 1)
+
+        def weight_of(key: str) -> float:
+            w = a.get_float(key, 1)
+            return w if w >= 0 else 1.0  # Volcano: a negative resource weight means 1
+
+        weights[res.pos["cpu"]] = weight_of("binpack.cpu")
+        weights[res.pos["memory"]] = weight_of("binpack.memory")
         for name in (n.strip() for n in a.get_str("binpack.resources", "").split(",")):
             if name and name in res.pos:
-                weights[res.pos[name]] = a.get_float(f"binpack.resources.{name}", 1)
+                weights[res.pos[name]] = weight_of(f"binpack.resources.{name}")
         if weight <= 0 or not weights.any():
             return
         nodes = ssn.nodes

@@ -53,14 +53,12 @@ class Gang(Plugin):
         ssn.add_fn("jobReady", self.name, lambda j: j.check_task_ready() and j.is_ready())
         ssn.add_fn("jobPipelined", self.name,
                    lambda j: PERMIT if j.check_task_pipelined() and j.is_pipelined() else REJECT)
-        ssn.add_fn("jobStarving", self.name, lambda j: j.check_task_starving() and j.is_starving())
+        # Volcano: in preemption only minMember matters, not the per-spec minimums
+        ssn.add_fn("jobStarving", self.name, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
-            if job.uid in ssn.invalid:
-                ssn.update_podgroup_condition(job, UNSCHEDULABLE, "NotEnoughPods", ssn.invalid[job.uid])
-                continue
-            if job.check_task_ready() and job.is_ready():
+            if job.is_ready():  # Volcano's close looks at minMember only, not per-spec minimums
                 ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
                 continue
             unready = max(job.min_available - job.ready_task_num(), 0)

@@ -3,8 +3,8 @@
 Scores are on Kubernetes' 0..100 scale, times the ``<name>.weight`` argument:
 ``leastrequested`` (default weight 1): mean over cpu and memory of (allocatable - requested) / allocatable;
 ``mostrequested`` (0): mean of requested / allocatable; ``balancedresource`` (1): 1 - |cpu fraction -
-memory fraction| / 2 (the standard deviation of two fractions); ``nodeaffinity`` (1): the raw sum of matching
-preferred-term weights, as Volcano adds it without normalising; ``tainttoleration`` (1): fewer untolerated
+memory fraction| / 2 (the standard deviation of two fractions); ``nodeaffinity`` (2): the raw sum of matching
+preferred-term weights, as Volcano adds it without normalising; ``tainttoleration`` (3): fewer untolerated
 PreferNoSchedule taints is better, normalised over the nodes like Kubernetes (100 when none has any).
 "requested" is what the node's pods request plus this pod; pods requesting nothing count as nothing
 (Kubernetes' non-zero defaults of 100m/200MB are not applied).
@@ -42,8 +42,8 @@ class NodeOrder(Plugin):
         least = a.get_float("leastrequested.weight", 1)
         most = a.get_float("mostrequested.weight", 0)
         balanced = a.get_float("balancedresource.weight", 1)
-        affinity = a.get_float("nodeaffinity.weight", 1)
-        taint = a.get_float("tainttoleration.weight", 1)
+        affinity = a.get_float("nodeaffinity.weight", 2)
+        taint = a.get_float("tainttoleration.weight", 3)
         li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
 
         if least or most or balanced:

@@ -1,5 +1,7 @@
 """overcommit (seed 000 §6.8): admit PodGroups while their minResources fit the cluster's allocatable times
-``overcommit-factor`` (default 1.2) minus what is used and what admitted jobs still wait for."""
+``overcommit-factor`` (default 1.2; below 1 means the default) minus what is used and what admitted jobs
+still wait for: the minResources of Inqueue groups, and for Running groups with at least minMember tasks
+holding resources, the part of minResources they do not hold yet."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import numpy as np
 
 from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.resource import less_equal_with_dimension
-from pyvolcano.api.types import PodGroupPhase
+from pyvolcano.api.types import ALLOCATED, PodGroupPhase
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT
 from pyvolcano.framework.registry import register_plugin
@@ -33,7 +35,12 @@ class Overcommit(Plugin):
         inqueue = ssn.res.zeros()
         for job in ssn.jobs.values():
             pg = job.podgroup
-            if pg is not None and pg.phase == PodGroupPhase.Inqueue and job.has_min_resources():
+            if pg is None or not job.has_min_resources():
+                continue
+            if pg.phase == PodGroupPhase.Inqueue:
+                inqueue += job.min_resources(ssn.res.size) * mask
+            elif pg.phase == PodGroupPhase.Running and job.count(ALLOCATED) >= pg.min_member:
+                # a running gang still holds back what its minResources promise beyond what it has
                 inqueue += inqueue_resources(job, ssn.res.size) * mask
         state = {"inqueue": inqueue}
 

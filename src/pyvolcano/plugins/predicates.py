@@ -126,8 +126,10 @@ class Predicates(Plugin):
         for n in names:
             if n not in res.pos:
                 continue
-            rates.append((n, res.pos[n], a.get_float(f"predicate.resources.{n}.cpu", 0.0),
-                          a.get_float(f"predicate.resources.{n}.memory", 0.0)))
+            cpu_rate = a.get_float(f"predicate.resources.{n}.cpu", 1.0)
+            mem_rate = a.get_float(f"predicate.resources.{n}.memory", 1.0)
+            # Volcano: a rate left out, or negative, is 1
+            rates.append((n, res.pos[n], cpu_rate if cpu_rate >= 0 else 1.0, mem_rate if mem_rate >= 0 else 1.0))
         if not rates:
             return
         cpu, mem = res.pos["cpu"], res.pos["memory"]

@@ -1,0 +1,97 @@
+"""The worked example of docs/extending.md (examples/plugins/fewest_pods.py), loaded by ``module:Class`` from
+the conf, in-process and through the CLI; placements computed by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pyvolcano.conf.loader import load_conf
+from pyvolcano.framework.cycle import cycle_objects, result_json
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plugins"
+
+CONF = """\
+actions: "enqueue, fewest_pods:FewestPods"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: predicates
+"""
+
+
+def pod(name: str, cpu: str, group: str | None = None, node: str | None = None) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": "ns"}
+    spec: dict[str, Any] = {"schedulerName": "volcano" if group else "default-scheduler",
+                            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if group:
+        md["annotations"] = {"scheduling.k8s.io/group-name": group}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec,
+            "status": {"phase": "Running" if node else "Pending"}}
+
+
+def pg(name: str, min_member: int, minute: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ns", "creationTimestamp": f"2026-01-01T00:0{minute}:00Z"},
+            "spec": {"minMember": min_member}, "status": {"phase": "Pending"}}
+
+
+def cluster() -> list[dict[str, Any]]:
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
+              "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}} for n in ("n1", "n2", "n3")]
+    others = [pod("x1", "500m", node="n1"), pod("x2", "500m", node="n1"), pod("x3", "500m", node="n3")]
+    return [*nodes, *others,
+            pg("a", 2, 0), pod("a-0", "1", "a"), pod("a-1", "1", "a"),
+            pg("b", 3, 1), pod("b-0", "3", "b"), pod("b-1", "3", "b"), pod("b-2", "3", "b"),
+            pg("c", 1, 2), pod("c-0", "1", "c")]
+
+
+EXPECTED_BINDS = {"ns/a-0": "n2", "ns/a-1": "n2", "ns/c-0": "n3"}
+
+
+def check(result: dict[str, Any]) -> None:
+    # Pods per node at the start: n1 2, n2 0, n3 1.  a-0 -> n2 (0); a-1 -> n2 (n2 and n3 have 1, n2 is
+    # listed first); a is ready -> committed.  b-0 (3 cpu) -> n3 (n1 and n3 have room, n3 has fewer pods);
+    # b-1 -> n1 (only one left with 3 cpu); b-2 fits nowhere -> b (minMember 3) is discarded.
+    # c-0 -> n3 (1 pod against 2 and 2, b-0 having been undone).
+    assert result["binds"] == EXPECTED_BINDS
+    assert result["pipelined"] == {}
+    assert {k: v["phase"] for k, v in result["podgroups"].items()} == {
+        "ns/a": "Running", "ns/b": "Inqueue", "ns/c": "Running"}
+    assert "0/3 nodes are available: 3 Insufficient cpu." in result["unschedulable"]["ns/b"]
+
+
+def test_fewest_pods_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    result, _ = cycle_objects(cluster(), load_conf(CONF))
+    check(result_json(result))
+
+
+def test_fewest_pods_through_the_cli(tmp_path: Path) -> None:
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump_all(cluster()))
+    (tmp_path / "conf.yaml").write_text(CONF)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(EXAMPLES), os.environ.get("PYTHONPATH")]))}
+    exe = str(Path(sys.executable).with_name("pyvolcano"))
+    out = subprocess.run([exe, "cycle", str(tmp_path / "snap.yaml"), "--config", str(tmp_path / "conf.yaml"),
+                          "-o", "json"], capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert out.returncode == 0, out.stderr
+    check(json.loads(out.stdout))
+
+
+def test_without_the_module_on_the_path_the_conf_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyvolcano.errors import ConfigError
+
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p).resolve() != EXAMPLES])
+    sys.modules.pop("fewest_pods", None)
+    with pytest.raises(ConfigError, match=r"line 1: action 'fewest_pods:FewestPods': cannot import it"):
+        load_conf(CONF)
