@@ -30,3 +30,11 @@ class ManifestError(UserError):
 
 class QuantityError(ValueError):
     """A Kubernetes resource quantity that does not parse."""
+
+
+def yaml_problem(exc: Exception, source: str) -> str:
+    """A one-line description of a PyYAML error with its line and column."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return f"{source}: YAML error: {exc}"
+    return f"{source}: YAML error at line {mark.line + 1}, column {mark.column + 1}: {getattr(exc, 'problem', None) or exc}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from pyvolcano.errors import UserError
+from pyvolcano.errors import UserError, yaml_problem
 
 try:  # the C loader is ~10x faster on large snapshots
     from yaml import CSafeLoader as _Loader
@@ -19,12 +19,8 @@ except ImportError:  # pragma: no cover
 def parse_objects(text: str, source: str) -> list[dict[str, Any]]:
     try:
         docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        raise UserError(f"{source}: YAML error at {where}: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
-        raise UserError(f"{source}: YAML error: {exc}") from None
+        raise UserError(yaml_problem(exc, source)) from None
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
         if doc is None:

@@ -5,34 +5,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
 
 from pyvolcano.errors import UserError
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+from pyvolcano.framework.arguments import parse_duration as go_duration
 
 
 def parse_duration(text: str, flag: str = "duration") -> float:
-    """A Go duration (``1s``, ``500ms``, ``1m30s``) or plain seconds, in seconds."""
+    """A Go duration (``1s``, ``500ms``, ``1m30s``) or plain seconds, in seconds; a user error names the flag."""
     s = str(text).strip()
     try:
         return float(s)
     except ValueError:
         pass
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s:
-        raise UserError(f"{flag}: {text!r} is not a duration (examples: 1s, 500ms, 1m30s)")
-    return total
+    try:
+        return go_duration(s)
+    except ValueError:
+        raise UserError(f"{flag}: {text!r} is not a duration (examples: 1s, 500ms, 1m30s)") from None
 
 
 def kube_options(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pyvolcano.errors import ConfigError
+from pyvolcano.errors import ConfigError, yaml_problem
 from pyvolcano.framework import registry
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.points import FLAG_ALIASES, FLAGS
@@ -133,12 +133,8 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        raise ConfigError(f"{source}: YAML error at {where}: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: YAML error: {exc}") from None
+        raise ConfigError(yaml_problem(exc, source)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers', got {type(data).__name__}")
     if data.get("kind") == "ConfigMap":
