@@ -75,3 +75,20 @@ def test_state_machine() -> None:
     assert next_state("Closed", None, 1) == "Closing"
     assert next_state("Closed", "OpenQueue", 0) == "Open"
     assert next_state("Weird", None, 0) == "Unknown"
+
+
+def test_queue_tree_problems_use_the_shared_validator() -> None:
+    from pyvolcano.kube.validation import validate_queue_tree
+
+    queues = {
+        "root": {"kind": "Queue", "metadata": {"name": "root"}, "spec": {"weight": 1}},
+        "team": {"kind": "Queue", "metadata": {"name": "team"},
+                 "spec": {"weight": 1, "parent": "root", "capability": {"cpu": "4"}}},
+        "child": {"kind": "Queue", "metadata": {"name": "child"},
+                  "spec": {"weight": 1, "parent": "team", "capability": {"cpu": "8"}}},
+    }
+    errs = validate_queue_tree("child", queues)
+    assert errs and "capability" in errs[0]
+    assert validate_queue_tree("team", queues) == []
+    flat = {"a": {"kind": "Queue", "metadata": {"name": "a"}, "spec": {"weight": 1}}}
+    assert validate_queue_tree("a", flat) == []

@@ -22,7 +22,7 @@ from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.objects import key_of
 from pyvolcano.kube.reflector import Reflector
 from pyvolcano.kube.resources import COMMAND, PODGROUP, QUEUE
-from pyvolcano.kube.validation import validate_queue
+from pyvolcano.kube.validation import validate_queue, validate_queue_tree
 from pyvolcano.kube.writer import EventRecorder, Writer
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class QueueController:
             state = next_state(status.get("state") or "", action, len(members))
             want = {"state": state, **counts}
             have = {k: status.get(k) or (0 if k != "state" else "") for k in want}
-            errs = validate_queue(q, self.queues)
+            errs = validate_queue(q, self.queues) + validate_queue_tree(name, self.queues)
             self.syncs += 1
             if have == want or self.sent.get(name) == want:
                 pass

@@ -178,3 +178,25 @@ def validate_queue(queue: Mapping[str, Any], queues: Mapping[str, Mapping[str, A
         errs.append(f"{ref}: spec.parent: a queue cannot be its own parent")
     return errs
 
+
+
+def validate_queue_tree(name: str, queues: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Parent/child problems of queue ``name`` (a child's guarantee or capability above its parent's, children's
+    guarantees past the parent's, cycles), from the same validator ``pyvolcano queues`` uses."""
+    if not any((q.get("spec") or {}).get("parent") for q in queues.values()):
+        return []
+    import numpy as np
+
+    from pyvolcano.api import convert
+    from pyvolcano.api.queue_validate import validate_hierarchy
+    from pyvolcano.api.resource import ResourceIndex
+    from pyvolcano.errors import UserError
+
+    res = ResourceIndex.of(convert.resource_names(list(queues.values())))
+    infos = {}
+    for qname, obj in queues.items():
+        try:
+            infos[qname] = convert.queue(dict(obj), res)
+        except (UserError, ValueError):
+            continue  # its own problems are reported by validate_queue
+    return [p.message for p in validate_hierarchy(infos, np.full(res.size, np.inf), res) if p.queue == name]
