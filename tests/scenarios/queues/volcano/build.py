@@ -1,0 +1,81 @@
+"""Writes the scenarios in this folder (``python tests/scenarios/queues/volcano/build.py``): points where
+pyvolcano follows Volcano's code rather than the obvious reading (Volcano 1.9 preempt, 1.11 reclaim and
+proportion, 1.12 queue states, Volcano's pdb and hierarchical drf).
+
+The manifests reuse the helpers of ``../build.py``; every ``expect`` is computed by hand from Volcano's rules
+(the reasoning is in each ``notes``), never from pyvolcano's output.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("queue_scenario_helpers", HERE.parent / "build.py")
+assert _spec is not None and _spec.loader is not None
+h = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(h)
+NS = h.NS
+node, queue, job, pdb, conf, a = h.node, h.queue, h.job, h.pdb, h.conf, h.a
+
+PNG = conf("allocate, preempt", ["priority", ("gang", {"enablePreemptable": False}), "conformance"],
+           ["predicates", "proportion"])
+R1 = conf("allocate, reclaim", ["priority", "gang", "conformance", "proportion"], ["predicates"])
+PDB = conf("allocate, preempt", ["priority", ("gang", {"enablePreemptable": False}), "conformance", "pdb"],
+           ["predicates"])
+
+SCENARIOS: list[dict[str, Any]] = []
+
+
+def sc(file: str, name: str, config: str, objects: list[Any], expect: dict[str, Any], notes: str) -> None:
+    h.SCENARIOS.clear()
+    h.sc(file, name, config, objects, expect, notes)
+    SCENARIOS.extend(h.SCENARIOS)
+
+
+sc("v01-preempt-until-task-fits-queue", "preempt evicts until the task fits its queue, not only the node", PNG,
+   [node("n1", 4), queue("q1", capability={"cpu": "3"}), job("low", "q1", run=["n1"] * 3, prio=10),
+    job("high", "q1", pend=1, cpu=2, prio=1000, created=5)],
+   {"evictionsCount": 2, "evictionsFrom": a("low-0", "low-1", "low-2"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "q1's capability 3 caps its deserved at 3 (it asks 5); it holds 3, so allocate skips it. On n1 one idle cpu plus "
+   "one victim would fit the 2-cpu task, but Volcano 1.9 keeps evicting while the queue is not allocatable: after one "
+   "eviction q1 holds 2 and 2 > 3 - 2; after two it holds 1 and 2 <= 3 - 1. Two evictions, high pipelined on n1; "
+   "q1 ends at its capability 3.")
+sc("v02-closed-queue-does-not-reclaim", "a Closed queue's starving job reclaims nothing", R1,
+   [node("n1", 4), queue("q1", state="Closed"), queue("q2"), job("y", "q1", run=["n1"], pend=1, min_member=2),
+    job("x", "q2", run=["n1"] * 3, created=1)],
+   {"evictions": [], "pipelined": {}, "binds": {}},
+   "q1 asks 2 and q2 asks 3 of 4 cpu: both deserve 2, q2 holds 3. Were q1 Open, y (1 of minMember 2) would reclaim "
+   "one of x's pods. A queue that is not Open gets nothing new (Volcano 1.12: allocatable and preemptive are false), "
+   "so neither allocate nor reclaim acts for it; its running pod keeps running.")
+sc("v03-preemption-policy-never", "a pod with preemptionPolicy Never does not preempt", PNG,
+   [node("n1", 2), job("low", run=["n1", "n1"], prio=10), job("high", pend=1, prio=1000, created=5)],
+   {"evictions": [], "pipelined": {}},
+   "high would take one of low's pods (see p01), but its pod says spec.preemptionPolicy: Never.")
+never = SCENARIOS[-1]
+for o in never["objects"]:
+    if o["kind"] == "Pod" and o["metadata"]["name"] == "high-0":
+        o["spec"]["preemptionPolicy"] = "Never"
+sc("v04-reclaim-only-within-deserved", "a queue reclaims only for a task that fits its deserved share", R1,
+   [node("n1", 5), queue("q1"), queue("q2"), job("x", "q1", run=["n1"] * 4), job("y", "q2", pend=1, cpu=3, created=5)],
+   {"evictions": [], "pipelined": {}},
+   "5 cpu; q1 asks 4, q2 asks 3: each deserves 2.5. q1 holds 4, one cpu is idle. Two of x's pods plus the idle cpu "
+   "would fit y's 3 cpu, but q2 would then hold 3 > 2.5: proportion's preemptive (Volcano 1.11: allocated + task "
+   "within deserved) says no, and allocate's allocatable said no for the same reason.")
+
+
+def main() -> None:
+    for old in HERE.glob("*.yaml"):
+        old.unlink()
+    for s in SCENARIOS:
+        body = {k: v for k, v in s.items() if k != "file"}
+        (HERE / f"{s['file']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False, width=120))
+    print(f"wrote {len(SCENARIOS)} scenarios")
+
+
+if __name__ == "__main__":
+    main()
