@@ -84,3 +84,22 @@ def test_admission_reports_only_new_problems() -> None:
     assert len(new) == 1 and "guarantees add up to cpu=10" in new[0].message
     assert validate_queue_object(q("b", guarantee={"resource": {"cpu": "1"}}), existing, TOTAL, RES) == []
     assert np.isfinite(TOTAL[0])
+
+
+def hq(name: str, path: str, weights: str) -> dict:
+    obj = q(name)
+    obj["metadata"]["annotations"] = {"volcano.sh/hierarchy": path, "volcano.sh/hierarchy-weights": weights}
+    return obj
+
+
+def test_drf_hierarchy_annotations() -> None:
+    assert messages(hq("a", "root/eng", "1/2"), hq("b", "sci/dev", "1/3")) == []  # root/1 added as the webhook does
+    probs = validate_queues(queues(hq("a", "root/eng/prod", "1/2")), TOTAL, RES)
+    assert [(p.queue, p.field) for p in probs] == [("a", "metadata.annotations.volcano.sh/hierarchy-weights")]
+    assert "has 3 levels" in probs[0].message
+    assert messages(hq("a", "root/eng", "1/0")) == [
+        "queue a: volcano.sh/hierarchy-weights '1/0': '0' is not a number above 0"]
+    assert "'x' is not a number" in messages(hq("a", "root/eng", "1/x"))[0]
+    msgs = messages(hq("sci", "root/sci", "1/1"), hq("dev", "root/sci/dev", "1/1/1"), hq("sc", "root/sc", "1/1"))
+    assert msgs == ["queue sci: volcano.sh/hierarchy 'root/sci' contains queue dev's 'root/sci/dev'; only leaves "
+                    "of the tree can be queues"]

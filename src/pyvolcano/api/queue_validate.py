@@ -122,6 +122,55 @@ def validate_hierarchy(queues: Mapping[str, QueueInfo], total: np.ndarray, res: 
     return out
 
 
+HIERARCHY = "metadata.annotations.volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS = "metadata.annotations.volcano.sh/hierarchy-weights"
+
+
+def _levels(q: QueueInfo) -> tuple[list[str], list[str]]:
+    """Path and weights as Volcano's webhook stores them (``root``/``1`` prepended when both are set)."""
+    names, weights = q.hierarchy.split("/"), q.weights.split("/") if q.weights else []
+    if q.hierarchy and q.weights and not q.hierarchy.startswith(ROOT):
+        names, weights = [ROOT, *names], ["1", *weights]
+    return names, weights
+
+
+def validate_drf_hierarchy(queues: Mapping[str, QueueInfo]) -> list[Problem]:
+    """The hierarchical-drf annotations Volcano's admission webhook rejects: a path and weights of different
+    lengths, a weight that is not a number above 0, and a queue whose path lies inside another queue's (a queue
+    is a leaf of the tree; ``root/sci`` and ``root/sci/dev`` cannot both be queues)."""
+    out = []
+    paths: dict[str, list[str]] = {}
+    for q in sorted(queues.values(), key=lambda q: q.name):
+        if not q.hierarchy and not q.weights:
+            continue
+        names, weights = _levels(q)
+        if len(names) != len(weights):
+            out.append(Problem(q.name, HIERARCHY_WEIGHTS, f"queue {q.name}: annotation volcano.sh/hierarchy "
+                               f"{q.hierarchy!r} has {len(names)} levels but volcano.sh/hierarchy-weights "
+                               f"{q.weights!r} has {len(weights)}"))
+            continue
+        bad = []
+        for w in weights:
+            try:
+                ok = float(w) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                bad.append(w)
+        if bad:
+            out.append(Problem(q.name, HIERARCHY_WEIGHTS, f"queue {q.name}: volcano.sh/hierarchy-weights "
+                               f"{q.weights!r}: {', '.join(repr(b) for b in bad)} is not a number above 0"))
+            continue
+        paths[q.name] = names
+    for name, path in sorted(paths.items()):
+        for other, opath in sorted(paths.items()):
+            if other != name and len(opath) > len(path) and opath[:len(path)] == path:
+                out.append(Problem(name, HIERARCHY, f"queue {name}: volcano.sh/hierarchy {'/'.join(path)!r} "
+                                   f"contains queue {other}'s {'/'.join(opath)!r}; only leaves of the tree can "
+                                   "be queues"))
+    return out
+
+
 def validate_queues(queues: Mapping[str, QueueInfo], total: np.ndarray, res: ResourceIndex, *,
                     hierarchy: bool = False) -> list[Problem]:
     """Every problem of these queues against a cluster of ``total`` allocatable resources."""
@@ -140,7 +189,7 @@ def validate_queues(queues: Mapping[str, QueueInfo], total: np.ndarray, res: Res
                                f"above the cluster ({_fmt(res, total, bad)}); not every guarantee can be met"))
     if hierarchy:
         out += validate_hierarchy(queues, total, res)
-    return out
+    return out + validate_drf_hierarchy(queues)
 
 
 def enabled_plugins(conf: SchedulerConf) -> set[str]:

@@ -67,6 +67,31 @@ sc("v04-reclaim-only-within-deserved", "a queue reclaims only for a task that fi
    "would fit y's 3 cpu, but q2 would then hold 3 > 2.5: proportion's preemptive (Volcano 1.11: allocated + task "
    "within deserved) says no, and allocate's allocatable said no for the same reason.")
 
+H = conf("allocate", ["priority", "gang"], [("drf", {"enableHierarchy": True}), "predicates"])
+
+
+def hq(name: str, path: str, weights: str) -> dict[str, Any]:
+    return queue(name, annotations={"volcano.sh/hierarchy": path, "volcano.sh/hierarchy-weights": weights})
+
+
+sc("h03-hdrf-unannotated-queues-tie", "hierarchical drf: queues without hierarchy annotations compare equal", H,
+   [node("n1", 4), queue("alpha"), queue("beta"), job("a", "alpha", run=["n1"] * 3),
+    job("a2", "alpha", pend=1, created=1), job("b", "beta", pend=1, created=2)],
+   {"binds": {f"{NS}/a2-0": "n1"}},
+   "Without volcano.sh/hierarchy a queue's jobs hang directly under root, so Volcano's compareQueues only compares "
+   "root with root: equal. No other plugin orders queues, so the older queue goes first, then the name: alpha "
+   "(created at the same time, sorts first) takes the free cpu although it holds 3 of 4 and beta nothing.")
+eng = job("e", "qe", run=["n1"], pend=1)
+eng[1]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1Gi"
+sc("h04-hdrf-one-resource-met-saturates", "hierarchical drf: a job that holds all it asks of one resource is "
+   "saturated and yields", H,
+   [node("n1", 4, mem="8Gi"), hq("qe", "root/eng", "1/1"), hq("qs", "root/sci", "1/1"), eng,
+    job("s", "qs", run=["n1", "n1"], pend=1, created=1)],
+   {"binds": {f"{NS}/s-2": "n1"}},
+   "e asks 2 cpu and 1Gi and holds 1 cpu and the whole 1Gi: in memory it has all it asked for, so Volcano's "
+   "resourceSaturated marks it (and eng, its only child) saturated. sci (s: 2 of 3 cpu) is not. An unsaturated "
+   "node goes first whatever the shares (eng 1/4 < sci 2/4), so s-2 takes the last free cpu.")
+
 
 def main() -> None:
     for old in HERE.glob("*.yaml"):
