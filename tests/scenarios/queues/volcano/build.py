@@ -66,6 +66,27 @@ sc("v04-reclaim-only-within-deserved", "a queue reclaims only for a task that fi
    "5 cpu; q1 asks 4, q2 asks 3: each deserves 2.5. q1 holds 4, one cpu is idle. Two of x's pods plus the idle cpu "
    "would fit y's 3 cpu, but q2 would then hold 3 > 2.5: proportion's preemptive (Volcano 1.11: allocated + task "
    "within deserved) says no, and allocate's allocatable said no for the same reason.")
+sc("d07-pdb-plugin-spares-unlabelled-pods", "Volcano's pdb plugin never offers a pod without labels", PDB,
+   [node("n1", 2), job("low", run=["n1"], prio=5), job("lab", run=["n1"], prio=10, created=1,
+                                                      labels={"app": "batch"}),
+    job("high", pend=1, prio=1000, created=5)],
+   {"evictions": a("lab-0"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "No PodDisruptionBudget exists. Without the quirk low (priority 5) would go and lab (10) be reprieved; but "
+   "Volcano's pdb filter skips pods that have no labels instead of keeping them, so only lab is a candidate.")
+sc("d08-pdb-empty-selector-matches-nothing", "a PodDisruptionBudget with an empty selector protects nothing", PDB,
+   [node("n1", 1), job("w", run=["n1"], prio=10, labels={"app": "web"}), pdb("all", {}, allowed=0),
+    job("high", pend=1, prio=1000, created=5)],
+   {"evictions": a("w-0"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "policy/v1 says an empty selector selects every pod, but kube-scheduler and Volcano both skip a PDB whose "
+   "selector is empty (\"matches nothing\"), so the budget of 0 does not stop the eviction.")
+disrupted = pdb("web", {"app": "web"}, allowed=0)
+disrupted["status"]["disruptedPods"] = {"w-0": "2026-01-01T00:00:00Z"}
+sc("d09-pdb-disrupted-pod-not-charged", "a pod the budget already counts as disrupted is not charged again", PDB,
+   [node("n1", 1), job("w", run=["n1"], prio=10, labels={"app": "web"}), disrupted,
+    job("high", pend=1, prio=1000, created=5)],
+   {"evictions": a("w-0"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "disruptionsAllowed is 0, but w-0 is in status.disruptedPods: the API server already granted its eviction, so "
+   "kube-scheduler and Volcano do not charge the budget for it.")
 
 H = conf("allocate", ["priority", "gang"], [("drf", {"enableHierarchy": True}), "predicates"])
 
