@@ -45,7 +45,9 @@ class QueueAttr:
     share: float = 0.0
 
     def update_share(self, mask: np.ndarray) -> None:
-        self.share = share(self.allocated, self.deserved, mask)
+        """Volcano's updateShare: max of allocated/deserved over the resources the queue deserves (a resource it
+        deserves none of does not count, so a queue that deserves nothing has share 0)."""
+        self.share = share(self.allocated, self.deserved, mask & (self.deserved >= EPS))
 
 
 def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray) -> None:

@@ -87,6 +87,27 @@ sc("d09-pdb-disrupted-pod-not-charged", "a pod the budget already counts as disr
    {"evictions": a("w-0"), "pipelined": {f"{NS}/high-0": "n1"}},
    "disruptionsAllowed is 0, but w-0 is in status.disruptedPods: the API server already granted its eviction, so "
    "kube-scheduler and Volcano do not charge the budget for it.")
+CH = conf("enqueue, allocate, reclaim", ["priority", "gang", "conformance", ("capacity", {"enableHierarchy": True})],
+          ["predicates"])
+sc("ch01-parent-deserved-must-cover-children", "hierarchical capacity: a parent without deserved refuses the tree",
+   CH, [node("n1", 4), queue("eng"), queue("dev", parent="eng", deserved={"cpu": "2"}),
+        job("x", "dev", pend=1, min_cpu=1, phase="Pending")],
+   {"binds": {}, "podgroupPhases": {f"{NS}/x": "Pending"}, "unschedulable": {f"{NS}/x": "children's deserved"}},
+   "A parent's deserved is its own spec.deserved (0 here), and Volcano's checkHierarchicalQueue requires it to "
+   "cover its children's (dev: min(2, realCapability 4) = 2 > 0). The check fails, so capacity rejects every "
+   "PodGroup (readyToSchedule is false).")
+sc("ch02-job-in-parent-queue", "hierarchical capacity: a PodGroup in a queue with children stops all scheduling", CH,
+   [node("n1", 4), queue("eng"), queue("dev", parent="eng"), job("x", "eng", pend=1),
+    job("y", "dev", pend=1, created=1)],
+   {"binds": {}},
+   "Only leaf queues may hold jobs. Volcano's buildHierarchicalQueueAttrs gives up when it meets x in eng, and "
+   "then allocatable is false for every queue: y in the leaf dev waits too.")
+sc("ch03-top-level-capability-above-cluster", "hierarchical capacity: a queue whose capability exceeds the cluster "
+   "stops all scheduling", CH,
+   [node("n1", 4), queue("q1", capability={"cpu": "8"}), job("x", "q1", pend=1)],
+   {"binds": {}},
+   "The implicit root's capability is the cluster (4 cpu); q1's 8 cpu is above its parent's, which Volcano's "
+   "check rejects for the whole tree -- a capability that was fine yesterday breaks scheduling once a node goes.")
 
 H = conf("allocate", ["priority", "gang"], [("drf", {"enableHierarchy": True}), "predicates"])
 
