@@ -108,6 +108,14 @@ sc("ch03-top-level-capability-above-cluster", "hierarchical capacity: a queue wh
    {"binds": {}},
    "The implicit root's capability is the cluster (4 cpu); q1's 8 cpu is above its parent's, which Volcano's "
    "check rejects for the whole tree -- a capability that was fine yesterday breaks scheduling once a node goes.")
+G = "volcano.sh/nodegroup-name"
+NLAX = conf("allocate", ["priority", "gang"], ["predicates", ("nodegroup", {"arguments": {"strict": False}})])
+sc("n10-nodegroup-not-strict", "nodegroup strict: false lets a queue without affinity use unlabelled nodes", NLAX,
+   [node("n1", 8, {G: "a"}), node("n2", 2), job("x", pend=1)],
+   {"binds": {f"{NS}/x-0": "n2"}},
+   "The default queue names no node group. Strict (the default) it would get no node at all (n05); with strict: "
+   "false Volcano 1.13 admits nodes without the volcano.sh/nodegroup-name label for it, but still not n1, whose "
+   "group the queue does not list.")
 
 H = conf("allocate", ["priority", "gang"], [("drf", {"enableHierarchy": True}), "predicates"])
 
