@@ -84,3 +84,39 @@ def test_admission_reports_only_new_problems() -> None:
     assert len(new) == 1 and "guarantees add up to cpu=10" in new[0].message
     assert validate_queue_object(q("b", guarantee={"resource": {"cpu": "1"}}), existing, TOTAL, RES) == []
     assert np.isfinite(TOTAL[0])
+
+
+def hq(name: str, path: str, weights: str) -> dict:
+    obj = q(name)
+    obj["metadata"]["annotations"] = {"volcano.sh/hierarchy": path, "volcano.sh/hierarchy-weights": weights}
+    return obj
+
+
+def test_drf_hierarchy_annotations() -> None:
+    assert messages(hq("a", "root/eng", "1/2"), hq("b", "sci/dev", "1/3")) == []  # root/1 added as the webhook does
+    probs = validate_queues(queues(hq("a", "root/eng/prod", "1/2")), TOTAL, RES)
+    assert [(p.queue, p.field) for p in probs] == [("a", "metadata.annotations.volcano.sh/hierarchy-weights")]
+    assert "has 3 levels" in probs[0].message
+    assert messages(hq("a", "root/eng", "1/0")) == [
+        "queue a: volcano.sh/hierarchy-weights '1/0': '0' is not a number above 0"]
+    assert "'x' is not a number" in messages(hq("a", "root/eng", "1/x"))[0]
+    msgs = messages(hq("sci", "root/sci", "1/1"), hq("dev", "root/sci/dev", "1/1/1"), hq("sc", "root/sc", "1/1"))
+    assert msgs == ["queue sci: volcano.sh/hierarchy 'root/sci' contains queue dev's 'root/sci/dev'; only leaves "
+                    "of the tree can be queues"]
+
+
+def test_hierarchy_rules_of_volcano_capacity() -> None:
+    # a child without capability takes its parent's: the grandchild is compared with eng's 4 cpu
+    msgs = messages(q("eng", capability={"cpu": "4"}), q("dev", parent="eng"),
+                    q("one", parent="dev", capability={"cpu": "6"}), hierarchy=True)
+    assert "queue one: spec.capability (cpu=6) is above its parent dev's (cpu=4)" in msgs
+    # a parent that sets no guarantee has 0 to share out
+    msgs = messages(q("eng"), q("dev", parent="eng", guarantee={"resource": {"cpu": "1"}}), hierarchy=True)
+    assert any("queue eng: its children's guarantees add up to cpu=1, above its own guarantee (cpu=0)" in m
+               for m in msgs)
+    # children's deserved (at least their guarantee) must fit the parent's; the root's is the cluster
+    msgs = messages(q("eng", deserved={"cpu": "2"}), q("dev", parent="eng", deserved={"cpu": "3"}), hierarchy=True)
+    assert "queue eng: its children's deserved add up to cpu=3, above its own (cpu=2)" in msgs
+    msgs = messages(q("a", deserved={"cpu": "5"}), q("b", deserved={"cpu": "5"}), hierarchy=True)
+    assert "queue root: its children's deserved add up to cpu=10, above its own (cpu=8)" in msgs
+    assert messages(q("a", deserved={"cpu": "5"}), q("b", deserved={"cpu": "5"})) == []  # flat: no such rule

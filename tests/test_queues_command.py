@@ -93,3 +93,15 @@ def test_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
     badconf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: no-such-plugin\n")
     code, out, err = run(["queues", str(good), "--config", str(badconf)])
     assert code == 2 and "no-such-plugin" in err and "Traceback" not in err + out
+
+
+def test_capacity_hierarchy_verdict_is_reported(tmp_path: Path) -> None:
+    sc = scenario(OWN / "queues" / "volcano" / "ch01-parent-deserved-must-cover-children.yaml")
+    rep = build_report(sc["objects"], load_conf(sc["config"], "t"))
+    assert rep.hierarchy
+    msgs = [p.message for p in rep.problems]
+    assert "queue eng: its children's deserved add up to {cpu: 2}, above its own deserved 0 (spec.deserved unset)" \
+        in msgs
+    sc = scenario(OWN / "queues" / "volcano" / "ch02-job-in-parent-queue.yaml")
+    rep = build_report(sc["objects"], load_conf(sc["config"], "t"))
+    assert [p.queue for p in rep.problems] == ["eng"] and "only leaf queues" in rep.problems[0].message

@@ -28,8 +28,11 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
                  reason: str = "preempt") -> bool:
     """Preempt for one task: on every node passing the predicates the plugins' preemptable answer gives the
     candidates, ``minimal_victims`` keeps only what the task needs, ``pick_node`` ranks the nodes as
-    kube-scheduler does; the chosen victims are evicted (more, lowest first, while the queue is still
-    overused) and the task is pipelined onto the node being freed."""
+    kube-scheduler does; the chosen victims are evicted (more, lowest first, while the task still does not fit
+    its queue: Volcano 1.9 checks ``allocatable``, and victims of the same queue give room back) and the task is
+    pipelined onto the node being freed."""
+    if never_preempts(preemptor):
+        return False
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
     feasible = ssn.feasible_nodes(preemptor, job)
@@ -54,16 +57,21 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     while not vq.empty():
         stmt.evict(vq.pop(), reason)
     spare = victims_queue(ssn, [t for t in best.candidates if t not in best.victims])
-    while ssn.overused(queue) and not spare.empty():
+    while not ssn.allocatable(queue, preemptor) and not spare.empty():
         stmt.evict(spare.pop(), reason)
-    if not ssn.overused(queue) and less_equal(preemptor.init_resreq, ssn.nodes.future_idle(i)):
+    if ssn.allocatable(queue, preemptor) and less_equal(preemptor.init_resreq, ssn.nodes.future_idle(i)):
         stmt.pipeline(preemptor, i)
         return True
     return False
 
 
+def never_preempts(task: TaskInfo) -> bool:
+    """A pod with ``spec.preemptionPolicy: Never`` waits instead of evicting anyone (Kubernetes; Volcano 1.11)."""
+    return (task.pod.get("spec") or {}).get("preemptionPolicy") == "Never"
+
+
 def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
-    return PriorityQueue(ssn.task_cmp, list(job.index.get(TaskStatus.Pending, {}).values()))
+    return PriorityQueue(ssn.task_cmp, [t for t in job.index.get(TaskStatus.Pending, {}).values() if not t.sch_gated])
 
 
 _PREEMPTABLE = frozenset((TaskStatus.Running, TaskStatus.Bound))
@@ -83,7 +91,9 @@ class Preempt(Action):
         under: list[JobInfo] = []
         queues: list[str] = []
         for job in ssn.jobs.values():
-            if job.is_pending() or job.queue not in ssn.queues or ssn.job_valid(job) is not None:
+            q = ssn.queues.get(job.queue)
+            # a Closed queue's jobs wait, as in allocate
+            if job.is_pending() or q is None or not q.is_open() or ssn.job_valid(job) is not None:
                 continue
             if job.queue not in queues:
                 queues.append(job.queue)

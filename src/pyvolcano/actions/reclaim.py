@@ -1,7 +1,9 @@
 """reclaim (seed 000 §5.4): a queue below its deserved share takes resources back from other queues.
 
-Queues take turns in queue order (overused ones are skipped); the best starving job pops its best pending
-task; if the queue is preemptive, every node passing the predicates is tried: running, preemptable tasks
+Queues take turns in queue order (overused ones, and queues that are not Open, are skipped); the best starving
+job pops its best pending task; a task whose pod says ``preemptionPolicy: Never`` reclaims nothing (its job and
+queue keep their turn); if the queue is preemptive for the task (Volcano 1.11: proportion's and capacity's
+"allocated + task fits deserved"), every node passing the predicates is tried: running, preemptable tasks
 of *other*, reclaimable queues are offered to the plugins' reclaimable answer; victims are evicted (at once,
 as Volcano does) until what they free covers the task, which is then pipelined on that node.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyvolcano.actions._victims import minimal_victims, pick_node
-from pyvolcano.actions.preempt import pending_tasks
+from pyvolcano.actions.preempt import never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -42,7 +44,7 @@ class Reclaim(Action):
                 tasks[job.uid] = pending_tasks(ssn, job)
         while not queues.empty():
             queue = queues.pop()
-            if ssn.overused(queue):
+            if ssn.overused(queue) or not queue.is_open():  # a Closed queue's jobs wait, as in allocate
                 continue
             jobs = preemptors.get(queue.name)
             if jobs is None or jobs.empty():
@@ -52,6 +54,10 @@ class Reclaim(Action):
             if pending is None or pending.empty() or not ssn.job_starving(job):
                 continue
             task = pending.pop()
+            if never_preempts(task):
+                jobs.push(job)
+                queues.push(queue)
+                continue
             if not ssn.preemptive(queue, task):
                 continue
             if self.reclaim_for(ssn, job, task):

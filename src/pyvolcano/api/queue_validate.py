@@ -74,9 +74,9 @@ def parent_of(q: QueueInfo, queues: Mapping[str, QueueInfo]) -> str:
     return q.parent if q.parent and (q.parent in queues or q.parent == ROOT) else ROOT
 
 
-def validate_hierarchy(queues: Mapping[str, QueueInfo], total: np.ndarray, res: ResourceIndex) -> list[Problem]:
-    """Parent/child problems: unknown parent, a cycle, a child's guarantee or capability above its parent's,
-    children's guarantees adding up to more than the parent's guarantee."""
+def validate_parents(queues: Mapping[str, QueueInfo]) -> list[Problem]:
+    """``spec.parent`` naming a queue that does not exist, or parents that form a cycle (Volcano's capacity
+    plugin then refuses the whole hierarchy)."""
     out = []
     for q in sorted(queues.values(), key=lambda q: q.name):
         if q.name == ROOT:
@@ -91,34 +91,116 @@ def validate_hierarchy(queues: Mapping[str, QueueInfo], total: np.ndarray, res: 
                 break
             seen.add(p)
             p = queues[p].parent
-        parent = queues.get(parent_of(q, queues))
-        if parent is None:
-            continue
-        if q.guarantee is not None and parent.guarantee is not None:
-            bad = _over(q.guarantee, parent.guarantee, res, q.guarantee_set & parent.guarantee_set)
+    return out
+
+
+def validate_hierarchy(queues: Mapping[str, QueueInfo], total: np.ndarray, res: ResourceIndex) -> list[Problem]:
+    """Parent/child problems in the specs, by the rules of Volcano's hierarchical capacity plugin: an unknown
+    parent or a cycle; a child's capability above its parent's (a queue without a capability has its parent's,
+    the implicit root's is the cluster); a child's guarantee above its parent's; children whose guarantees, or
+    whose deserved (at least their guarantee), add up to more than their parent's (0 where the parent sets
+    none; the cluster for the root).  The capacity plugin itself reports the same rules on the computed
+    numbers (``realCapability`` cuts deserved first)."""
+    out = validate_parents(queues)
+    broken = {p.queue for p in out}
+    kids: dict[str, list[QueueInfo]] = {}
+    for q in queues.values():
+        if q.name != ROOT and q.name not in broken:
+            kids.setdefault(parent_of(q, queues), []).append(q)
+    root = queues.get(ROOT)
+    inf = res.infinite()
+
+    def cap(q: QueueInfo | None, inherited: np.ndarray) -> np.ndarray:
+        own = q.capability if q is not None and q.capability is not None else inf
+        return np.where(np.isinf(own), inherited, own)
+
+    def floor(q: QueueInfo) -> np.ndarray:
+        d = q.deserved if q.deserved is not None else res.zeros()
+        return np.maximum(d, q.guarantee) if q.guarantee is not None else d
+
+    def walk(name: str, q: QueueInfo | None, eff_cap: np.ndarray, seen: set[str]) -> None:
+        children = sorted(kids.get(name, []), key=lambda c: c.name)
+        for c in children:
+            if q is not None and c.guarantee is not None and q.guarantee is not None:
+                bad = _over(c.guarantee, q.guarantee, res, c.guarantee_set & q.guarantee_set)
+                if bad:
+                    out.append(Problem(c.name, "spec.guarantee", f"queue {c.name}: spec.guarantee "
+                                       f"({_fmt(res, c.guarantee, bad)}) is above its parent {name}'s "
+                                       f"({_fmt(res, q.guarantee, bad)})"))
+            if c.capability is not None:
+                bad = _over(c.capability, eff_cap, res, c.capability_set)
+                if bad:
+                    out.append(Problem(c.name, "spec.capability", f"queue {c.name}: spec.capability "
+                                       f"({_fmt(res, c.capability, bad)}) is above its parent {name}'s "
+                                       f"({_fmt(res, eff_cap, bad)})"))
+        if children:
+            g = sum((c.guarantee for c in children if c.guarantee is not None), res.zeros())
+            own_g = total if name == ROOT and q is None else (q.guarantee if q is not None and q.guarantee
+                                                               is not None else res.zeros())
+            bad = _over(g, own_g, res, res.names)
+            if bad and name != ROOT:
+                out.append(Problem(name, "spec.guarantee", f"queue {name}: its children's guarantees add up to "
+                                   f"{_fmt(res, g, bad)}, above its own guarantee ({_fmt(res, own_g, bad)})"))
+            d = sum((floor(c) for c in children), res.zeros())
+            own_d = total if name == ROOT else (floor(q) if q is not None else res.zeros())
+            bad = _over(d, own_d, res, res.names)
             if bad:
-                out.append(Problem(q.name, "spec.guarantee", f"queue {q.name}: spec.guarantee "
-                                   f"({_fmt(res, q.guarantee, bad)}) is above its parent {parent.name}'s "
-                                   f"({_fmt(res, parent.guarantee, bad)})"))
-        if q.capability is not None and parent.capability is not None:
-            bad = _over(q.capability, parent.capability, res, q.capability_set & parent.capability_set)
-            if bad:
-                out.append(Problem(q.name, "spec.capability", f"queue {q.name}: spec.capability "
-                                   f"({_fmt(res, q.capability, bad)}) is above its parent {parent.name}'s "
-                                   f"({_fmt(res, parent.capability, bad)})"))
-    for parent in sorted(queues.values(), key=lambda q: q.name):
-        if parent.guarantee is None:
+                out.append(Problem(name, "spec.deserved", f"queue {name}: its children's deserved add up to "
+                                   f"{_fmt(res, d, bad)}, above its own ({_fmt(res, own_d, bad)})"))
+        for c in children:
+            if c.name not in seen:
+                walk(c.name, c, cap(c, eff_cap), seen | {c.name})
+
+    walk(ROOT, root, cap(root, total), {ROOT})
+    return out
+
+
+HIERARCHY = "metadata.annotations.volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS = "metadata.annotations.volcano.sh/hierarchy-weights"
+
+
+def _levels(q: QueueInfo) -> tuple[list[str], list[str]]:
+    """Path and weights as Volcano's webhook stores them (``root``/``1`` prepended when both are set)."""
+    names, weights = q.hierarchy.split("/"), q.weights.split("/") if q.weights else []
+    if q.hierarchy and q.weights and not q.hierarchy.startswith(ROOT):
+        names, weights = [ROOT, *names], ["1", *weights]
+    return names, weights
+
+
+def validate_drf_hierarchy(queues: Mapping[str, QueueInfo]) -> list[Problem]:
+    """The hierarchical-drf annotations Volcano's admission webhook rejects: a path and weights of different
+    lengths, a weight that is not a number above 0, and a queue whose path lies inside another queue's (a queue
+    is a leaf of the tree; ``root/sci`` and ``root/sci/dev`` cannot both be queues)."""
+    out = []
+    paths: dict[str, list[str]] = {}
+    for q in sorted(queues.values(), key=lambda q: q.name):
+        if not q.hierarchy and not q.weights:
             continue
-        kids = [q for q in queues.values() if q.name != parent.name and parent_of(q, queues) == parent.name
-                and q.guarantee is not None]
-        if not kids:
+        names, weights = _levels(q)
+        if len(names) != len(weights):
+            out.append(Problem(q.name, HIERARCHY_WEIGHTS, f"queue {q.name}: annotation volcano.sh/hierarchy "
+                               f"{q.hierarchy!r} has {len(names)} levels but volcano.sh/hierarchy-weights "
+                               f"{q.weights!r} has {len(weights)}"))
             continue
-        s = sum((k.guarantee for k in kids), res.zeros())
-        bad = _over(s, parent.guarantee, res, parent.guarantee_set)
+        bad = []
+        for w in weights:
+            try:
+                ok = float(w) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                bad.append(w)
         if bad:
-            out.append(Problem(parent.name, "spec.guarantee", f"queue {parent.name}: its children's guarantees add "
-                               f"up to {_fmt(res, s, bad)}, above its own guarantee "
-                               f"({_fmt(res, parent.guarantee, bad)})"))
+            out.append(Problem(q.name, HIERARCHY_WEIGHTS, f"queue {q.name}: volcano.sh/hierarchy-weights "
+                               f"{q.weights!r}: {', '.join(repr(b) for b in bad)} is not a number above 0"))
+            continue
+        paths[q.name] = names
+    for name, path in sorted(paths.items()):
+        for other, opath in sorted(paths.items()):
+            if other != name and len(opath) > len(path) and opath[:len(path)] == path:
+                out.append(Problem(name, HIERARCHY, f"queue {name}: volcano.sh/hierarchy {'/'.join(path)!r} "
+                                   f"contains queue {other}'s {'/'.join(opath)!r}; only leaves of the tree can "
+                                   "be queues"))
     return out
 
 
@@ -140,7 +222,7 @@ def validate_queues(queues: Mapping[str, QueueInfo], total: np.ndarray, res: Res
                                f"above the cluster ({_fmt(res, total, bad)}); not every guarantee can be met"))
     if hierarchy:
         out += validate_hierarchy(queues, total, res)
-    return out
+    return out + validate_drf_hierarchy(queues)
 
 
 def enabled_plugins(conf: SchedulerConf) -> set[str]:

@@ -165,7 +165,9 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
         r.values["share"] = round(a.share, 4)
         r.reasons["share"] = "max over resources of allocated / deserved (smaller share goes first)"
         out.append(r)
-    problems = validate_conf(conf) + validate_queues(queues, total * mask, res, hierarchy=hierarchy)
+    problems = validate_conf(conf) + validate_queues(queues, total * mask, res)
+    if hierarchy:  # the capacity plugin's own verdict on the tree, on the numbers it computed
+        problems += ssn.state.get("capacity-problems", [])
     return Report(plugin, hierarchy, fmt(res, total, mask), out, problems, list(cache.problems))
 
 

@@ -8,11 +8,15 @@ holds more than it deserves and would keep at least its guarantee.  Queues with 
 allocated/deserved go first.
 
 With ``enableHierarchy: true`` queues form a tree through ``spec.parent`` under ``root`` (an implicit root
-owning the whole cluster when no Queue named root exists): a parent's numbers are the sums of its
-subtree, a child's realCapability is bounded by its parent's realCapability minus its siblings' guarantees,
-every ancestor must have room for a task, and reclaim keeps every ancestor of the victim at its guarantee.
-A hierarchy that ``api.queue_validate`` rejects stops the plugin from admitting or placing anything, as
-Volcano's ``readyToSchedule`` does.
+owning the whole cluster when no Queue named root exists): a parent's allocated/request are its subtree's
+sums, a child's realCapability is bounded by its parent's realCapability minus its siblings' guarantees,
+every ancestor must have room for a task, and reclaim keeps every ancestor of the victim outside the
+reclaimer's branch at its guarantee (pyvolcano's reading of "reclaim down to guarantee"; Volcano 1.12 checks
+only the victim's own queue).
+The hierarchy is checked as Volcano's ``checkHierarchicalQueue`` does (a child without a capability takes its
+parent's, a parent's deserved is its own ``spec.deserved`` and must cover its children's, likewise guarantees;
+only leaf queues may hold PodGroups; parents must exist); a hierarchy that fails stops the plugin from admitting,
+placing or reclaiming anything, as Volcano's ``readyToSchedule`` does, and ``pyvolcano queues`` prints why.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import EPS, less_equal, less_equal_with_dimension
+from pyvolcano.api.queue_validate import Problem, validate_parents
+from pyvolcano.api.resource import EPS, ResourceIndex, less_equal, less_equal_with_dimension
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT
 from pyvolcano.framework.registry import register_plugin
@@ -69,8 +74,9 @@ def queue_tree(queues: dict[str, QueueInfo]) -> Tree:
     return tree
 
 
-def build_capacity(ssn: Session, hierarchy: bool) -> tuple[dict[str, QueueAttr], Tree | None]:
-    """Capacity's queue attributes for every queue (and, with hierarchy, the tree with rolled-up sums).
+def build_capacity(ssn: Session, hierarchy: bool) -> tuple[dict[str, QueueAttr], Tree | None, list[Problem]]:
+    """Capacity's queue attributes for every queue (and, with hierarchy, the tree with rolled-up sums), plus the
+    reasons Volcano would refuse the hierarchy (then the plugin admits and places nothing).
 
     Allocated/request/inqueue/elastic come from proportion's ``build_attrs`` (one accounting for both)."""
     res, mask = ssn.res, ssn.res.fair_mask
@@ -86,41 +92,72 @@ def build_capacity(ssn: Session, hierarchy: bool) -> tuple[dict[str, QueueAttr],
             _copy_usage(a, used.get(q.name))
             _set_deserved(a, q, mask)
             attrs[q.name] = a
-        return attrs, None
+        return attrs, None, []
     queues = dict(ssn.queues)
     if ROOT not in queues:
-        queues[ROOT] = QueueInfo(name=ROOT, capability=total.copy(), deserved=total.copy(),
-                                 deserved_set=frozenset(res.names))
+        queues[ROOT] = QueueInfo(name=ROOT)
     tree = queue_tree(queues)
     attrs = {}
-
-    def build(name: str, real_parent: np.ndarray, sibling_guarantee: np.ndarray) -> None:
-        q = queues[name]
-        if name == ROOT:
-            a = new_attr(q, zeros, total, zeros, mask)
-            a.real_capability = np.minimum(a.capability, total)
-        else:
-            a = new_attr(q, zeros, real_parent, sibling_guarantee, mask)
+    for name, q in queues.items():
+        a = new_attr(q, zeros, total, zeros, mask)
         _copy_usage(a, used.get(name))
         attrs[name] = a
-        kids = tree.children.get(name, [])
-        kid_guarantee = sum((queues[k].guarantee * mask for k in kids if queues[k].guarantee is not None),
-                            zeros.copy())
-        for k in kids:
-            build(k, a.real_capability, kid_guarantee)
+    problems: list[Problem] = []
+    for name in sorted({j.queue for j in ssn.jobs.values()}):
+        if tree.children.get(name):
+            problems.append(Problem(name, "spec.parent", f"queue {name} has child queues and also PodGroups; with "
+                                    "enableHierarchy only leaf queues may hold jobs"))
+    # usage rolls up to every ancestor, as Volcano adds each job to its queue's ancestors
+    for name in [n for n in queues if n != ROOT]:
+        for anc in tree.ancestors(name):
             for f in ("allocated", "request", "inqueue", "elastic"):
-                setattr(a, f, getattr(a, f) + getattr(attrs[k], f))
-        if name != ROOT and not q.deserved_set and kids:
-            q = _with_deserved(q, sum((attrs[k].deserved for k in kids), zeros.copy()))
-        _set_deserved(a, q, mask)
+                setattr(attrs[anc], f, getattr(attrs[anc], f) + getattr(attrs[name], f))
+    root = attrs[ROOT]
+    root.capability, root.real_capability, root.deserved = total.copy(), total.copy(), total.copy()
+    problems += _check_level(ROOT, tree, queues, attrs, mask, res)
+    for a in attrs.values():
+        a.update_share(mask)
+    return attrs, tree, problems
 
-    build(ROOT, total, zeros)
-    return attrs, tree
 
-
-def _with_deserved(q: QueueInfo, deserved: np.ndarray) -> QueueInfo:
-    from dataclasses import replace
-    return replace(q, deserved=deserved, deserved_set=frozenset({"*"}))
+def _check_level(name: str, tree: Tree, queues: dict[str, QueueInfo], attrs: dict[str, QueueAttr],
+                 mask: np.ndarray, res: ResourceIndex) -> list[Problem]:
+    """Volcano's checkHierarchicalQueue for one parent, then its children: a child without a capability takes
+    its parent's; a child's capability may not exceed its parent's; each child's realCapability is the parent's
+    minus all its children's guarantees plus its own (capped by its capability) and its deserved is
+    max(min(spec.deserved, realCapability), guarantee); the children's deserved and guarantees must fit the
+    parent's (the root's guarantee is the sum of its children's)."""
+    a = attrs[name]
+    kids = tree.children.get(name, [])
+    out: list[Problem] = []
+    for k in kids:
+        c = attrs[k]
+        c.capability = np.where(np.isinf(c.capability), a.capability, c.capability)
+        over = (c.capability > a.capability + EPS) & mask
+        if over.any():
+            whose = "the root's (the whole cluster)" if name == ROOT else f"its parent {name}'s"
+            out.append(Problem(k, "spec.capability", f"queue {k}: capability {res.format(c.capability * over)} is "
+                               f"above {whose} {res.format(a.capability * over)}"))
+    kid_guarantee = sum((attrs[k].guarantee for k in kids), np.zeros_like(a.guarantee))
+    if name == ROOT:
+        a.guarantee = kid_guarantee.copy()
+    kid_deserved = np.zeros_like(a.deserved)
+    for k in kids:
+        c = attrs[k]
+        c.real_capability = np.minimum(np.maximum(a.real_capability - kid_guarantee, 0) + c.guarantee, c.capability)
+        _set_deserved(c, queues[k], mask)
+        kid_deserved += c.deserved
+    if kids and ((kid_deserved > a.deserved + EPS) & mask).any():
+        own = res.format(a.deserved) if (a.deserved[mask] >= EPS).any() else "0 (spec.deserved unset)"
+        out.append(Problem(name, "spec.deserved", f"queue {name}: its children's deserved add up to "
+                           f"{res.format(kid_deserved)}, above its own deserved {own}"))
+    if kids and ((kid_guarantee > a.guarantee + EPS) & mask).any():
+        own = res.format(a.guarantee) if (a.guarantee[mask] >= EPS).any() else "0 (spec.guarantee unset)"
+        out.append(Problem(name, "spec.guarantee", f"queue {name}: its children's guarantees add up to "
+                           f"{res.format(kid_guarantee)}, above its own guarantee {own}"))
+    for k in kids:
+        out += _check_level(k, tree, queues, attrs, mask, res)
+    return out
 
 
 def _copy_usage(a: QueueAttr, src: QueueAttr | None) -> None:
@@ -143,14 +180,14 @@ class Capacity(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         mask = ssn.res.fair_mask
         hierarchy = hierarchy_enabled(ssn, self.name)
-        attrs, tree = build_capacity(ssn, hierarchy)
-        ssn.state["capacity"] = attrs
-        self.attrs, self.tree = attrs, tree
-        problems: list[str] = []
+        attrs, tree, problems = build_capacity(ssn, hierarchy)
         if hierarchy:
-            from pyvolcano.api.queue_validate import validate_hierarchy
-            problems = [p.message for p in validate_hierarchy(ssn.queues, ssn.total_resource, ssn.res)]
+            problems = validate_parents(ssn.queues) + problems
+        ssn.state["capacity"] = attrs
+        ssn.state["capacity-problems"] = problems
+        self.attrs, self.tree, self.problems = attrs, tree, problems
         ready = not problems
+        reason = problems[0].message if problems else ""
 
         def chain(name: str) -> list[QueueAttr]:
             names = [name] + (tree.ancestors(name) if tree else [])
@@ -215,7 +252,7 @@ class Capacity(Plugin):
 
         def enqueueable(job: JobInfo) -> int:
             if not ready:
-                job.enqueue_reason = f"queue hierarchy is invalid: {problems[0]}"
+                job.enqueue_reason = f"queue hierarchy is invalid: {reason}"
                 return REJECT
             if job.queue not in attrs or not job.has_min_resources():
                 return PERMIT

@@ -5,13 +5,8 @@ with a smaller share go first; a task may take resources from a job whose share,
 is still at least the preemptor's share after gaining its task.  Shares follow allocations and evictions
 through the session's event handlers.
 
-With ``enableHierarchy: true`` (Volcano's hierarchical DRF) queues also sit in a tree given by their
-annotations ``volcano.sh/hierarchy`` (``root/eng/prod``) and ``volcano.sh/hierarchy-weights`` (``1/2/8``): a
-tree node holds what its subtree holds; queues are compared at the first level where their paths part, a
-saturated node (its whole demand met) after an unsaturated one, then by share / weight, smaller first; a
-task may reclaim from another queue while, after moving the task's resources, its own side still compares
-smaller.  pyvolcano's node share is the dominant share of the subtree's sum (Volcano scales children by their
-minimum dominant share); docs/queues.md says where that differs.
+With ``enableHierarchy: true`` queues are also ordered, and reclaimed from, by Volcano's hierarchical DRF over
+the queue annotations ``volcano.sh/hierarchy`` / ``volcano.sh/hierarchy-weights`` (``plugins/_hdrf.py``).
 """
 
 from __future__ import annotations
@@ -20,12 +15,12 @@ import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import less_equal, share
-from pyvolcano.errors import ManifestError
+from pyvolcano.api.resource import share
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
+from pyvolcano.plugins._hdrf import HierarchicalDRF
 from pyvolcano.plugins.capacity import hierarchy_enabled
 
 SHARE_DELTA = 1e-6
@@ -69,98 +64,51 @@ class DRF(Plugin):
             shares[task.job] = share(a, total, mask)
         ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))
         if hierarchy_enabled(ssn, self.name):
-            self._open_hierarchy(ssn)
+            self._open_hierarchy(ssn, alloc)
 
-    def _open_hierarchy(self, ssn: Session) -> None:
-        total, mask = ssn.total_resource, ssn.res.fair_mask
-        paths = {name: queue_path(q) for name, q in ssn.queues.items()}
-        alloc: dict[str, np.ndarray] = {}
-        request: dict[str, np.ndarray] = {}
-        weight: dict[str, float] = {}
-        for path in paths.values():
-            for depth, (_, w) in enumerate(path):
-                key = "/".join(n for n, _ in path[:depth + 1])
-                weight[key] = w
-                alloc.setdefault(key, ssn.res.zeros())
-                request.setdefault(key, ssn.res.zeros())
-        for job in ssn.jobs.values():
-            path = paths.get(job.queue)
-            if path is None:
-                continue
-            for depth in range(len(path)):
-                key = "/".join(n for n, _ in path[:depth + 1])
-                alloc[key] += job.allocated * mask
-                request[key] += job.total_request * mask
-        self.h_alloc, self.h_weight = alloc, weight
+    def _open_hierarchy(self, ssn: Session, alloc: dict[str, np.ndarray]) -> None:
+        """Queue order and reclaim by Volcano's hierarchical DRF; the tree is recomputed lazily after changes."""
+        tree = HierarchicalDRF(ssn.total_resource, ssn.res.fair_mask)
+        for uid, job in ssn.jobs.items():
+            q = ssn.queues.get(job.queue)
+            if q is not None:
+                tree.add_job(uid, q, job.total_request)
+        self.tree = tree
+        dirty = [True]
 
-        def keys(queue: str) -> list[str]:
-            path = paths.get(queue, [("root", 1.0), (queue, 1.0)])
-            return ["/".join(n for n, _ in path[:d + 1]) for d in range(len(path))]
+        def fresh() -> HierarchicalDRF:
+            if dirty[0]:
+                tree.recompute(alloc)
+                dirty[0] = False
+            return tree
 
-        def compare(lq: str, rq: str, delta: dict[str, np.ndarray] | None = None) -> int:
-            delta = delta or {}
-            for lk, rk in zip(keys(lq), keys(rq), strict=False):
-                if lk == rk:
-                    continue
-                la = alloc.get(lk, ssn.res.zeros()) + delta.get(lk, 0)
-                ra = alloc.get(rk, ssn.res.zeros()) + delta.get(rk, 0)
-                lsat = less_equal(request.get(lk, ssn.res.zeros()), la)
-                rsat = less_equal(request.get(rk, ssn.res.zeros()), ra)
-                if lsat != rsat:
-                    return 1 if lsat else -1
-                ls = share(la, total, mask) / max(weight.get(lk, 1.0), 1e-9)
-                rs = share(ra, total, mask) / max(weight.get(rk, 1.0), 1e-9)
-                if abs(ls - rs) > SHARE_DELTA:
-                    return -1 if ls < rs else 1
-                return 0
-            return 0
-
-        ssn.add_fn("queueOrder", self.name, lambda a, b: compare(a.name, b.name))
+        def queue_order(left: QueueInfo, right: QueueInfo) -> int:
+            r = fresh().compare(left.name, right.name)
+            return -1 if r < 0 else (1 if r > 0 else 0)
+        ssn.add_fn("queueOrder", self.name, queue_order)
 
         def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             rj = ssn.jobs.get(reclaimer.job)
+            out: list[TaskInfo] = []
             if rj is None:
-                return [], PERMIT
-            out = []
-            taken: dict[str, np.ndarray] = {}
+                return out, PERMIT
+            trial = dict(alloc)
+            trial[rj.uid] = alloc.get(rj.uid, ssn.res.zeros()) + reclaimer.resreq
             for t in reclaimees:
                 tj = ssn.jobs.get(t.job)
-                if tj is None:
+                if tj is None or t.job == rj.uid:
                     continue
-                delta: dict[str, np.ndarray] = {k: v.copy() for k, v in taken.items()}
-                for k in keys(rj.queue):
-                    delta[k] = delta.get(k, 0) + reclaimer.resreq * mask
-                for k in keys(tj.queue):
-                    delta[k] = delta.get(k, 0) - t.resreq * mask
-                if compare(rj.queue, tj.queue, delta) < 0:
-                    for k in keys(tj.queue):
-                        taken[k] = taken.get(k, 0) - t.resreq * mask
+                before = trial.get(t.job)
+                trial[t.job] = alloc.get(t.job, ssn.res.zeros()) - t.resreq
+                tree.recompute(trial)
+                if tree.compare(rj.queue, tj.queue) < 0:
                     out.append(t)
+                if before is None:
+                    del trial[t.job]
+                else:
+                    trial[t.job] = before
+            dirty[0] = True
             return out, PERMIT
         ssn.add_fn("reclaimable", self.name, reclaimable)
-
-        def change(task: TaskInfo, sign: float) -> None:
-            job = ssn.jobs.get(task.job)
-            if job is not None:
-                for k in keys(job.queue):
-                    alloc[k] = alloc.get(k, ssn.res.zeros()) + sign * task.resreq * mask
-        ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))
-
-
-def queue_path(q: QueueInfo) -> list[tuple[str, float]]:
-    """(name, weight) from the root down, from the hierarchy annotations; ``root/<queue>`` when unset."""
-    names = [n for n in q.hierarchy.split("/") if n] if q.hierarchy else ["root", q.name]
-    if names[0] != "root":
-        names = ["root", *names]
-    raw = [w for w in q.weights.split("/") if w] if q.weights else []
-    weights: list[float] = []
-    for w in raw:
-        try:
-            weights.append(float(w))
-        except ValueError:
-            raise ManifestError(f"Queue {q.name}", "metadata.annotations.volcano.sh/hierarchy-weights",
-                                f"{w!r} is not a number") from None
-    if len(weights) == len(names) - 1:
-        weights = [1.0, *weights]
-    weights += [1.0] * (len(names) - len(weights))
-    return list(zip(names, weights, strict=False))
+        ssn.add_event_handler(EventHandler(lambda t: dirty.__setitem__(0, True),
+                                           lambda t: dirty.__setitem__(0, True)))

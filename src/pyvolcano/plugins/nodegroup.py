@@ -7,7 +7,9 @@ its group is in required or preferred affinity, or in preferred anti-affinity (a
 not in required anti-affinity.  A queue without affinity (or a node without the label) therefore gets no
 node, as in Volcano.  Scores: +100 for required affinity, +50 for preferred affinity, and a preferred
 anti-affinity group scores -1 outright.  With ``enableHierarchy`` a queue without affinity inherits its
-nearest ancestor's.
+nearest ancestor's; with the argument ``strict: false`` a queue without affinity may use nodes that carry no
+group label.  This is Volcano 1.13's plugin (the queue is the PodGroup's); Volcano 1.9 read the queue from the
+pod's ``volcano.sh/queue-name`` label or annotation and left pods without one unconstrained.
 """
 
 from __future__ import annotations
@@ -88,16 +90,18 @@ class NodeGroup(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         affinity = queue_affinities(ssn, hierarchy_enabled(ssn, self.name))
         groups = [s.labels.get(NODEGROUP_LABEL) for s in ssn.nodes.specs]
+        strict = self.arguments.get_bool("strict", True)
 
         def queue_of(task: TaskInfo) -> GroupAffinity | None:
             job = ssn.jobs.get(task.job)
-            return affinity.get(job.queue) if job else None
+            a = affinity.get(job.queue) if job else None
+            return a if a is not None and (a.required or a.preferred or a.anti_required or a.anti_preferred) else None
 
         def scalar_pred(task: TaskInfo, node: NodeInfo) -> str | None:
             group = groups[node.index]
-            if group is None:
-                return f"node has no {NODEGROUP_LABEL} label"
             a = queue_of(task)
+            if group is None:
+                return None if not strict and a is None else f"node has no {NODEGROUP_LABEL} label"
             if a is None:
                 job = ssn.jobs.get(task.job)
                 return f"queue {job.queue if job else '?'} has no node group affinity"
@@ -105,8 +109,8 @@ class NodeGroup(Plugin):
 
         def vector_pred(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             a = queue_of(task)
-            if a is None:
-                return np.zeros(len(idx), dtype=bool)
+            if a is None:  # only unlabelled nodes, and only when not strict
+                return np.fromiter((not strict and groups[i] is None for i in idx), bool, len(idx))
             return np.fromiter((groups[i] is not None and a.reject(groups[i]) is None for i in idx), bool, len(idx))
 
         def vector_score(task: TaskInfo, idx: np.ndarray) -> np.ndarray:

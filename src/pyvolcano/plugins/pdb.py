@@ -2,9 +2,15 @@
 
 A PDB in the pod's namespace whose selector matches the pod allows ``status.disruptionsAllowed`` evictions
 (computed from ``spec.minAvailable``/``maxUnavailable`` and the matching running pods when the status is
-absent).  preemptable/reclaimable drop a candidate once a matching PDB has no disruption left, counting the
-candidates already accepted in the same answer.  ``session_budgets`` is shared with preempt, which prefers nodes
-whose victims break the fewest budgets, as kube-scheduler does.
+absent, as the disruption controller would).  As in kube-scheduler's ``filterPodsWithPDBViolation`` (which
+Volcano copies): an empty selector matches nothing, a pod listed in ``status.disruptedPods`` is not counted,
+and every matching budget is charged for a pod, which breaks a budget once one of them goes below zero.
+``session_budgets`` is shared with preempt/reclaim, which prefer nodes whose victims break the fewest budgets.
+
+The plugin's preemptable/reclaimable vote keeps the candidates that break no budget -- and, exactly as
+Volcano's code does, drops every pod *without labels* (Volcano's copy of kube-scheduler's "a pod with no labels
+matches no PDB" skips the pod instead of keeping it).  With the pdb plugin on, unlabelled pods are never
+victims; docs/queues.md lists this among Volcano's quirks.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from pyvolcano.framework.session import Session
 
 
 def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist); an empty
-    selector matches every pod (policy/v1)."""
+    """metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist).  A nil or empty
+    selector matches nothing here, as kube-scheduler's and Volcano's PDB checks treat it."""
     selector = selector or {}
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return False
     for k, v in (selector.get("matchLabels") or {}).items():
         if labels.get(k) != str(v):
             return False
@@ -90,13 +98,19 @@ class Budgets:
         return out
 
     def take(self, task: TaskInfo) -> bool:
-        """Evict ``task`` against the budgets: False (and nothing taken) if some budget has none left."""
-        idx = self.matching(task)
-        if any(self.left[i] <= 0 for i in idx):
-            return False
-        for i in idx:
+        """Charge ``task``'s eviction to every budget that counts it; False if one of them goes below zero.
+
+        kube-scheduler's order: a pod without labels matches no budget; a pod the budget already lists in
+        ``status.disruptedPods`` is not charged again."""
+        if not _labels(task):
+            return True
+        ok = True
+        for i in self.matching(task):
+            if task.name in ((self.pdbs[i].get("status") or {}).get("disruptedPods") or {}):
+                continue
             self.left[i] -= 1
-        return True
+            ok = ok and self.left[i] >= 0
+        return ok
 
 
 def all_tasks(ssn: Session) -> list[TaskInfo]:
@@ -121,9 +135,9 @@ class PDB(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             base = session_budgets(ssn)
-            if base is None:
-                return list(preemptees), PERMIT
+            if base is None:  # Volcano lists no PDB: every labelled pod passes, unlabelled ones never do
+                return [t for t in preemptees if _labels(t)], PERMIT
             b = base.copy()
-            return [t for t in preemptees if b.take(t)], PERMIT
+            return [t for t in preemptees if _labels(t) and b.take(t)], PERMIT
         ssn.add_fn("preemptable", self.name, victims)
         ssn.add_fn("reclaimable", self.name, victims)

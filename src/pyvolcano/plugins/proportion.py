@@ -4,7 +4,8 @@ Each queue *deserves* a slice computed by Volcano's loop: hand out what remains 
 its real capability and by what it requests, raise it to its guarantee, and repeat until nothing changes.
 ``realCapability`` = min(capability, total - sum(guarantees) + own guarantee).  Queues with the smallest
 share (allocated / deserved) go first; a queue is overused once allocated >= deserved in every resource;
-a task fits its queue while its request fits deserved - allocated; a PodGroup is admitted while
+a task fits its queue (allocatable; and, as in Volcano 1.11, the queue may reclaim for it: preemptive)
+while its request fits deserved - allocated; a PodGroup is admitted while
 minResources + allocated + inqueue - elastic fits realCapability; tasks beyond deserved may be reclaimed.
 
 Where Volcano's design is weak (seed 004: deserved depends on who is asking right now, so guarantees are not
@@ -44,7 +45,9 @@ class QueueAttr:
     share: float = 0.0
 
     def update_share(self, mask: np.ndarray) -> None:
-        self.share = share(self.allocated, self.deserved, mask)
+        """Volcano's updateShare: max of allocated/deserved over the resources the queue deserves (a resource it
+        deserves none of does not count, so a queue that deserves nothing has share 0)."""
+        self.share = share(self.allocated, self.deserved, mask & (self.deserved >= EPS))
 
 
 def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray) -> None:
@@ -169,6 +172,8 @@ class Proportion(Plugin):
             free = np.maximum(a.deserved - a.allocated, 0)
             return less_equal(task.resreq * mask, free)
         ssn.add_fn("allocatable", self.name, allocatable)
+        # Volcano 1.11+: a queue may reclaim for a task only while the task still fits its deserved share.
+        ssn.add_fn("preemptive", self.name, allocatable)
 
         def enqueueable(job: JobInfo) -> int:
             a = attrs.get(job.queue)

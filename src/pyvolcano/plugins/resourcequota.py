@@ -1,9 +1,14 @@
 """resourcequota (Volcano 1.9): admit a PodGroup only while its minResources fit its namespace's quotas.
 
-For every ResourceQuota in the job's namespace, used (``status.used``, or what the namespace's pods hold
-when the status is absent) plus what this session already admitted there plus the job's minResources must
-stay within ``spec.hard`` (``status.hard`` when given) for each resource the quota names (``cpu`` and
-``requests.cpu`` both mean the cpu request, likewise memory, and ``pods``/``count/pods``).
+Volcano's check, name for name: for every ResourceQuota of the job's namespace, the PodGroup's
+``spec.minResources`` is cut down to the resource names the quota's ``hard`` lists *literally*; used (the
+quota's ``status.used``) plus what this session already admitted in the namespace plus that cut-down request
+must stay within ``hard`` for each of those names.  So a quota on ``cpu``/``memory``/``nvidia.com/gpu``
+limits admission, while ``requests.cpu``, ``requests.nvidia.com/gpu``, ``pods`` or ``count/pods`` -- names a
+PodGroup's minResources never carries -- do not (docs/queues.md lists this among Volcano's gaps).
+
+``status.hard``/``status.used`` are what the quota controller maintains; for a manifest without a status,
+``spec.hard`` is used and ``used`` is what the namespace's running pods request, as the controller would count.
 """
 
 from __future__ import annotations
@@ -21,24 +26,16 @@ from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
 
-def quota_resource(name: str) -> str:
-    for prefix in ("requests.", "count/"):
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return name
-
-
-def _vec(ssn: Session, rl: dict[str, Any] | None) -> tuple[np.ndarray, set[int]]:
-    v = np.full(ssn.res.size, np.inf)
-    dims: set[int] = set()
-    for k, q in (rl or {}).items():
-        name = quota_resource(str(k))
-        i = ssn.res.pos.get(name)
-        if i is None or str(k).startswith("limits."):
-            continue
-        v[i] = min(v[i], amount(name, q))
-        dims.add(i)
-    return v, dims
+def requested_names(job: JobInfo, size: int, names: tuple[str, ...]) -> set[str]:
+    """The resource names the PodGroup's minResources carries (its manifest's keys; for a PodGroup pyvolcano
+    made for a bare pod, the resources the pod requests)."""
+    pg = job.podgroup
+    spec = ((pg.manifest or {}).get("spec") or {}) if pg is not None else {}
+    rl = spec.get("minResources")
+    if isinstance(rl, dict):
+        return {str(k) for k in rl}
+    v = job.min_resources(size)
+    return {n for i, n in enumerate(names) if v[i] > 0}
 
 
 @register_plugin
@@ -46,10 +43,11 @@ class ResourceQuota(Plugin):
     name = "resourcequota"
 
     def on_session_open(self, ssn: Session) -> None:
+        res = ssn.res
         held: dict[str, np.ndarray] = {}
         for job in ssn.jobs.values():
             for t in job.tasks_in(ALLOCATED):
-                held[t.namespace] = held.get(t.namespace, ssn.res.zeros()) + t.resreq
+                held[t.namespace] = held.get(t.namespace, res.zeros()) + t.resreq
         pending: dict[str, np.ndarray] = {}
 
         def enqueueable(job: JobInfo) -> int:
@@ -57,20 +55,29 @@ class ResourceQuota(Plugin):
                       if ((q.get("metadata") or {}).get("namespace") or "default") == job.namespace]
             if not quotas or not job.has_min_resources():
                 return PERMIT
-            need = job.min_resources(ssn.res.size).copy()
-            need[ssn.res.pos["pods"]] = max(need[ssn.res.pos["pods"]], job.min_available)
+            need = job.min_resources(res.size)
+            asked = requested_names(job, res.size, res.names)
             for q in quotas:
-                hard, dims = _vec(ssn, (q.get("status") or {}).get("hard") or (q.get("spec") or {}).get("hard"))
-                used_rl = (q.get("status") or {}).get("used")
-                used = _vec(ssn, used_rl)[0] if used_rl else held.get(job.namespace, ssn.res.zeros())
-                used = np.where(np.isinf(used), 0.0, used)
-                total = used + pending.get(job.namespace, ssn.res.zeros()) + need
-                bad = [ssn.res.names[i] for i in sorted(dims) if total[i] > hard[i] + EPS]
+                status = q.get("status") or {}
+                hard: dict[str, Any] = status.get("hard") or (q.get("spec") or {}).get("hard") or {}
+                used_rl: dict[str, Any] | None = status.get("used")
+                bad = []
+                for name in sorted(asked & {str(k) for k in hard}):
+                    i = res.pos.get(name)
+                    if i is None:
+                        continue
+                    if used_rl is not None:
+                        used = amount(name, used_rl[name]) if name in used_rl else 0.0
+                    else:
+                        used = float(held.get(job.namespace, res.zeros())[i])
+                    total = used + float(pending.get(job.namespace, res.zeros())[i]) + float(need[i])
+                    if total > amount(name, hard[name]) + EPS:
+                        bad.append(name)
                 if bad:
-                    name = (q.get("metadata") or {}).get("name")
-                    job.enqueue_reason = (f"namespace {job.namespace} ResourceQuota {name} exceeded for "
+                    qname = (q.get("metadata") or {}).get("name")
+                    job.enqueue_reason = (f"namespace {job.namespace} ResourceQuota {qname} exceeded for "
                                           f"{', '.join(bad)}: PodGroup minResources do not fit its hard limit")
                     return REJECT
-            pending[job.namespace] = pending.get(job.namespace, ssn.res.zeros()) + need
+            pending[job.namespace] = pending.get(job.namespace, res.zeros()) + need
             return PERMIT
         ssn.add_fn("jobEnqueueable", self.name, enqueueable)

@@ -30,9 +30,10 @@ def job_waiting_time(job: JobInfo, default: float | None) -> float | None:
     if raw in (None, ""):
         return default
     try:
-        return parse_duration(str(raw))
+        w = parse_duration(str(raw))
     except ValueError as exc:
         raise ManifestError(f"PodGroup {job.uid}", f"metadata.annotations.{SLA_WAITING_TIME}", str(exc)) from None
+    return w if w > 0 else default  # Volcano ignores a waiting time that is not positive
 
 
 @register_plugin
@@ -41,6 +42,8 @@ class SLA(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         default = self.arguments.get_duration(SLA_WAITING_TIME, None)
+        if default is not None and default <= 0:  # Volcano warns and runs without a global waiting time
+            default = None
         now = ssn.now or time.time()
         waits: dict[str, float | None] = {}
         for uid, job in ssn.jobs.items():

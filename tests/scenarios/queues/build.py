@@ -496,10 +496,16 @@ sc("q01-quota-exceeded", "resourcequota: a PodGroup that would pass the namespac
    {"binds": {}, "podgroupPhases": {f"{NS}/x": "Pending"}, "unschedulable": {f"{NS}/x": "ResourceQuota rq"}},
    "used 1 + minResources 2 > hard 2.")
 sc("q02-quota-fits", "resourcequota: a PodGroup within the quota is admitted and placed", Q,
-   [node("n1", 8), quota("rq", {"requests.cpu": "4"}, {"requests.cpu": "1"}),
+   [node("n1", 8), quota("rq", {"cpu": "4"}, {"cpu": "1"}),
     job("x", pend=2, min_member=2, min_cpu=2, phase="Pending")],
    {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Running"}},
-   "1 + 2 <= 4; requests.cpu counts as the cpu request.")
+   "1 + 2 <= 4.")
+sc("q02b-quota-names-are-literal", "resourcequota: a requests.cpu quota does not limit minResources' cpu (Volcano)",
+   Q, [node("n1", 8), quota("rq", {"requests.cpu": "2"}, {"requests.cpu": "1"}),
+       job("x", pend=2, min_member=2, min_cpu=2, phase="Pending")],
+   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Running"}},
+   "Volcano masks minResources {cpu: 2} by the quota's resource names ([requests.cpu]): nothing is left to check, "
+   "so the job is admitted although Kubernetes would count 1 + 2 > 2 requested cpus.")
 sc("q03-quota-admits-first-only", "resourcequota: admitted jobs count against the quota in the same cycle", Q,
    [node("n1", 8), quota("rq", {"cpu": "2"}, {"cpu": "0"}), job("a", pend=2, min_member=2, min_cpu=2, phase="Pending"),
     job("b", pend=1, min_cpu=1, phase="Pending", created=5)],
@@ -509,11 +515,12 @@ sc("q04-quota-other-namespace", "resourcequota: another namespace's quota does n
    [node("n1", 8), quota("rq", {"cpu": "1"}, {"cpu": "1"}, ns="team-b"),
     job("x", pend=1, min_cpu=1, phase="Pending")],
    {"bindsCount": 1, "podgroupPhases": {f"{NS}/x": "Running"}}, "team-a has no quota.")
-sc("q05-quota-pods-count", "resourcequota: a pods quota counts the gang's members", Q,
-   [node("n1", 8), quota("rq", {"pods": "2"}, {"pods": "1"}),
-    job("x", pend=2, min_member=2, min_cpu=2, phase="Pending")],
-   {"binds": {}, "podgroupPhases": {f"{NS}/x": "Pending"}},
-   "1 pod used + minMember 2 > 2 pods.")
+sc("q05-quota-pods-count", "resourcequota: a pods quota does not stop a PodGroup whose minResources name no pods",
+   Q, [node("n1", 8), quota("rq", {"pods": "2"}, {"pods": "1"}),
+       job("x", pend=2, min_member=2, min_cpu=2, phase="Pending")],
+   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Running"}},
+   "minResources is {cpu: 2}; masked by the quota's names ([pods]) nothing is left, so Volcano admits the gang "
+   "although 1 + 2 pods exceed the 2 allowed (the API server's quota admission then refuses the extra pod).")
 
 # ---------------------------------------------------------------- hierarchical drf
 def hq(name: str, path: str, weights: str) -> dict[str, Any]:
