@@ -1,0 +1,1 @@
+"""Synthetic clusters and backlogs for ``pyvolcano bench`` and the scale benchmarks."""

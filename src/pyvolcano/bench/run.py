@@ -1,0 +1,58 @@
+"""One timed scheduling session on a synthetic cluster (``pyvolcano bench``)."""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from typing import Any
+
+from pyvolcano.bench import synthetic
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.conf.loader import SchedulerConf
+from pyvolcano.framework import registry
+from pyvolcano.framework.session import Session
+
+
+def build(nodes: int, pods: int, gang: int, queues: int, *, running: int = 0, seed: int = 0) -> list[dict[str, Any]]:
+    """Objects for a bench run; with ``running`` the cluster is full of low-priority pods and the backlog is
+    high priority, so preempt has work."""
+    node_objs = synthetic.nodes(nodes, seed)
+    objs = [*synthetic.priority_classes(), *synthetic.queues(queues), *node_objs]
+    if running:
+        objs += synthetic.running(node_objs, running, 10, queues)
+        objs += synthetic.backlog(pods, gang, queues, seed, priority="high", phase="Inqueue", templates=(0,),
+                                  weights=(1,))
+    else:
+        objs += synthetic.backlog(pods, gang, queues, seed)
+    return objs
+
+
+def peak_rss_mb() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / 1024 / 1024 if sys.platform == "darwin" else r / 1024
+
+
+def run(objs: list[dict[str, Any]], conf: SchedulerConf, engine: str = "vector") -> dict[str, Any]:
+    t0 = time.perf_counter()
+    cache = SchedulerCache.from_objects(objs)
+    load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ssn = Session(cache.snapshot(), conf, engine)
+    ssn.open()
+    seconds: dict[str, float] = {"open": time.perf_counter() - t0}
+    for name in conf.actions:
+        action = registry.action_class(name)(conf.action_args(name))
+        t0 = time.perf_counter()
+        action.execute(ssn)
+        seconds[name] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = ssn.close()
+    seconds["close"] = time.perf_counter() - t0
+    placed = len(result.binds) + len(result.pipelined)
+    scheduling = sum(v for k, v in seconds.items() if k not in ("open", "close"))
+    return {"nodes": len(ssn.nodes), "pods": sum(len(j.tasks) for j in ssn.jobs.values()),
+            "placed": placed, "evictions": len(result.evictions),
+            "seconds": {k: round(v, 4) for k, v in seconds.items()}, "load_seconds": round(load, 3),
+            "pods_per_second": round(placed / scheduling, 1) if scheduling > 0 else None,
+            "peak_rss_mb": round(peak_rss_mb(), 1), "engine": engine}
