@@ -3,26 +3,26 @@ node and minimal victims (seed 002)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 
 from pyvolcano.api.job_info import TaskInfo
-from pyvolcano.api.resource import less_equal
+from pyvolcano.api.resource import fits
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.util import PriorityQueue
 
 PREEMPTABLE_STATUS = TaskStatus.Running | TaskStatus.Bound
 
 
-def victims_enough(ssn: Session, preemptor: TaskInfo, node: int, victims: list[TaskInfo]) -> bool:
-    """Volcano's ValidateVictims: some victims, and the node's future idle plus all of them fits the task."""
-    if not victims:
-        return False
-    future = ssn.nodes.future_idle(node).copy()
+def _room(ssn: Session, node: int, victims: list[TaskInfo]) -> list[float]:
+    """The node's future idle with every victim gone, as a list (these vectors have a handful of entries)."""
+    room = ssn.nodes.future[node].tolist()
     for v in victims:
-        future += v.resreq
-    return less_equal(preemptor.init_resreq, future)
+        room = [a + b for a, b in zip(room, v.resreq.tolist(), strict=True)]
+    return room
 
 
 def victims_queue(ssn: Session, victims: list[TaskInfo]) -> PriorityQueue[TaskInfo]:
@@ -54,26 +54,27 @@ def minimal_victims(ssn: Session, preemptor: TaskInfo, node: int, victims: list[
     """kube-scheduler's SelectVictimsOnNode: assume every candidate gone; if the preemptor then fits, give
     candidates back (reprieve) highest priority first -- those breaking a PodDisruptionBudget first -- as
     long as it still fits.  What cannot be given back is the victim set."""
-    if not victims_enough(ssn, preemptor, node, victims):
+    if not victims:
+        return None
+    need = preemptor.init_resreq.tolist()
+    room = _room(ssn, node, victims)
+    if not fits(need, room):  # Volcano's ValidateVictims
         return None
     from pyvolcano.plugins.pdb import session_budgets
     base = session_budgets(ssn)
     budgets = base.copy() if base is not None else None
-    ordered = sorted(victims, key=cmp_to_key(lambda a, b: -ssn.victim_cmp(a, b)))
+    ordered = sorted(victims, key=cmp_to_key(lambda a, b: -ssn.victim_cmp(a, b))) if len(victims) > 1 else victims
     ordered.sort(key=lambda t: -t.priority)  # stable: priority first, then the plugins' victim order
     violating, fine = [], []
     for t in ordered:
         (fine if budgets is None or budgets.take(t) else violating).append(t)
-    room = ssn.nodes.future_idle(node).copy()
-    for v in victims:
-        room += v.resreq
-    need = preemptor.init_resreq
     chosen: list[TaskInfo] = []
     n_violating = 0
     for group, counts in ((violating, True), (fine, False)):
         for t in group:
-            if less_equal(need, room - t.resreq):
-                room -= t.resreq  # reprieved: it stays
+            without = [a - b for a, b in zip(room, t.resreq.tolist(), strict=True)]
+            if fits(need, without):
+                room = without  # reprieved: it stays
             else:
                 chosen.append(t)
                 n_violating += int(counts)
@@ -84,3 +85,48 @@ def pick_node(choices: list[Choice]) -> Choice | None:
     """kube-scheduler's pickOneNodeForPreemption: fewest PDB violations, then the lowest highest-victim
     priority, the smallest priority sum, the fewest victims; remaining ties keep the node score order."""
     return min(choices, key=Choice.key) if choices else None
+
+
+@dataclass(frozen=True)
+class CandidateLimits:
+    """How many candidate nodes a dry run collects before choosing (kube-scheduler's DefaultPreemption args,
+    which Volcano's topology-aware preempt/reclaim also take): ``percentage`` of the feasible nodes, at least
+    ``minimum`` and at most ``maximum``, never more than there are.  The defaults (10 %, 100, 100) try every
+    node of a cluster up to 100 nodes, like kube-scheduler, and stop at 100 candidates on big ones, like
+    Volcano; nodes are tried in the action's order (best score first), not from kube-scheduler's random
+    offset, so a decision is reproducible."""
+
+    percentage: int = 10
+    minimum: int = 100
+    maximum: int = 100
+
+    @classmethod
+    def of(cls, args: Arguments) -> CandidateLimits:
+        return cls(args.get_int("minCandidateNodesPercentage", cls.percentage),
+                   args.get_int("minCandidateNodesAbsolute", cls.minimum),
+                   args.get_int("maxCandidateNodesAbsolute", cls.maximum))
+
+    def count(self, feasible: int) -> int:
+        return max(1, min(max(feasible * self.percentage // 100, self.minimum), self.maximum, feasible))
+
+
+def find_choice(ssn: Session, task: TaskInfo, nodes: Iterable[int], offer: Callable[[int], list[TaskInfo]],
+                limits: CandidateLimits, feasible: int) -> Choice | None:
+    """kube-scheduler's dry run: on each node (in the given order) the victims ``offer`` gives are reduced to
+    a minimal set; once ``limits`` candidates are found, at least one of them breaking no
+    PodDisruptionBudget, the best is picked by ``pick_node``."""
+    want = limits.count(feasible)
+    choices: list[Choice] = []
+    clean = 0
+    for rank, i in enumerate(nodes):
+        victims = offer(i)
+        c = minimal_victims(ssn, task, i, victims) if victims else None
+        if c is None:
+            continue
+        c.rank = rank
+        c.candidates = victims
+        choices.append(c)
+        clean += c.violations == 0
+        if clean and len(choices) >= want:
+            break
+    return pick_node(choices)

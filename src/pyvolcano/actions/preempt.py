@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pyvolcano.actions._victims import PREEMPTABLE_STATUS, minimal_victims, pick_node, victims_queue
+from pyvolcano.actions._victims import PREEMPTABLE_STATUS, CandidateLimits, find_choice, victims_queue
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -25,31 +25,27 @@ from pyvolcano.framework.util import PriorityQueue
 
 
 def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool],
-                 reason: str = "preempt") -> bool:
-    """Preempt for one task: on every node passing the predicates the plugins' preemptable answer gives the
-    candidates, ``minimal_victims`` keeps only what the task needs, ``pick_node`` ranks the nodes as
-    kube-scheduler does; the chosen victims are evicted (more, lowest first, while the task still does not fit
-    its queue: Volcano 1.9 checks ``allocatable``, and victims of the same queue give room back) and the task is
-    pipelined onto the node being freed."""
+                 limits: CandidateLimits, reason: str = "preempt") -> bool:
+    """Preempt for one task: nodes passing the predicates are tried best score first; on each the plugins'
+    preemptable answer gives the candidates and ``find_choice`` keeps what the task needs and ranks the nodes
+    as kube-scheduler does; the chosen victims are evicted (more, lowest first, while the task still does not
+    fit its queue: Volcano 1.9 checks ``allocatable``, and victims of the same queue give room back) and the
+    task is pipelined onto the node being freed."""
     if never_preempts(preemptor):
         return False
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
     feasible = ssn.feasible_nodes(preemptor, job)
-    if not feasible.any():
+    idx = np.nonzero(feasible)[0]
+    if not len(idx):
         return False
-    scores = ssn.node_scores(preemptor, feasible, job)
-    order = [int(i) for i in sorted(np.nonzero(feasible)[0], key=lambda i: (-scores[i], i))]
-    choices = []
-    for rank, i in enumerate(order):
+    scores = ssn.node_scores(preemptor, feasible, job)[idx]
+    order = idx[np.argsort(-scores, kind="stable")]  # best score first, ties by node index
+
+    def offer(i: int) -> list[TaskInfo]:
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
-        victims = ssn.preemptable(preemptor, preemptees) if preemptees else []
-        c = minimal_victims(ssn, preemptor, i, victims)
-        if c is not None:
-            c.rank = rank
-            c.candidates = victims
-            choices.append(c)
-    best = pick_node(choices)
+        return ssn.preemptable(preemptor, preemptees) if preemptees else []
+    best = find_choice(ssn, preemptor, order.tolist(), offer, limits, len(idx))
     if best is None:
         return False
     i = best.node
@@ -59,7 +55,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     spare = victims_queue(ssn, [t for t in best.candidates if t not in best.victims])
     while not ssn.allocatable(queue, preemptor) and not spare.empty():
         stmt.evict(spare.pop(), reason)
-    if ssn.allocatable(queue, preemptor) and less_equal(preemptor.init_resreq, ssn.nodes.future_idle(i)):
+    if ssn.allocatable(queue, preemptor) and less_equal(preemptor.init_resreq, ssn.nodes.future[i]):
         stmt.pipeline(preemptor, i)
         return True
     return False
@@ -86,6 +82,7 @@ class Preempt(Action):
     name = "preempt"
 
     def execute(self, ssn: Session) -> None:
+        limits = CandidateLimits.of(self.arguments)
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         under: list[JobInfo] = []
@@ -101,6 +98,7 @@ class Preempt(Action):
                 preemptors.setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
                 under.append(job)
                 tasks[job.uid] = pending_tasks(ssn, job)
+        queue_of = {uid: j.queue for uid, j in ssn.jobs.items()}
         for qname in queues:
             jobs = preemptors.get(qname)
             while jobs is not None and not jobs.empty():
@@ -110,11 +108,10 @@ class Preempt(Action):
                 while ssn.job_starving(pj) and not tasks[pj.uid].empty():
                     preemptor = tasks[pj.uid].pop()
 
-                    def keep(t: TaskInfo, pj: JobInfo = pj) -> bool:
-                        j = ssn.jobs.get(t.job)
-                        return (candidate(t) and t.preemptable and j is not None and j.queue == pj.queue
-                                and t.job != pj.uid)
-                    if preempt_task(ssn, stmt, preemptor, keep):
+                    def keep(t: TaskInfo, pj: JobInfo = pj) -> bool:  # per task per node tried: cheapest test first
+                        return (queue_of.get(t.job) == pj.queue and t.job != pj.uid and t.preemptable
+                                and candidate(t))
+                    if preempt_task(ssn, stmt, preemptor, keep, limits):
                         assigned = True
                 if ssn.job_pipelined(pj):
                     stmt.commit()
@@ -131,7 +128,7 @@ class Preempt(Action):
                     preemptor = own.pop()
                     stmt = Statement(ssn)
                     ok = preempt_task(ssn, stmt, preemptor,
-                                      lambda t, preemptor=preemptor: candidate(t) and t.job == preemptor.job)
+                                      lambda t, preemptor=preemptor: candidate(t) and t.job == preemptor.job, limits)
                     stmt.commit()
                     if not ok:
                         break

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyvolcano.actions._victims import minimal_victims, pick_node
+from pyvolcano.actions._victims import CandidateLimits, find_choice
 from pyvolcano.actions.preempt import never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
@@ -28,6 +28,7 @@ class Reclaim(Action):
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
+        limits = CandidateLimits.of(self.arguments)
         queues = PriorityQueue(ssn.queue_cmp)
         seen: set[str] = set()
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
@@ -60,18 +61,17 @@ class Reclaim(Action):
                 continue
             if not ssn.preemptive(queue, task):
                 continue
-            if self.reclaim_for(ssn, job, task):
+            if self.reclaim_for(ssn, job, task, limits):
                 jobs.push(job)
             queues.push(queue)
 
-    def reclaim_for(self, ssn: Session, job: JobInfo, task: TaskInfo) -> bool:
+    def reclaim_for(self, ssn: Session, job: JobInfo, task: TaskInfo, limits: CandidateLimits) -> bool:
         """Running, preemptable tasks of other, reclaimable queues on each feasible node go to the plugins'
         reclaimable vote (which keeps every victim queue at what it deserves); the node and the minimal
         victims are chosen as kube-scheduler does, evicted at once, and the task pipelined there."""
-        feasible = ssn.feasible_nodes(task, job)
-        choices = []
-        for rank, i in enumerate(np.nonzero(feasible)[0]):
-            i = int(i)
+        feasible = np.nonzero(ssn.feasible_nodes(task, job))[0]
+
+        def offer(i: int) -> list[TaskInfo]:
             reclaimees = []
             for t in ssn.nodes.tasks[i].values():
                 if t.status != TaskStatus.Running or t.best_effort or not t.preemptable:
@@ -83,18 +83,13 @@ class Reclaim(Action):
                 if q is None or not q.reclaimable:
                     continue
                 reclaimees.append(t)
-            if not reclaimees:
-                continue
-            c = minimal_victims(ssn, task, i, ssn.reclaimable(task, reclaimees))
-            if c is not None:
-                c.rank = rank
-                choices.append(c)
-        best = pick_node(choices)
+            return ssn.reclaimable(task, reclaimees) if reclaimees else []
+        best = find_choice(ssn, task, feasible.tolist(), offer, limits, len(feasible))
         if best is None:
             return False
         for v in best.victims:
             ssn.evict(v, "reclaim")
-        if less_equal(task.init_resreq, ssn.nodes.future_idle(best.node)):
+        if less_equal(task.init_resreq, ssn.nodes.future[best.node]):
             ssn.pipeline(task, best.node)
             return True
         return False

@@ -1,8 +1,10 @@
 """Node state as a structure of arrays, plus a per-node view for scalar (per-node) plugins.
 
 All nodes of a session live in ``NodeArrays``: one (nodes x resources) float64 array per quantity Volcano's
-NodeInfo tracks (Allocatable, Capability, Idle, Used, Releasing, Pipelined).  Every change appends the node's
-index to ``log``; per-template caches remember how far they have read it and recompute only those nodes.
+NodeInfo tracks (Allocatable, Capability, Idle, Used, Releasing, Pipelined), plus FutureIdle (idle + releasing -
+pipelined) kept up to date on every change because node selection reads it for every pod.  Every change appends
+the node's index to ``log``; per-template caches remember how far they have read it and recompute only those
+nodes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ class NodeSpec:
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
+def _kind(status: TaskStatus) -> int:
+    """How ``_account`` counts a status: releasing, pipelined, or holding the node's resources."""
+    return 1 if status == TaskStatus.Releasing else (2 if status == TaskStatus.Pipelined else 0)
+
+
 class NodeArrays:
     """All nodes' resource state in NumPy arrays, indexed by position."""
 
@@ -46,6 +53,7 @@ class NodeArrays:
         self.used = np.zeros((n, r))
         self.releasing = np.zeros((n, r))
         self.pipelined = np.zeros((n, r))
+        self.future = self.allocatable.copy()
         self.unschedulable = np.array([s.unschedulable for s in specs], dtype=bool)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in specs]
         self.log: list[int] = []
@@ -57,15 +65,17 @@ class NodeArrays:
     def _account(self, i: int, task: TaskInfo, sign: float) -> None:
         r = task.resreq * sign
         st = task.status
-        if st == TaskStatus.Releasing:
+        if st == TaskStatus.Releasing:  # idle shrinks and releasing grows by the same amount: future unchanged
             self.idle[i] -= r
             self.releasing[i] += r
             self.used[i] += r
         elif st == TaskStatus.Pipelined:
             self.pipelined[i] += r
+            self.future[i] -= r
         else:
             self.idle[i] -= r
             self.used[i] += r
+            self.future[i] -= r
         self.log.append(i)
 
     def add_task(self, i: int, task: TaskInfo) -> None:
@@ -79,16 +89,27 @@ class NodeArrays:
             self._account(i, t, -1.0)
 
     def update_task(self, i: int, task: TaskInfo, status: TaskStatus, job: Any = None) -> None:
-        """Change a task's status on this node (remove with the old status, re-add with the new)."""
-        self.remove_task(i, task)
+        """Change a task's status on this node (remove with the old status, re-add with the new).
+
+        When both statuses count the same way (Allocated -> Binding on commit, say) the node's amounts do not
+        change, so nothing is re-accounted or logged and no cached node score goes stale."""
+        same = _kind(task.status) == _kind(status) and task.uid in self.tasks[i]
+        if not same:
+            self.remove_task(i, task)
         if job is not None:
             job.update_task_status(task, status)
         else:
             task.status = status
-        self.add_task(i, task)
+        if same:
+            self.tasks[i][task.uid] = task
+        else:
+            self.add_task(i, task)
 
     def future_idle(self, idx: np.ndarray | slice | int = slice(None)) -> np.ndarray:
-        return self.idle[idx] + self.releasing[idx] - self.pipelined[idx]
+        """Volcano's FutureIdle: what the node will have once releasing tasks are gone and pipelined ones
+        have landed.  Amounts are whole numbers (millicores, bytes), so keeping it incrementally is exact.  A copy,
+        so callers may change it; hot code reads ``future`` directly."""
+        return self.future[idx].copy()
 
     def total_allocatable(self) -> np.ndarray:
         return self.allocatable.sum(axis=0) if len(self) else self.res.zeros()

@@ -93,8 +93,15 @@ class ResourceIndex:
 
 
 def less_equal(left: np.ndarray, right: np.ndarray) -> bool:
-    """Volcano's ``LessEqual(rr, Zero)``: every dimension of ``left`` within ``right`` (+EPS)."""
-    return bool(np.all(left < right + EPS))
+    """Volcano's ``LessEqual(rr, Zero)``: every dimension of ``left`` within ``right`` (+EPS).
+
+    A plain loop, like ``share``: a handful of entries, called for every task and victim considered."""
+    return fits(left.tolist(), right.tolist())
+
+
+def fits(left: list[float], right: list[float]) -> bool:
+    """``less_equal`` on plain lists, for loops that keep their vectors as lists."""
+    return all(a < b + EPS for a, b in zip(left, right, strict=True))
 
 
 def less_equal_with_dimension(left: np.ndarray, right: np.ndarray, dims_of: np.ndarray) -> bool:

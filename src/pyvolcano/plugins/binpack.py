@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
@@ -39,17 +40,51 @@ class Binpack(Plugin):
         if weight <= 0 or not weights.any():
             return
         nodes = ssn.nodes
+        alloc_all = nodes.allocatable
+        safe_alloc = np.where(alloc_all > 0, alloc_all, 1.0)  # static within the session
+        has_zero = bool((alloc_all[:, weights > 0] <= 0).any())
+        top = MAX_NODE_SCORE * weight
+        per_template: dict[object, tuple[np.ndarray, np.ndarray, float, list[tuple[int, float, float]]] | None] = {}
 
+        def prepared(task: TaskInfo) -> tuple[np.ndarray, np.ndarray, float, list[tuple[int, float, float]]] | None:
+            """(dims, the task's request in them, sum of their weights, [(dim, weight, request)]), once per
+            pod template; None when the task asks for none of the weighted resources."""
+            key = task.template_key
+            if key not in per_template:
+                dims = np.nonzero((task.resreq > 0) & (weights > 0))[0]
+                per_template[key] = None if not len(dims) else (
+                    dims, task.resreq[dims], float(weights[dims].sum()),
+                    [(int(d), float(weights[d]), float(task.resreq[d])) for d in dims])
+            return per_template[key]
+
+        # Both forms compute Volcano's used * weight / allocatable per resource and add the resources left to
+        # right, so they agree to the last bit (the vector engine uses the scalar one when few nodes changed).
         def score(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-            dims = np.nonzero((task.resreq > 0) & (weights > 0))[0]
-            if len(dims) == 0:
+            p = prepared(task)
+            if p is None:
                 return np.zeros(len(idx))
-            alloc = nodes.allocatable[np.ix_(idx, dims)]
-            final = nodes.used[np.ix_(idx, dims)] + task.resreq[dims]
-            w = weights[dims]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                per = np.where(alloc > 0, final * w / np.where(alloc > 0, alloc, 1), 0.0)
-            over = (final > alloc + 0.1).any(axis=1)
-            s = per.sum(axis=1) / w.sum() * MAX_NODE_SCORE * weight
-            return np.where(over, 0.0, s)
-        ssn.add_node_order(self.name, vector=score)
+            dims, req, wsum, _ = p
+            cells = (idx[:, None], dims)
+            final = nodes.used[cells] + req
+            per = final * weights[dims] / safe_alloc[cells]
+            if has_zero:
+                per = np.where(alloc_all[cells] > 0, per, 0.0)
+            total = per[:, 0]
+            for j in range(1, len(dims)):
+                total = total + per[:, j]
+            return np.where((final > alloc_all[cells] + 0.1).any(axis=1), 0.0, total / wsum * top)
+
+        def score_one(task: TaskInfo, node: NodeInfo) -> float:
+            p = prepared(task)
+            if p is None:
+                return 0.0
+            used, alloc = nodes.used[node.index], alloc_all[node.index]
+            total = 0.0
+            for j, (d, w, r) in enumerate(p[3]):
+                final, a = float(used[d]) + r, float(alloc[d])
+                if final > a + 0.1:
+                    return 0.0
+                per = final * w / a if a > 0 else 0.0
+                total = per if j == 0 else total + per
+            return total / p[2] * top
+        ssn.add_node_order(self.name, vector=score, scalar=score_one)

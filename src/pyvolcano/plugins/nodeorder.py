@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
@@ -23,14 +24,26 @@ from pyvolcano.plugins._k8s import LabelIndex, preferred_score, untolerated
 MAX_NODE_SCORE = 100.0
 
 
-def _fractions(ssn: Session, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-    """(len(idx), 2) requested/allocatable for cpu and memory, including the task."""
+def _fractions(ssn: Session, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """requested/allocatable for cpu and memory (each of len(idx)), including the task; 1 where nothing is
+    allocatable.  Column by column: this runs for every placed pod, usually on one node."""
     nodes = ssn.nodes
-    cols = [0, 1]
-    alloc = nodes.allocatable[np.ix_(idx, cols)]
-    req = nodes.used[np.ix_(idx, cols)] + task.resreq[cols]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(alloc > 0, req / np.where(alloc > 0, alloc, 1), 1.0)
+    out = []
+    for d in (0, 1):
+        alloc = nodes.allocatable[idx, d]
+        req = nodes.used[idx, d] + task.resreq[d]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out.append(np.where(alloc > 0, req / np.where(alloc > 0, alloc, 1), 1.0))
+    return out[0], out[1]
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    """Clip to [0, 1] (np.clip costs twice as much on tiny arrays)."""
+    return np.minimum(np.maximum(x, 0.0), 1.0)
+
+
+def _unit1(x: float) -> float:
+    return min(max(x, 0.0), 1.0)
 
 
 @register_plugin
@@ -47,18 +60,35 @@ class NodeOrder(Plugin):
         li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
 
         if least or most or balanced:
+            # The vector and the per-node form do the same float operations in the same order, so they agree
+            # exactly (the vector engine uses the per-node form when only a few nodes changed).
             def resource_scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-                f = _fractions(ssn, task, idx)
+                fcpu, fmem = _fractions(ssn, task, idx)
                 s = np.zeros(len(idx))
                 if least:
-                    s += least * MAX_NODE_SCORE * np.clip(1 - f, 0, 1).mean(axis=1)
+                    s += least * MAX_NODE_SCORE * ((_unit(1 - fcpu) + _unit(1 - fmem)) / 2)
                 if most:
-                    s += most * MAX_NODE_SCORE * np.clip(f, 0, 1).mean(axis=1)
+                    s += most * MAX_NODE_SCORE * ((_unit(fcpu) + _unit(fmem)) / 2)
                 if balanced:
-                    fc = np.clip(f, 0, 1)
-                    s += balanced * MAX_NODE_SCORE * (1 - np.abs(fc[:, 0] - fc[:, 1]) / 2)
+                    s += balanced * MAX_NODE_SCORE * (1 - np.abs(_unit(fcpu) - _unit(fmem)) / 2)
                 return s
-            ssn.add_node_order(self.name, vector=resource_scores)
+
+            alloc_all, used_all = ssn.nodes.allocatable, ssn.nodes.used
+
+            def resource_score(task: TaskInfo, node: NodeInfo) -> float:
+                i = node.index
+                a, b = float(alloc_all[i, 0]), float(alloc_all[i, 1])
+                fc = (float(used_all[i, 0]) + float(task.resreq[0])) / a if a > 0 else 1.0
+                fm = (float(used_all[i, 1]) + float(task.resreq[1])) / b if b > 0 else 1.0
+                s = 0.0
+                if least:
+                    s += least * MAX_NODE_SCORE * ((_unit1(1 - fc) + _unit1(1 - fm)) / 2)
+                if most:
+                    s += most * MAX_NODE_SCORE * ((_unit1(fc) + _unit1(fm)) / 2)
+                if balanced:
+                    s += balanced * MAX_NODE_SCORE * (1 - abs(_unit1(fc) - _unit1(fm)) / 2)
+                return s
+            ssn.add_node_order(self.name, vector=resource_scores, scalar=resource_score)
 
         if affinity:
             ssn.add_node_order(self.name, vector=lambda t, idx: affinity * preferred_score(li, t.pod, idx),

@@ -98,8 +98,12 @@ class Predicates(Plugin):
             ssn.add_predicate(self.name, vector=taints_vec, scalar=_per_node(taints)[1], static=True)
 
         if a.get_bool("predicate.NodePortsEnable", True):
+            wanted: dict[object, set[tuple[int, str, str]]] = {}  # host ports are part of the template key
+
             def ports(task: TaskInfo, i: int) -> str | None:
-                want = host_ports(task.pod)
+                want = wanted.get(task.template_key)
+                if want is None:
+                    want = wanted[task.template_key] = host_ports(task.pod)
                 if not want:
                     return None
                 used: set[tuple[int, str, str]] = set()
@@ -109,7 +113,7 @@ class Predicates(Plugin):
                     else None
 
             def ports_vec(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-                if not host_ports(task.pod):
+                if ports(task, -1) is None and not wanted[task.template_key]:
                     return np.ones(len(idx), dtype=bool)
                 return _per_node(ports)[0](task, idx)
             ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1])
