@@ -23,6 +23,9 @@ def _members(statuses: TaskStatus) -> tuple[TaskStatus, ...]:
     return tuple(s for s in TaskStatus if s & statuses)
 
 
+_ALLOCATED_SET = frozenset(_members(ALLOCATED))
+
+
 class TaskInfo:
     """One pod as the scheduler sees it.
 
@@ -143,11 +146,11 @@ class JobInfo:
         if old == status:
             return
         self.index[old].pop(task.uid, None)
-        if old & ALLOCATED:
+        if old in _ALLOCATED_SET:  # set lookups: IntFlag "&" runs Python code, and this is per task placed
             self.allocated -= task.resreq
         task.status = status
         self.index[status][task.uid] = task
-        if status & ALLOCATED:
+        if status in _ALLOCATED_SET:
             self.allocated += task.resreq
 
     def clone(self) -> JobInfo:

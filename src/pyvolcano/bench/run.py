@@ -11,7 +11,7 @@ from pyvolcano.bench import synthetic
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.framework import registry
-from pyvolcano.framework.session import Session
+from pyvolcano.framework.session import Session, SessionResult
 
 
 def build(nodes: int, pods: int, gang: int, queues: int, *, running: int = 0, seed: int = 0) -> list[dict[str, Any]]:
@@ -33,7 +33,14 @@ def peak_rss_mb() -> float:
     return r / 1024 / 1024 if sys.platform == "darwin" else r / 1024
 
 
-def run(objs: list[dict[str, Any]], conf: SchedulerConf, engine: str = "vector") -> dict[str, Any]:
+def decisions(result: SessionResult) -> tuple[Any, ...]:
+    """What a session decided, comparable across engines: binds, pipelined pods, evictions."""
+    return (sorted(result.binds.items()), sorted(result.pipelined.items()),
+            sorted(e.task.uid for e in result.evictions))
+
+
+def run(objs: list[dict[str, Any]], conf: SchedulerConf, engine: str = "vector") -> tuple[dict[str, Any], SessionResult]:
+    """Time one session; the summary is what ``pyvolcano bench -o json`` prints."""
     t0 = time.perf_counter()
     cache = SchedulerCache.from_objects(objs)
     load = time.perf_counter() - t0
@@ -55,4 +62,4 @@ def run(objs: list[dict[str, Any]], conf: SchedulerConf, engine: str = "vector")
             "placed": placed, "evictions": len(result.evictions),
             "seconds": {k: round(v, 4) for k, v in seconds.items()}, "load_seconds": round(load, 3),
             "pods_per_second": round(placed / scheduling, 1) if scheduling > 0 else None,
-            "peak_rss_mb": round(peak_rss_mb(), 1), "engine": engine}
+            "peak_rss_mb": round(peak_rss_mb(), 1), "engine": engine}, result
