@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests $(LINT_MORE)
 
 bench: $(STAMP)
-	$(BIN)/pytest -q -m slow --benchmark-enable benchmarks tests
+	$(BIN)/pytest -o addopts= -q -s -m slow benchmarks tests
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache

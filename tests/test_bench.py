@@ -1,0 +1,78 @@
+"""``pyvolcano bench`` on small inputs: the JSON contract of issue 6, the preempt set-up really preempting, the
+engine comparison, the candidate limits, and bad input.  Timings are never asserted here (benchmarks/ does)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pyvolcano.actions._victims import CandidateLimits
+from pyvolcano.bench.run import build
+from pyvolcano.cli import main
+from pyvolcano.framework.arguments import Arguments
+
+
+def bench(*args: str) -> dict:
+    res = CliRunner().invoke(main, ["bench", "-o", "json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_json_has_the_documented_keys_and_places_the_backlog() -> None:
+    out = bench("--nodes", "40", "--pods", "200", "--gang", "10", "--queues", "4")
+    assert {"nodes", "pods", "placed", "seconds", "pods_per_second", "peak_rss_mb", "engine"} <= out.keys()
+    assert out["nodes"] == 40 and out["pods"] == 200 and out["engine"] == "vector"
+    assert out["placed"] == 200  # 40 nodes of 32+ cores hold 200 small pods
+    assert {"enqueue", "allocate", "backfill"} <= out["seconds"].keys()
+
+
+def test_backlog_starts_pending_so_enqueue_admits_it() -> None:
+    objs = build(10, 30, 10, 3)
+    phases = {o["status"]["phase"] for o in objs if o["kind"] == "PodGroup"}
+    assert phases == {"Pending"}
+
+
+def test_preempt_setup_fills_every_node_and_preempts() -> None:
+    out = bench("--nodes", "20", "--pods", "20", "--running", "80", "--queues", "1",
+                "--actions", "enqueue, allocate, preempt")
+    assert out["evictions"] > 0
+    assert out["placed"] == 20  # all pipelined onto nodes being freed
+    objs = build(20, 20, 10, 1, running=80)
+    running = [o for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName")]
+    assert len(running) == 80 and len({p["spec"]["nodeName"] for p in running}) == 20
+
+
+def test_engines_make_the_same_decisions() -> None:
+    out = bench("--nodes", "30", "--pods", "120", "--compare-engines")
+    assert out["same_decisions"] is True
+    assert out["vector_speedup"] > 0
+
+
+def test_compare_engines_refuses_huge_inputs_without_force() -> None:
+    res = CliRunner().invoke(main, ["bench", "--nodes", "5000", "--pods", "50000", "--compare-engines"])
+    assert res.exit_code == 2
+    assert "minutes" in res.output and "--force" in res.output
+
+
+@pytest.mark.parametrize("args", [["--nodes", "0"], ["--gang", "0"], ["--pods", "-1"]])
+def test_bad_sizes_are_one_line_errors(args: list[str]) -> None:
+    res = CliRunner().invoke(main, ["bench", *args])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_unknown_action_names_the_known_ones() -> None:
+    res = CliRunner().invoke(main, ["bench", "--nodes", "2", "--pods", "2", "--gang", "1", "--actions", "alocate"])
+    assert res.exit_code == 2 and "known actions" in res.output
+
+
+@pytest.mark.parametrize(("feasible", "want"), [(3, 3), (100, 100), (150, 100), (5000, 100), (0, 1)])
+def test_candidate_limits_default(feasible: int, want: int) -> None:
+    assert CandidateLimits().count(feasible) == want
+
+
+def test_candidate_limits_from_arguments() -> None:
+    lim = CandidateLimits.of(Arguments({"minCandidateNodesPercentage": "20", "minCandidateNodesAbsolute": 1,
+                                        "maxCandidateNodesAbsolute": 500}, "preempt"))
+    assert (lim.count(1000), lim.count(4), lim.count(5000)) == (200, 1, 500)
