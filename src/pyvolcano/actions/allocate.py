@@ -46,6 +46,8 @@ class Allocate(Action):
         by_ns: dict[str, dict[str, PriorityQueue[JobInfo]]] = {}
         ns_enabled = ssn.has("namespaceOrder")
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions):
+            if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
+                continue
             ns = job.namespace if ns_enabled else ""
             by_ns.setdefault(ns, {}).setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
         namespaces: PriorityQueue[str] = PriorityQueue(ssn.namespace_cmp, by_ns)

@@ -63,9 +63,14 @@ class TaskInfo:
         self.last_status: TaskStatus | None = None
 
     def clone(self) -> TaskInfo:
+        """Every slot copied by name: each session clones every task of the cluster, and a getattr/setattr
+        loop costs several times more."""
         t = TaskInfo.__new__(TaskInfo)
-        for s in TaskInfo.__slots__:
-            setattr(t, s, getattr(self, s))
+        t.best_effort, t.creation, t.init_resreq, t.job = self.best_effort, self.creation, self.init_resreq, self.job
+        t.last_status, t.name, t.namespace, t.node_name = self.last_status, self.name, self.namespace, self.node_name
+        t.pod, t.preemptable, t.priority, t.resreq = self.pod, self.preemptable, self.priority, self.resreq
+        t.sch_gated, t.status, t.task_spec = self.sch_gated, self.status, self.task_spec
+        t.template_key, t.uid = self.template_key, self.uid
         return t
 
     @property
@@ -96,8 +101,11 @@ class PodGroup:
     manifest: dict[str, Any] | None = None
 
     def clone(self) -> PodGroup:
-        return PodGroup(**{**self.__dict__, "conditions": [dict(c) for c in self.conditions],
-                           "min_task_member": dict(self.min_task_member)})
+        p = PodGroup.__new__(PodGroup)  # no dataclass __init__: called for every job of every session
+        p.__dict__.update(self.__dict__)
+        p.conditions = [dict(c) for c in self.conditions]
+        p.min_task_member = dict(self.min_task_member)
+        return p
 
 
 class JobInfo:

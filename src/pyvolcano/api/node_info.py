@@ -83,6 +83,26 @@ class NodeArrays:
         self.tasks[i][task.uid] = task
         self._account(i, task, 1.0)
 
+    def add_tasks(self, placed: list[tuple[int, TaskInfo]]) -> None:
+        """``add_task`` for many tasks at once (a snapshot places every pod of the cluster): the same amounts,
+        added with NumPy instead of a few row operations per task, and nothing logged."""
+        if not placed:
+            return
+        n = len(placed)
+        idx = np.fromiter((i for i, _ in placed), np.int64, n)
+        req = np.array([t.resreq for _, t in placed]).reshape(n, self.res.size)
+        kind = np.fromiter((_kind(t.status) for _, t in placed), np.int8, n)
+        for i, t in placed:
+            self.tasks[i][t.uid] = t
+        held, rel, pip = kind == 0, kind == 1, kind == 2
+        on = held | rel
+        np.subtract.at(self.idle, idx[on], req[on])
+        np.add.at(self.used, idx[on], req[on])
+        np.add.at(self.releasing, idx[rel], req[rel])
+        np.add.at(self.pipelined, idx[pip], req[pip])
+        taken = held | pip
+        np.subtract.at(self.future, idx[taken], req[taken])
+
     def remove_task(self, i: int, task: TaskInfo) -> None:
         t = self.tasks[i].pop(task.uid, None)
         if t is not None:

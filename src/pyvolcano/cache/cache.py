@@ -30,6 +30,8 @@ from pyvolcano.api.validate import check_pod_spec
 from pyvolcano.errors import ManifestError
 
 _OFF_NODE = TaskStatus.Pending | TaskStatus.Succeeded | TaskStatus.Failed
+#: the same as a set: membership is cheap, IntFlag "&" runs Python code (the snapshot tests every task)
+_OFF_NODE_SET = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
          "Namespace")
 
@@ -296,13 +298,10 @@ class SchedulerCache:
                 continue
             c = job.clone()
             jobs[uid] = c
-            placed.extend(t for t in c.tasks.values() if t.node_name and not t.status & _OFF_NODE)
+            placed.extend(t for t in c.tasks.values() if t.node_name and t.status not in _OFF_NODE_SET)
         placed.extend(t for t in self.other_tasks.values() if not t.status & _OFF_NODE)
-        for t in placed:
-            i = arrays.pos.get(t.node_name)
-            if i is not None:
-                arrays.add_task(i, t)
-        arrays.log.clear()
+        pos = arrays.pos
+        arrays.add_tasks([(pos[t.node_name], t) for t in placed if t.node_name in pos])
         return Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),

@@ -16,9 +16,33 @@ from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
 
-def inqueue_resources(job: JobInfo, size: int) -> np.ndarray:
-    """What an admitted job still needs of its minResources (Volcano's GetInqueueResource)."""
-    return np.maximum(job.min_resources(size) - job.allocated, 0.0)
+def reservations(jobs: list[JobInfo], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per job (one row each): what it holds back for admission (an Inqueue group its minResources, a Running
+    group with minMember tasks holding resources the part of minResources it does not hold yet, Volcano's
+    GetInqueueResource) and what it holds beyond minResources (GetElasticResources).  Rows of jobs without
+    minResources are zero.  One NumPy pass: overcommit and proportion need it over every job of every session."""
+    inqueue, elastic = np.zeros((len(jobs), size)), np.zeros((len(jobs), size))
+    rows, kinds, mins, held = [], [], [], []
+    for k, job in enumerate(jobs):
+        pg = job.podgroup
+        if pg is None or pg.min_resources is None:
+            continue
+        rows.append(k)
+        mins.append(pg.min_resources)
+        held.append(job.allocated)
+        if pg.phase == PodGroupPhase.Inqueue:
+            kinds.append(1)
+        elif pg.phase == PodGroupPhase.Running and job.count(ALLOCATED) >= pg.min_member:
+            kinds.append(2)
+        else:
+            kinds.append(0)
+    if rows:
+        at, kind = np.array(rows), np.array(kinds)
+        m, h = np.array(mins).reshape(len(rows), size), np.array(held).reshape(len(rows), size)
+        elastic[at] = np.maximum(h - m, 0.0)
+        inqueue[at[kind == 1]] = m[kind == 1]
+        inqueue[at[kind == 2]] = np.maximum(m - h, 0.0)[kind == 2]
+    return inqueue, elastic
 
 
 @register_plugin
@@ -32,16 +56,7 @@ class Overcommit(Plugin):
         mask = ssn.res.fair_mask
         used = ssn.nodes.used.sum(axis=0) if len(ssn.nodes) else ssn.res.zeros()
         idle = (ssn.total_resource * factor - used) * mask
-        inqueue = ssn.res.zeros()
-        for job in ssn.jobs.values():
-            pg = job.podgroup
-            if pg is None or not job.has_min_resources():
-                continue
-            if pg.phase == PodGroupPhase.Inqueue:
-                inqueue += job.min_resources(ssn.res.size) * mask
-            elif pg.phase == PodGroupPhase.Running and job.count(ALLOCATED) >= pg.min_member:
-                # a running gang still holds back what its minResources promise beyond what it has
-                inqueue += inqueue_resources(job, ssn.res.size) * mask
+        inqueue = reservations(list(ssn.jobs.values()), ssn.res.size)[0].sum(axis=0) * mask
         state = {"inqueue": inqueue}
 
         def enqueueable(job: JobInfo) -> int:

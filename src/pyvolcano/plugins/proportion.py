@@ -22,12 +22,12 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, less_equal, share
-from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
+from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
-from pyvolcano.plugins.overcommit import inqueue_resources
+from pyvolcano.plugins.overcommit import reservations
 
 
 @dataclass
@@ -88,27 +88,42 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
         if q.guarantee is not None:
             total_guarantee += q.guarantee * mask
     attrs: dict[str, QueueAttr] = {}
+    order: dict[str, int] = {}
+    qpos: list[int] = []
+    jobs: list[JobInfo] = []
     for job in ssn.jobs.values():
         q = ssn.queues.get(job.queue)
         if q is None:
             continue
-        a = attrs.get(q.name)
-        if a is None:
-            a = attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee, mask)
-        for status, bucket in job.index.items():
-            for t in bucket.values():
-                if status & ALLOCATED:
-                    a.allocated += t.resreq * mask
-                    a.request += t.resreq * mask
-                elif status == TaskStatus.Pending:
-                    a.request += t.resreq * mask
-        pg = job.podgroup
-        if pg is not None and pg.phase == PodGroupPhase.Inqueue:
-            a.inqueue += job.min_resources(res.size) * mask
-        elif (pg is not None and pg.phase == PodGroupPhase.Running and job.has_min_resources()
-              and job.count(ALLOCATED) >= pg.min_member):
-            a.inqueue += inqueue_resources(job, res.size) * mask
-        a.elastic += job.elastic_resources() * mask
+        if q.name not in attrs:
+            attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee, mask)
+            order[q.name] = len(order)
+        qpos.append(order[q.name])
+        jobs.append(job)
+    if not jobs:
+        return attrs
+    # Per-queue sums of every job's vectors in one NumPy call each (a session opens on every cycle, over every
+    # job of the cluster).  Jobs are added in the same order as one by one, and amounts are whole numbers.
+    size = res.size
+    qidx = np.array(qpos)
+    held = np.array([j.allocated for j in jobs]).reshape(len(jobs), size)
+    allocated = np.zeros((len(order), size))
+    np.add.at(allocated, qidx, held)
+    request = allocated.copy()
+    for k, job in enumerate(jobs):
+        pending = job.index.get(TaskStatus.Pending)
+        if pending:
+            for t in pending.values():
+                request[qpos[k]] += t.resreq
+    held_back, beyond = reservations(jobs, size)
+    inqueue = np.zeros((len(order), size))
+    np.add.at(inqueue, qidx, held_back)
+    elastic = np.zeros((len(order), size))
+    np.add.at(elastic, qidx, beyond)
+    for name, k in order.items():
+        a = attrs[name]
+        a.allocated, a.request = allocated[k] * mask, request[k] * mask
+        a.inqueue, a.elastic = inqueue[k] * mask, elastic[k] * mask
     return attrs
 
 
