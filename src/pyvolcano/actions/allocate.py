@@ -9,6 +9,8 @@ with tasks left goes back in its queue so other jobs get a turn.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
@@ -19,9 +21,10 @@ from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
 
 
-def schedulable_jobs(ssn: Session, *, promote: bool) -> list[JobInfo]:
+def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo], bool] | None = None) -> list[JobInfo]:
     """Jobs allocate may work on: admitted (Inqueue or later), valid (jobValid), in a known, open queue.
-    Without the enqueue action, Pending jobs are promoted to Inqueue first, as Volcano does."""
+    Without the enqueue action, Pending jobs are promoted to Inqueue first, as Volcano does.  ``wanted``
+    drops jobs before the plugins are asked whether they are valid (backfill wants only a few)."""
     out = []
     for job in ssn.jobs.values():
         pg = job.podgroup
@@ -29,7 +32,7 @@ def schedulable_jobs(ssn: Session, *, promote: bool) -> list[JobInfo]:
             continue
         if promote and pg.phase == PodGroupPhase.Pending:
             pg.phase = PodGroupPhase.Inqueue
-        if job.is_pending() or ssn.job_valid(job) is not None:
+        if job.is_pending() or (wanted is not None and not wanted(job)) or ssn.job_valid(job) is not None:
             continue
         q = ssn.queues.get(job.queue)
         if q is None or not q.is_open():

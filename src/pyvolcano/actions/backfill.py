@@ -18,16 +18,17 @@ from pyvolcano.framework.session import Session
 from pyvolcano.framework.util import PriorityQueue
 
 
+def _pending_best_effort(job: JobInfo) -> list[TaskInfo]:
+    return [t for t in job.index.get(TaskStatus.Pending, {}).values() if t.best_effort and not t.sch_gated]
+
+
 def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
     """Pending BestEffort tasks of schedulable jobs, in queue, job, then task order."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_cmp)
     jobs: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, list[TaskInfo]] = {}
-    for job in schedulable_jobs(ssn, promote=False):
-        mine = [t for t in job.index.get(TaskStatus.Pending, {}).values() if t.best_effort and not t.sch_gated]
-        if not mine:
-            continue
-        tasks[job.uid] = mine
+    for job in schedulable_jobs(ssn, promote=False, wanted=lambda j: bool(_pending_best_effort(j))):
+        tasks[job.uid] = _pending_best_effort(job)
         if job.queue not in jobs:
             jobs[job.queue] = PriorityQueue(ssn.job_cmp)
             queues.push(ssn.queues[job.queue])
