@@ -101,10 +101,11 @@ class PodGroup:
     manifest: dict[str, Any] | None = None
 
     def clone(self) -> PodGroup:
-        p = PodGroup.__new__(PodGroup)  # no dataclass __init__: called for every job of every session
+        """A shallow copy, for every job of every session: a session changes only ``phase``; the containers
+        (conditions, minTaskMember, annotations...) are read-only there and shared (new conditions go to
+        ``Session.pg_conditions``)."""
+        p = PodGroup.__new__(PodGroup)
         p.__dict__.update(self.__dict__)
-        p.conditions = [dict(c) for c in self.conditions]
-        p.min_task_member = dict(self.min_task_member)
         return p
 
 
