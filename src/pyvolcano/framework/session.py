@@ -21,7 +21,7 @@ from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
+from pyvolcano.api.types import READY, PodGroupPhase, TaskStatus
 from pyvolcano.cache.cache import Snapshot
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.framework import registry
@@ -327,7 +327,7 @@ class Session:
         unschedulable = UNSCHEDULABLE in self.pg_conditions.get(job.uid, {})
         if job.index.get(TaskStatus.Running) and unschedulable:
             return PodGroupPhase.Unknown
-        allocated = job.count(ALLOCATED | TaskStatus.Succeeded)
+        allocated = job.count(READY)  # allocated plus succeeded
         if allocated >= pg.min_member:
             # every allocated task has succeeded: the group is done
             if len(job.index.get(TaskStatus.Succeeded, ())) == allocated:
