@@ -37,6 +37,8 @@ class PredicateReg:
     scalar: ScalarPredicate | None = None
     static: bool = False
     template_safe: bool = True
+    #: the rejection's text when it is the same for every node (explain then counts nodes without asking each)
+    reason: str | None = None
 
     def mask(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
         if self.vector is not None and engine == "vector":
@@ -292,11 +294,18 @@ class NodeSelector:
         first = np.argmax(lack, axis=1)
         for j in np.unique(first[res_fail]):
             fe.add(insufficient_reason(names[order[j]]), int(np.count_nonzero(res_fail & (first == j))))
-        preds = self.static_preds + self.dyn_preds + self.fresh_preds
-        for i in np.nonzero(~res_fail)[0]:
-            for p in preds:
-                reason = p.explain(self.ssn, task, int(i))
-                if reason:
-                    fe.add(reason)
-                    break
+        # Each node is charged to the first predicate it fails.  The predicates' masks find those nodes at once;
+        # only they are asked for the reason's text (a taint's key, say), node by node.
+        left = np.nonzero(~res_fail)[0]
+        for p in self.static_preds + self.dyn_preds + self.fresh_preds:
+            if not len(left):
+                break
+            ok = p.mask(self.ssn, task, left, self.engine)
+            if p.reason is not None:
+                if not ok.all():
+                    fe.add(p.reason, int(np.count_nonzero(~ok)))
+            else:
+                for i in left[~ok].tolist():
+                    fe.add(p.explain(self.ssn, task, i) or f"node(s) rejected by {p.plugin}")
+            left = left[ok]
         return fe

@@ -125,11 +125,13 @@ class Session:
             self.fns[point][ti].append((plugin, fn))
 
     def add_predicate(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
-                      template_safe: bool = True) -> None:
+                      template_safe: bool = True, reason: str | None = None) -> None:
         """A node filter: ``vector(task, idx) -> bool array`` and/or ``scalar(task, NodeInfo)`` returning
-        None/True to pass, or raising ``FitError``/returning a reason string to reject."""
+        None/True to pass, or raising ``FitError``/returning a reason string to reject.  ``reason``: the
+        rejection's text when it never depends on the node (fit errors are then counted without asking
+        the scalar form node by node)."""
         if self._tier(plugin, POINTS["predicate"].flag) is not None:
-            self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe))
+            self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason))
 
     def add_node_order(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
                        template_safe: bool = True) -> None:

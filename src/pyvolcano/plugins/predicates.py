@@ -26,6 +26,10 @@ from pyvolcano.framework.session import Session
 from pyvolcano.plugins._k8s import LabelIndex, selector_mask, taint_reason, untolerated
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+# Kubernetes' own phrases for the rejections whose text does not depend on the node
+UNSCHEDULABLE_REASON = "node(s) were unschedulable"
+AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
+PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
 def host_ports(pod: dict[str, Any]) -> set[tuple[int, str, str]]:
@@ -65,7 +69,7 @@ class Predicates(Plugin):
             if not nodes.unschedulable[i]:
                 return None
             taint = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
-            return "node(s) were unschedulable" if untolerated(task.pod, [taint], ("NoSchedule",)) else None
+            return UNSCHEDULABLE_REASON if untolerated(task.pod, [taint], ("NoSchedule",)) else None
 
         def unsched_vec(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             m = ~nodes.unschedulable[idx]
@@ -74,14 +78,15 @@ class Predicates(Plugin):
                 m[:] = True
             return m
 
-        ssn.add_predicate(self.name, vector=unsched_vec, scalar=_per_node(unschedulable)[1], static=True)
+        ssn.add_predicate(self.name, vector=unsched_vec, scalar=_per_node(unschedulable)[1], static=True,
+                          reason=UNSCHEDULABLE_REASON)
 
         if a.get_bool("predicate.NodeAffinityEnable", True):
             def affinity(task: TaskInfo, i: int) -> str | None:
                 ok = selector_mask(li, task.pod, np.array([i]))[0]
-                return None if ok else "node(s) didn't match Pod's node affinity/selector"
+                return None if ok else AFFINITY_REASON
             ssn.add_predicate(self.name, vector=lambda t, idx: selector_mask(li, t.pod, idx),
-                              scalar=_per_node(affinity)[1], static=True)
+                              scalar=_per_node(affinity)[1], static=True, reason=AFFINITY_REASON)
 
         if a.get_bool("predicate.TaintTolerationEnable", True):
             def taints(task: TaskInfo, i: int) -> str | None:
@@ -109,14 +114,14 @@ class Predicates(Plugin):
                 used: set[tuple[int, str, str]] = set()
                 for t in nodes.tasks[i].values():
                     used |= host_ports(t.pod)
-                return "node(s) didn't have free ports for the requested pod ports" if ports_conflict(want, used) \
+                return PORTS_REASON if ports_conflict(want, used) \
                     else None
 
             def ports_vec(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
                 if ports(task, -1) is None and not wanted[task.template_key]:
                     return np.ones(len(idx), dtype=bool)
                 return _per_node(ports)[0](task, idx)
-            ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1])
+            ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1], reason=PORTS_REASON)
 
         if a.get_bool("predicate.ProportionalEnable", False):
             self._proportional(ssn)
@@ -148,8 +153,8 @@ class Predicates(Plugin):
                 ok &= (left[:, cpu] >= idle[:, d] * c) & (left[:, mem] >= idle[:, d] * m * 1e6)
             return ok
 
+        reason = f"proportional of resource {'/'.join(n for n, *_ in rates)} check failed"
+
         def scalar(task: TaskInfo, node: NodeInfo) -> str | None:
-            if vector(task, np.array([node.index]))[0]:
-                return None
-            return f"proportional of resource {'/'.join(n for n, *_ in rates)} check failed"
-        ssn.add_predicate(self.name, vector=vector, scalar=scalar)
+            return None if vector(task, np.array([node.index]))[0] else reason
+        ssn.add_predicate(self.name, vector=vector, scalar=scalar, reason=reason)
