@@ -172,3 +172,20 @@ def test_fit_error_summary() -> None:
     assert msg.startswith("pod group is not ready, 1 Pending, 1 Running, 2 minAvailable")
     assert msg.endswith("0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu.")
     assert j.first_fit_error() == str(fe)
+
+
+def test_clone_is_reused_only_while_neither_side_changed() -> None:
+    j = job(task("a"), task("b"))
+    c = j.clone()
+    c.enqueue_reason = "set by a plugin"
+    c.podgroup.phase = PodGroupPhase.Running  # type: ignore[union-attr]
+    assert c.reuse(j)  # nothing changed: per-session fields come back from the source
+    assert c.enqueue_reason == "" and c.podgroup.phase == PodGroupPhase.Inqueue  # type: ignore[union-attr]
+    c.update_task_status(c.tasks["ns/a"], S.Allocated)  # the session moved a task
+    assert not c.reuse(j)
+    c2 = j.clone()
+    j.update_task_status(j.tasks["ns/b"], S.Allocated)  # the cache moved a task
+    assert not c2.reuse(j)
+    c3 = j.clone()
+    j.add_task(task("c"))
+    assert not c3.reuse(j)

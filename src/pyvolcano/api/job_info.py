@@ -131,9 +131,13 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.enqueue_reason = ""
+        #: bumped by every change to the tasks or their statuses (and by the cache when it changes the job), so a
+        #: snapshot can tell an unchanged job, and a session's clone that the session left alone
+        self.version = 0
 
     # --- membership -----------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
+        self.version += 1
         self.tasks[task.uid] = task
         self.index[task.status][task.uid] = task
         self.total_request += task.resreq
@@ -144,6 +148,7 @@ class JobInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
+        self.version += 1
         self.index[t.status].pop(t.uid, None)
         self.total_request -= t.resreq
         if t.status & ALLOCATED:
@@ -154,6 +159,7 @@ class JobInfo:
         old = task.status
         if old == status:
             return
+        self.version += 1
         self.index[old].pop(task.uid, None)
         if old in _ALLOCATED_SET:  # set lookups: IntFlag "&" runs Python code, and this is per task placed
             self.allocated -= task.resreq
@@ -176,7 +182,21 @@ class JobInfo:
         j.allocated = self.allocated.copy()
         j.total_request = self.total_request.copy()
         j.nodes_fit_errors = {}
+        j.cloned_from = self.version
         return j
+
+    def reuse(self, src: JobInfo) -> bool:
+        """Turn this clone of ``src`` back into what ``src.clone()`` would give, cheaply, if neither has changed
+        since it was made (same version on both sides): the tasks, their index and the totals are kept, every
+        other field is taken from ``src`` again.  False, and nothing done, otherwise."""
+        if not (self.version == src.version == self.__dict__.get("cloned_from", -1)):
+            return False
+        d = dict(src.__dict__)
+        d.update(tasks=self.tasks, index=self.index, allocated=self.allocated, total_request=self.total_request,
+                 podgroup=src.podgroup.clone() if src.podgroup else None,
+                 task_min_available=dict(src.task_min_available), nodes_fit_errors={}, cloned_from=src.version)
+        self.__dict__ = d
+        return True
 
     # --- Volcano's status functions (seed 000, section 4.6) ----------------------------------------------
     def count(self, statuses: TaskStatus) -> int:

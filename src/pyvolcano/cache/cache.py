@@ -55,8 +55,15 @@ class Snapshot:
 class SchedulerCache:
     """Cluster state between sessions.  ``scheduler_name`` selects the pods this scheduler places."""
 
-    def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER, res: ResourceIndex | None = None) -> None:
+    def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER, res: ResourceIndex | None = None, *,
+                 reuse_clones: bool = False) -> None:
         self.scheduler_name = scheduler_name
+        #: hand a job's previous clone to the next snapshot when neither the job nor that clone has changed
+        #: (``JobInfo.reuse``): most jobs of a busy cluster are untouched between two cycles.  Only for a caller
+        #: that is done with a session's result before it takes the next snapshot (the simulator): the
+        #: Kubernetes scheduler's background writers may still read the previous session's jobs.
+        self.reuse_clones = reuse_clones
+        self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
         self.res = res or ResourceIndex.of()
         self.nodes: dict[str, NodeSpec] = {}
         self.jobs: dict[str, JobInfo] = {}
@@ -120,6 +127,7 @@ class SchedulerCache:
             job = self.jobs.get(key)
             if job is not None:
                 job.podgroup = None
+                job.version += 1
                 if not job.tasks:
                     del self.jobs[key]
         elif kind == "Queue":
@@ -197,6 +205,7 @@ class SchedulerCache:
         self._set_podgroup(job, pg)
 
     def _set_podgroup(self, job: JobInfo, pg: PodGroup) -> None:
+        job.version += 1
         job.podgroup = pg
         job.name, job.namespace, job.queue = pg.name, pg.namespace, pg.queue
         job.min_available = pg.min_member
@@ -269,6 +278,7 @@ class SchedulerCache:
         if node is not None:
             task.node_name = node
         if job is not None:
+            job.version += 1
             job.update_task_status(task, status)
         else:
             task.status = status
@@ -296,10 +306,16 @@ class SchedulerCache:
                 skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
                 placed.extend(t for t in job.tasks.values() if t.node_name and not t.status & _OFF_NODE)
                 continue
-            c = job.clone()
+            prev = self._clones.get(uid) if self.reuse_clones else None
+            if prev is not None and prev[0] is job and prev[1].reuse(job):
+                c = prev[1]
+            else:
+                c = job.clone()
             jobs[uid] = c
             placed.extend(t for t in c.tasks.values() if t.node_name and t.status not in _OFF_NODE_SET)
         placed.extend(t for t in self.other_tasks.values() if not t.status & _OFF_NODE)
+        if self.reuse_clones:
+            self._clones = {uid: (self.jobs[uid], c) for uid, c in jobs.items()}
         pos = arrays.pos
         arrays.add_tasks([(pos[t.node_name], t) for t in placed if t.node_name in pos])
         return Snapshot(

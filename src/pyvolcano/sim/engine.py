@@ -128,7 +128,7 @@ class Simulator:
         self.uids = itertools.count()
         self.seq = itertools.count()
         self.heap: list[tuple[float, int, str, Any]] = []
-        self.cache = SchedulerCache()
+        self.cache = SchedulerCache(reuse_clones=True)  # each session's result is applied before the next
         self.api = SimAPI(self)
         self.controller = JobController(self.api)
         self.records: dict[str, JobRecord] = {}
