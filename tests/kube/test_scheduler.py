@@ -315,10 +315,10 @@ def test_only_the_leader_schedules(api: FakeApi) -> None:
 
     api.create(NODE, node("n1"))
     gang(api, "g", 1, 1)
-    other = LeaderElector(api, "kube-system", "vc-scheduler", "other", lease_duration=3, renew_deadline=2,
+    other = LeaderElector(api, "kube-system", "vc-scheduler", "other", lease_duration=30, renew_deadline=20,
                           retry_period=0.05)
     assert other.try_acquire_or_renew()
-    mine = LeaderElector(api, "kube-system", "vc-scheduler", "me", lease_duration=3, renew_deadline=2,
+    mine = LeaderElector(api, "kube-system", "vc-scheduler", "me", lease_duration=30, renew_deadline=20,
                          retry_period=0.05)
     s = KubeScheduler(api, ConfFile(None), SchedulerOptions(period=0.02), elector=mine)
     stop = threading.Event()
