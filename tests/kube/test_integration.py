@@ -321,7 +321,7 @@ def test_two_replicas_only_the_leader_schedules(api: KubeClient, env: Env, procs
     assert (api.get(LEASE, "vc-scheduler", env.ns)["spec"]["holderIdentity"]) == "replica-b"
 
 
-TF_EXAMPLE = Path(__file__).parent / "data" / "tf-dist-mnist-example.yaml"
+TF_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tf-dist-mnist-example.yaml"
 
 
 def test_install_then_volcanos_tensorflow_example_binds(api: KubeClient, env: Env, procs, controller,

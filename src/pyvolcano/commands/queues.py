@@ -130,7 +130,7 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
         r.values["capability"] = fmt(res, q.capability if q else None, mask)
         r.reasons["capability"] = "spec.capability (unset resources unlimited)" if q and q.capability is not None \
             else "unset: unlimited"
-        alloc_n, pend_n = counts.get(name, (0, 0))
+        alloc_n, pend_n = _subtree_counts(tree, name, counts) if tree else counts.get(name, (0, 0))
         if a is None:
             for k in ("realCapability", "deserved", "allocated", "request"):
                 r.values[k] = {}
@@ -169,6 +169,16 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
     if hierarchy:  # the capacity plugin's own verdict on the tree, on the numbers it computed
         problems += ssn.state.get("capacity-problems", [])
     return Report(plugin, hierarchy, fmt(res, total, mask), out, problems, list(cache.problems))
+
+
+def _subtree_counts(tree: Any, name: str, counts: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """(tasks holding resources, pending tasks) of a queue and everything below it: a parent's allocated and
+    request are its subtree's sums, so its task counts are too."""
+    a, p = counts.get(name, (0, 0))
+    for child in tree.children.get(name, ()):
+        ca, cp = _subtree_counts(tree, child, counts)
+        a, p = a + ca, p + cp
+    return a, p
 
 
 def _tree_order(tree: Any) -> list[str]:
