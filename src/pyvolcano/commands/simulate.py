@@ -18,20 +18,64 @@ from pyvolcano.sim.run import (
     load_queues,
     parse_cancels,
     parse_failures,
+    parse_gang_sizes,
     print_summary,
+    queue_weights,
     run_one,
 )
 from pyvolcano.sim.workload import from_manifests, load_csv, synthetic
 
+#: options that take several values after one flag (``--compare a.conf b.conf``) as well as repeated flags
+MULTI_VALUE = ("--compare",)
+
+
+def expand_multi(args: list[str], flags: tuple[str, ...] = MULTI_VALUE) -> list[str]:
+    """Rewrite ``--compare a b c`` as ``--compare a --compare b --compare c`` (click options take one value each):
+    the words after such a flag, up to the next option (a word starting with ``-``), are all its values.  The
+    command takes no arguments, so those words could mean nothing else."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            out.extend(args[i:])
+            break
+        flag, eq, _ = a.partition("=")
+        if flag in flags:
+            out.append(a)
+            i += 1 if eq else 2
+            if not eq and i - 1 < len(args):
+                out.append(args[i - 1])
+            while i < len(args) and not args[i].startswith("-"):
+                out.extend((flag, args[i]))
+                i += 1
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+class SimulateCommand(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, expand_multi(list(args)))
+
 
 def register(group: click.Group) -> None:
-    @group.command("simulate")
+    @group.command("simulate", cls=SimulateCommand)
     @click.option("--cluster", help="Node manifests (YAML file) or a compact spec: '100x{cpu: 32, memory: 256Gi}'.")
     @click.option("--queues", "queues_arg", help="Queue manifests (YAML file) or 'name:weight,...'.")
     @click.option("--workload", help="Volcano Job manifests (YAML) with pyvolcano.io/arrival and /duration.")
     @click.option("--csv", "csv_path", help="Generic CSV workload (see docs/simulator.md).")
-    @click.option("--synthetic", "synth", type=int, default=None, help="Generate this many synthetic jobs.")
-    @click.option("--rate", type=float, default=0.2, show_default=True, help="Synthetic arrivals per second.")
+    @click.option("--synthetic", "synth", type=click.IntRange(min=1), default=None,
+                  help="Generate this many synthetic jobs (queues drawn by weight from --queues).")
+    @click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=0.2, show_default=True,
+                  help="Synthetic: Poisson arrivals per second.")
+    @click.option("--gang-sizes", default="1,1,2,4,8", show_default=True,
+                  help="Synthetic: gang sizes drawn uniformly from this list (repeat a size to weigh it more).")
+    @click.option("--mean-duration", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+                  help="Synthetic: mean of the exponential pod durations (s; at least 1 s each).")
+    @click.option("--gpu-fraction", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+                  help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu.")
     @click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace.")
     @click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy).")
     @click.option("--ali-nodes", type=int, default=120, show_default=True, help="Down-sample the trace cluster.")
@@ -41,22 +85,25 @@ def register(group: click.Group) -> None:
     @click.option("--gang-window", type=float, default=60.0, show_default=True)
     @click.option("--max-gang", type=int, default=8, show_default=True)
     @click.option("--config", "-c", help="volcano-scheduler.conf (default: Volcano's).")
-    @click.option("--compare", multiple=True, help="Also run these confs on the same workload and compare.")
+    @click.option("--compare", multiple=True, metavar="CONF...",
+                  help="Also run these confs on the same workload and compare: --compare a.conf b.conf "
+                       "(or repeat the flag).")
     @click.option("--period", type=float, default=1.0, show_default=True, help="Seconds between sessions.")
     @click.option("--start-latency", type=float, default=1.0, show_default=True)
     @click.option("--grace", type=float, default=5.0, show_default=True, help="Eviction grace period (s).")
     @click.option("--until", type=float, default=None, help="Stop at this simulated time (s).")
     @click.option("--node-failures", help="TIME:NODE:DOWNTIME,... node failures.")
     @click.option("--cancel", help="TIME:[NS/]JOB,... job cancellations.")
-    @click.option("--seed", type=int, default=0, show_default=True)
+    @click.option("--seed", type=int, default=0, show_default=True,
+                  help="Seed of the synthetic generator and of the Alibaba node sample.")
     @click.option("--out", default="sim-out", show_default=True, type=click.Path(file_okay=False))
     @click.option("--no-progress", is_flag=True)
     def simulate(cluster: str | None, queues_arg: str | None, workload: str | None, csv_path: str | None,
-                 synth: int | None, rate: float, use_alibaba: bool, trace_dir: str | None, ali_nodes: int,
-                 ali_pods: int, compress: float, duration_scale: float, gang_window: float, max_gang: int,
-                 config: str | None, compare: tuple[str, ...], period: float, start_latency: float, grace: float,
-                 until: float | None, node_failures: str | None, cancel: str | None, seed: int, out: str,
-                 no_progress: bool) -> None:
+                 synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float,
+                 use_alibaba: bool, trace_dir: str | None, ali_nodes: int, ali_pods: int, compress: float,
+                 duration_scale: float, gang_window: float, max_gang: int, config: str | None,
+                 compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
+                 node_failures: str | None, cancel: str | None, seed: int, out: str, no_progress: bool) -> None:
         """Simulate a workload (one of --workload, --csv, --synthetic, --alibaba) and write jobs.csv,
         summary.json and report.html into --out."""
         sources = [x for x in (workload, csv_path, synth, use_alibaba or None) if x]
@@ -75,19 +122,28 @@ def register(group: click.Group) -> None:
             elif csv_path:
                 wl = load_csv(csv_path)
             else:
-                wl = synthetic(seed=seed, jobs=int(synth or 0), rate=rate)
+                wl = synthetic(seed=seed, jobs=int(synth or 0), rate=rate, queues=queue_weights(queues_arg),
+                               gang_sizes=parse_gang_sizes(gang_sizes), mean_duration=mean_duration,
+                               gpu_fraction=gpu_fraction)
             inputs = Inputs(load_cluster(cluster), load_queues(queues_arg, wl), wl)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
-        for p in inputs.workload.problems[:20]:
-            click.echo(f"pyvolcano: warning: {p}", err=True)
+        seen: set[str] = set()
+
+        def warn(p: str) -> None:  # each problem once, even when --compare finds it in every run
+            if p not in seen:
+                seen.add(p)
+                click.echo(f"pyvolcano: warning: {p}", err=True)
+
+        for p in inputs.workload.problems:
+            warn(p)
         confs = [config, *compare]
+        loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
         summaries = []
-        for i, c in enumerate(confs):
-            conf, name = load_conf_arg(c)
+        for i, (c, (conf, name)) in enumerate(zip(confs, loaded, strict=True)):
             d = Path(out) if len(confs) == 1 else Path(out) / f"run{i}-{Path(c).stem if c else 'default'}"
             s = run_one(inputs, conf, name, d, period=period, start_latency=start_latency, grace=grace,
-                        until=until, progress=not no_progress)
+                        until=until, progress=not no_progress, warn=warn)
             summaries.append(s)
             if len(confs) == 1:
                 print_summary(s)

@@ -5,7 +5,9 @@ Scores are on Kubernetes' 0..100 scale, times the ``<name>.weight`` argument:
 ``mostrequested`` (0): mean of requested / allocatable; ``balancedresource`` (1): 1 - |cpu fraction -
 memory fraction| / 2 (the standard deviation of two fractions); ``nodeaffinity`` (2): the raw sum of matching
 preferred-term weights, as Volcano adds it without normalising; ``tainttoleration`` (3): fewer untolerated
-PreferNoSchedule taints is better, normalised over the nodes like Kubernetes (100 when none has any).
+PreferNoSchedule taints is better, normalised by the largest count (100 when none has any) over every node of the
+session, where Kubernetes and Volcano take the nodes that passed the filters (a fixed scale keeps it a per-node
+score, cached per template, with an exact per-node form).
 "requested" is what the node's pods request plus this pod; pods requesting nothing count as nothing
 (Kubernetes' non-zero defaults of 100m/200MB are not applied).
 """
@@ -96,14 +98,30 @@ class NodeOrder(Plugin):
 
         if taint and len(li.tainted):
             nodes = ssn.nodes
+            top_count: dict[object, float] = {}  # per pod template: the largest untolerated count of the session
+
+            def count(task: TaskInfo, i: int) -> float:
+                return float(len(untolerated(task.pod, nodes.specs[i].taints, ("PreferNoSchedule",))))
+
+            def top(task: TaskInfo) -> float:
+                """Kubernetes normalises this score by the largest count among the nodes; here over every node
+                of the session, once per template, so the vector and the per-node form agree."""
+                key = task.template_key
+                if key not in top_count:
+                    top_count[key] = max((count(task, int(i)) for i in li.tainted), default=0.0)
+                return top_count[key]
 
             def taint_scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
                 counts = np.zeros(len(idx))
-                pos = np.nonzero(np.isin(idx, li.tainted))[0]
-                for j in pos:
-                    counts[j] = len(untolerated(task.pod, nodes.specs[int(idx[j])].taints, ("PreferNoSchedule",)))
-                top = counts.max() if len(counts) else 0.0
-                if top == 0:
+                for j in np.nonzero(np.isin(idx, li.tainted))[0]:
+                    counts[j] = count(task, int(idx[j]))
+                t = top(task)
+                if t == 0:
                     return np.full(len(idx), taint * MAX_NODE_SCORE)
-                return taint * (MAX_NODE_SCORE - counts * MAX_NODE_SCORE / top)
-            ssn.add_node_order(self.name, vector=taint_scores, static=True)
+                return taint * (MAX_NODE_SCORE - counts * MAX_NODE_SCORE / t)
+
+            def taint_score(task: TaskInfo, node: NodeInfo) -> float:
+                t = top(task)
+                return taint * (MAX_NODE_SCORE - count(task, node.index) * MAX_NODE_SCORE / t) if t else \
+                    taint * MAX_NODE_SCORE
+            ssn.add_node_order(self.name, vector=taint_scores, scalar=taint_score, static=True)

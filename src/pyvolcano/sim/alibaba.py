@@ -84,12 +84,30 @@ def queues() -> list[dict[str, Any]]:
             for q, w in QUEUE_WEIGHTS.items()]
 
 
-def load_workload(path: Path, knobs: AlibabaKnobs, nodes: list[dict[str, Any]]) -> Workload:
-    rows = list(csv.DictReader((path / "openb_pod_list_default.csv").read_text().splitlines()))
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "qos", "creation_time", "scheduled_time",
+               "deletion_time")
+
+
+def load_workload(path: Path, knobs: AlibabaKnobs) -> Workload:
+    """The trace's pod rows as gangs of vcjobs.  A row that does not parse or has a negative lifetime is reported
+    in ``problems`` and left out; a request no node can hold is reported by the simulator, which knows the
+    cluster (``Simulator.job_problem``)."""
+    source = path / "openb_pod_list_default.csv"
+    reader = csv.DictReader(source.read_text().splitlines())
+    missing = [c for c in POD_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise UserError(f"{source}: missing CSV columns {', '.join(missing)}")
+    rows = list(reader)
     rows = rows[knobs.skip: knobs.skip + knobs.pods] if knobs.pods else rows[knobs.skip:]
-    caps = [(int(n["status"]["allocatable"]["cpu"][:-1]), int(n["status"]["allocatable"]["memory"][:-2]),
-             int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) * 1000) for n in nodes]
     problems: list[str] = []
+    good = []
+    for r in rows:
+        bad = _bad_field(r)
+        if bad:
+            problems.append(f"trace row {r.get('name')}: field {bad}: {r.get(bad)!r} is not a number; skipped")
+            continue
+        good.append(r)
+    rows = good
     groups: list[list[dict[str, str]]] = []
     for r in rows:
         key = (r["cpu_milli"], r["memory_mib"], r["num_gpu"], r["gpu_milli"], r["qos"])
@@ -106,10 +124,6 @@ def load_workload(path: Path, knobs: AlibabaKnobs, nodes: list[dict[str, Any]]) 
         name = r["name"]
         cpu, mem, ngpu, gmilli = int(r["cpu_milli"]), int(r["memory_mib"]), int(r["num_gpu"]), int(r["gpu_milli"])
         gpu_m = ngpu * 1000 if ngpu >= 2 else (gmilli if ngpu == 1 else 0)
-        if not any(cpu <= c and mem <= m and gpu_m <= gp for c, m, gp in caps):
-            problems.append(f"trace row {name}: request cpu {cpu}m, memory {mem}Mi, gpu {gpu_m}m fits no node of "
-                            f"the sampled cluster; skipped")
-            continue
         lifetimes = []
         for row in g:
             start = float(row["scheduled_time"] or row["creation_time"])
@@ -127,6 +141,18 @@ def load_workload(path: Path, knobs: AlibabaKnobs, nodes: list[dict[str, Any]]) 
                              cpu=f"{cpu}m", memory=f"{mem}Mi", gpu=f"{gpu_m}m" if gpu_m else "0",
                              duration=round(dur, 1)))
     return from_specs(specs, problems)
+
+
+def _bad_field(r: dict[str, str]) -> str | None:
+    """The first numeric column of a pod row that does not parse, or None."""
+    for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time"):
+        if c == "scheduled_time" and not r.get(c):
+            continue
+        try:
+            int(r[c]) if c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli") else float(r[c])
+        except (TypeError, ValueError):
+            return c
+    return None
 
 
 def _key(r: dict[str, str]) -> tuple[str, ...]:

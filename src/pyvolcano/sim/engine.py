@@ -21,13 +21,16 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.convert import pod_requests
+from pyvolcano.api.quantity import format_quantity
+from pyvolcano.api.resource import EPS
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.controllers.vcjob import FINAL, JobController, validate_job
-from pyvolcano.errors import UserError
+from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.framework.session import Session
-from pyvolcano.sim.workload import DURATION, Workload
+from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
 
 @dataclass
@@ -153,13 +156,22 @@ class Simulator:
         self.res = self.cache.res
         total = np.sum(caps, axis=0) if caps else self.res.zeros()
         self.capacity = self._pick(total)
+        #: every node's allocatable by resource name, for the "fits no node at all" check
+        self.node_alloc = [{n: float(v) for n, v in zip(self.res.names, spec.allocatable, strict=True)}
+                           for spec in self.cache.nodes.values()]
+        admitted = 0
         for t, job in workload.jobs:
+            bad = self.job_problem(job)
+            if bad:
+                self.problems.append(f"{bad}; job skipped")
+                continue
             self._push(t, "arrive", job)
+            admitted += 1
         for t, node, down in node_failures or []:
             self._push(t, "node_fail", (node, down))
         for t, key in cancellations or []:
             self._push(t, "cancel", key)
-        self.total_jobs = len(workload.jobs)
+        self.total_jobs = admitted
 
     # --- helpers ---------------------------------------------------------------------------------------------
     def _pick(self, v: np.ndarray) -> np.ndarray:
@@ -179,16 +191,56 @@ class Simulator:
         md = pod["metadata"]
         return f"{md['namespace']}/{md['labels']['volcano.sh/job-name']}", md["annotations"][TASK_SPEC_ANNOTATION]
 
+    # --- checks ----------------------------------------------------------------------------------------------
+    def job_problem(self, job: dict[str, Any]) -> str | None:
+        """Why ``job`` cannot run on this cluster at all, as a message naming the job and field, or None:
+        Volcano's admission checks (minAvailable <= replicas, a known queue, ...), a duration that is not a number
+        of seconds >= 0, a request that does not parse, or a pod request that no node's allocatable could ever
+        hold (more of a resource than the largest node has, a resource no node has, or a combination no single
+        node has)."""
+        try:
+            validate_job(job, self.queue_names)
+        except UserError as exc:
+            return str(exc)
+        bad = duration_problem(job)
+        if bad:
+            return bad
+        ref = job_ref(job)
+        for i, t in enumerate(job["spec"]["tasks"]):
+            if int(t.get("replicas", 1)) == 0:
+                continue
+            name = t.get("name") or f"task{i}"
+            try:
+                _, req = pod_requests({"kind": "Pod", "metadata": {"name": name}, "spec": t["template"].get("spec")})
+            except ManifestError as exc:
+                return f"{ref}: field spec.tasks[{i}].template.{exc.field}: {exc.problem}"
+            bad = self._unfit(req)
+            if bad:
+                return f"{ref}: task {name}: {bad}"
+        return None
+
+    def _unfit(self, req: dict[str, float]) -> str | None:
+        """Why a pod requesting ``req`` (internal amounts) fits no node's allocatable, or None."""
+        req = {n: v for n, v in req.items() if v > 0 and n != "ephemeral-storage-limit"}
+        if not self.node_alloc:
+            return "the cluster has no nodes"
+        if any(all(v < alloc.get(n, 0.0) + EPS for n, v in req.items()) for alloc in self.node_alloc):
+            return None
+        for n, v in sorted(req.items()):
+            largest = max(alloc.get(n, 0.0) for alloc in self.node_alloc)
+            if largest <= 0:
+                return f"requests {n} {format_quantity(n, v)} per pod, a resource no node has"
+            if v >= largest + EPS:
+                return (f"requests {n} {format_quantity(n, v)} per pod, more than any node's allocatable "
+                        f"(largest: {format_quantity(n, largest)})")
+        want = ", ".join(f"{n}: {format_quantity(n, v)}" for n, v in sorted(req.items()) if n != "pods")
+        return f"requests {{{want}}} per pod, which no single node's allocatable holds (each resource fits some node)"
+
     # --- event handlers --------------------------------------------------------------------------------------
     def _arrive(self, job: dict[str, Any]) -> None:
         md = job["metadata"]
         ns = md.setdefault("namespace", "default")
         key = f"{ns}/{md.get('name')}"
-        try:
-            validate_job(job, self.queue_names)
-        except UserError as exc:
-            self.problems.append(f"{exc}; job skipped")
-            return
         if key in self.controller.jobs:
             self.problems.append(f"Job {key}: a job of that name already exists; skipped")
             return

@@ -67,7 +67,8 @@ def plots(result: SimResult, rows: list[dict[str, Any]]) -> dict[str, str]:
     ax.set(xscale="log", xlabel="wait until the gang started (s, log)", ylabel="fraction of jobs",
            title="Wait-time CDF per queue")
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    if ax.get_legend_handles_labels()[0]:  # no job started: nothing to label
+        ax.legend(loc="lower right")
     out["wait_cdf"] = _png(fig)
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,22 +35,61 @@ def load_cluster(arg: str) -> list[dict[str, Any]]:
     return parse_cluster_spec(arg)
 
 
+def queue_weights(arg: str | None) -> dict[str, int] | None:
+    """``name:weight,...`` (weight defaults to 1) or the Queue manifests of a YAML file, as name -> weight; None
+    without ``arg``."""
+    if not arg:
+        return None
+    if Path(arg).is_file():
+        weights = {}
+        for o in load_objects(arg):
+            if o.get("kind") != "Queue":
+                continue
+            name = (o.get("metadata") or {}).get("name")
+            w = (o.get("spec") or {}).get("weight", 1)
+            if name:
+                weights[str(name)] = w if isinstance(w, int) and not isinstance(w, bool) and w > 0 else 1
+        if not weights:
+            raise UserError(f"--queues {arg}: no Queue objects")
+        return weights
+    weights = {}
+    for part in arg.split(","):
+        if not part.strip():
+            continue
+        name, _, w = part.strip().partition(":")
+        name = name.strip()
+        if not name:
+            raise UserError(f"--queues: {part!r}: expected NAME:WEIGHT")
+        try:
+            weights[name] = int(w or 1)
+        except ValueError:
+            raise UserError(f"--queues: {part!r}: weight must be an integer") from None
+        if weights[name] < 1:
+            raise UserError(f"--queues: {part!r}: weight must be >= 1")
+    if not weights:
+        raise UserError(f"--queues: {arg!r}: expected NAME:WEIGHT,...")
+    return weights
+
+
 def load_queues(arg: str | None, workload: Workload) -> list[dict[str, Any]]:
     """Queue manifests from a file, ``name:weight,...``, or one weight-1 queue per queue the workload names."""
     if arg and Path(arg).is_file():
+        queue_weights(arg)  # refuses a file without Queue objects
         return [o for o in load_objects(arg) if o.get("kind") == "Queue"]
-    weights: dict[str, int] = {}
-    if arg:
-        for part in arg.split(","):
-            name, _, w = part.strip().partition(":")
-            try:
-                weights[name] = int(w or 1)
-            except ValueError:
-                raise UserError(f"--queues: {part!r}: weight must be an integer") from None
-    else:
-        weights = {q: 1 for q in sorted(workload.queues)}
+    weights = queue_weights(arg) or {q: 1 for q in sorted(workload.queues)}
     return [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": n},
              "spec": {"weight": w, "reclaimable": True}, "status": {"state": "Open"}} for n, w in weights.items()]
+
+
+def parse_gang_sizes(arg: str) -> tuple[int, ...]:
+    """``1,1,2,4,8``: the gang sizes the synthetic generator draws from (uniformly, so repeats weigh more)."""
+    try:
+        sizes = tuple(int(x) for x in arg.split(",") if x.strip())
+    except ValueError:
+        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers, e.g. 1,1,2,4,8") from None
+    if not sizes or min(sizes) < 1:
+        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers >= 1, e.g. 1,1,2,4,8")
+    return sizes
 
 
 def parse_failures(arg: str | None) -> list[tuple[float, str, float]]:
@@ -78,7 +118,9 @@ def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
 
 def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, period: float = 1.0,
             start_latency: float = 1.0, grace: float = 5.0, until: float | None = None, progress: bool = True,
-            title: str = "pyvolcano simulation") -> dict[str, Any]:
+            title: str = "pyvolcano simulation", warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """One simulation into ``out``; its summary.  ``warn`` is called with every problem found (the workload's,
+    the jobs the simulator refuses on this cluster, and those found while running), each once per call."""
     import copy
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
@@ -86,10 +128,20 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
                              list(inputs.workload.problems)),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations)
+    known = len(sim.problems)  # the run's problems start with these
+    if warn is not None:
+        for p in sim.problems:
+            warn(p)
+    if not sim.total_jobs:  # running makes no sense: refuse, after the problems that explain why
+        n = len(inputs.workload.jobs)
+        if n:
+            raise UserError(f"nothing to simulate: none of the workload's {n} jobs can run here (problems above)")
+        raise UserError("nothing to simulate: the workload has no jobs"
+                        + (" that load (problems above)" if inputs.workload.problems else ""))
     if progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-        total = len(inputs.workload.jobs)
+        total = sim.total_jobs
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                       TextColumn("sim t={task.fields[t]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                       transient=True) as bar:
@@ -104,6 +156,9 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             result = sim.run(until, tick)
     else:
         result = sim.run(until)
+    if warn is not None:
+        for p in result.problems[known:]:
+            warn(p)
     summ = metrics.write(out, result, conf_name)
     rows = metrics.job_rows(result)
     report.write(out, result, rows, summ, title)
@@ -119,7 +174,7 @@ def alibaba_inputs(trace_dir: str | None, knobs: alibaba.AlibabaKnobs, cluster: 
     if not (d / "openb_pod_list_default.csv").is_file():
         raise UserError(f"{d}: openb_pod_list_default.csv not found")
     nodes = load_cluster(cluster) if cluster else alibaba.load_nodes(d, knobs)
-    wl = alibaba.load_workload(d, knobs, nodes)
+    wl = alibaba.load_workload(d, knobs)
     return Inputs(nodes, alibaba.queues(), wl)
 
 

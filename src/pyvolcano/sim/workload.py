@@ -9,13 +9,15 @@ template (seconds the pod runs once started).
 from __future__ import annotations
 
 import csv
+import math
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyvolcano.errors import UserError
+from pyvolcano.api.quantity import parse_quantity
+from pyvolcano.errors import QuantityError, UserError
 
 ARRIVAL = "pyvolcano.io/arrival"
 DURATION = "pyvolcano.io/duration"
@@ -73,75 +75,181 @@ def to_vcjob(js: JobSpec) -> dict[str, Any]:
 
 
 def from_specs(specs: Iterable[JobSpec], problems: list[str] | None = None) -> Workload:
+    """Vcjob manifests for ``specs``; a spec that ``check_spec`` rejects is reported in ``problems`` and left out."""
     jobs, prios = [], set()
+    problems = list(problems or [])
     for js in specs:
+        bad = check_spec(js)
+        if bad:
+            problems.append(f"job {js.name}: {bad}; skipped")
+            continue
         jobs.append((js.arrival, to_vcjob(js)))
         prios.add(js.priority)
     jobs.sort(key=lambda x: (x[0], x[1]["metadata"]["name"]))
     pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
             "metadata": {"name": priority_class_name(p)}, "value": p} for p in sorted(prios)]
-    return Workload(jobs, pcs, problems or [])
+    return Workload(jobs, pcs, problems)
+
+
+def seconds(value: object) -> float:
+    """A duration or time in seconds: a finite number >= 0 (ValueError naming the value otherwise)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a number of seconds")
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{value!r} is not a finite number of seconds")
+    if x < 0:
+        raise ValueError(f"{value!r} is negative")
+    return x
+
+
+def job_ref(job: dict[str, Any]) -> str:
+    md = job.get("metadata") if isinstance(job.get("metadata"), dict) else {}
+    return f"Job {md.get('namespace') or 'default'}/{md.get('name') or '<unnamed>'}"
+
+
+def duration_problem(job: dict[str, Any]) -> str | None:
+    """The first task template whose ``pyvolcano.io/duration`` annotation is not a number of seconds >= 0, as a
+    message naming the job and the field; None when every duration is good (a missing one means 0 s)."""
+    tasks = (job.get("spec") or {}).get("tasks") if isinstance(job.get("spec"), dict) else None
+    for i, t in enumerate(tasks if isinstance(tasks, list) else []):
+        tmpl = t.get("template") if isinstance(t, dict) else None
+        md = tmpl.get("metadata") if isinstance(tmpl, dict) else None
+        ann = md.get("annotations") if isinstance(md, dict) else None
+        if not isinstance(ann, dict) or ann.get(DURATION) in (None, ""):
+            continue
+        try:
+            seconds(ann[DURATION])
+        except ValueError as exc:
+            return (f"{job_ref(job)}: field spec.tasks[{i}].template.metadata.annotations[{DURATION}]: {exc} "
+                    f"(expected seconds >= 0)")
+    return None
 
 
 def from_manifests(objects: list[dict[str, Any]]) -> Workload:
-    """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation."""
+    """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job whose arrival
+    or duration annotation is not a number of seconds >= 0 is reported in ``problems`` and left out."""
     jobs, pcs, problems = [], [], []
     for o in objects:
         if o.get("kind") == "PriorityClass":
             pcs.append(o)
         elif o.get("kind") == "Job":
-            ann = (o.get("metadata") or {}).get("annotations") or {}
+            md = o.get("metadata")
+            if not isinstance(md, dict):
+                problems.append(f"{job_ref(o)}: field metadata: must be a mapping; job skipped")
+                continue
+            ann = md.get("annotations") or {}
             try:
-                t = float(ann.get(ARRIVAL, 0))
-            except ValueError:
-                problems.append(f"Job {(o.get('metadata') or {}).get('name')}: annotation {ARRIVAL} is not a number")
+                t = seconds(ann.get(ARRIVAL, 0) if isinstance(ann, dict) else 0)
+            except ValueError as exc:
+                problems.append(f"{job_ref(o)}: field metadata.annotations[{ARRIVAL}]: {exc} "
+                                f"(expected seconds >= 0); job skipped")
+                continue
+            bad = duration_problem(o)
+            if bad:
+                problems.append(f"{bad}; job skipped")
                 continue
             jobs.append((t, o))
     jobs.sort(key=lambda x: (x[0], str(x[1].get("metadata", {}).get("name"))))
     return Workload(jobs, pcs, problems)
 
 
+class _RowError(ValueError):
+    pass
+
+
+def _cell(r: dict[str, Any], col: str, conv: Callable[[str], Any], default: str | None = None) -> Any:
+    raw = r.get(col)
+    raw = "" if raw is None else str(raw).strip()
+    if raw == "" and default is not None:
+        raw = default
+    if raw == "":
+        raise _RowError(f"field {col}: is empty")
+    try:
+        return conv(raw)
+    except ValueError as exc:
+        raise _RowError(f"field {col}: {exc}") from None
+
+
+def _int(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{raw!r} is not an integer") from None
+
+
+def _quantity(raw: str) -> str:
+    """A Kubernetes quantity >= 0, kept as written."""
+    try:
+        q = parse_quantity(raw)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+    if q < 0:
+        raise ValueError(f"{raw!r} is negative")
+    return raw
+
+
 def load_csv(path: str) -> Workload:
-    """The generic CSV: one row per job with the columns in ``CSV_COLUMNS`` (memory as a quantity, e.g. 4Gi)."""
+    """The generic CSV: one row per job with the columns in ``CSV_COLUMNS`` (memory as a quantity, e.g. 4Gi).
+    A bad row is reported in ``problems`` with its line, job and field, and left out; the other rows load."""
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
     rows = csv.DictReader(text.splitlines())
     missing = [c for c in CSV_COLUMNS if c not in (rows.fieldnames or [])]
     if missing:
         raise UserError(f"{path}: missing CSV columns {', '.join(missing)} (need {', '.join(CSV_COLUMNS)})")
     specs, problems = [], []
-    for n, r in enumerate(rows, start=2):
+    for r in rows:
+        n = rows.line_num
+        name = str(r.get("id") or "").strip().lower().replace("_", "-")
+        where = f"{path}: line {n}" + (f" (job {name})" if name else "")
         try:
-            js = JobSpec(name=str(r["id"]).lower().replace("_", "-"), arrival=float(r["submit"]),
-                         queue=r["queue"] or "default", priority=int(r["priority"] or 0), tasks=int(r["tasks"]),
-                         min_available=int(r["min_available"]), cpu=r["cpu"], memory=r["memory"],
-                         gpu=r["gpu"] or "0", duration=float(r["duration"]))
-        except (TypeError, ValueError) as exc:
-            problems.append(f"{path}: line {n}: {exc}")
+            if not name:
+                raise _RowError("field id: is empty")
+            js = JobSpec(name=name, arrival=_cell(r, "submit", seconds),
+                         queue=str(r.get("queue") or "").strip() or "default",
+                         priority=_cell(r, "priority", _int, "0"), tasks=_cell(r, "tasks", _int),
+                         min_available=_cell(r, "min_available", _int), cpu=_cell(r, "cpu", _quantity),
+                         memory=_cell(r, "memory", _quantity), gpu=_cell(r, "gpu", _quantity, "0"),
+                         duration=_cell(r, "duration", seconds))
+        except _RowError as exc:
+            problems.append(f"{where}: {exc}; row skipped")
             continue
         bad = check_spec(js)
         if bad:
-            problems.append(f"{path}: line {n} (job {js.name}): {bad}")
+            problems.append(f"{where}: {bad}; row skipped")
             continue
         specs.append(js)
     return from_specs(specs, problems)
 
 
 def check_spec(js: JobSpec) -> str | None:
-    if js.duration < 0:
-        return f"negative duration {js.duration:g}"
-    if js.arrival < 0:
-        return f"negative submit time {js.arrival:g}"
+    """What is wrong with a JobSpec (naming the field), or None."""
+    for col, v in (("duration", js.duration), ("submit", js.arrival)):
+        try:
+            seconds(v)
+        except ValueError as exc:
+            return f"field {col}: {exc}"
     if js.tasks < 1:
-        return f"tasks must be >= 1, got {js.tasks}"
+        return f"field tasks: must be >= 1, got {js.tasks}"
     if not 0 <= js.min_available <= js.tasks:
-        return f"min_available {js.min_available} must be between 0 and tasks {js.tasks}"
+        return f"field min_available: {js.min_available} must be between 0 and tasks {js.tasks}"
+    for col, q in (("cpu", js.cpu), ("memory", js.memory), ("gpu", js.gpu)):
+        try:
+            _quantity(q)
+        except ValueError as exc:
+            return f"field {col}: {exc}"
     return None
 
 
-def synthetic(seed: int = 0, jobs: int = 200, rate: float = 0.2, queues: dict[str, float] | None = None,
+def synthetic(seed: int = 0, jobs: int = 200, rate: float = 0.2, queues: Mapping[str, float] | None = None,
               gang_sizes: tuple[int, ...] = (1, 1, 2, 4, 8), mean_duration: float = 600.0,
               cpu_choices: tuple[str, ...] = ("1", "2", "4"), gpu_fraction: float = 0.5) -> Workload:
     """Poisson arrivals at ``rate`` jobs/s, gang sizes drawn from ``gang_sizes``, exponential durations, queues
