@@ -79,15 +79,19 @@ def test_bad_rows_are_reported_and_the_rest_runs(tmp_path: Path) -> None:
                  "badq,0,nosuch,0,1,1,1,1Gi,0,10\n"
                  "junk,zero,default,0,1,1,1,1Gi,0,10\n")
     wl = load_csv(str(p))
-    assert any("negative duration" in x for x in wl.problems)
-    assert any("min_available 3" in x for x in wl.problems)
-    assert any("line 7" in x for x in wl.problems)
+    assert f"{p}: line 3 (job neg): field duration: '-5' is negative; row skipped" in wl.problems
+    assert any("line 4 (job gang): field min_available: 3 must be between 0 and tasks 2" in x for x in wl.problems)
+    assert any("line 7 (job junk): field submit: 'zero' is not a number of seconds" in x for x in wl.problems)
+    assert [j["metadata"]["name"] for _, j in wl.jobs] == ["badq", "huge", "ok"]
     sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), QUEUE, wl, load_conf_file(None))
     res = sim.run()
     rows = {r["job"]: r for r in metrics.job_rows(res)}
     assert rows["default/ok"]["phase"] == "Completed"
-    assert any("queue 'nosuch' does not exist" in x for x in res.problems)
-    assert rows["default/huge"]["finished"] is None  # a request no node can hold stays pending, reported
+    assert "Job default/badq: field spec.queue: queue 'nosuch' does not exist; job skipped" in res.problems
+    # a request no node can hold is reported (job, resource, amounts) and skipped, not left pending forever
+    assert ("Job default/huge: task worker: requests cpu 64 per pod, more than any node's allocatable (largest: 4); "
+            "job skipped") in res.problems
+    assert set(rows) == {"default/ok"}
 
 
 def test_cli_outputs_and_bad_input(tmp_path: Path) -> None:
