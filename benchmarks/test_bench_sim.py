@@ -18,9 +18,10 @@ from pyvolcano.sim.run import alibaba_inputs
 from pyvolcano.sim.workload import synthetic
 
 
-def _report(name: str, sim: Simulator, wall: float) -> None:
+def _report(name: str, sim: Simulator, wall: float, limit: float) -> None:
     print(f"\n{name}: {sim.events} events, {sim.cycles} cycles, {wall:.1f} s wall, "
           f"{sim.events / wall:.0f} events/s")
+    assert wall < limit, f"{name}: {wall:.0f} s, the target is under {limit:.0f} s"
 
 
 @pytest.mark.slow
@@ -29,7 +30,7 @@ def test_whole_bundled_trace() -> None:
     sim = Simulator(inp.nodes, inp.queues, inp.workload, load_conf_file(None))
     t = time.perf_counter()
     sim.run()
-    _report("whole trace (1,523 nodes, 8,125 rows)", sim, time.perf_counter() - t)
+    _report("whole trace (1,523 nodes, 8,125 rows)", sim, time.perf_counter() - t, 120)
 
 
 @pytest.mark.slow
@@ -40,4 +41,4 @@ def test_synthetic_1000_nodes_20000_jobs() -> None:
                     load_conf_file(None))
     t = time.perf_counter()
     sim.run()
-    _report("synthetic 1,000 nodes / 20,000 jobs", sim, time.perf_counter() - t)
+    _report("synthetic 1,000 nodes / 20,000 jobs", sim, time.perf_counter() - t, 600)

@@ -22,6 +22,10 @@ class TaskStatus(IntFlag):
     def __str__(self) -> str:  # Python 3.11 IntFlag str() differs between versions; keep the name
         return self.name or repr(self)
 
+    # Enum hashes a member by its name in Python code; statuses key every job's task index and are hashed on
+    # every count and move, so hash them as the ints they are (C code, and consistent with IntFlag's equality).
+    __hash__ = int.__hash__
+
 
 #: ``AllocatedStatus``: the task holds node resources granted by the scheduler.
 ALLOCATED = TaskStatus.Bound | TaskStatus.Binding | TaskStatus.Running | TaskStatus.Allocated
