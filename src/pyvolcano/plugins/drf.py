@@ -26,6 +26,21 @@ from pyvolcano.plugins.capacity import hierarchy_enabled
 SHARE_DELTA = 1e-6
 
 
+def _job_shares(ssn: Session, total: np.ndarray, mask: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Every job's allocation (its own row, changed in place as tasks move) and dominant share, in one NumPy pass:
+    ``share`` per job costs more than the arithmetic, and a session opens on every job of the cluster.  The same
+    divisions as ``share``, so the same numbers."""
+    uids = list(ssn.jobs)
+    if not uids:
+        return {}, {}
+    rows = np.array([j.allocated for j in ssn.jobs.values()]).reshape(len(uids), ssn.res.size)
+    t, x = total[mask], rows[:, mask]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(t > 0, x / np.where(t > 0, t, 1.0), np.where(x > 0, 1.0, 0.0))
+    best = np.maximum(r.max(axis=1, initial=0.0), 0.0) if r.shape[1] else np.zeros(len(uids))
+    return dict(zip(uids, rows, strict=True)), dict(zip(uids, best.tolist(), strict=True))
+
+
 @register_plugin
 class DRF(Plugin):
     name = "drf"
@@ -33,8 +48,7 @@ class DRF(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource
         mask = ssn.res.fair_mask
-        alloc: dict[str, np.ndarray] = {uid: j.allocated.copy() for uid, j in ssn.jobs.items()}
-        shares: dict[str, float] = {uid: share(a, total, mask) for uid, a in alloc.items()}
+        alloc, shares = _job_shares(ssn, total, mask)
         self.shares = shares
 
         def job_order(left: JobInfo, right: JobInfo) -> int:

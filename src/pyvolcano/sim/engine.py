@@ -12,10 +12,12 @@ stretches cost nothing; time-driven policies therefore react at the next event r
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +73,21 @@ class SimResult:
     end_time: float
     interrupted: bool = False
     problems: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def _quiet_gc() -> Iterator[None]:
+    """Python's cyclic collector walks every live object on its full passes, and a simulation keeps the whole
+    workload's manifests alive from the start and allocates heavily every cycle: freeze what exists (it lives to
+    the end anyway) and collect the young generation less often.  About 14 % of a long run's time."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
 
 
 class SimAPI:
@@ -402,6 +419,10 @@ class Simulator:
 
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
+        with _quiet_gc():
+            return self._run(until, progress)
+
+    def _run(self, until: float | None, progress: Callable[[Simulator], None] | None) -> SimResult:
         wall = time.perf_counter()
         next_cycle = 0.0
         interrupted = False
