@@ -126,7 +126,7 @@ def test_bad_objects_are_skipped_with_a_warning_and_the_rest_is_scheduled(tmp_pa
     bad_qty = pod("badq", cpu="two")
     objs = [node("n1"), no_alloc, no_spec, no_name, bad_qty, podgroup("pg"), pod("good", group="pg")]
     out = run(tmp_path, objs)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 2, out.stderr  # the rest is scheduled and printed, the mistake still fails
     assert "Traceback" not in out.stderr
     assert json.loads(out.stdout)["binds"] == {"ns/good": "n1"}
     warnings = out.stderr
@@ -191,7 +191,7 @@ def test_table_output_shows_skipped_objects(tmp_path: Path) -> None:
     (tmp_path / "snap.yaml").write_text(yaml.safe_dump_all([node("n1"), pod("badq", cpu="two")]))
     out = subprocess.run([EXE, "cycle", str(tmp_path / "snap.yaml"), "--output", "table"], capture_output=True,
                          text=True, check=False)
-    assert out.returncode == 0 and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "skipped object" in out.stdout and "ns/badq" in out.stdout
 
 

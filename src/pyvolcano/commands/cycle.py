@@ -58,7 +58,8 @@ def register(group: click.Group) -> None:
     @click.option("--scheduler-name", default="volcano", show_default=True,
                   help="Pods with this spec.schedulerName are scheduled; others only use node resources.")
     @click.option("--strict", is_flag=True,
-                  help="Fail (exit 2) when any object is malformed, instead of skipping it with a warning.")
+                  help="Refuse to schedule anything when an object is malformed (without it, malformed objects "
+                       "are skipped with a warning, the rest is scheduled and printed, and the exit code is 2).")
     @click.option("--engine", type=click.Choice(["vector", "scalar"]), default="vector", hidden=True)
     def cycle(snapshot: str, config: str | None, output: str, scheduler_name: str, strict: bool,
               engine: str) -> None:
@@ -79,3 +80,5 @@ def register(group: click.Group) -> None:
             click.echo(json.dumps(result_json(result)))
         else:
             table(result, cache.problems)
+        if cache.problems:  # the rest was scheduled and printed; the mistake still fails the command
+            sys.exit(2)
