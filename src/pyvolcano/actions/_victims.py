@@ -120,7 +120,7 @@ def find_choice(ssn: Session, task: TaskInfo, nodes: Iterable[int], offer: Calla
     clean = 0
     for rank, i in enumerate(nodes):
         victims = offer(i)
-        c = minimal_victims(ssn, task, i, victims) if victims else None
+        c = minimal_victims(ssn, task, i, victims)
         if c is None:
             continue
         c.rank = rank

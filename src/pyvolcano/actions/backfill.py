@@ -27,8 +27,10 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_cmp)
     jobs: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, list[TaskInfo]] = {}
-    for job in schedulable_jobs(ssn, promote=False, wanted=lambda j: bool(_pending_best_effort(j))):
-        tasks[job.uid] = _pending_best_effort(job)
+    found: dict[str, list[TaskInfo]] = {}
+    for job in schedulable_jobs(ssn, promote=False,
+                                wanted=lambda j: bool(found.setdefault(j.uid, _pending_best_effort(j)))):
+        tasks[job.uid] = found[job.uid]
         if job.queue not in jobs:
             jobs[job.queue] = PriorityQueue(ssn.job_cmp)
             queues.push(ssn.queues[job.queue])

@@ -29,9 +29,9 @@ from pyvolcano.api.types import (
 from pyvolcano.api.validate import check_pod_spec
 from pyvolcano.errors import ManifestError
 
-_OFF_NODE = TaskStatus.Pending | TaskStatus.Succeeded | TaskStatus.Failed
-#: the same as a set: membership is cheap, IntFlag "&" runs Python code (the snapshot tests every task)
-_OFF_NODE_SET = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
+#: statuses that hold nothing on a node; a set: membership is cheap, IntFlag "&" runs Python code (the snapshot
+#: tests every task)
+_OFF_NODE = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
          "Namespace")
 
@@ -300,11 +300,11 @@ class SchedulerCache:
                 group = uid.split("/", 1)[1]
                 skipped[uid] = (f"PodGroup {uid} does not exist "
                                f"(named by pod annotation {GROUP_NAME_ANNOTATION}={group})")
-                placed.extend(t for t in job.tasks.values() if t.node_name and not t.status & _OFF_NODE)
+                placed.extend(t for t in job.tasks.values() if t.node_name and t.status not in _OFF_NODE)
                 continue
             if job.queue not in queues:
                 skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
-                placed.extend(t for t in job.tasks.values() if t.node_name and not t.status & _OFF_NODE)
+                placed.extend(t for t in job.tasks.values() if t.node_name and t.status not in _OFF_NODE)
                 continue
             prev = self._clones.get(uid) if self.reuse_clones else None
             if prev is not None and prev[0] is job and prev[1].reuse(job):
@@ -312,8 +312,8 @@ class SchedulerCache:
             else:
                 c = job.clone()
             jobs[uid] = c
-            placed.extend(t for t in c.tasks.values() if t.node_name and t.status not in _OFF_NODE_SET)
-        placed.extend(t for t in self.other_tasks.values() if not t.status & _OFF_NODE)
+            placed.extend(t for t in c.tasks.values() if t.node_name and t.status not in _OFF_NODE)
+        placed.extend(t for t in self.other_tasks.values() if t.status not in _OFF_NODE)
         if self.reuse_clones:
             self._clones = {uid: (self.jobs[uid], c) for uid, c in jobs.items()}
         pos = arrays.pos
