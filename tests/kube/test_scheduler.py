@@ -248,6 +248,45 @@ def test_binds_do_not_hold_up_the_next_session(api: FakeApi, harness) -> None:
     assert h.s.wait_binds(5)
 
 
+def _reuse_run(reuse: bool) -> tuple[dict[str, str], list[str], int]:
+    """Sessions with informer changes between them; returns what was bound, the PodGroup phases, clones reused."""
+    api = FakeApi()
+    api.create(QUEUE, queue("default"))
+    for n in ("n1", "n2"):
+        api.create(NODE, node(n, cpu="4"))
+    gang(api, "a", 3, 3)
+    h = Harness(api, reuse_clones=reuse)
+    try:
+        h.session()
+        h.settle(lambda: all(h.cache_sees(f"a-{i}") for i in range(3)))
+        h.session()
+        h.session()  # a is unchanged since the last session: its clone can be handed on
+        gang(api, "b", 6, 6)  # 5 CPUs free: does not fit
+        h.settle(lambda: len(h.s.cache.tasks) == 9)
+        h.session()
+        h.session()
+        assert not any(p.startswith("b-") for p in h.bound())
+        # a changes under an otherwise reusable clone: the next session must see it
+        api.delete(POD, "a-0", "ns", grace_period=0)
+        h.settle(lambda: "ns/a-0" not in h.s.cache.tasks)
+        h.session()
+        h.settle(lambda: all(h.cache_sees(f"b-{i}") for i in range(6)))
+        h.session()
+        phases = [api.obj(PODGROUP, g, "ns")["status"]["phase"] for g in ("a", "b")]
+        return h.bound(), phases, h.s.cache.reused
+    finally:
+        h.stop()
+
+
+def test_reusing_unchanged_job_clones_changes_no_decision() -> None:
+    # Kubernetes mode hands unchanged jobs' clones to the next session, as the simulator does; a pod deleted
+    # from a job whose clone was reusable must still free its CPU, and every decision must match fresh clones.
+    with_reuse, without = _reuse_run(True), _reuse_run(False)
+    assert with_reuse[:2] == without[:2]
+    assert set(with_reuse[0]) == {"a-1", "a-2"} | {f"b-{i}" for i in range(6)}
+    assert with_reuse[2] > 0 and without[2] == 0
+
+
 def test_restart_mid_gang_resumes_in_the_first_session(api: FakeApi, harness) -> None:
     api.create(NODE, node("n1", cpu="4"))
     api.create(PODGROUP, {**podgroup("g", "ns", 3), "status": {"phase": "Inqueue"}})

@@ -60,9 +60,10 @@ class SchedulerCache:
         self.scheduler_name = scheduler_name
         #: hand a job's previous clone to the next snapshot when neither the job nor that clone has changed
         #: (``JobInfo.reuse``): most jobs of a busy cluster are untouched between two cycles.  Only for a caller
-        #: that is done with a session's result before it takes the next snapshot (the simulator): the
-        #: Kubernetes scheduler's background writers may still read the previous session's jobs.
+        #: that is done with a session's jobs before it takes the next snapshot (the simulator, and the Kubernetes
+        #: scheduler, whose background binds and status writes get plain values, not session clones).
         self.reuse_clones = reuse_clones
+        self.reused = 0  # clones handed on (tests and benchmarks check that reuse happens)
         self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
         self.res = res or ResourceIndex.of()
         self.nodes: dict[str, NodeSpec] = {}
@@ -309,6 +310,7 @@ class SchedulerCache:
             prev = self._clones.get(uid) if self.reuse_clones else None
             if prev is not None and prev[0] is job and prev[1].reuse(job):
                 c = prev[1]
+                self.reused += 1
             else:
                 c = job.clone()
             jobs[uid] = c

@@ -36,6 +36,7 @@ from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import ConfigError
 from pyvolcano.framework.cycle import run_session
+from pyvolcano.framework.gc_tuning import quiet_gc
 from pyvolcano.framework.session import SessionResult
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.leader import LeaderElector
@@ -68,6 +69,10 @@ class SchedulerOptions:
     watch_timeout: int = 300
     #: an assumed bind the informers never confirm is dropped after this long (safety net only)
     assume_ttl: float = 600.0
+    #: hand an unchanged job's clone from the last session to the next one (``SchedulerCache.reuse_clones``);
+    #: safe because ``apply`` is done with a session's jobs before the next snapshot: binds, evictions and status
+    #: writes run in the background on plain values and raw objects, never on session clones
+    reuse_clones: bool = True
 
 
 class ConfFile:
@@ -172,7 +177,7 @@ class KubeScheduler:
         self.opts = options or SchedulerOptions()
         self.metrics = metrics or SchedulerMetrics()
         self.elector = elector
-        self.cache = SchedulerCache(self.opts.scheduler_name)
+        self.cache = SchedulerCache(self.opts.scheduler_name, reuse_clones=self.opts.reuse_clones)
         self.lock = threading.RLock()
         self.assumed: dict[str, Assumed] = {}
         self.evicting: dict[str, str] = {}
@@ -338,6 +343,10 @@ class KubeScheduler:
         log.info("informers synced: %d nodes, %d pods, %d podgroups, %d queues", len(self.cache.nodes),
                  len(self.cache.tasks) + len(self.cache.other_tasks), len(self.cache.podgroups),
                  len(self.cache.queues))
+        with quiet_gc():
+            self._loop()
+
+    def _loop(self) -> None:
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
             if self.may_schedule:

@@ -12,12 +12,10 @@ stretches cost nothing; time-driven policies therefore react at the next event r
 
 from __future__ import annotations
 
-import gc
 import heapq
 import itertools
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +29,7 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.controllers.vcjob import FINAL, JobController, validate_job
 from pyvolcano.errors import ManifestError, UserError
+from pyvolcano.framework.gc_tuning import quiet_gc
 from pyvolcano.framework.session import Session
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
@@ -73,21 +72,6 @@ class SimResult:
     end_time: float
     interrupted: bool = False
     problems: list[str] = field(default_factory=list)
-
-
-@contextmanager
-def _quiet_gc() -> Iterator[None]:
-    """Python's cyclic collector walks every live object on its full passes, and a simulation keeps the whole
-    workload's manifests alive from the start and allocates heavily every cycle: freeze what exists (it lives to
-    the end anyway) and collect the young generation less often.  About 14 % of a long run's time."""
-    old = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
 
 
 class SimAPI:
@@ -419,7 +403,7 @@ class Simulator:
 
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
-        with _quiet_gc():
+        with quiet_gc():
             return self._run(until, progress)
 
     def _run(self, until: float | None, progress: Callable[[Simulator], None] | None) -> SimResult:
