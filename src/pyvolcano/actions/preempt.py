@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pyvolcano.actions._victims import PREEMPTABLE_STATUS, CandidateLimits, find_choice, victims_queue
+from pyvolcano.actions._victims import (
+    PREEMPTABLE_STATUS,
+    CandidateLimits,
+    find_choice,
+    reachable,
+    victim_bound,
+    victims_queue,
+)
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -25,12 +32,13 @@ from pyvolcano.framework.util import PriorityQueue
 
 
 def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool],
-                 limits: CandidateLimits, reason: str = "preempt") -> bool:
+                 limits: CandidateLimits, bound: np.ndarray | None = None, reason: str = "preempt") -> bool:
     """Preempt for one task: nodes passing the predicates are tried best score first; on each the plugins'
     preemptable answer gives the candidates and ``find_choice`` keeps what the task needs and ranks the nodes
     as kube-scheduler does; the chosen victims are evicted (more, lowest first, while the task still does not
     fit its queue: Volcano 1.9 checks ``allocatable``, and victims of the same queue give room back) and the
-    task is pipelined onto the node being freed."""
+    task is pipelined onto the node being freed.  ``bound`` (``victim_bound`` of a superset of what ``keep``
+    admits) lets nodes that cannot make room even with every candidate gone be skipped up front."""
     if never_preempts(preemptor):
         return False
     job = ssn.jobs[preemptor.job]
@@ -45,6 +53,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     def offer(i: int) -> list[TaskInfo]:
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
         return ssn.preemptable(preemptor, preemptees) if preemptees else []
+    order = reachable(ssn, preemptor.init_resreq, order, bound)
     best = find_choice(ssn, preemptor, order.tolist(), offer, limits, len(idx))
     if best is None:
         return False
@@ -99,6 +108,13 @@ class Preempt(Action):
                 under.append(job)
                 tasks[job.uid] = pending_tasks(ssn, job)
         queue_of = {uid: j.queue for uid, j in ssn.jobs.items()}
+        # per queue, what its preemptable candidates hold on each node (a superset of every `keep` below)
+        by_queue: dict[str, list[TaskInfo]] = {q: [] for q in preemptors}
+        for job in ssn.jobs.values():
+            group = by_queue.get(job.queue)
+            if group is not None:
+                group.extend(t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable and candidate(t))
+        bounds = {q: victim_bound(ssn, ts) for q, ts in by_queue.items()}
         for qname in queues:
             jobs = preemptors.get(qname)
             while jobs is not None and not jobs.empty():
@@ -111,7 +127,7 @@ class Preempt(Action):
                     def keep(t: TaskInfo, pj: JobInfo = pj) -> bool:  # per task per node tried: cheapest test first
                         return (queue_of.get(t.job) == pj.queue and t.job != pj.uid and t.preemptable
                                 and candidate(t))
-                    if preempt_task(ssn, stmt, preemptor, keep, limits):
+                    if preempt_task(ssn, stmt, preemptor, keep, limits, bounds[pj.queue]):
                         assigned = True
                 if ssn.job_pipelined(pj):
                     stmt.commit()
@@ -124,11 +140,14 @@ class Preempt(Action):
                 if job.queue != qname:
                     continue
                 own = pending_tasks(ssn, job)
+                bound = victim_bound(ssn, [t for t in job.tasks_in(PREEMPTABLE_STATUS) if candidate(t)]) \
+                    if not own.empty() else None
                 while not own.empty():
                     preemptor = own.pop()
                     stmt = Statement(ssn)
                     ok = preempt_task(ssn, stmt, preemptor,
-                                      lambda t, preemptor=preemptor: candidate(t) and t.job == preemptor.job, limits)
+                                      lambda t, preemptor=preemptor: candidate(t) and t.job == preemptor.job, limits,
+                                      bound)
                     stmt.commit()
                     if not ok:
                         break

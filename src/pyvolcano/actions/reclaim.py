@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyvolcano.actions._victims import CandidateLimits, find_choice
+from pyvolcano.actions._victims import CandidateLimits, find_choice, reachable, victim_bound
 from pyvolcano.actions.preempt import never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
@@ -43,6 +43,10 @@ class Reclaim(Action):
             if ssn.job_starving(job):
                 preemptors.setdefault(q.name, PriorityQueue(ssn.job_cmp)).push(job)
                 tasks[job.uid] = pending_tasks(ssn, job)
+        # what the candidates of every reclaimable queue hold per node: a superset of each task's reclaimees
+        bound = victim_bound(ssn, [t for j in ssn.jobs.values() if (q := ssn.queues.get(j.queue)) and q.reclaimable
+                                   for t in j.index.get(TaskStatus.Running, {}).values()
+                                   if t.preemptable and not t.best_effort]) if preemptors else None
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue) or not queue.is_open():  # a Closed queue's jobs wait, as in allocate
@@ -61,11 +65,12 @@ class Reclaim(Action):
                 continue
             if not ssn.preemptive(queue, task):
                 continue
-            if self.reclaim_for(ssn, job, task, limits):
+            if self.reclaim_for(ssn, job, task, limits, bound):
                 jobs.push(job)
             queues.push(queue)
 
-    def reclaim_for(self, ssn: Session, job: JobInfo, task: TaskInfo, limits: CandidateLimits) -> bool:
+    def reclaim_for(self, ssn: Session, job: JobInfo, task: TaskInfo, limits: CandidateLimits,
+                    bound: np.ndarray | None = None) -> bool:
         """Running, preemptable tasks of other, reclaimable queues on each feasible node go to the plugins'
         reclaimable vote (which keeps every victim queue at what it deserves); the node and the minimal
         victims are chosen as kube-scheduler does, evicted at once, and the task pipelined there."""
@@ -84,7 +89,8 @@ class Reclaim(Action):
                     continue
                 reclaimees.append(t)
             return ssn.reclaimable(task, reclaimees) if reclaimees else []
-        best = find_choice(ssn, task, feasible.tolist(), offer, limits, len(feasible))
+        order = reachable(ssn, task.init_resreq, feasible, bound)
+        best = find_choice(ssn, task, order.tolist(), offer, limits, len(feasible))
         if best is None:
             return False
         for v in best.victims:
