@@ -1,0 +1,75 @@
+"""Kubernetes mode at scale on a real API server (``PYVOLCANO_KUBECONFIG``; skipped without one).
+
+Run by ``make bench`` when the variable is set.  What it measures is the whole path a user sees: objects
+listed and watched from the API server, sessions, concurrent ``pods/binding`` calls, until every pod of a
+backlog is bound.  Nodes are plain Node objects and no kubelet runs, so the figures are the scheduler's and
+the API server's, not a node's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from tests.kube import cluster
+from tests.kube.cluster import Env, scheduler
+
+from pyvolcano.kube.client import KubeClient
+from pyvolcano.kube.resources import NODE, POD, PODGROUP
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.kube,
+    pytest.mark.skipif(not cluster.KUBECONFIG, reason="needs a real API server: set PYVOLCANO_KUBECONFIG"),
+]
+
+NODES = 1000
+GANGS = 300
+GANG = 10
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    e = Env(cluster.client())
+    yield e
+    e.cleanup()
+
+
+def _gang(api: KubeClient, env: Env, g: int) -> None:
+    name = f"g{g}"
+    api.create(PODGROUP, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                          "metadata": {"name": name, "namespace": env.ns},
+                          "spec": {"minMember": GANG, "queue": "default"}}, env.ns)
+    for i in range(GANG):
+        api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"{name}-{i}", "namespace": env.ns, "annotations": {"scheduling.k8s.io/group-name": name}},
+            "spec": {"schedulerName": env.scheduler_name, "containers": [{"name": "main", "image": "busybox",
+                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}, env.ns)
+
+
+def _bound(api: KubeClient, ns: str) -> int:
+    return sum(1 for p in api.list(POD, ns)[0] if (p.get("spec") or {}).get("nodeName"))
+
+
+def test_backlog_of_3000_pods_on_1000_nodes_binds(env: Env, tmp_path: Path) -> None:
+    api = env.api
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: env.node(f"n{i}", cpu="8", memory="32Gi"), range(NODES)))
+        list(pool.map(lambda g: _gang(api, env, g), range(GANGS)))
+    pods = GANGS * GANG
+    t0 = time.monotonic()
+    proc = scheduler(tmp_path, "sched", "-v", env=env)
+    try:
+        cluster.wait(lambda: _bound(api, env.ns) == pods, 300, f"all {pods} pods to be bound", interval=0.5)
+        seconds = time.monotonic() - t0
+    finally:
+        proc.stop()
+    log = proc.text()
+    synced = [ln for ln in log.splitlines() if "informers synced" in ln]
+    print(f"\n{NODES} nodes, {pods} pods in gangs of {GANG}: all bound {seconds:.1f} s after the scheduler "
+          f"started ({pods / seconds:.0f} pods/s end to end); {synced[-1] if synced else ''}")
+    assert len(api.list(NODE, label_selector=env.label)[0]) == NODES
+    assert seconds <= 120
