@@ -146,6 +146,82 @@ def test_suspend_and_resume_through_commands(world: World) -> None:
     eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3, what="the job to run again")
 
 
+def command(w: World, name: str, action: str, job: str = "tensorflow-benchmark") -> None:
+    j = w.job(job)
+    ref = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": j["metadata"]["name"],
+           "uid": j["metadata"]["uid"]}
+    w.api.create(COMMAND, {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                           "metadata": {"name": name, "namespace": "default"}, "target": ref, "action": action})
+
+
+def terminating(w: World) -> int:
+    return int((w.job().get("status") or {}).get("terminating", -1))
+
+
+@pytest.mark.parametrize(("action", "ending", "ended"), [("AbortJob", "Aborting", "Aborted"),
+                                                         ("TerminateJob", "Terminating", "Terminated"),
+                                                         ("CompleteJob", "Completing", "Completed")])
+def test_a_job_shows_its_ending_phase_while_its_pods_terminate(world: World, action: str, ending: str,
+                                                                ended: str) -> None:
+    # Volcano's Aborting/Terminating/Completing: the pods got their deletion but are still going away
+    submit(world)
+    eventually(lambda: world.phase() == "Running")
+    world.kubelet_on = False
+    command(world, "end", action)
+    eventually(lambda: world.phase() == ending and terminating(world) == 3, what=f"{ending} with 3 terminating")
+    assert all(p["metadata"].get("deletionTimestamp") for p in world.pods().values())
+    command(world, "restart", "RestartJob")  # an ending job only ends
+    world.kubelet_on = True
+    eventually(lambda: world.phase() == ended and terminating(world) == 0 and world.pods() == {}, what=ended)
+
+
+def test_resume_while_aborting_replaces_each_pod_once_it_is_gone(world: World) -> None:
+    submit(world)
+    eventually(lambda: world.phase() == "Running")
+    world.kubelet_on = False
+    command(world, "abort", "AbortJob")
+    eventually(lambda: world.phase() == "Aborting")
+    command(world, "resume", "ResumeJob")  # Volcano accepts ResumeJob in Aborting
+    eventually(lambda: world.job()["status"].get("version") == 1, what="the resume")
+    world.kubelet_on = True
+    eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3
+               and not any(p["metadata"].get("deletionTimestamp") for p in world.pods().values()),
+               what="the resumed job to run with three new pods")
+
+
+def test_restart_waits_for_the_old_pods_then_runs_new_ones(world: World) -> None:
+    submit(world)
+    eventually(lambda: world.phase() == "Running")
+    old = {p["metadata"]["uid"] for p in world.pods().values()}
+    world.kubelet_on = False
+    command(world, "restart", "RestartJob")
+    eventually(lambda: world.phase() == "Restarting" and terminating(world) == 3, what="Restarting")
+    world.kubelet_on = True
+    eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3 and terminating(world) == 0
+               and not old & {p["metadata"]["uid"] for p in world.pods().values()},
+               what="three new pods running")
+    assert world.job()["status"]["retryCount"] == 1
+
+
+def test_controller_restart_while_aborting_still_ends_the_job(world: World) -> None:
+    submit(world)
+    eventually(lambda: world.phase() == "Running")
+    world.kubelet_on = False
+    command(world, "abort", "AbortJob")
+    eventually(lambda: world.phase() == "Aborting" and terminating(world) == 3)
+    world.jobs.stop()
+    fresh = JobRunner(world.api, EventRecorder(world.api, world.writer))
+    try:
+        assert fresh.start(5)
+        assert fresh.drain(5)
+        assert fresh.ctrl.jobs["default/tensorflow-benchmark"].terminating == {
+            "tensorflow-benchmark-ps-0", "tensorflow-benchmark-worker-0", "tensorflow-benchmark-worker-1"}
+        world.kubelet_on = True
+        eventually(lambda: world.phase() == "Aborted" and terminating(world) == 0, what="Aborted after restart")
+    finally:
+        fresh.stop()
+
+
 def test_evicted_pod_restarts_the_job_per_its_policy(world: World) -> None:
     submit(world)
     eventually(lambda: world.phase() == "Running")

@@ -173,6 +173,35 @@ def test_vcjob_gang_all_or_nothing(api: KubeClient, env: Env, procs, controller,
         assert names == ["gang-worker-0", "gang-worker-1", "gang-worker-2"]
 
 
+def test_suspend_shows_aborting_until_the_pods_are_gone_then_resume(api: KubeClient, env: Env, procs, controller,
+                                                                    tmp_path: Path) -> None:
+    """vcctl's suspend/resume (AbortJob/ResumeJob Commands) with Volcano's Aborting phase while pods terminate."""
+    env.node("n1", cpu="4")
+    procs.append(scheduler(tmp_path, "sched", env=env))
+
+    def status() -> dict:
+        return api.get(VCJOB, "sr", env.ns).get("status") or {}
+
+    def job_cmd(action: str) -> None:
+        r = subprocess.run([sys.executable, "-m", "pyvolcano.cli", "job", action, "-N", "sr", "-n", env.ns,
+                            "--kubeconfig", cluster.KUBECONFIG], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    with Kubelet(api, env.ns):
+        api.create(VCJOB, vcjob(env, "sr", 2, 2), env.ns)
+        wait(lambda: (status().get("state") or {}).get("phase") == "Running", 30, "the job to be Running")
+    job_cmd("suspend")  # no kubelet now: the bound pods stay terminating
+    wait(lambda: (status().get("state") or {}).get("phase") == "Aborting" and status().get("terminating") == 2,
+         30, "Aborting with 2 pods terminating")
+    with Kubelet(api, env.ns):
+        wait(lambda: (status().get("state") or {}).get("phase") == "Aborted" and status().get("terminating") == 0,
+             30, "Aborted once the pods are gone")
+        assert api.list(POD, env.ns)[0] == []
+        job_cmd("resume")
+        wait(lambda: (status().get("state") or {}).get("phase") == "Running" and len(bound(api, env.ns)) == 2,
+             30, "the resumed job to run")
+
+
 def test_invalid_vcjob_gets_a_status_message(api: KubeClient, env: Env, controller) -> None:
     job = vcjob(env, "bad", 2, 3)
     api.create(VCJOB, job, env.ns)

@@ -13,8 +13,10 @@ class ClusterAPI(Protocol):
     def create(self, obj: dict[str, Any]) -> None:
         """Create an object (kind, metadata.namespace/name set)."""
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        """Delete an object; a missing one is not an error."""
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        """Delete an object; a missing one is not an error.  True when it is gone at once; False when it goes
+        away later (a pod terminating gracefully on a cluster), and the caller is told through
+        ``JobController.on_pod_gone`` when it is."""
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The current object, or None."""

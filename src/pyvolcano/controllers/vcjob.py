@@ -8,7 +8,9 @@ What Volcano's job controller does, reduced to what scheduling outcomes depend o
 - lifecycle policies: on PodEvicted / PodFailed / TaskCompleted (job or task level, or ``Any``) the action
   RestartJob / AbortJob / CompleteJob / TerminateJob; no policy: an evicted or failed pod is recreated, a job
   whose pods all succeeded completes; RestartJob counts retries and fails the job once they reach ``maxRetry`` (default 3);
-- job phases Pending, Running, Restarting, Completed, Failed, Aborted, Terminated and status counts.
+- job phases Pending, Running, Restarting, Completed, Failed, Aborted, Terminated and status counts; on a cluster,
+  where deleted pods terminate gracefully, Volcano's Aborting, Terminating and Completing while the job's pods
+  are still going away (``status.terminating`` counts them).  The simulator deletes at once, so it never shows them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from pyvolcano.errors import ManifestError
 EVENTS = ("PodEvicted", "PodFailed", "TaskCompleted", "Any")
 ACTIONS = ("RestartJob", "AbortJob", "CompleteJob", "TerminateJob", "RestartTask", "RestartPod")
 FINAL = ("Completed", "Failed", "Aborted", "Terminated")
+#: the phase a job shows while the pods it killed are still terminating, and the one it reaches when they are gone
+ENDING = {"Aborted": "Aborting", "Terminated": "Terminating", "Completed": "Completing"}
+ENDED = {v: k for k, v in ENDING.items()}
 
 
 def validate_job(job: dict[str, Any], queues: set[str] | None = None) -> None:
@@ -82,6 +87,7 @@ class JobState:
     version: int = 0
     pods: dict[str, str] = field(default_factory=dict)  # pod name -> phase
     evicted: int = 0
+    terminating: set[str] = field(default_factory=set)  # pods deleted by the controller, not yet gone
 
     @property
     def key(self) -> str:
@@ -168,6 +174,7 @@ class JobController:
             "state": {"phase": st.phase}, "retryCount": st.retries, "version": st.version,
             "pending": counts.get("Pending", 0), "running": counts.get("Running", 0),
             "succeeded": counts.get("Succeeded", 0), "failed": counts.get("Failed", 0),
+            "terminating": len(st.terminating),
             "minAvailable": st.job["spec"].get("minAvailable")})
 
     # --- reconcile -----------------------------------------------------------------------------------------
@@ -180,7 +187,7 @@ class JobController:
 
     def on_podgroup(self, job_key: str, phase: str) -> None:
         st = self.jobs.get(job_key)
-        if st is None or st.phase in FINAL:
+        if st is None or st.phase in FINAL or st.phase in ENDED:
             return
         if phase != "Pending" and st.phase in ("Pending", "Restarting") and not st.pods:
             self._create_pods(st)
@@ -191,8 +198,11 @@ class JobController:
             for i in range(int(task.get("replicas", 1))):
                 pod = self._pod(st, task, i)
                 name = pod["metadata"]["name"]
-                if name in st.pods or self.api.get("Pod", ns, name) is not None:
+                if name in st.pods:
                     continue
+                cur = self.api.get("Pod", ns, name)
+                if cur is not None and not (cur["metadata"].get("deletionTimestamp") or name in st.terminating):
+                    continue  # already there (a recovered job): a terminating predecessor is replaced instead
                 st.pods[name] = "Pending"
                 self.api.create(pod)
         st.phase = "Pending"
@@ -248,6 +258,18 @@ class JobController:
         self._status(st)
         return action
 
+    def on_pod_gone(self, job_key: str, pod_name: str) -> None:
+        """A pod the controller deleted has finished terminating; an ending job ends when its last one is gone."""
+        st = self.jobs.get(job_key)
+        if st is None or pod_name not in st.terminating:
+            return
+        st.terminating.discard(pod_name)
+        if not st.terminating and st.phase in ENDED:
+            st.phase = ENDED[st.phase]
+        elif not st.terminating and st.phase == "Restarting" and st.pods:
+            st.phase = "Pending"  # Volcano: the old pods are gone, the new ones (created or waiting) take over
+        self._status(st)
+
     def _update_phase(self, st: JobState, ns: str) -> None:
         phases = list(st.pods.values())
         min_av = int(st.job["spec"].get("minAvailable", len(phases)))
@@ -264,8 +286,8 @@ class JobController:
         """Delete the job's live pods; a finished job's completed pods go too (the simulator keeps no history
         in the cluster, and a real cluster's garbage collection follows the owner reference)."""
         for name, phase in list(st.pods.items()):
-            if finished or phase in ("Pending", "Running"):
-                self.api.delete("Pod", ns, name)
+            if (finished or phase in ("Pending", "Running")) and not self.api.delete("Pod", ns, name):
+                st.terminating.add(name)
         st.pods.clear()
 
     def _restart(self, st: JobState, ns: str) -> None:
@@ -284,7 +306,7 @@ class JobController:
 
     def _finish(self, st: JobState, ns: str, phase: str) -> None:
         self._kill_pods(st, ns, finished=True)
-        st.phase = phase
+        st.phase = ENDING[phase] if st.terminating and phase in ENDING else phase
         self.api.delete("PodGroup", ns, st.job["metadata"]["name"])
 
 

@@ -103,7 +103,8 @@ class KubeClusterAPI:
         if obj is not None:
             self._create(POD, obj, ns)
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        """A pod is gone only when the informer says so (``pod_gone``): a bound pod terminates gracefully."""
         res = self._res(kind)
         with self.lock:
             self.parked.pop((namespace, name), None)
@@ -116,6 +117,8 @@ class KubeClusterAPI:
         except ApiError as exc:
             if not exc.not_found:
                 raise
+            return True
+        return kind != "Pod"
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         res = self._res(kind)

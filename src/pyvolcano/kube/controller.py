@@ -25,7 +25,7 @@ import queue
 import threading
 from typing import Any
 
-from pyvolcano.controllers.vcjob import FINAL, JobController, JobState
+from pyvolcano.controllers.vcjob import ENDED, FINAL, JobController, JobState
 from pyvolcano.kube import job_plugins
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.cluster_api import KubeClusterAPI
@@ -168,9 +168,15 @@ class JobRunner:
             if not p["metadata"].get("deletionTimestamp"):
                 st.pods[p["metadata"]["name"]] = (p.get("status") or {}).get("phase") or "Pending"
                 self.pod_phase[p["metadata"].get("uid", "")] = st.pods[p["metadata"]["name"]]
+            elif st.phase in ENDED:  # killed by the controller before it restarted: still going away
+                st.terminating.add(p["metadata"]["name"])
+                self.capi.deleted_uids.add(p["metadata"].get("uid", ""))
         self.ctrl.jobs[st.key] = st
         log.info("job %s recovered: phase %s, %d pods", st.key, st.phase, len(st.pods))
-        if st.phase in FINAL:
+        if st.phase in ENDED and not st.terminating:  # its pods went while no controller watched
+            st.phase = ENDED[st.phase]
+            self.ctrl._status(st)
+        if st.phase in FINAL or st.phase in ENDED:
             return
         pg = self.pg_phase.get(st.key)
         if pg is None:
@@ -225,6 +231,8 @@ class JobRunner:
                 self.ctrl.on_pod(job_key, name, task, phase, evicted=True)
             self.evicted.discard(uid)
             self.capi.pod_gone(ns, name, uid)
+            if ours:
+                self.ctrl.on_pod_gone(job_key, name)
             return
         if md.get("deletionTimestamp"):
             if not ours and uid not in self.evicted and phase not in ("Succeeded", "Failed"):
@@ -254,15 +262,18 @@ class JobRunner:
             log.info("command %s for unknown job %s ignored", action, key)
             return
         log.info("command %s on job %s (phase %s)", action, key, st.phase)
-        if action in ("AbortJob", "TerminateJob", "CompleteJob") and st.phase not in FINAL:
+        if action == "ResumeJob" and st.phase in ("Aborted", "Aborting"):
+            st.version += 1  # Volcano resumes an aborting job too; new pods wait for their predecessors
+            st.phase = "Pending"
+            self.capi.create(self.ctrl._podgroup(st))  # the scheduler admits it again, then pods are created
+        elif st.phase in ENDED:  # Volcano's Terminating/Completing states only finish
+            log.info("command %s does not apply to job %s in phase %s", action, key, st.phase)
+            return
+        elif action in ("AbortJob", "TerminateJob", "CompleteJob") and st.phase not in FINAL:
             self.ctrl._finish(st, ns, {"AbortJob": "Aborted", "TerminateJob": "Terminated",
                                        "CompleteJob": "Completed"}[action])
         elif action == "RestartJob" and st.phase not in FINAL:
             self.ctrl._restart(st, ns)
-        elif action == "ResumeJob" and st.phase == "Aborted":
-            st.version += 1
-            st.phase = "Pending"
-            self.capi.create(self.ctrl._podgroup(st))  # the scheduler admits it again, then pods are created
         else:
             log.info("command %s does not apply to job %s in phase %s", action, key, st.phase)
             return

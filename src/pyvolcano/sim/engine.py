@@ -97,11 +97,12 @@ class SimAPI:
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects.get(self._k(kind, namespace, name))
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
         obj = self.objects.pop(self._k(kind, namespace, name), None)
         if obj is not None:
             self.sim.cache.delete(obj)
             self.sim.changed = True
+        return True  # the simulator has no graceful termination
 
     def update(self, obj: dict[str, Any]) -> None:
         self.sim.cache.upsert(obj)
