@@ -61,3 +61,19 @@ def eventually(cond: Callable[[], Any], timeout: float = 10.0, interval: float =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or cond}")
         time.sleep(interval)
+
+
+#: a conf with preempt (shared by the fake-API and the real-API-server preemption tests)
+PREEMPT_CONF = """
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""

@@ -25,25 +25,12 @@ from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
 from tests.kube import cluster
 from tests.kube.cluster import Env, Kubelet, bound, scheduler, wait
+from tests.kube.helpers import PREEMPT_CONF
 
 pytestmark = [
     pytest.mark.kube,
     pytest.mark.skipif(not cluster.KUBECONFIG, reason="needs a real API server: set PYVOLCANO_KUBECONFIG"),
 ]
-
-PREEMPT_CONF = """
-actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
 
 
 @pytest.fixture(scope="session")

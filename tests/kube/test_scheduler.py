@@ -12,21 +12,7 @@ from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.resources import EVENT, LEASE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from tests.kube.fakeapi import FakeApi
-from tests.kube.helpers import eventually, node, pod, podgroup, priority_class, queue
-
-PREEMPT_CONF = """
-actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+from tests.kube.helpers import PREEMPT_CONF, eventually, node, pod, podgroup, priority_class, queue
 
 
 class Harness:
