@@ -5,8 +5,8 @@ objects alive (manifests, tasks, jobs) and allocates heavily in every session (s
 every few sessions costs as much as a session.  Freezing what exists once the state is loaded (it is long-lived,
 and it holds no reference cycles, so whatever of it is dropped later is still freed by reference counting; a cycle
 among frozen objects would only be kept until the loop ends) and collecting the young generation less often
-removes those pauses: about 14 % of a long simulation, and at 1,000 nodes / 12,000
-pods in Kubernetes mode a steady session of ~110 ms instead of ~140 ms with ~350 ms spikes.
+removes those pauses: about 14 % of a long simulation, and at 1,000 nodes / 12,000 pods in Kubernetes mode a
+steady session of ~110 ms instead of ~140 ms with ~350 ms spikes.
 """
 
 from __future__ import annotations
