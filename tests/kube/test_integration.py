@@ -189,6 +189,24 @@ def test_suspend_shows_aborting_until_the_pods_are_gone_then_resume(api: KubeCli
              30, "the resumed job to run")
 
 
+def test_podgroup_controller_gives_a_bare_pod_its_podgroup(api: KubeClient, env: Env, procs, controller,
+                                                           tmp_path: Path) -> None:
+    """A "volcano" pod without a PodGroup (a Deployment's, say) gets one from the controller, as in Volcano."""
+    env.node("n1", cpu="2")
+    # the run's controller serves scheduler name "volcano": this test's scheduler takes that name, on its nodes only
+    procs.append(scheduler(tmp_path, "sched", "--scheduler-name", "volcano", env=env))
+    with Kubelet(api, env.ns):
+        api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "namespace": env.ns},
+                         "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "busybox",
+                                  "resources": {"requests": {"cpu": "1"}}}]}}, env.ns)
+        wait(lambda: bound(api, env.ns) == {"bare": env.nodes[0]}, 30, "the bare pod to be bound")
+        group = wait(lambda: ((api.get(POD, "bare", env.ns)["metadata"].get("annotations") or {})
+                              .get("scheduling.k8s.io/group-name")), 30, "the group annotation")
+    pod_uid = api.get(POD, "bare", env.ns)["metadata"]["uid"]
+    assert group == f"podgroup-{pod_uid}"
+    assert api.get(PODGROUP, group, env.ns)["spec"]["minMember"] == 1
+
+
 def test_invalid_vcjob_gets_a_status_message(api: KubeClient, env: Env, controller) -> None:
     job = vcjob(env, "bad", 2, 3)
     api.create(VCJOB, job, env.ns)
