@@ -121,6 +121,41 @@ def test_status_writes_only_when_something_changed(api: FakeApi, harness) -> Non
     assert len(api.objects(EVENT, "ns")) == events
 
 
+def test_a_quiet_running_gang_is_rewritten_when_its_status_or_pods_change(api: FakeApi, harness) -> None:
+    # sessions skip PodGroups with nothing to write; a status changed by someone else, or a pod that finished,
+    # must still be written back
+    api.create(NODE, node("n1", cpu="4"))
+    gang(api, "g", 2, 2)
+    h = harness()
+    h.session()
+    api.run_bound_pods()
+    h.settle(lambda: all(t.status.name == "Running" for t in h.s.cache.tasks.values()))
+
+    def status() -> dict:
+        return api.obj(PODGROUP, "g", "ns").get("status") or {}
+
+    def until_quiet() -> None:
+        def step() -> bool:
+            h.session()
+            return h.s.pg_sent == {} and "ns/g" in h.s.pg_quiet
+        eventually(step, what="the PodGroup to go quiet")
+        patches = api.count("patch")
+        h.session()
+        assert api.count("patch") == patches and "ns/g" in h.s.pg_quiet  # quiet: nothing computed or written
+
+    until_quiet()
+    assert status()["phase"] == "Running"
+    api.patch(PODGROUP, "g", {"status": {"phase": "Pending"}}, "ns")  # somebody else's write
+    h.settle(lambda: (h.s.cache.podgroups["ns/g"].manifest.get("status") or {}).get("phase") == "Pending")
+    h.session()
+    eventually(lambda: status()["phase"] == "Running", what="the phase written back")
+    until_quiet()
+    api.patch(POD, "g-0", {"status": {"phase": "Succeeded"}}, "ns", subresource="status")
+    h.settle(lambda: h.s.cache.tasks["ns/g-0"].status.name == "Succeeded")
+    h.session()
+    eventually(lambda: status().get("succeeded") == 1 and status().get("running") == 1, what="the counts")
+
+
 def test_queue_status_allocated_is_written(api: FakeApi, harness) -> None:
     api.create(NODE, node("n1", cpu="8"))
     gang(api, "g", 2, 2, cpu="1500m")

@@ -152,6 +152,10 @@ def _same_status(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     return norm(a) == norm(b)
 
 
+def _conditions_key(conds: list[dict[str, Any]] | None) -> tuple[Any, ...]:
+    return tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conds or ())
+
+
 def _merge_conditions(old: list[dict[str, Any]], new: list[dict[str, Any]], stamp: str) -> list[dict[str, Any]]:
     """Volcano's UpdatePodGroupCondition: replace the condition of each type, keeping its time if unchanged."""
     out = [dict(c) for c in old]
@@ -182,6 +186,9 @@ class KubeScheduler:
         self.assumed: dict[str, Assumed] = {}
         self.evicting: dict[str, str] = {}
         self.pg_sent: dict[str, dict[str, Any]] = {}
+        #: PodGroups whose status write-back had nothing to do, with what that depended on: while it stays the same
+        #: (no pending pods, same session verdict, same job and PodGroup versions), later sessions skip them
+        self.pg_quiet: dict[str, tuple[Any, ...]] = {}
         self.cond_sent: dict[str, str] = {}
         self.queue_sent: dict[str, dict[str, str]] = {}
         self._problems_seen: set[str] = set()
@@ -221,6 +228,7 @@ class KubeScheduler:
                     self.cond_sent.pop(key, None)
                 elif kind == "PodGroup":
                     self.pg_sent.pop(key, None)
+                    self.pg_quiet.pop(key, None)
                 elif kind == "Queue":
                     self.queue_sent.pop(key, None)
             elif kind == "Pod":
@@ -555,6 +563,11 @@ class KubeScheduler:
             job = self.cache.jobs.get(uid)
             if pg is None or job is None or pg.synthetic or pg.manifest is None:
                 continue
+            # a running gang that nothing happened to is most of a busy cluster: skip it cheaply (the cache's
+            # job version moves with every change to its pods and to its PodGroup object)
+            quiet = (st["phase"], _conditions_key(st.get("conditions")), job.version, uid in result.unschedulable)
+            if self.pg_quiet.get(uid) == quiet:
+                continue
             old = dict(pg.manifest.get("status") or {})
             new = {"phase": st["phase"],
                    "conditions": _merge_conditions(old.get("conditions") or [], st.get("conditions") or [], stamp),
@@ -574,6 +587,10 @@ class KubeScheduler:
                 self.recorder.event(pg.manifest, "Warning", "Unschedulable", msg)
             elif new["phase"] == PodGroupPhase.Running:
                 self.recorder.event(pg.manifest, "Normal", "Scheduled", "pod group is ready")
+            if uid not in self.pg_sent and not pending:  # nothing in flight, nothing waiting: quiet until it changes
+                self.pg_quiet[uid] = quiet
+            else:
+                self.pg_quiet.pop(uid, None)
             if pending:
                 unschedulable_tasks[uid] = len(pending)
                 base = result.unschedulable.get(uid) or (sjob.job_fit_errors if sjob else "") or \
@@ -600,6 +617,7 @@ class KubeScheduler:
                 self.api.patch(PODGROUP, name, {"status": status}, ns)
             except ApiError as exc:
                 with self.lock:
+                    self.pg_quiet.pop(uid, None)
                     if self.pg_sent.get(uid) is status:
                         del self.pg_sent[uid]  # retry next session
                 if not exc.not_found:
