@@ -102,7 +102,8 @@ def register(group: click.Group) -> None:
         log.info("pyvolcano controller %s: job and queue controllers running", me)
         while not stop.wait(5.0):
             phases = Counter(st.phase for st in jobs.ctrl.jobs.values())
-            for phase in ("Pending", "Running", "Restarting", "Completed", "Failed", "Aborted", "Terminated"):
+            for phase in ("Pending", "Running", "Restarting", "Aborting", "Aborted", "Terminating", "Terminated",
+                          "Completing", "Completed", "Failed"):
                 metrics.jobs.labels(phase).set(phases.get(phase, 0))
             metrics.handled.set(jobs.processed)
             metrics.invalid.set(len(jobs.invalid))
