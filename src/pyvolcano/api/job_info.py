@@ -201,7 +201,12 @@ class JobInfo:
     # --- Volcano's status functions (seed 000, section 4.6) ----------------------------------------------
     def count(self, statuses: TaskStatus) -> int:
         idx = self.index
-        return sum(len(idx[s]) for s in _members(statuses) if s in idx)
+        n = 0
+        for s in _members(statuses):
+            d = idx.get(s)
+            if d:
+                n += len(d)
+        return n
 
     def tasks_in(self, statuses: TaskStatus) -> list[TaskInfo]:
         idx = self.index
