@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from tests.kube import cluster
-from tests.kube.cluster import Env, scheduler
+from tests.kube.cluster import Env, mk_pod, mk_podgroup, scheduler
 
 from pyvolcano.kube.client import KubeClient
-from pyvolcano.kube.resources import NODE, POD, PODGROUP
+from pyvolcano.kube.resources import NODE, POD
 
 pytestmark = [
     pytest.mark.slow,
@@ -39,15 +39,9 @@ def env() -> Iterator[Env]:
 
 
 def _gang(api: KubeClient, env: Env, g: int) -> None:
-    name = f"g{g}"
-    api.create(PODGROUP, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                          "metadata": {"name": name, "namespace": env.ns},
-                          "spec": {"minMember": GANG, "queue": "default"}}, env.ns)
+    mk_podgroup(api, env, f"g{g}", GANG)
     for i in range(GANG):
-        api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": f"{name}-{i}", "namespace": env.ns, "annotations": {"scheduling.k8s.io/group-name": name}},
-            "spec": {"schedulerName": env.scheduler_name, "containers": [{"name": "main", "image": "busybox",
-                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}, env.ns)
+        mk_pod(api, env, f"g{g}-{i}", f"g{g}")
 
 
 def _bound(api: KubeClient, ns: str) -> int:

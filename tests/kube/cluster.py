@@ -161,6 +161,28 @@ def clean_namespace(api: KubeClient, ns: str) -> None:
                     api.delete(res, o["metadata"]["name"], ns, grace_period=0)
 
 
+def mk_podgroup(api: KubeClient, env: Env, name: str, min_member: int, queue: str = "default",
+                priority_class: str = "", phase: str = "") -> None:
+    spec: dict = {"minMember": min_member, "queue": queue}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": env.ns}, "spec": spec}
+    if phase:
+        body["status"] = {"phase": phase}
+    api.create(PODGROUP, body, env.ns)
+
+
+def mk_pod(api: KubeClient, env: Env, name: str, group: str, cpu: str = "1", priority_class: str = "") -> None:
+    spec: dict = {"schedulerName": env.scheduler_name, "terminationGracePeriodSeconds": 1, "containers": [
+        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "namespace": env.ns, "annotations": {"scheduling.k8s.io/group-name": group}},
+        "spec": spec}, env.ns)
+
+
 def bound(api: KubeClient, ns: str) -> dict[str, str]:
     return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in api.list(POD, ns)[0]
             if (p.get("spec") or {}).get("nodeName")}

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyvolcano.kube.resources import COMMAND, VCJOB
+
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
@@ -77,3 +79,12 @@ tiers:
   - name: proportion
   - name: nodeorder
 """
+
+
+def job_command(api: Any, name: str, action: str, job: str = "tensorflow-benchmark", ns: str = "default") -> None:
+    """A bus.volcano.sh Command (what vcctl suspend/resume create) aimed at a vcjob."""
+    uid = api.obj(VCJOB, job, ns)["metadata"]["uid"]
+    api.create(COMMAND, {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                         "metadata": {"name": name, "namespace": ns}, "action": action,
+                         "target": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job,
+                                    "uid": uid}}, ns)

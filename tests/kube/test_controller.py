@@ -16,7 +16,7 @@ from pyvolcano.kube.resources import COMMAND, CONFIGMAP, NODE, POD, PODGROUP, QU
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from pyvolcano.kube.writer import EventRecorder, Writer
 from tests.kube.fakeapi import FakeApi
-from tests.kube.helpers import eventually, node, queue
+from tests.kube.helpers import eventually, job_command, node, queue
 from tests.kube.test_vcctl import TF_JOB
 
 
@@ -132,26 +132,11 @@ def test_minavailable_above_replicas_is_reported_on_the_job(world: World) -> Non
 def test_suspend_and_resume_through_commands(world: World) -> None:
     submit(world)
     eventually(lambda: world.phase() == "Running")
-    j = world.job()
-    ref = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": j["metadata"]["name"],
-           "uid": j["metadata"]["uid"]}
-    world.api.create(COMMAND, {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
-                               "metadata": {"name": "abort", "namespace": "default"}, "target": ref,
-                               "action": "AbortJob"})
+    job_command(world.api, "abort", "AbortJob")
     eventually(lambda: world.phase() == "Aborted" and world.pods() == {}, what="the job to be aborted")
     assert world.api.objects(COMMAND) == []  # consumed
-    world.api.create(COMMAND, {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
-                               "metadata": {"name": "resume", "namespace": "default"}, "target": ref,
-                               "action": "ResumeJob"})
+    job_command(world.api, "resume", "ResumeJob")
     eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3, what="the job to run again")
-
-
-def command(w: World, name: str, action: str, job: str = "tensorflow-benchmark") -> None:
-    j = w.job(job)
-    ref = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": j["metadata"]["name"],
-           "uid": j["metadata"]["uid"]}
-    w.api.create(COMMAND, {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
-                           "metadata": {"name": name, "namespace": "default"}, "target": ref, "action": action})
 
 
 def terminating(w: World) -> int:
@@ -167,10 +152,10 @@ def test_a_job_shows_its_ending_phase_while_its_pods_terminate(world: World, act
     submit(world)
     eventually(lambda: world.phase() == "Running")
     world.kubelet_on = False
-    command(world, "end", action)
+    job_command(world.api, "end", action)
     eventually(lambda: world.phase() == ending and terminating(world) == 3, what=f"{ending} with 3 terminating")
     assert all(p["metadata"].get("deletionTimestamp") for p in world.pods().values())
-    command(world, "restart", "RestartJob")  # an ending job only ends
+    job_command(world.api, "restart", "RestartJob")  # an ending job only ends
     world.kubelet_on = True
     eventually(lambda: world.phase() == ended and terminating(world) == 0 and world.pods() == {}, what=ended)
 
@@ -179,9 +164,9 @@ def test_resume_while_aborting_replaces_each_pod_once_it_is_gone(world: World) -
     submit(world)
     eventually(lambda: world.phase() == "Running")
     world.kubelet_on = False
-    command(world, "abort", "AbortJob")
+    job_command(world.api, "abort", "AbortJob")
     eventually(lambda: world.phase() == "Aborting")
-    command(world, "resume", "ResumeJob")  # Volcano accepts ResumeJob in Aborting
+    job_command(world.api, "resume", "ResumeJob")  # Volcano accepts ResumeJob in Aborting
     eventually(lambda: world.job()["status"].get("version") == 1, what="the resume")
     world.kubelet_on = True
     eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3
@@ -194,7 +179,7 @@ def test_restart_waits_for_the_old_pods_then_runs_new_ones(world: World) -> None
     eventually(lambda: world.phase() == "Running")
     old = {p["metadata"]["uid"] for p in world.pods().values()}
     world.kubelet_on = False
-    command(world, "restart", "RestartJob")
+    job_command(world.api, "restart", "RestartJob")
     eventually(lambda: world.phase() == "Restarting" and terminating(world) == 3, what="Restarting")
     world.kubelet_on = True
     eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3 and terminating(world) == 0
@@ -207,7 +192,7 @@ def test_controller_restart_while_aborting_still_ends_the_job(world: World) -> N
     submit(world)
     eventually(lambda: world.phase() == "Running")
     world.kubelet_on = False
-    command(world, "abort", "AbortJob")
+    job_command(world.api, "abort", "AbortJob")
     eventually(lambda: world.phase() == "Aborting" and terminating(world) == 3)
     world.jobs.stop()
     fresh = JobRunner(world.api, EventRecorder(world.api, world.writer))

@@ -24,7 +24,7 @@ from pyvolcano.commands.install import apply_all, manifest_objects
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
 from tests.kube import cluster
-from tests.kube.cluster import Env, Kubelet, bound, scheduler, wait
+from tests.kube.cluster import Env, Kubelet, bound, mk_pod, mk_podgroup, scheduler, wait
 from tests.kube.helpers import PREEMPT_CONF
 
 pytestmark = [
@@ -69,28 +69,6 @@ def procs() -> Iterator[list[cluster.Proc]]:
     yield ps
     for p in ps:
         p.stop()
-
-
-def mk_podgroup(api: KubeClient, env: Env, name: str, min_member: int, queue: str = "default",
-                priority_class: str = "", phase: str = "") -> None:
-    spec: dict = {"minMember": min_member, "queue": queue}
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": env.ns}, "spec": spec}
-    if phase:
-        body["status"] = {"phase": phase}
-    api.create(PODGROUP, body, env.ns)
-
-
-def mk_pod(api: KubeClient, env: Env, name: str, group: str, cpu: str = "1", priority_class: str = "") -> None:
-    spec: dict = {"schedulerName": env.scheduler_name, "terminationGracePeriodSeconds": 1, "containers": [
-        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": name, "namespace": env.ns, "annotations": {"scheduling.k8s.io/group-name": group}},
-        "spec": spec}, env.ns)
 
 
 def mk_queue(api: KubeClient, name: str, weight: int = 1) -> None:

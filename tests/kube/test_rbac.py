@@ -18,12 +18,12 @@ from pyvolcano.kube.controller import JobRunner
 from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.podgroup_controller import PodGroupController
 from pyvolcano.kube.queue_controller import QueueController
-from pyvolcano.kube.resources import COMMAND, NODE, PDB, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB, Resource
+from pyvolcano.kube.resources import NODE, PDB, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB, Resource
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from pyvolcano.kube.writer import EventRecorder, Writer
 from tests.kube.fakeapi import FakeApi
 from tests.kube.helpers import PREEMPT_CONF as HELPERS_PREEMPT_CONF
-from tests.kube.helpers import eventually, node, priority_class
+from tests.kube.helpers import eventually, job_command, node, priority_class
 from tests.kube.test_vcctl import TF_JOB
 
 Call = tuple[str, str, str, str]  # verb, group, resource[/sub], namespace ("" for cluster scope)
@@ -111,14 +111,6 @@ def allowed(calls: set[Call], account: str, objs: list[dict[str, Any]]) -> list[
 PREEMPT_CONF = HELPERS_PREEMPT_CONF.replace("  - name: gang\n", "  - name: gang\n    enablePreemptable: false\n")
 
 
-def command(api: FakeApi, name: str, action: str) -> None:
-    j = api.obj(VCJOB, "tensorflow-benchmark", "default")
-    api.create(COMMAND, {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
-                         "metadata": {"name": name, "namespace": "default"}, "action": action,
-                         "target": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                                    "name": "tensorflow-benchmark", "uid": j["metadata"]["uid"]}}, "default")
-
-
 def phase(api: FakeApi) -> str:
     return ((api.obj(VCJOB, "tensorflow-benchmark", "default").get("status") or {}).get("state") or {}).get("phase", "")
 
@@ -156,9 +148,9 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
         eventually(lambda: all(e.is_leader for e in electors), what="both leases")
         api.create(VCJOB, yaml.safe_load(TF_JOB), "default")
         eventually(lambda: phase(api) == "Running", what="the TF job to run")
-        command(api, "abort", "AbortJob")
+        job_command(api, "abort", "AbortJob")
         eventually(lambda: phase(api) == "Aborted", what="suspend")
-        command(api, "resume", "ResumeJob")
+        job_command(api, "resume", "ResumeJob")
         eventually(lambda: phase(api) == "Running", what="resume")
         for i in range(3):  # bare low-priority pods: the PodGroup controller gives each its PodGroup
             api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {

@@ -103,6 +103,11 @@ class KubeClusterAPI:
         if obj is not None:
             self._create(POD, obj, ns)
 
+    def mark_deleted(self, uid: str) -> None:
+        """The controller deleted this pod: its going away is not an eviction."""
+        with self.lock:
+            self.deleted_uids.add(uid)
+
     def delete(self, kind: str, namespace: str, name: str) -> bool:
         """A pod is gone only when the informer says so (``pod_gone``): a bound pod terminates gracefully."""
         res = self._res(kind)
@@ -110,9 +115,7 @@ class KubeClusterAPI:
             self.parked.pop((namespace, name), None)
         try:
             if kind == "Pod":
-                uid = self.api.get(POD, name, namespace)["metadata"].get("uid", "")
-                with self.lock:
-                    self.deleted_uids.add(uid)
+                self.mark_deleted(self.api.get(POD, name, namespace)["metadata"].get("uid", ""))
             self.api.delete(res, name, namespace, propagation="Background")
         except ApiError as exc:
             if not exc.not_found:

@@ -170,7 +170,7 @@ class JobRunner:
                 self.pod_phase[p["metadata"].get("uid", "")] = st.pods[p["metadata"]["name"]]
             elif st.phase in ENDED:  # killed by the controller before it restarted: still going away
                 st.terminating.add(p["metadata"]["name"])
-                self.capi.deleted_uids.add(p["metadata"].get("uid", ""))
+                self.capi.mark_deleted(p["metadata"].get("uid", ""))
         self.ctrl.jobs[st.key] = st
         log.info("job %s recovered: phase %s, %d pods", st.key, st.phase, len(st.pods))
         if st.phase in ENDED and not st.terminating:  # its pods went while no controller watched
