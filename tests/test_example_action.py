@@ -67,7 +67,7 @@ def check(result: dict[str, Any]) -> None:
     assert result["binds"] == EXPECTED_BINDS
     assert result["pipelined"] == {}
     assert {k: v["phase"] for k, v in result["podgroups"].items()} == {
-        "ns/a": "Running", "ns/b": "Inqueue", "ns/c": "Running"}
+        "ns/a": "Inqueue", "ns/b": "Inqueue", "ns/c": "Inqueue"}  # bound this session: Inqueue until bound
     assert "0/3 nodes are available: 3 Insufficient cpu." in result["unschedulable"]["ns/b"]
 
 

@@ -33,6 +33,10 @@ ALLOCATED = TaskStatus.Bound | TaskStatus.Binding | TaskStatus.Running | TaskSta
 READY = ALLOCATED | TaskStatus.Succeeded
 #: ``ValidTaskNum`` counts these.
 VALID = READY | TaskStatus.Pipelined | TaskStatus.Pending
+#: ``ScheduledStatus`` (Volcano api/helpers.go): the pod is on a node for good, or has finished there.
+SCHEDULED = TaskStatus.Running | TaskStatus.Bound | TaskStatus.Failed | TaskStatus.Succeeded
+#: ``CompletedStatus`` (Volcano api/helpers.go).
+COMPLETED = TaskStatus.Failed | TaskStatus.Succeeded
 #: statuses whose resources stay on a node.
 ON_NODE = ALLOCATED | TaskStatus.Pipelined | TaskStatus.Releasing
 

@@ -21,7 +21,8 @@ from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.types import READY, PodGroupPhase, TaskStatus
+from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
+from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.framework import registry
@@ -322,19 +323,24 @@ class Session:
             "type": ctype, "status": "True", "transitionID": self.uid, "reason": reason, "message": message}
 
     def job_phase(self, job: JobInfo) -> PodGroupPhase:
-        """Volcano's jobStatus(): Unknown when running tasks and unschedulable now; Running when enough tasks
-        hold resources (Completed when all of those have succeeded); else Pending unless already Inqueue."""
+        """Volcano's ``getPodGroupPhase`` (framework/session.go, called by ``jobStatus``).
+
+        Unknown when some task runs and the job was found unschedulable in this session.  Otherwise only
+        *scheduled* tasks count (``api.ScheduledStatus``: Running, Bound, Failed, Succeeded) plus Releasing
+        tasks that are on a node (``ReleasingScheduledTaskNum``): a gang allocated or binding in this session
+        stays Inqueue until its pods are bound.  Enough of them makes it Running, Completed when every one of
+        them has finished; else Pending unless it is already Inqueue."""
         pg = job.podgroup
         assert pg is not None
         unschedulable = UNSCHEDULABLE in self.pg_conditions.get(job.uid, {})
         if job.index.get(TaskStatus.Running) and unschedulable:
             return PodGroupPhase.Unknown
-        allocated = job.count(READY)  # allocated plus succeeded
-        if allocated >= pg.min_member:
-            # every allocated task has succeeded: the group is done
-            if len(job.index.get(TaskStatus.Succeeded, ())) == allocated:
-                return PodGroupPhase.Completed
-            return PodGroupPhase.Running
+        scheduled = job.count(SCHEDULED_STATUS)
+        releasing = job.index.get(TaskStatus.Releasing)
+        if releasing:
+            scheduled += sum(1 for t in releasing.values() if t.node_name)
+        if scheduled >= pg.min_member:
+            return PodGroupPhase.Completed if scheduled == job.count(COMPLETED) else PodGroupPhase.Running
         if pg.phase != PodGroupPhase.Inqueue:
             return PodGroupPhase.Pending
         return pg.phase

@@ -498,27 +498,27 @@ sc("q01-quota-exceeded", "resourcequota: a PodGroup that would pass the namespac
 sc("q02-quota-fits", "resourcequota: a PodGroup within the quota is admitted and placed", Q,
    [node("n1", 8), quota("rq", {"cpu": "4"}, {"cpu": "1"}),
     job("x", pend=2, min_member=2, min_cpu=2, phase="Pending")],
-   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Running"}},
+   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Inqueue"}},
    "1 + 2 <= 4.")
 sc("q02b-quota-names-are-literal", "resourcequota: a requests.cpu quota does not limit minResources' cpu (Volcano)",
    Q, [node("n1", 8), quota("rq", {"requests.cpu": "2"}, {"requests.cpu": "1"}),
        job("x", pend=2, min_member=2, min_cpu=2, phase="Pending")],
-   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Running"}},
+   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Inqueue"}},
    "Volcano masks minResources {cpu: 2} by the quota's resource names ([requests.cpu]): nothing is left to check, "
    "so the job is admitted although Kubernetes would count 1 + 2 > 2 requested cpus.")
 sc("q03-quota-admits-first-only", "resourcequota: admitted jobs count against the quota in the same cycle", Q,
    [node("n1", 8), quota("rq", {"cpu": "2"}, {"cpu": "0"}), job("a", pend=2, min_member=2, min_cpu=2, phase="Pending"),
     job("b", pend=1, min_cpu=1, phase="Pending", created=5)],
-   {"podgroupPhases": {f"{NS}/a": "Running", f"{NS}/b": "Pending"}, "bindsCount": 2},
+   {"podgroupPhases": {f"{NS}/a": "Inqueue", f"{NS}/b": "Pending"}, "bindsCount": 2},
    "a (older) takes the whole 2 cpu; b would make it 3.")
 sc("q04-quota-other-namespace", "resourcequota: another namespace's quota does not apply", Q,
    [node("n1", 8), quota("rq", {"cpu": "1"}, {"cpu": "1"}, ns="team-b"),
     job("x", pend=1, min_cpu=1, phase="Pending")],
-   {"bindsCount": 1, "podgroupPhases": {f"{NS}/x": "Running"}}, "team-a has no quota.")
+   {"bindsCount": 1, "podgroupPhases": {f"{NS}/x": "Inqueue"}}, "team-a has no quota.")
 sc("q05-quota-pods-count", "resourcequota: a pods quota does not stop a PodGroup whose minResources name no pods",
    Q, [node("n1", 8), quota("rq", {"pods": "2"}, {"pods": "1"}),
        job("x", pend=2, min_member=2, min_cpu=2, phase="Pending")],
-   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Running"}},
+   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Inqueue"}},
    "minResources is {cpu: 2}; masked by the quota's names ([pods]) nothing is left, so Volcano admits the gang "
    "although 1 + 2 pods exceed the 2 allowed (the API server's quota admission then refuses the extra pod).")
 
