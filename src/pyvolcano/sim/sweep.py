@@ -1,0 +1,740 @@
+"""``pyvolcano sweep``: a grid of simulations (confs x knobs x seeds), run in parallel processes or on Ray.
+
+A platform engineer's questions are grids ("binpack weight 1/5/10 x preempt on/off x three arrival rates, five seeds
+each"), so a sweep file names one workload and cluster, the confs (files, or a base conf with overrides), knob grids
+and seeds; every combination is a *point*, and every point is one ``simulate`` run through the same code path
+(``sim/run.py: run_one``).  Results go to ``OUT/points/<point>/`` (the files ``simulate`` writes, plus
+``point.json``), so a sweep is resumable: a point whose folder holds a finished run with the same parameters and
+the same inputs (:class:`Plan`'s fingerprint) is not run again.  ``OUT/sweep.html`` and ``OUT/summary.csv`` aggregate every metric over the seeds (mean and 95 %
+confidence interval) and name the best point for the objective.
+
+Every input file (confs, manifests, CSV, the trace) is read once into a :class:`Bundle` of bytes.  Workers get the
+bundle once (a process-pool initializer locally; one object in Ray's object store with ``--ray``) and write it to
+a private folder, so a point runs the same on this machine and on a remote Ray worker that has none of the files.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+import json
+import math
+import os
+import random
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
+from pyvolcano.errors import UserError
+
+#: the files one point's run leaves in its folder (``sim/run.py: run_one``)
+POINT_FILES = ("summary.json", "jobs.csv", "report.html")
+#: a sweep larger than this is almost certainly a mistake in the grid (and would take days)
+MAX_POINTS = 10_000
+#: seconds a node stays down after a generated failure (grid knob ``node_failures``)
+FAILURE_DOWNTIME = 1800.0
+
+_Finite = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# --------------------------------------------------------------------------------------------- the sweep file
+class SyntheticWorkload(BaseModel):
+    """``simulate --synthetic`` (sim/workload.py: synthetic)."""
+
+    model_config = _Finite
+    jobs: Annotated[int, Field(ge=1, le=1_000_000)] = 200
+    rate: Annotated[float, Field(gt=0)] = 0.2
+    gang_sizes: list[int] = Field(default_factory=lambda: [1, 1, 2, 4, 8], min_length=1)
+    mean_duration: Annotated[float, Field(gt=0)] = 600.0
+    gpu_fraction: Annotated[float, Field(ge=0, le=1)] = 0.5
+
+    @field_validator("gang_sizes")
+    @classmethod
+    def _sizes(cls, v: list[int]) -> list[int]:
+        if min(v) < 1 or max(v) > 100_000:
+            raise ValueError("gang sizes must be between 1 and 100000")
+        return v
+
+
+class AlibabaWorkload(BaseModel):
+    """``simulate --alibaba`` (sim/alibaba.py: AlibabaKnobs); ``trace_dir`` defaults to the bundled trace."""
+
+    model_config = _Finite
+    trace_dir: str | None = None
+    nodes: Annotated[int, Field(ge=1, le=100_000)] = 120
+    pods: Annotated[int, Field(ge=0)] = 1500
+    compress: Annotated[float, Field(gt=0)] = 20.0
+    duration_scale: Annotated[float, Field(gt=0)] = 1.0
+    gang_window: Annotated[float, Field(ge=0)] = 60.0
+    max_gang: Annotated[int, Field(ge=1)] = 8
+
+
+class WorkloadSpec(BaseModel):
+    """Exactly one workload source, as ``simulate`` takes them."""
+
+    model_config = _Finite
+    synthetic: SyntheticWorkload | None = None
+    alibaba: AlibabaWorkload | None = None
+    manifests: str | None = None
+    csv: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> WorkloadSpec:
+        given = [k for k in ("synthetic", "alibaba", "manifests", "csv") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of synthetic, alibaba, manifests, csv (got {given or 'none'})")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("synthetic", "alibaba", "manifests", "csv") if getattr(self, k) is not None)
+
+
+class ConfSpec(BaseModel):
+    """One scheduler conf: a file (default: Volcano's default conf), with optional overrides (see :func:`override`)."""
+
+    model_config = _Finite
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+    file: str | None = None
+    set: dict[str, Any] = Field(default_factory=dict)
+
+
+class SimSettings(BaseModel):
+    model_config = _Finite
+    period: Annotated[float, Field(gt=0)] = 1.0
+    start_latency: Annotated[float, Field(ge=0)] = 1.0
+    grace: Annotated[float, Field(ge=0)] = 5.0
+    until: Annotated[float | None, Field(gt=0)] = None
+
+
+class Objective(BaseModel):
+    model_config = _Finite
+    metric: str = "wait_p95"
+    goal: Literal["min", "max"] = "min"
+
+
+Scalar = bool | int | float | str
+
+
+class SweepSpec(BaseModel):
+    """The sweep file (YAML); docs/simulator.md "Sweeps" documents every field."""
+
+    model_config = _Finite
+    name: str = "sweep"
+    workload: WorkloadSpec
+    cluster: str | None = None
+    queues: str | None = None
+    confs: list[ConfSpec] = Field(default_factory=lambda: [ConfSpec(name="default")], min_length=1)
+    grid: dict[str, list[Scalar]] = Field(default_factory=dict)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    simulate: SimSettings = Field(default_factory=lambda: SimSettings())
+    objective: Objective = Field(default_factory=lambda: Objective())
+
+    @model_validator(mode="after")
+    def _check(self) -> SweepSpec:
+        names = [c.name for c in self.confs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"confs: names must be unique, got {names}")
+        if len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
+            raise ValueError("seeds: must be distinct integers >= 0")
+        allowed = knob_names(self.workload.kind)
+        for k, values in self.grid.items():
+            if not values:
+                raise ValueError(f"grid.{k}: give at least one value")
+            if len({json.dumps(v) for v in values}) != len(values):
+                raise ValueError(f"grid.{k}: values must be distinct")
+            if not (k.startswith("conf.") or k in allowed):
+                raise ValueError(f"grid.{k}: unknown knob; for a {self.workload.kind} workload the knobs are "
+                                 f"{', '.join(sorted(allowed))}, or conf.<override> (e.g. conf.actions)")
+            if k == "cluster_size" and self.workload.kind != "alibaba" and not _compact_count(self.cluster):
+                raise ValueError("grid.cluster_size: needs a compact --cluster spec such as '100x{cpu: 32}'")
+        if self.workload.kind != "alibaba" and not self.cluster:
+            raise ValueError("cluster: required (a Node YAML file or a spec like '10x{cpu: 32, memory: 128Gi}')")
+        n = len(self.confs) * len(self.seeds) * math.prod(len(v) for v in self.grid.values())
+        if n > MAX_POINTS:
+            raise ValueError(f"the grid has {n} points, more than {MAX_POINTS}: narrow it")
+        return self
+
+
+def knob_names(kind: str) -> set[str]:
+    """The grid knobs a workload kind understands (besides ``conf.<override>``)."""
+    common = {"node_failures", "period", "grace"}
+    if kind == "synthetic":
+        return common | {"jobs", "rate", "mean_duration", "gpu_fraction", "cluster_size"}
+    if kind == "alibaba":
+        return common | {"pods", "compress", "duration_scale", "gang_window", "max_gang", "cluster_size"}
+    return common | {"cluster_size"}
+
+
+def _compact_count(cluster: str | None) -> int | None:
+    m = re.match(r"^\s*(\d+)\s*x", cluster or "")
+    return int(m.group(1)) if m and not Path(cluster or "").is_file() else None
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep file; every mistake is one UserError naming the file and field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read sweep file {path}: {exc}") from None
+    if len(text) > 1_000_000:
+        raise UserError(f"{path}: a sweep file of {len(text)} bytes is too large (limit 1 MB)")
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping with workload, confs, grid, seeds")
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise UserError(f"{path}: field {where}: {first['msg']}{more}") from None
+    return _relative_to(spec, p.resolve().parent)
+
+
+def _relative_to(spec: SweepSpec, base: Path) -> SweepSpec:
+    """Relative file names in a sweep file mean files next to it (as in a kustomization or compose file), so a
+    sweep runs the same from any directory; a compact cluster spec such as ``10x{cpu: 8}`` is not a file."""
+
+    def fix(name: str | None, must_exist: bool = True) -> str | None:
+        if name is None or Path(name).is_absolute():
+            return name
+        cand = base / name
+        return str(cand) if (cand.exists() or must_exist) else name
+
+    for c in spec.confs:
+        c.file = fix(c.file)
+    w = spec.workload
+    w.manifests, w.csv = fix(w.manifests), fix(w.csv)
+    if w.alibaba is not None:
+        w.alibaba.trace_dir = fix(w.alibaba.trace_dir)
+    spec.cluster, spec.queues = fix(spec.cluster, False), fix(spec.queues, False)
+    return spec
+
+
+# ------------------------------------------------------------------------------------------------- the points
+@dataclass(frozen=True)
+class Point:
+    """One simulation of the sweep: a conf, one value of every grid knob, a seed."""
+
+    conf: str
+    params: tuple[tuple[str, Scalar], ...]
+    seed: int
+
+    @property
+    def group(self) -> tuple[str, tuple[tuple[str, Scalar], ...]]:
+        """What the seeds are averaged over."""
+        return self.conf, self.params
+
+    @property
+    def folder(self) -> str:
+        parts = [self.conf, *(f"{k}={v}" for k, v in self.params), f"seed={self.seed}"]
+        name = "__".join(re.sub(r"[^A-Za-z0-9._=-]+", "-", str(p)) for p in parts)
+        if len(name) > 150:  # long override values: keep the folder name short and unique
+            name = name[:120] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+        return name
+
+    def as_json(self) -> dict[str, Any]:
+        return {"conf": self.conf, "params": dict(self.params), "seed": self.seed}
+
+
+def points(spec: SweepSpec) -> list[Point]:
+    """Every combination, conf-major, in the grid's order, seeds last (so partial results fill groups)."""
+    keys = list(spec.grid)
+    out = []
+    for conf in spec.confs:
+        for values in itertools.product(*(spec.grid[k] for k in keys)):
+            for seed in spec.seeds:
+                out.append(Point(conf.name, tuple(zip(keys, values, strict=True)), seed))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ confs and overrides
+def override(conf_yaml: str, settings: dict[str, Any], source: str) -> str:
+    """Apply overrides to a volcano-scheduler.conf text: ``actions: "enqueue, allocate, preempt"`` replaces the
+    actions string; ``plugins.NAME.KEY: value`` sets a plugin's enable flag (``enable...``) or argument (anything
+    else, e.g. ``plugins.binpack.binpack.weight: 5``) in every tier that has plugin NAME."""
+    data = yaml.safe_load(conf_yaml)
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: the base conf is not a mapping")
+    for key, value in settings.items():
+        if key == "actions":
+            if not isinstance(value, str):
+                raise UserError(f"{source}: set actions: expected a string such as 'enqueue, allocate'")
+            data["actions"] = value
+            continue
+        parts = key.split(".", 2)
+        if len(parts) != 3 or parts[0] != "plugins" or not parts[1] or not parts[2]:
+            raise UserError(f"{source}: set {key}: expected 'actions' or 'plugins.NAME.KEY'")
+        _, plugin, arg = parts
+        found = False
+        for tier in data.get("tiers") or []:
+            for opt in (tier or {}).get("plugins") or []:
+                if isinstance(opt, dict) and opt.get("name") == plugin:
+                    found = True
+                    if arg.startswith("enable"):
+                        opt[arg] = value
+                    else:
+                        opt.setdefault("arguments", {})[arg] = value
+        if not found:
+            raise UserError(f"{source}: set {key}: the conf has no plugin {plugin!r}")
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def conf_text(spec: SweepSpec, conf: ConfSpec, point: Point, files: Bundle | None) -> str:
+    """The conf a point runs with: its file (or Volcano's default), its own overrides, then the grid's
+    ``conf.*`` knobs; validated by the project's conf loader."""
+    base = files.text(conf.file) if files is not None and conf.file else (
+        Path(conf.file).read_text() if conf.file else DEFAULT_CONF)
+    settings = dict(conf.set)
+    settings.update({k[5:]: v for k, v in point.params if k.startswith("conf.")})
+    text = override(base, settings, f"sweep conf {conf.name}") if settings else base
+    load_conf(text, f"sweep conf {conf.name}")
+    return text
+
+
+# ------------------------------------------------------------------------------------------------- the bundle
+@dataclass
+class Bundle:
+    """Every input file of a sweep, as bytes, keyed by the path the sweep file gives (directories by file)."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for k in sorted(self.files):
+            h.update(k.encode())
+            h.update(hashlib.sha256(self.files[k]).digest())
+        return h.hexdigest()[:16]
+
+    def add(self, path: str) -> None:
+        p = Path(path)
+        if p.is_dir():
+            for f in sorted(p.iterdir()):
+                if f.is_file():
+                    self.files[str(Path(path) / f.name)] = f.read_bytes()
+        elif p.is_file():
+            self.files[path] = p.read_bytes()
+        else:
+            raise UserError(f"sweep input {path}: no such file or directory")
+
+    def text(self, path: str) -> str:
+        return self.files[path].decode()
+
+    def materialise(self, root: Path) -> dict[str, str]:
+        """Write the files under ``root``; the map from each original path to its copy (directories too)."""
+        where: dict[str, str] = {}
+        for i, (key, data) in enumerate(sorted(self.files.items())):
+            parent = str(Path(key).parent)
+            d = Path(where.setdefault(f"dir:{parent}", str(root / f"d{i}")))
+            d.mkdir(parents=True, exist_ok=True)
+            (d / Path(key).name).write_bytes(data)
+            where[key] = str(d / Path(key).name)
+            where[parent] = str(d)
+        return where
+
+
+def bundle_for(spec: SweepSpec) -> Bundle:
+    b = Bundle()
+    for c in spec.confs:
+        if c.file:
+            b.add(c.file)
+    w = spec.workload
+    for path in (w.manifests, w.csv):
+        if path:
+            b.add(path)
+    if w.alibaba is not None:
+        from pyvolcano.sim import alibaba
+
+        d = w.alibaba.trace_dir or str(alibaba.default_dir())
+        b.add(d)
+    for path in (spec.cluster, spec.queues):
+        if path and Path(path).is_file():
+            b.add(path)
+    return b
+
+
+# ------------------------------------------------------------------------------------------------ one point
+_worker: dict[str, Any] = {}
+
+
+def _init_worker(bundle: Bundle, spec_json: str) -> None:
+    """Process-pool initializer: the bundle once per worker process, written to a private folder."""
+    root = Path(tempfile.mkdtemp(prefix="pyvolcano-sweep-"))
+    _worker.update(bundle=bundle, spec=SweepSpec.model_validate_json(spec_json), paths=bundle.materialise(root))
+
+
+def _local(path: str | None, paths: dict[str, str]) -> str | None:
+    return paths.get(path, path) if path else path
+
+
+def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Point) -> dict[str, bytes]:
+    """One ``simulate`` run of ``point`` into a scratch folder; the files it wrote, as bytes."""
+    from pyvolcano.sim import alibaba
+    from pyvolcano.sim.run import Inputs, load_cluster, load_queues, queue_weights, run_one
+    from pyvolcano.sim.workload import from_manifests, load_csv, synthetic
+
+    knobs = dict(point.params)
+    w = spec.workload
+    cluster = _local(spec.cluster, paths)
+    if "cluster_size" in knobs and w.alibaba is None and cluster:
+        cluster = re.sub(r"^\s*\d+", str(int(knobs["cluster_size"])), cluster, count=1)
+    queues = _local(spec.queues, paths)
+    if w.synthetic is not None:
+        s = w.synthetic.model_copy(update={k: knobs[k] for k in ("jobs", "rate", "mean_duration", "gpu_fraction")
+                                           if k in knobs})
+        wl = synthetic(seed=point.seed, jobs=int(s.jobs), rate=float(s.rate), queues=queue_weights(queues),
+                       gang_sizes=tuple(s.gang_sizes), mean_duration=float(s.mean_duration),
+                       gpu_fraction=float(s.gpu_fraction))
+        inputs = Inputs(load_cluster(str(cluster)), load_queues(queues, wl), wl)
+    elif w.alibaba is not None:
+        a = w.alibaba
+        d = _local(a.trace_dir or str(alibaba.default_dir()), paths)
+        nodes = int(knobs.get("cluster_size", a.nodes))
+        k = alibaba.AlibabaKnobs(nodes=nodes, pods=int(knobs.get("pods", a.pods)),
+                                 compress=float(knobs.get("compress", a.compress)),
+                                 duration_scale=float(knobs.get("duration_scale", a.duration_scale)),
+                                 gang_window=float(knobs.get("gang_window", a.gang_window)),
+                                 max_gang=int(knobs.get("max_gang", a.max_gang)), seed=point.seed)
+        from pyvolcano.sim.run import alibaba_inputs
+
+        inputs = alibaba_inputs(d, k, cluster)
+    else:
+        from pyvolcano.cache.manifests import load_objects
+
+        wl = from_manifests(load_objects(str(_local(w.manifests, paths)))) if w.manifests else \
+            load_csv(str(_local(w.csv, paths)))
+        inputs = Inputs(load_cluster(str(cluster)), load_queues(queues, wl), wl)
+    inputs.node_failures = node_failures(inputs, int(knobs.get("node_failures", 0)), point.seed)
+    conf_spec = next(c for c in spec.confs if c.name == point.conf)
+    text = conf_text(spec, conf_spec, point, bundle)
+    sim = spec.simulate
+    with tempfile.TemporaryDirectory(prefix="pyvolcano-point-") as tmp:
+        out = Path(tmp)
+        run_one(inputs, load_conf(text, f"sweep conf {point.conf}"), point.conf, out,
+                period=float(knobs.get("period", sim.period)), start_latency=sim.start_latency,
+                grace=float(knobs.get("grace", sim.grace)), until=sim.until, progress=False,
+                title=f"{spec.name}: {point.folder}")
+        files = {name: (out / name).read_bytes() for name in POINT_FILES if (out / name).is_file()}
+    files["conf.yaml"] = text.encode()
+    return files
+
+
+def node_failures(inputs: Any, count: int, seed: int) -> list[tuple[float, str, float]]:
+    """``count`` node failures drawn with ``seed``: distinct nodes, each at a uniform time within the workload's
+    arrival window, down for FAILURE_DOWNTIME seconds."""
+    if count <= 0:
+        return list(inputs.node_failures)
+    names = [n["metadata"]["name"] for n in inputs.nodes]
+    if count > len(names):
+        raise UserError(f"grid node_failures={count}: the cluster has only {len(names)} nodes")
+    rnd = random.Random(seed * 7919 + count)
+    last = max((t for t, _ in inputs.workload.jobs), default=0.0)
+    return sorted((rnd.uniform(0, max(last, 1.0)), n, FAILURE_DOWNTIME) for n in rnd.sample(names, count))
+
+
+def _pool_task(point: Point) -> tuple[Point, dict[str, bytes] | str]:
+    try:
+        return point, run_point(_worker["bundle"], _worker["spec"], _worker["paths"], point)
+    except UserError as exc:
+        return point, str(exc)
+
+
+# ------------------------------------------------------------------------------------------------ the runner
+@dataclass
+class SweepRun:
+    spec: SweepSpec
+    out: Path
+    done: list[Point] = field(default_factory=list)
+    skipped: list[Point] = field(default_factory=list)
+    failed: dict[Point, str] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """A sweep ready to run: its points, its input bundle, and each point's fingerprint: a digest of everything
+    its result depends on besides its parameters (the conf text it runs, the workload, cluster and simulation
+    settings, the input files' contents), so editing a conf file or a setting reruns exactly the points it
+    touches."""
+
+    spec: SweepSpec
+    bundle: Bundle
+    points: list[Point]
+    fingerprints: dict[Point, str]
+
+    def record(self, point: Point) -> dict[str, Any]:
+        return {**point.as_json(), "fingerprint": self.fingerprints[point]}
+
+    def finished(self, out: Path, point: Point) -> bool:
+        """The point's folder has a summary, and its record matches (same parameters and fingerprint)."""
+        d = out / "points" / point.folder
+        try:
+            return (d / "summary.json").is_file() and json.loads((d / "point.json").read_text()) == self.record(point)
+        except (OSError, ValueError):
+            return False
+
+
+def plan(spec: SweepSpec) -> Plan:
+    """Read the inputs and check every conf with its overrides (a bad one is refused before anything runs)."""
+    bundle = bundle_for(spec)
+    settings = json.dumps([spec.model_dump(mode="json", include={"workload", "cluster", "queues", "simulate"}),
+                           bundle.digest], sort_keys=True)
+    texts: dict[tuple[str, tuple[tuple[str, Scalar], ...]], str] = {}
+    fps = {}
+    pts = points(spec)
+    for p in pts:
+        key = (p.conf, tuple(kv for kv in p.params if kv[0].startswith("conf.")))
+        if key not in texts:
+            texts[key] = conf_text(spec, next(c for c in spec.confs if c.name == p.conf), p, bundle)
+        fps[p] = hashlib.sha256((texts[key] + settings).encode()).hexdigest()[:16]
+    return Plan(spec, bundle, pts, fps)
+
+
+def _store(out: Path, record: dict[str, Any], folder: str, files: dict[str, bytes]) -> None:
+    d = out / "points" / folder
+    tmp = d.with_name(d.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, data in files.items():
+        (tmp / name).write_bytes(data)
+    (tmp / "point.json").write_text(json.dumps(record, indent=2))
+    shutil.rmtree(d, ignore_errors=True)
+    tmp.rename(d)  # a point folder appears whole or not at all, so an interrupted sweep resumes cleanly
+
+
+def run_sweep(spec: SweepSpec | Plan, out: Path, *, workers: int | None = None, ray_address: str | None = None,
+              progress: Callable[[int, int], None] | None = None) -> SweepRun:
+    """Run every unfinished point (locally in ``workers`` processes, or as Ray tasks) and store its files."""
+    pl = spec if isinstance(spec, Plan) else plan(spec)
+    out.mkdir(parents=True, exist_ok=True)
+    run = SweepRun(pl.spec, out)
+    todo: list[Point] = []
+    for p in pl.points:
+        (run.skipped if pl.finished(out, p) else todo).append(p)
+    total = len(todo)
+    if progress is not None:
+        progress(0, total)
+    results = _ray_results(pl.bundle, pl.spec, todo, ray_address) if ray_address is not None else \
+        _pool_results(pl.bundle, pl.spec, todo, workers)
+    for n, (point, files) in enumerate(results, 1):
+        if isinstance(files, str):
+            run.failed[point] = files
+        else:
+            _store(out, pl.record(point), point.folder, files)
+            run.done.append(point)
+        if progress is not None:
+            progress(n, total)
+    return run
+
+
+def _pool_results(bundle: Bundle, spec: SweepSpec, todo: list[Point],
+                  workers: int | None) -> Iterable[tuple[Point, dict[str, bytes] | str]]:
+    if not todo:
+        return
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(bundle, spec.model_dump_json())) as pool:
+        futures = [pool.submit(_pool_task, p) for p in todo]
+        for f in as_completed(futures):
+            yield f.result()
+
+
+def _ray_results(bundle: Bundle, spec: SweepSpec, todo: list[Point],
+                 address: str) -> Iterable[tuple[Point, dict[str, bytes] | str]]:
+    """Each point a Ray task; the bundle is put in the object store once and every task gets its reference."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--ray needs Ray: pip install 'pyvolcano[ray]'") from None
+    if not ray.is_initialized():
+        ray.init(address=address or None, log_to_driver=False)
+    if not todo:
+        return
+    bundle_ref = ray.put(bundle)
+    spec_json = spec.model_dump_json()
+    task = ray.remote(_ray_point)
+    pending = {task.remote(bundle_ref, spec_json, p): p for p in todo}
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            point = pending.pop(ref)
+            yield point, ray.get(ref)
+
+
+def _ray_point(bundle: Bundle, spec_json: str, point: Point) -> dict[str, bytes] | str:
+    """A Ray task: materialise the bundle once per worker process (keyed by its digest), run the point."""
+    key = bundle.digest
+    if _worker.get("digest") != key:
+        _init_worker(bundle, spec_json)
+        _worker["digest"] = key
+    try:
+        return run_point(_worker["bundle"], SweepSpec.model_validate_json(spec_json), _worker["paths"], point)
+    except UserError as exc:
+        return str(exc)
+
+
+# ------------------------------------------------------------------------------------------- aggregate metrics
+#: the metrics of a point, read from its summary.json: name -> (path in the summary, what it means)
+METRICS: dict[str, tuple[tuple[str, ...], str]] = {
+    "wait_p50": (("wait_s", "p50"), "median wait until the gang started (s)"),
+    "wait_p95": (("wait_s", "p95"), "95th percentile wait (s)"),
+    "jct_mean": (("jct_s", "mean"), "mean job completion time (s)"),
+    "jct_p95": (("jct_s", "p95"), "95th percentile JCT (s)"),
+    "util_cpu": (("utilisation", "cpu"), "time-averaged cpu allocation (fraction)"),
+    "util_gpu": (("utilisation", "gpu"), "time-averaged gpu allocation (fraction)"),
+    "evictions": (("evictions",), "pods evicted"),
+    "restarts": (("restarts",), "job restarts"),
+    "failed": (("failed_or_aborted",), "jobs failed or aborted"),
+    "unfinished": (("unfinished",), "jobs unfinished at the end"),
+    "completed": (("completed",), "jobs completed"),
+    "fairness": (("jain_fairness_queue_shares",), "Jain index of queue shares (1 = fair)"),
+    "makespan": (("makespan_s",), "first arrival to last finish (s)"),
+}
+
+
+def point_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
+    """The flat metrics of one run (``METRICS``, plus ``wait_p50[q]``/``wait_p95[q]`` for every queue)."""
+    out: dict[str, float | None] = {}
+    for name, (path, _) in METRICS.items():
+        v: Any = summary
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        out[name] = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    for q, qs in sorted((summary.get("per_queue") or {}).items()):
+        for p in ("p50", "p95"):
+            v = ((qs or {}).get("wait") or {}).get(p)
+            out[f"wait_{p}[{q}]"] = float(v) if isinstance(v, int | float) else None
+    return out
+
+
+#: Student's t 0.975 quantiles for 1..30 degrees of freedom (two-sided 95 % interval); 1.96 beyond
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % confidence interval (Student's t; 0 for a single value)."""
+    n = len(values)
+    m = sum(values) / n
+    if n < 2:
+        return m, 0.0
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    t = _T975[n - 2] if n - 1 <= len(_T975) else 1.96
+    return m, t * sd / math.sqrt(n)
+
+
+@dataclass
+class Row:
+    """One group of points (a conf and knob values) aggregated over its seeds."""
+
+    conf: str
+    params: dict[str, Scalar]
+    seeds: list[int]
+    metrics: dict[str, tuple[float, float] | None]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"conf": self.conf, "params": self.params, "seeds": self.seeds,
+                "metrics": {k: (None if v is None else {"mean": round(v[0], 4), "ci95": round(v[1], 4)})
+                            for k, v in self.metrics.items()}}
+
+
+def aggregate(pl: Plan, out: Path) -> list[Row]:
+    """Every group with at least one finished point, in the sweep's order."""
+    groups: dict[tuple[str, tuple[tuple[str, Scalar], ...]], list[tuple[int, dict[str, float | None]]]] = {}
+    for p in pl.points:
+        f = out / "points" / p.folder / "summary.json"
+        if pl.finished(out, p):
+            groups.setdefault(p.group, []).append((p.seed, point_metrics(json.loads(f.read_text()))))
+    rows = []
+    for (conf, params), runs in groups.items():
+        names = list(dict.fromkeys(k for _, m in runs for k in m))
+        metrics: dict[str, tuple[float, float] | None] = {}
+        for name in names:
+            vals = [m[name] for _, m in runs if m.get(name) is not None]
+            metrics[name] = mean_ci([float(v) for v in vals if v is not None]) if vals else None
+        rows.append(Row(conf, dict(params), [s for s, _ in runs], metrics))
+    return rows
+
+
+def best(rows: list[Row], objective: Objective) -> Row | None:
+    """The row with the best mean of the objective metric (rows without it are never best)."""
+    scored = [(r.metrics[objective.metric][0], i, r) for i, r in enumerate(rows)  # type: ignore[index]
+              if r.metrics.get(objective.metric) is not None]
+    if not scored:
+        return None
+    return (min(scored) if objective.goal == "min" else max(scored, key=lambda x: (x[0], -x[1])))[2]
+
+
+def write_summary(pl: Plan, out: Path, rows: list[Row]) -> dict[str, Any]:
+    """summary.csv (one row per group, mean and ci95 per metric), results.csv (one row per finished point),
+    sweep.json (everything, for programs) and sweep.html."""
+    spec = pl.spec
+    top = best(rows, spec.objective)
+    metric_names = list(dict.fromkeys(k for r in rows for k in r.metrics))
+    knob_names_ = list(spec.grid)
+    with (out / "summary.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["conf", *knob_names_, "seeds", *(f"{m}{s}" for m in metric_names for s in ("", "_ci95"))])
+        for r in rows:
+            cells: list[Any] = [r.conf, *(r.params.get(k) for k in knob_names_), len(r.seeds)]
+            for m in metric_names:
+                v = r.metrics.get(m)
+                cells += ["", ""] if v is None else [round(v[0], 4), round(v[1], 4)]
+            w.writerow(cells)
+    with (out / "results.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["conf", *knob_names_, "seed", *metric_names])
+        for p in pl.points:
+            if pl.finished(out, p):
+                pm = point_metrics(json.loads((out / "points" / p.folder / "summary.json").read_text()))
+                w.writerow([p.conf, *(dict(p.params).get(k) for k in knob_names_), p.seed,
+                            *("" if pm.get(x) is None else round(pm[x] or 0.0, 4) for x in metric_names)])
+    doc = {"name": spec.name, "objective": spec.objective.model_dump(), "points": len(pl.points),
+           "rows": [r.as_json() for r in rows], "best": top.as_json() if top else None,
+           "spec": json.loads(spec.model_dump_json())}
+    (out / "sweep.json").write_text(json.dumps(doc, indent=2))
+    from pyvolcano.sim.sweep_report import write_page
+
+    write_page(out / "sweep.html", spec, rows, top)
+    return doc
+
+
+def label(knob: str) -> str:
+    """A knob's short name for tables and plots: ``conf.plugins.binpack.binpack.weight`` -> ``binpack.weight``,
+    ``conf.actions`` -> ``actions``."""
+    parts = knob.split(".", 3)
+    if parts[0] == "conf" and len(parts) == 4 and parts[1] == "plugins":
+        return parts[3]
+    return knob[5:] if knob.startswith("conf.") else knob
+
+
+def describe(params: dict[str, Scalar]) -> str:
+    return ", ".join(f"{label(k)}={v}" for k, v in params.items()) or "-"
+
+
+def num(v: float | None) -> str:
+    """A number in few characters: whole from 100 up, three significant digits below ("-" for none)."""
+    if v is None:
+        return "-"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def fmt(v: tuple[float, float] | None) -> str:
+    """``mean ± ci`` (just the mean for a single seed)."""
+    if v is None:
+        return "-"
+    return f"{num(v[0])} ± {num(v[1])}" if v[1] else num(v[0])

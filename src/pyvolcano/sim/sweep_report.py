@@ -1,0 +1,118 @@
+"""sweep.html: one self-contained page (PNG plots embedded, no script, nothing fetched) for a sweep.
+
+It answers the sweep's question: a table of every group (conf and knob values) with each metric's mean and 95 %
+confidence interval over the seeds, the best group for the objective highlighted, and for every numeric knob a plot
+of the key metrics against it with one line per combination of the other parameters.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+if TYPE_CHECKING:
+    from pyvolcano.sim.sweep import Row, SweepSpec
+
+#: metrics plotted against every knob (the objective comes first)
+PLOTTED = ("wait_p95", "util_gpu", "util_cpu", "evictions", "failed", "jct_mean")
+#: metrics shown in the table (besides the objective)
+SHOWN = ("wait_p50", "wait_p95", "jct_mean", "util_cpu", "util_gpu", "evictions", "failed", "unfinished", "fairness")
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _numeric(values: list[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def plots(spec: SweepSpec, rows: list[Row]) -> list[tuple[str, str]]:
+    """(title, base64 PNG) for each numeric knob with two or more values; a bar chart per conf without one."""
+    from pyvolcano.sim.sweep import describe, label
+
+    metrics = list(dict.fromkeys((spec.objective.metric, *PLOTTED)))
+    metrics = [m for m in metrics if any(r.metrics.get(m) is not None for r in rows)][:4]
+    out: list[tuple[str, str]] = []
+    knobs = [k for k, v in spec.grid.items() if len(v) > 1 and _numeric(v)]
+    for knob in knobs:
+        fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
+        lines: dict[str, list[tuple[float, Row]]] = {}
+        for r in rows:
+            others = {"conf": r.conf, **{k: v for k, v in r.params.items() if k != knob}}
+            lines.setdefault(describe(others), []).append((float(r.params[knob]), r))  # type: ignore[arg-type]
+        for ax, m in zip(axes[0], metrics, strict=True):
+            for line, pts in lines.items():
+                pts.sort(key=lambda p: p[0])
+                xs = [x for x, r in pts if r.metrics.get(m) is not None]
+                ys = [r.metrics[m][0] for _, r in pts if r.metrics.get(m) is not None]  # type: ignore[index]
+                es = [r.metrics[m][1] for _, r in pts if r.metrics.get(m) is not None]  # type: ignore[index]
+                if xs:
+                    ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=line)
+            ax.set(xlabel=label(knob), title=m)
+            ax.grid(alpha=0.3)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        if handles:  # below the axes, clear of their x labels (bbox_inches="tight" keeps it in the image)
+            fig.legend(handles, labels, loc="upper center", ncol=min(3, len(labels)), fontsize=8,
+                       bbox_to_anchor=(0.5, -0.02), frameon=False)
+        fig.tight_layout()
+        out.append((f"metrics against {label(knob)} (one line per other setting; bars: 95 % CI over seeds)",
+                    _png(fig)))
+    if not knobs and rows:
+        fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
+        labels = [describe({"conf": r.conf, **r.params}) for r in rows]
+        for ax, m in zip(axes[0], metrics, strict=True):
+            vals = [r.metrics.get(m) for r in rows]
+            ax.bar(range(len(rows)), [v[0] if v else 0 for v in vals], yerr=[v[1] if v else 0 for v in vals],
+                   capsize=3, color="#4c78a8")
+            ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=8)
+            ax.set(title=m)
+            ax.grid(alpha=0.3, axis="y")
+        out.append(("metrics per setting (bars: 95 % CI over seeds)", _png(fig)))
+    return out
+
+
+def write_page(path: Path, spec: SweepSpec, rows: list[Row], top: Row | None) -> None:
+    from pyvolcano.sim.sweep import METRICS, describe, fmt
+
+    obj = spec.objective
+    shown = list(dict.fromkeys((obj.metric, *SHOWN)))
+    head = "".join(f"<th title='{html.escape(METRICS[m][1]) if m in METRICS else ''}'>{html.escape(m)}</th>"
+                   for m in shown)
+    body = []
+    for r in rows:
+        cls = " class='best'" if r is top else ""
+        cells = "".join(f"<td>{html.escape(fmt(r.metrics.get(m)))}</td>" for m in shown)
+        body.append(f"<tr{cls}><td>{html.escape(r.conf)}</td><td>{html.escape(describe(r.params))}</td>"
+                    f"<td>{len(r.seeds)}</td>{cells}</tr>")
+    best_line = (f"<p class='bestline'>Best for {obj.goal} {html.escape(obj.metric)}: <b>{html.escape(top.conf)}"
+                 f"</b> with {html.escape(describe(top.params))} ({html.escape(fmt(top.metrics.get(obj.metric)))})</p>"
+                 if top else f"<p>No finished point has {html.escape(obj.metric)}.</p>")
+    figs = "".join(f"<h2>{html.escape(t)}</h2><img alt='{html.escape(t)}' src='data:image/png;base64,{b}'>"
+                   for t, b in plots(spec, rows))
+    confs = "".join(f"<li><b>{html.escape(c.name)}</b>: {html.escape(c.file or 'Volcano default conf')}"
+                    f"{(' with ' + html.escape(', '.join(f'{k}={v}' for k, v in c.set.items()))) if c.set else ''}"
+                    f"</li>" for c in spec.confs)
+    grid = "".join(f"<li>{html.escape(k)}: {html.escape(', '.join(map(str, v)))}</li>" for k, v in spec.grid.items())
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(spec.name)}</title>
+<style>body{{font-family:sans-serif;margin:1.5em;max-width:1400px}} table{{border-collapse:collapse;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}} td:nth-child(-n+2){{text-align:left}}
+tr.best{{background:#e6f4ea;font-weight:bold}} img{{max-width:100%}} .bestline{{font-size:15px}}</style></head>
+<body><h1>Sweep: {html.escape(spec.name)}</h1>{best_line}
+<p>Workload: {html.escape(spec.workload.kind)}; cluster: {html.escape(spec.cluster or 'from the trace')};
+seeds: {html.escape(', '.join(map(str, spec.seeds)))}. Each cell: mean ± 95 % confidence interval over the seeds.</p>
+<h2>Confs</h2><ul>{confs}</ul><h2>Grid</h2><ul>{grid or '<li>(none: confs and seeds only)</li>'}</ul>
+<h2>Results</h2><table><tr><th>conf</th><th>knobs</th><th>seeds</th>{head}</tr>{''.join(body)}</table>
+{figs}</body></html>"""
+    path.write_text(page)
