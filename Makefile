@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # optional source folders, linted when present
 LINT_MORE := $(wildcard benchmarks examples)
 
-.PHONY: install demo test lint bench clean
+.PHONY: install browser demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,7 +19,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/pyvolcano demo --out demo-out
 
-test: $(STAMP)
+# Debian's chromium for the browser tests of the report pages; best effort (as root with apt-get): they skip without it
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1; } || \
+	  echo "note: chromium could not be installed; the browser tests will skip"
+
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests $(LINT_MORE)
 	$(BIN)/pytest -q -n 2
 
