@@ -5,8 +5,8 @@ each"), so a sweep file names one workload and cluster, the confs (files, or a b
 and seeds; every combination is a *point*, and every point is one ``simulate`` run through the same code path
 (``sim/run.py: run_one``).  Results go to ``OUT/points/<point>/`` (the files ``simulate`` writes, plus
 ``point.json``), so a sweep is resumable: a point whose folder holds a finished run with the same parameters and
-the same inputs (:class:`Plan`'s fingerprint) is not run again.  ``OUT/sweep.html`` and ``OUT/summary.csv`` aggregate every metric over the seeds (mean and 95 %
-confidence interval) and name the best point for the objective.
+the same inputs (:class:`Plan`'s fingerprint) is not run again.  ``OUT/sweep.html`` and ``OUT/summary.csv``
+aggregate every metric over the seeds (mean and 95 % confidence interval) and name the best point for the objective.
 
 Every input file (confs, manifests, CSV, the trace) is read once into a :class:`Bundle` of bytes.  Workers get the
 bundle once (a process-pool initializer locally; one object in Ray's object store with ``--ray``) and write it to
