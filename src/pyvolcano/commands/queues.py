@@ -146,7 +146,7 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
             r.reasons["realCapability"] = (f"min(capability, parent {tree.parent.get(name)}'s realCapability - "
                                            "its children's guarantees + own guarantee)")
         elif name == ROOT and tree is not None:
-            r.reasons["realCapability"] = "the whole cluster"
+            r.reasons["realCapability"] = "the root's spec.capability (unlimited when unset)"
         else:
             free = np.maximum(total * mask - total_guarantee, 0) + a.guarantee
             capped = (a.capability < free - EPS) & mask
@@ -156,7 +156,7 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
                                               else ""))
         r.values["deserved"] = fmt(res, a.deserved, mask)
         r.reasons["deserved"] = deserved_reason(a, plugin, bool(q and q.deserved_set), res, mask, weight_total) \
-            if name != ROOT else "the whole cluster"
+            if name != ROOT else "the sum of its children's deserved"
         r.values["allocated"] = fmt(res, a.allocated, mask)
         r.reasons["allocated"] = (f"requests of {alloc_n} task(s) holding resources"
                                   + (" in its subtree" if tree and tree.children.get(name) else ""))

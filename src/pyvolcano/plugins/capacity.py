@@ -241,9 +241,9 @@ def _check_level(name: str, attrs: dict[str, CapacityAttr], res: ResourceIndex) 
         c.capability = np.where(unset, a.capability, c.capability)
         over = (c.capability > a.capability + EPS) & (idx != PODS)
         if over.any():
-            out.append(Problem(k, "spec.capability", f"queue {k}: capability {res.format(c.capability * over)} is "
-                               f"above its parent {name}'s {res.format(a.capability * over)} (Volcano only warns; "
-                               "the parent's limit still applies)"))
+            mine, theirs = res.format(np.where(over, c.capability, 0)), res.format(np.where(over, a.capability, 0))
+            out.append(Problem(k, "spec.capability", f"queue {k}: capability {mine} is above its parent {name}'s "
+                               f"{theirs} (Volcano only warns; the parent's limit still applies)"))
     if name == ROOT:
         a.guarantee, a.deserved, a.present = kid_guarantee.copy(), kid_deserved.copy(), kid_present
     for k in a.children:

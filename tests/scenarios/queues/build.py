@@ -558,6 +558,28 @@ sc("vq12-proportion-enqueue-checks-requested-dimensions", "proportion: a queue o
    "q1 holds 2 GPUs, above its capability 1 (capability is not enforced on running pods). x's minResources name only "
    "cpu, and proportion's enqueue check compares only those dimensions: x is admitted and placed.")
 
+sc("vq13-hierarchy-root-capability-unset-memory-is-zero", "hierarchical capacity: a root capability that names "
+   "only cpu leaves memory at 0 for the whole tree", CH,
+   [node("n1", 4), queue("root", capability={"cpu": "8"}), queue("q1"),
+    with_requests(job("x", "q1", pend=1), {"cpu": "1", "memory": "1Gi"}), job("z", "q1", pend=1, created=2)],
+   {"binds": {f"{NS}/z-0": "n1"}},
+   "Volcano reads the root's spec.capability as a Resource: memory not named is 0, not unlimited (only an empty "
+   "capability means unlimited). q1 inherits memory 0 from the root, so x (1Gi) never fits the queue while z (cpu "
+   "only) does. docs/volcano-differences.md lists this.")
+
+CL1NG = conf("enqueue, allocate, reclaim", ["priority", ("gang", {"enableReclaimable": False}), "conformance",
+                                            ("capacity", {"enableHierarchy": True,
+                                                          "arguments": {"ancestorReclaimLevel": 1}})], ["predicates"])
+sc("vq14-ancestor-level-spares-sibling-victims", "capacity ancestorReclaimLevel 1: a reclaimer whose deserved does "
+   "not cover its request spares immediate victims under a shared parent", CL1NG,
+   [gpu_node("n1", 4, 4), queue("root"), queue("eng", deserved={"cpu": "4"}),
+    queue("dev", parent="eng", deserved={GPU: "1"}), queue("ops", parent="eng"), queue("lab"),
+    job("o", "ops", run=["n1"] * 2), job("p", "lab", run=["n1"] * 2, created=1), job("y", "dev", pend=1, created=5)],
+   {"evictionsCount": 1, "evictionsFrom": a("p-0", "p-1"), "pipelined": {f"{NS}/y-0": "n1"}},
+   "dev deserves only GPUs, so its cpu task may reclaim only through its parent eng (1 <= 4 cpu, level 1). ops and "
+   "lab deserve nothing: their pods are immediate victims. But ops shares the parent eng with dev, and dev's "
+   "deserved names none of the task's resources, so ops's pods are spared; one of lab's pods goes.")
+
 # ---------------------------------------------------------------- sla
 sla1 = {"sla-waiting-time": "1m"}
 sc("s01-sla-overtakes", "sla: a job with a waiting time goes before an older job without", S,
