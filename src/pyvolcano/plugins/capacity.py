@@ -208,10 +208,9 @@ def build_capacity(ssn: Session, hierarchy: bool) -> tuple[dict[str, CapacityAtt
     root_q = queues[ROOT]
     if root_q.capability is None or is_empty(np.where(np.isinf(root_q.capability), 0, root_q.capability)):
         root.capability = res.infinite()
-    else:  # Volcano's NewResource: cpu and memory not named are 0 (and the children inherit that)
-        cap = root_q.capability.copy()
-        cap[:PODS] = np.where(np.isinf(cap[:PODS]), 0, cap[:PODS])
-        root.capability = cap
+    else:  # Volcano's NewResource: a resource the root does not name is 0 for the whole tree (children inherit
+        # its cpu/memory and cannot get a scalar their parent lacks), not unlimited
+        root.capability = np.where(np.isinf(root_q.capability), 0, root_q.capability)
     root.real_capability = root.capability.copy()
     warnings = _check_level(ROOT, attrs, res)
     for a in attrs.values():
@@ -280,7 +279,9 @@ class Capacity(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         hierarchy = hierarchy_enabled(ssn, self.name)
-        level = ancestor_reclaim_level(self.arguments) if hierarchy else 0
+        level = ancestor_reclaim_level(self.arguments)  # read (and checked) always, used only with the hierarchy
+        if not hierarchy:
+            level = 0
         attrs, tree, fatal, warnings = build_capacity(ssn, hierarchy)
         for w in warnings:
             log.warning("capacity: %s", w.message)

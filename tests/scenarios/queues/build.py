@@ -558,14 +558,16 @@ sc("vq12-proportion-enqueue-checks-requested-dimensions", "proportion: a queue o
    "q1 holds 2 GPUs, above its capability 1 (capability is not enforced on running pods). x's minResources name only "
    "cpu, and proportion's enqueue check compares only those dimensions: x is admitted and placed.")
 
-sc("vq13-hierarchy-root-capability-unset-memory-is-zero", "hierarchical capacity: a root capability that names "
-   "only cpu leaves memory at 0 for the whole tree", CH,
-   [node("n1", 4), queue("root", capability={"cpu": "8"}), queue("q1"),
-    with_requests(job("x", "q1", pend=1), {"cpu": "1", "memory": "1Gi"}), job("z", "q1", pend=1, created=2)],
+sc("vq13-hierarchy-root-capability-unset-is-zero", "hierarchical capacity: a root capability that names only cpu "
+   "leaves every other resource at 0 for the whole tree", CH,
+   [gpu_node("n1", 4, 4), queue("root", capability={"cpu": "8"}), queue("q1", capability={GPU: "2"}),
+    with_requests(job("x", "q1", pend=1), {"cpu": "1", "memory": "1Gi"}),
+    with_requests(job("g", "q1", pend=1, created=1), {"cpu": "1", GPU: "1"}), job("z", "q1", pend=1, created=2)],
    {"binds": {f"{NS}/z-0": "n1"}},
-   "Volcano reads the root's spec.capability as a Resource: memory not named is 0, not unlimited (only an empty "
-   "capability means unlimited). q1 inherits memory 0 from the root, so x (1Gi) never fits the queue while z (cpu "
-   "only) does. docs/volcano-differences.md lists this.")
+   "Volcano reads the root's spec.capability as a Resource: what it does not name is 0, not unlimited (only an "
+   "empty capability means unlimited). q1 inherits memory 0 from the root, and its realCapability has no GPU "
+   "entry (0) because the root's has none, although q1 names 2 GPUs: x (1Gi) and g (1 GPU) never fit the queue, "
+   "z (cpu only) does. docs/volcano-differences.md lists this.")
 
 CL1NG = conf("enqueue, allocate, reclaim", ["priority", ("gang", {"enableReclaimable": False}), "conformance",
                                             ("capacity", {"enableHierarchy": True,
