@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pyvolcano.actions._victims import victims_queue
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_parents
@@ -373,7 +374,6 @@ class Capacity(Plugin):
             ra = attrs.get(rj.queue) if rj else None
             if ra is None:
                 return [], REJECT
-            from pyvolcano.actions._victims import victims_queue
             tally: dict[str, np.ndarray] = {}
             out = []
             order = victims_queue(ssn, reclaimees)
