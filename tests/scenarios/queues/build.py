@@ -582,6 +582,18 @@ sc("vq14-ancestor-level-spares-sibling-victims", "capacity ancestorReclaimLevel 
    "lab deserve nothing: their pods are immediate victims. But ops shares the parent eng with dev, and dev's "
    "deserved names none of the task's resources, so ops's pods are spared; one of lab's pods goes.")
 
+sc("vq15-proportion-deserved-creeps-below-request", "proportion: a deserved that creeps towards the request ends "
+   "a fraction below it, and the task waits on an idle node", A,
+   [node("n1", 2, mem="4Gi"), queue("qa"), queue("qb"), queue("qz", weight=2), job("z", "qz", pend=3),
+    with_requests(job("a", "qa", pend=1, created=1), {"memory": "2Gi"}),
+    with_requests(job("b", "qb", pend=3, created=2), {"memory": "2Gi"})],
+   {"binds": {f"{NS}/z-0": "n1"}},
+   "Each round qa and qb get a quarter of the memory left and qz half of the cpu left, so the amounts halve and "
+   "never quite arrive: the loop stops once less than 0.1 of everything is left, with qz deserving 2 cpu minus a "
+   "sliver and qa/qb 2Gi minus a fraction of a byte. allocatable compares strictly, so a's 2Gi pod and qz's "
+   "second cpu do not fit what they deserve: only z-0 is placed on an empty node (Volcano's loop; pyvolcano "
+   "follows it, docs/volcano-differences.md).")
+
 # ---------------------------------------------------------------- sla
 sla1 = {"sla-waiting-time": "1m"}
 sc("s01-sla-overtakes", "sla: a job with a waiting time goes before an older job without", S,
