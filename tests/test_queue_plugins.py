@@ -154,3 +154,22 @@ def test_hierarchy_root_sums_and_child_deserved_floor() -> None:
     attrs = ssn.state["capacity"]
     assert attrs["eng"].deserved[0] == 3000  # max(spec 2, guarantee 3)
     assert attrs["root"].deserved[0] == 5000 and attrs["root"].guarantee[0] == 3000
+
+
+def test_capacity_hierarchy_queue_order_leaf_first_then_branch_shares() -> None:
+    ssn, _ = scenario_session("c07-hierarchy-capability")
+    q = ssn.queues
+    assert ssn.queue_cmp(q["dev"], q["eng"]) < 0 and ssn.queue_cmp(q["eng"], q["dev"]) > 0
+    # default sits under root, dev under eng: compared through eng (best effort, share 1) and default (share 1),
+    # both without deserved: a tie for capacity
+    assert ssn.call("queueOrder", q["dev"], q["default"]) == 0
+
+
+def test_queues_command_shows_root_capability_as_volcano_reads_it() -> None:
+    from pyvolcano.commands.queues import build_report
+    sc = load(OWN / "queues" / "vq13-hierarchy-root-capability-unset-is-zero.yaml")
+    rep = build_report(sc["objects"], load_conf(sc["config"], "t"))
+    by = {r.name: r for r in rep.queues}
+    assert by["root"].values["capability"] == {"cpu": "8", "memory": "0 (not named)",
+                                               "nvidia.com/gpu": "0 (not named)"}
+    assert any(p.queue == "q1" and p.field == "spec.capability" for p in rep.problems)

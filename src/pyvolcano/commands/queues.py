@@ -130,6 +130,12 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
         r.values["capability"] = fmt(res, q.capability if q else None, mask)
         r.reasons["capability"] = "spec.capability (unset resources unlimited)" if q and q.capability is not None \
             else "unset: unlimited"
+        if tree is not None and name == ROOT and q is not None and q.capability is not None and a is not None:
+            r.values["capability"] = {n: ("0 (not named)" if np.isinf(q.capability[i]) else
+                                          format_quantity(n, float(a.capability[i])))
+                                      for i, n in enumerate(res.names) if mask[i]}
+            r.reasons["capability"] = ("spec.capability; as Volcano reads the root's, a resource it does not name is "
+                                       "0 for the whole tree (only an empty capability is unlimited)")
         alloc_n, pend_n = _subtree_counts(tree, name, counts) if tree else counts.get(name, (0, 0))
         if a is None:
             for k in ("realCapability", "deserved", "allocated", "request"):

@@ -45,6 +45,7 @@ import numpy as np
 
 from pyvolcano.actions._victims import victims_queue
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_parents
 from pyvolcano.api.resource import EPS, ResourceIndex, is_empty, less_equal
@@ -241,7 +242,7 @@ def _check_level(name: str, attrs: dict[str, CapacityAttr], res: ResourceIndex) 
         c.capability = np.where(unset, a.capability, c.capability)
         over = (c.capability > a.capability + EPS) & (idx != PODS)
         if over.any():
-            mine, theirs = res.format(np.where(over, c.capability, 0)), res.format(np.where(over, a.capability, 0))
+            mine, theirs = _dims(res, c.capability, over), _dims(res, a.capability, over)
             out.append(Problem(k, "spec.capability", f"queue {k}: capability {mine} is above its parent {name}'s "
                                f"{theirs} (Volcano only warns; the parent's limit still applies)"))
     if name == ROOT:
@@ -261,6 +262,12 @@ def _check_level(name: str, attrs: dict[str, CapacityAttr], res: ResourceIndex) 
     for k in a.children:
         out += _check_level(k, attrs, res)
     return out
+
+
+def _dims(res: ResourceIndex, v: np.ndarray, sel: np.ndarray) -> str:
+    """``{cpu: 2, nvidia.com/gpu: 0}``: the selected dimensions of ``v``, zeros included."""
+    return "{" + ", ".join(f"{res.names[i]}: {format_quantity(res.names[i], float(v[i]))}"
+                           for i in np.nonzero(sel)[0]) + "}"
 
 
 def compare_share_with_deserved(left: QueueAttr, right: QueueAttr) -> int:
@@ -284,8 +291,8 @@ class Capacity(Plugin):
         if not hierarchy:
             level = 0
         attrs, tree, fatal, warnings = build_capacity(ssn, hierarchy)
-        for w in warnings:
-            log.warning("capacity: %s", w.message)
+        for w in warnings:  # Volcano logs these at every session open; pyvolcano queues lists them
+            log.info("capacity: %s", w.message)
         ssn.state["capacity"] = attrs
         ssn.state["capacity-problems"] = fatal + warnings
         ssn.state["capacity-fatal"] = fatal
