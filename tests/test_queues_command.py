@@ -96,7 +96,7 @@ def test_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
 
 
 def test_capacity_hierarchy_verdict_is_reported(tmp_path: Path) -> None:
-    sc = scenario(OWN / "queues" / "volcano" / "ch01-parent-deserved-must-cover-children.yaml")
+    sc = scenario(OWN / "queues" / "volcano" / "ch01-parent-deserved-below-children-warns.yaml")
     rep = build_report(sc["objects"], load_conf(sc["config"], "t"))
     assert rep.hierarchy
     msgs = [p.message for p in rep.problems]

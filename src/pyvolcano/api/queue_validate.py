@@ -4,8 +4,8 @@ Volcano's admission accepts a Queue whose guarantee exceeds its capability or th
 that add up to more than the cluster, a child larger than its parent, a weight of 0, and a scheduler config
 with both proportion and capacity.  The scheduler then silently shrinks or ignores those numbers.  This
 module names each such problem (queue, field, one-line message); ``pyvolcano queues`` prints them, the
-capacity plugin refuses an invalid hierarchy as Volcano does, and the Kubernetes admission path reuses
-``validate_queue_object`` to reject a bad Queue before it is stored.
+capacity plugin reports the same tree rules as warnings (Volcano master only logs them), and the Kubernetes
+admission path reuses ``validate_queue_object`` to reject a bad Queue before it is stored.
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ def validate_parents(queues: Mapping[str, QueueInfo]) -> list[Problem]:
 def validate_hierarchy(queues: Mapping[str, QueueInfo], total: np.ndarray, res: ResourceIndex) -> list[Problem]:
     """Parent/child problems in the specs, by the rules of Volcano's hierarchical capacity plugin: an unknown
     parent or a cycle; a child's capability above its parent's (a queue without a capability has its parent's,
-    the implicit root's is the cluster); a child's guarantee above its parent's; children whose guarantees, or
+    the root's is its spec, unlimited when unset, as Volcano master's capacity plugin reads it); a child's
+    guarantee above its parent's; children whose guarantees, or
     whose deserved (at least their guarantee), add up to more than their parent's (0 where the parent sets
     none; the cluster for the root).  The capacity plugin itself reports the same rules on the computed
     numbers (``realCapability`` cuts deserved first)."""
@@ -151,7 +152,7 @@ def validate_hierarchy(queues: Mapping[str, QueueInfo], total: np.ndarray, res: 
             if c.name not in seen:
                 walk(c.name, c, cap(c, eff_cap), seen | {c.name})
 
-    walk(ROOT, root, cap(root, total), {ROOT})
+    walk(ROOT, root, cap(root, inf), {ROOT})  # the root is unlimited unless its spec says otherwise
     return out
 
 

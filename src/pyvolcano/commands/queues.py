@@ -130,6 +130,12 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
         r.values["capability"] = fmt(res, q.capability if q else None, mask)
         r.reasons["capability"] = "spec.capability (unset resources unlimited)" if q and q.capability is not None \
             else "unset: unlimited"
+        if tree is not None and name == ROOT and q is not None and q.capability is not None and a is not None:
+            r.values["capability"] = {n: ("0 (not named)" if np.isinf(q.capability[i]) else
+                                          format_quantity(n, float(a.capability[i])))
+                                      for i, n in enumerate(res.names) if mask[i]}
+            r.reasons["capability"] = ("spec.capability; as Volcano reads the root's, a resource it does not name is "
+                                       "0 for the whole tree (only an empty capability is unlimited)")
         alloc_n, pend_n = _subtree_counts(tree, name, counts) if tree else counts.get(name, (0, 0))
         if a is None:
             for k in ("realCapability", "deserved", "allocated", "request"):
@@ -146,7 +152,7 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
             r.reasons["realCapability"] = (f"min(capability, parent {tree.parent.get(name)}'s realCapability - "
                                            "its children's guarantees + own guarantee)")
         elif name == ROOT and tree is not None:
-            r.reasons["realCapability"] = "the whole cluster"
+            r.reasons["realCapability"] = "the root's spec.capability (unlimited when unset)"
         else:
             free = np.maximum(total * mask - total_guarantee, 0) + a.guarantee
             capped = (a.capability < free - EPS) & mask
@@ -156,7 +162,7 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
                                               else ""))
         r.values["deserved"] = fmt(res, a.deserved, mask)
         r.reasons["deserved"] = deserved_reason(a, plugin, bool(q and q.deserved_set), res, mask, weight_total) \
-            if name != ROOT else "the whole cluster"
+            if name != ROOT else "the sum of its children's deserved"
         r.values["allocated"] = fmt(res, a.allocated, mask)
         r.reasons["allocated"] = (f"requests of {alloc_n} task(s) holding resources"
                                   + (" in its subtree" if tree and tree.children.get(name) else ""))

@@ -1,47 +1,88 @@
-"""capacity (seed 000 §6.9, Volcano 1.9): each queue states what it deserves instead of a weight.
+"""capacity (Volcano's ``pkg/scheduler/plugins/capacity/capacity.go``): each queue states what it deserves
+instead of a weight.
 
-``deserved`` comes from ``spec.deserved`` (cut to realCapability, raised to guarantee); ``realCapability`` is
-min(capability, total - sum(guarantees) + own guarantee).  A task fits its queue while allocated + request
-stays within realCapability (the queue may run above deserved when the cluster is idle); a queue may reclaim
-(preemptive) while allocated + request stays within deserved; a running task may be reclaimed while its queue
-holds more than it deserves and would keep at least its guarantee.  Queues with the smallest
-allocated/deserved go first.
+Flat queues (``buildQueueAttrs``): ``deserved`` = max(min(spec.deserved, realCapability), guarantee);
+``realCapability`` = min(capability, total - sum(guarantees) + own guarantee).
 
-With ``enableHierarchy: true`` queues form a tree through ``spec.parent`` under ``root`` (an implicit root
-owning the whole cluster when no Queue named root exists): a parent's allocated/request are its subtree's
-sums, a child's realCapability is bounded by its parent's realCapability minus its siblings' guarantees,
-every ancestor must have room for a task, and reclaim keeps every ancestor of the victim outside the
-reclaimer's branch at its guarantee (pyvolcano's reading of "reclaim down to guarantee"; Volcano 1.12 checks
-only the victim's own queue).
-The hierarchy is checked as Volcano's ``checkHierarchicalQueue`` does (a child without a capability takes its
-parent's, a parent's deserved is its own ``spec.deserved`` and must cover its children's, likewise guarantees;
-only leaf queues may hold PodGroups; parents must exist); a hierarchy that fails stops the plugin from admitting,
-placing or reclaiming anything, as Volcano's ``readyToSchedule`` does, and ``pyvolcano queues`` prints why.
+* queue order: ``spec.priority`` first (higher first), then the smaller share; on equal shares a queue with a
+  deserved amount goes before one without (``compareShareWithDeserved``).  A queue whose deserved is empty is
+  "best effort" and has share 1 whatever it holds (``updateQueueAttrShare``).
+* allocatable: allocated + request within realCapability on the requested dimensions (the queue may run above
+  deserved while the cluster is idle), for the queue and, with the hierarchy, every ancestor.
+* preemptive (may reclaim): the queue is Open; allocated + request stays within realCapability on every
+  requested dimension; and it is within deserved on at least one requested dimension, dimensions zero on both
+  sides left out (``LessEqualPartlyWithDimensionZeroFiltered``).
+* reclaimable: candidates are walked in victim order with a running tally of each queue's allocation.  One
+  is skipped when it shares no non-zero dimension (pods aside) with the reclaimer's request, or when taking it
+  would leave its queue below guarantee.  It is a victim when its queue's deserved names none of the
+  resources it uses (``isImmediateVictim``), or when its queue exceeds deserved on a dimension the victim
+  requests and deserved defines (``GreaterPartlyWithRelevantDimensions``).  So a queue that deserves only
+  GPUs does not lose its CPU pods to a GPU reclaimer, and one that deserves only CPU loses its GPU pods.
+
+With ``enableHierarchy: true`` (``buildHierarchicalQueueAttrs``) queues form a tree through ``spec.parent``
+under the Queue named ``root``: a parent's allocated/request/inqueue/elastic are its subtree's sums; the
+root's capability is its spec (unlimited when unset) and its deserved and guarantee are the sums of its
+children's; every other queue's deserved is max(spec.deserved, guarantee); a child's capability takes its
+parent's where unset; its realCapability is min(capability, parent's realCapability - all its siblings'
+guarantees + own guarantee).  A child above its parent, or children whose deserved/guarantee add up to more
+than their parent's, is only a warning (``checkHierarchicalQueue`` logs and goes on; ``pyvolcano queues``
+lists them); only a missing root, a missing or cyclic parent, or a PodGroup in a non-leaf queue stops the
+plugin from admitting, placing or reclaiming anything (Volcano's ``readyToSchedule``).
+
+``ancestorReclaimLevel`` (argument, default 0; with the hierarchy): a queue that may not reclaim on its own
+deserved may reclaim on an ancestor's, up to that many levels above it (root excluded); a victim must also
+exceed the deserved of its own ancestors at those levels that are not the reclaimer's; and an immediate victim
+is spared when it shares an ancestor within those levels with a reclaimer whose deserved names none of its
+requested resources.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from pyvolcano.actions._victims import victims_queue
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_parents
-from pyvolcano.api.resource import EPS, ResourceIndex, less_equal, less_equal_with_dimension
+from pyvolcano.api.resource import EPS, ResourceIndex, is_empty, less_equal
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
-from pyvolcano.plugins.proportion import QueueAttr, build_attrs, new_attr
+from pyvolcano.plugins._queue_res import (
+    PODS,
+    deserved_share,
+    gt_partly_relevant,
+    intersects,
+    le_partly_zero_filtered,
+    le_with_dimension,
+)
+from pyvolcano.plugins.proportion import QueueAttr, build_attrs, new_attr, queue_priority_cmp
 
 ROOT = "root"
+ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
+log = logging.getLogger(__name__)
 
 
 def hierarchy_enabled(ssn: Session, plugin: str) -> bool:
     """Volcano's HierarchyEnabled: off unless the plugin's option sets ``enableHierarchy: true``."""
     _, opt = ssn.options.get(plugin, (0, None))
     return bool(opt is not None and opt.flags.get("enableHierarchy", False))
+
+
+def ancestor_reclaim_level(args: Arguments) -> int:
+    """Volcano's capacity ``parseArguments``: ``ancestorReclaimLevel`` defaults to 0, and a negative value
+    falls back to 0 (Volcano logs a warning)."""
+    level = args.get_int(ANCESTOR_RECLAIM_LEVEL, 0)
+    if level < 0:
+        log.warning("capacity: %s should be non-negative, got %d; using 0", ANCESTOR_RECLAIM_LEVEL, level)
+        return 0
+    return level
 
 
 @dataclass
@@ -52,6 +93,7 @@ class Tree:
     children: dict[str, list[str]] = field(default_factory=dict)
 
     def ancestors(self, name: str) -> list[str]:
+        """Ancestors nearest first (parent, grandparent, ..., root)."""
         out, seen = [], {name}
         p = self.parent.get(name)
         while p and p not in seen:
@@ -74,103 +116,169 @@ def queue_tree(queues: dict[str, QueueInfo]) -> Tree:
     return tree
 
 
-def build_capacity(ssn: Session, hierarchy: bool) -> tuple[dict[str, QueueAttr], Tree | None, list[Problem]]:
-    """Capacity's queue attributes for every queue (and, with hierarchy, the tree with rolled-up sums), plus the
-    reasons Volcano would refuse the hierarchy (then the plugin admits and places nothing).
+@dataclass
+class CapacityAttr(QueueAttr):
+    """capacity's ``queueAttr``: proportion's numbers plus which scalars ``deserved`` names (``present``; Volcano
+    keeps a map, where a resource named with amount 0 differs from one not named) and the queue's place in
+    the tree (``ancestors`` root first, as Volcano's list; ``children``)."""
 
-    Allocated/request/inqueue/elastic come from proportion's ``build_attrs`` (one accounting for both)."""
-    res, mask = ssn.res, ssn.res.fair_mask
-    total = ssn.total_resource * mask
-    used = build_attrs(ssn)
-    zeros = res.zeros()
-    if not hierarchy:
-        total_guarantee = sum((q.guarantee * mask for q in ssn.queues.values() if q.guarantee is not None),
-                              zeros.copy())
-        attrs = {}
-        for q in ssn.queues.values():
-            a = new_attr(q, zeros, total, total_guarantee, mask)
-            _copy_usage(a, used.get(q.name))
-            _set_deserved(a, q, mask)
-            attrs[q.name] = a
-        return attrs, None, []
-    queues = dict(ssn.queues)
-    if ROOT not in queues:
-        queues[ROOT] = QueueInfo(name=ROOT)
-    tree = queue_tree(queues)
-    attrs = {}
-    for name, q in queues.items():
-        a = new_attr(q, zeros, total, zeros, mask)
-        _copy_usage(a, used.get(name))
-        attrs[name] = a
-    problems: list[Problem] = []
-    for name in sorted({j.queue for j in ssn.jobs.values()}):
-        if tree.children.get(name):
-            problems.append(Problem(name, "spec.parent", f"queue {name} has child queues and also PodGroups; with "
-                                    "enableHierarchy only leaf queues may hold jobs"))
-    # usage rolls up to every ancestor, as Volcano adds each job to its queue's ancestors
-    for name in [n for n in queues if n != ROOT]:
-        for anc in tree.ancestors(name):
-            for f in ("allocated", "request", "inqueue", "elastic"):
-                setattr(attrs[anc], f, getattr(attrs[anc], f) + getattr(attrs[name], f))
-    root = attrs[ROOT]
-    root.capability, root.real_capability, root.deserved = total.copy(), total.copy(), total.copy()
-    problems += _check_level(ROOT, tree, queues, attrs, mask, res)
-    for a in attrs.values():
-        a.update_share(mask)
-    return attrs, tree, problems
+    present: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    ancestors: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+
+    def update_share(self, mask: np.ndarray | None = None) -> None:
+        """capacity's updateQueueAttrShare: a queue whose deserved is empty (pods aside) is best effort and has
+        share 1, so every queue with a deserved amount below it goes first; otherwise max of allocated /
+        deserved over the resources deserved names."""
+        self.share = 1.0 if is_empty(self.deserved) else deserved_share(self.allocated, self.deserved)
+
+    def ancestor_at(self, depth: int) -> str | None:
+        """Volcano's queueAncestorAtDepth: 1 is the parent, 2 the grandparent..."""
+        if depth <= 0 or len(self.ancestors) < depth:
+            return None
+        return self.ancestors[len(self.ancestors) - depth]
 
 
-def _check_level(name: str, tree: Tree, queues: dict[str, QueueInfo], attrs: dict[str, QueueAttr],
-                 mask: np.ndarray, res: ResourceIndex) -> list[Problem]:
-    """Volcano's checkHierarchicalQueue for one parent, then its children: a child without a capability takes
-    its parent's; a child's capability may not exceed its parent's; each child's realCapability is the parent's
-    minus all its children's guarantees plus its own (capped by its capability) and its deserved is
-    max(min(spec.deserved, realCapability), guarantee); the children's deserved and guarantees must fit the
-    parent's (the root's guarantee is the sum of its children's)."""
-    a = attrs[name]
-    kids = tree.children.get(name, [])
-    out: list[Problem] = []
-    for k in kids:
-        c = attrs[k]
-        c.capability = np.where(np.isinf(c.capability), a.capability, c.capability)
-        over = (c.capability > a.capability + EPS) & mask
-        if over.any():
-            whose = "the root's (the whole cluster)" if name == ROOT else f"its parent {name}'s"
-            out.append(Problem(k, "spec.capability", f"queue {k}: capability {res.format(c.capability * over)} is "
-                               f"above {whose} {res.format(a.capability * over)}"))
-    kid_guarantee = sum((attrs[k].guarantee for k in kids), np.zeros_like(a.guarantee))
-    if name == ROOT:
-        a.guarantee = kid_guarantee.copy()
-    kid_deserved = np.zeros_like(a.deserved)
-    for k in kids:
-        c = attrs[k]
-        c.real_capability = np.minimum(np.maximum(a.real_capability - kid_guarantee, 0) + c.guarantee, c.capability)
-        _set_deserved(c, queues[k], mask)
-        kid_deserved += c.deserved
-    if kids and ((kid_deserved > a.deserved + EPS) & mask).any():
-        own = res.format(a.deserved) if (a.deserved[mask] >= EPS).any() else "0 (spec.deserved unset)"
-        out.append(Problem(name, "spec.deserved", f"queue {name}: its children's deserved add up to "
-                           f"{res.format(kid_deserved)}, above its own deserved {own}"))
-    if kids and ((kid_guarantee > a.guarantee + EPS) & mask).any():
-        own = res.format(a.guarantee) if (a.guarantee[mask] >= EPS).any() else "0 (spec.guarantee unset)"
-        out.append(Problem(name, "spec.guarantee", f"queue {name}: its children's guarantees add up to "
-                           f"{res.format(kid_guarantee)}, above its own guarantee {own}"))
-    for k in kids:
-        out += _check_level(k, tree, queues, attrs, mask, res)
+def _present(q: QueueInfo | None, res: ResourceIndex) -> np.ndarray:
+    """Scalars named by spec.deserved or spec.guarantee.resource (Volcano's ``helpers.Max(deserved,
+    guarantee)`` keeps the keys of both maps)."""
+    out = np.zeros(res.size, dtype=bool)
+    if q is not None:
+        for n in q.deserved_set | q.guarantee_set:
+            i = res.pos.get(n)
+            if i is not None:
+                out[i] = True
     return out
 
 
-def _copy_usage(a: QueueAttr, src: QueueAttr | None) -> None:
-    if src is not None:
-        a.allocated, a.request = src.allocated.copy(), src.request.copy()
-        a.inqueue, a.elastic = src.inqueue.copy(), src.elastic.copy()
+def _attr(q: QueueInfo, res: ResourceIndex, total: np.ndarray, total_guarantee: np.ndarray,
+          used: QueueAttr | None) -> CapacityAttr:
+    base = new_attr(q, res.zeros(), total, total_guarantee)
+    a = CapacityAttr(**{k: getattr(base, k) for k in QueueAttr.__dataclass_fields__})
+    a.present = _present(q, res)
+    if used is not None:
+        a.allocated, a.request = used.allocated.copy(), used.request.copy()
+        a.inqueue, a.elastic = used.inqueue.copy(), used.elastic.copy()
+    a.deserved = q.deserved.copy() if q.deserved is not None else res.zeros()
+    return a
 
 
-def _set_deserved(a: QueueAttr, q: QueueInfo, mask: np.ndarray) -> None:
-    """deserved = max(min(spec.deserved, realCapability), guarantee); unset dimensions are 0 as in Volcano."""
-    d = q.deserved * mask if q.deserved is not None else np.zeros_like(a.guarantee)
-    a.deserved = np.maximum(np.minimum(d, a.real_capability), a.guarantee) * mask
-    a.update_share(mask)
+def build_capacity(ssn: Session, hierarchy: bool) -> tuple[dict[str, CapacityAttr], Tree | None, list[Problem],
+                                                           list[Problem]]:
+    """capacity's queue attributes for every queue (and, with the hierarchy, the tree with rolled-up sums),
+    the reasons Volcano would refuse the hierarchy (then the plugin admits and places nothing), and the
+    settings Volcano only warns about.  Allocated/request/inqueue/elastic come from proportion's
+    ``build_attrs`` (one accounting for both)."""
+    res = ssn.res
+    total = ssn.total_resource.copy()
+    used = build_attrs(ssn)
+    if not hierarchy:
+        total_guarantee = sum((q.guarantee for q in ssn.queues.values() if q.guarantee is not None), res.zeros())
+        attrs = {}
+        for q in ssn.queues.values():
+            a = _attr(q, res, total, total_guarantee, used.get(q.name))
+            a.deserved = np.maximum(np.minimum(a.deserved, a.real_capability), a.guarantee)
+            a.update_share()
+            attrs[q.name] = a
+        return attrs, None, [], []
+    queues = dict(ssn.queues)
+    fatal: list[Problem] = []
+    if ROOT not in queues:
+        fatal.append(Problem(ROOT, "metadata.name", "queue root does not exist; with enableHierarchy every queue "
+                             "hangs under a Queue named root (Volcano's controller creates it)"))
+        queues[ROOT] = QueueInfo(name=ROOT)
+    fatal += validate_parents(ssn.queues)
+    tree = queue_tree(queues)
+    attrs = {name: _attr(q, res, total, res.zeros(), used.get(name)) for name, q in queues.items()}
+    for name, a in attrs.items():
+        a.children = list(tree.children.get(name, []))
+        a.ancestors = tree.ancestors(name)[::-1] if name != ROOT else []
+    for name in sorted({j.queue for j in ssn.jobs.values()}):
+        if name in attrs and attrs[name].children:
+            fatal.append(Problem(name, "spec.parent", f"queue {name} has child queues and also PodGroups; with "
+                                 "enableHierarchy only leaf queues may hold jobs"))
+    # usage rolls up to every ancestor, as Volcano adds each job's numbers to its queue's ancestors
+    for name in [n for n in queues if n != ROOT]:
+        src = used.get(name)
+        if src is None:
+            continue
+        for anc in attrs[name].ancestors:
+            b = attrs[anc]
+            b.allocated, b.request = b.allocated + src.allocated, b.request + src.request
+            b.inqueue, b.elastic = b.inqueue + src.inqueue, b.elastic + src.elastic
+    root = attrs[ROOT]
+    root_q = queues[ROOT]
+    if root_q.capability is None or is_empty(np.where(np.isinf(root_q.capability), 0, root_q.capability)):
+        root.capability = res.infinite()
+    else:  # Volcano's NewResource: a resource the root does not name is 0 for the whole tree (children inherit
+        # its cpu/memory and cannot get a scalar their parent lacks), not unlimited
+        root.capability = np.where(np.isinf(root_q.capability), 0, root_q.capability)
+    root.real_capability = root.capability.copy()
+    warnings = _check_level(ROOT, attrs, res)
+    for a in attrs.values():
+        a.update_share()
+    return attrs, tree, fatal, warnings
+
+
+def _check_level(name: str, attrs: dict[str, CapacityAttr], res: ResourceIndex) -> list[Problem]:
+    """Volcano's checkHierarchicalQueue for one parent, then its children (it only logs what it finds): each
+    child's deserved becomes max(deserved, guarantee); a child takes its parent's capability where it sets
+    none (cpu/memory <= 0, scalars not named); the root's guarantee and deserved are its children's sums;
+    each child's realCapability is the parent's minus all its children's guarantees plus its own, capped by
+    its capability.  A child's capability above its parent's and children's deserved/guarantee above their
+    parent's are reported as warnings."""
+    a = attrs[name]
+    out: list[Problem] = []
+    kid_guarantee, kid_deserved = res.zeros(), res.zeros()
+    kid_present = np.zeros(res.size, dtype=bool)
+    idx = np.arange(res.size)
+    for k in a.children:
+        c = attrs[k]
+        c.deserved = np.maximum(c.deserved, c.guarantee)
+        kid_deserved += c.deserved
+        kid_guarantee += c.guarantee
+        kid_present |= c.present
+        unset = np.isinf(c.capability) | ((idx < PODS) & (c.capability <= 0))
+        c.capability = np.where(unset, a.capability, c.capability)
+        over = (c.capability > a.capability + EPS) & (idx != PODS)
+        if over.any():
+            mine, theirs = _dims(res, c.capability, over), _dims(res, a.capability, over)
+            out.append(Problem(k, "spec.capability", f"queue {k}: capability {mine} is above its parent {name}'s "
+                               f"{theirs} (Volcano only warns; the parent's limit still applies)"))
+    if name == ROOT:
+        a.guarantee, a.deserved, a.present = kid_guarantee.copy(), kid_deserved.copy(), kid_present
+    for k in a.children:
+        c = attrs[k]
+        c.real_capability = np.minimum(np.maximum(a.real_capability - kid_guarantee, 0) + c.guarantee,
+                                       c.capability)
+    if a.children and (kid_deserved > a.deserved).any():
+        own = res.format(a.deserved) if not is_empty(a.deserved) else "0 (spec.deserved unset)"
+        out.append(Problem(name, "spec.deserved", f"queue {name}: its children's deserved add up to "
+                           f"{res.format(kid_deserved)}, above its own deserved {own}"))
+    if a.children and (kid_guarantee > a.guarantee).any():
+        own = res.format(a.guarantee) if not is_empty(a.guarantee) else "0 (spec.guarantee unset)"
+        out.append(Problem(name, "spec.guarantee", f"queue {name}: its children's guarantees add up to "
+                           f"{res.format(kid_guarantee)}, above its own guarantee {own}"))
+    for k in a.children:
+        out += _check_level(k, attrs, res)
+    return out
+
+
+def _dims(res: ResourceIndex, v: np.ndarray, sel: np.ndarray) -> str:
+    """``{cpu: 2, nvidia.com/gpu: 0}``: the selected dimensions of ``v``, zeros included."""
+    return "{" + ", ".join(f"{res.names[i]}: {format_quantity(res.names[i], float(v[i]))}"
+                           for i in np.nonzero(sel)[0]) + "}"
+
+
+def compare_share_with_deserved(left: QueueAttr, right: QueueAttr) -> int:
+    """Volcano's compareShareWithDeserved: the smaller share first; on equal shares a queue with a deserved
+    amount before a best-effort one."""
+    if left.share == right.share:
+        lh, rh = not is_empty(left.deserved), not is_empty(right.deserved)
+        if lh == rh:
+            return 0
+        return -1 if lh else 1
+    return -1 if left.share < right.share else 1
 
 
 @register_plugin
@@ -178,74 +286,143 @@ class Capacity(Plugin):
     name = "capacity"
 
     def on_session_open(self, ssn: Session) -> None:
-        mask = ssn.res.fair_mask
         hierarchy = hierarchy_enabled(ssn, self.name)
-        attrs, tree, problems = build_capacity(ssn, hierarchy)
-        if hierarchy:
-            problems = validate_parents(ssn.queues) + problems
+        level = ancestor_reclaim_level(self.arguments)  # read (and checked) always, used only with the hierarchy
+        if not hierarchy:
+            level = 0
+        attrs, tree, fatal, warnings = build_capacity(ssn, hierarchy)
+        for w in warnings:  # Volcano logs these at every session open; pyvolcano queues lists them
+            log.info("capacity: %s", w.message)
         ssn.state["capacity"] = attrs
-        ssn.state["capacity-problems"] = problems
-        self.attrs, self.tree, self.problems = attrs, tree, problems
-        ready = not problems
-        reason = problems[0].message if problems else ""
+        ssn.state["capacity-problems"] = fatal + warnings
+        ssn.state["capacity-fatal"] = fatal
+        self.attrs, self.tree, self.problems = attrs, tree, fatal + warnings
+        ready = not fatal
+        reason = fatal[0].message if fatal else ""
 
-        def chain(name: str) -> list[QueueAttr]:
-            names = [name] + (tree.ancestors(name) if tree else [])
-            return [attrs[n] for n in names if n in attrs]
+        def chain(name: str) -> list[CapacityAttr]:
+            """The queue and its ancestors (the queue first)."""
+            a = attrs.get(name)
+            if a is None:
+                return []
+            return [a] + [attrs[n] for n in reversed(a.ancestors)]
+
+        def leaf(name: str) -> bool:
+            a = attrs.get(name)
+            return a is None or not a.children
 
         def queue_order(left: QueueInfo, right: QueueInfo) -> int:
+            by_priority = queue_priority_cmp(left, right)
+            if by_priority:
+                return by_priority
             la, ra = attrs.get(left.name), attrs.get(right.name)
-            if tree is not None and la is not None and ra is not None:
-                lp, rp = [left.name, *tree.ancestors(left.name)][::-1], [right.name, *tree.ancestors(right.name)][::-1]
-                for lname, rname in zip(lp, rp, strict=False):
-                    if lname != rname:
-                        la, ra = attrs[lname], attrs[rname]
-                        break
-            ls, rs = (la.share if la else 0.0), (ra.share if ra else 0.0)
-            return 0 if ls == rs else (-1 if ls < rs else 1)
+            if la is None or ra is None:
+                return 0
+            if tree is None:
+                return compare_share_with_deserved(la, ra)
+            ll, rl = not la.children, not ra.children
+            if ll != rl:
+                return -1 if ll else 1
+            if not ll:
+                return compare_share_with_deserved(la, ra)
+            # Volcano's getQueueLevel: the last common ancestor's index; compare the next level down
+            lev = 0
+            for i in range(min(len(la.ancestors), len(ra.ancestors))):
+                if la.ancestors[i] != ra.ancestors[i]:
+                    break
+                lev = i
+            lp = attrs[la.ancestors[lev + 1]] if lev + 1 < len(la.ancestors) else la
+            rp = attrs[ra.ancestors[lev + 1]] if lev + 1 < len(ra.ancestors) else ra
+            return compare_share_with_deserved(lp, rp)
         ssn.add_fn("queueOrder", self.name, queue_order)
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
-            if not ready:
+            if not queue.is_open() or not ready or not leaf(queue.name):
                 return False
-            need = task.resreq * mask
-            return all(less_equal_with_dimension(a.allocated + need, a.real_capability, need)
+            need = task.resreq
+            return all(not le_with_dimension(a.allocated + need, a.real_capability, need)
                        for a in chain(queue.name))
         ssn.add_fn("allocatable", self.name, allocatable)
 
         def preemptive(queue: QueueInfo, task: TaskInfo) -> bool:
             a = attrs.get(queue.name)
-            if a is None or not ready:
+            if a is None or not ready or not queue.is_open():
                 return False
-            need = task.resreq * mask
-            return less_equal_with_dimension(a.allocated + need, a.deserved, need)
+            need = task.resreq
+            future = a.allocated + need
+            if le_with_dimension(future, a.real_capability, need):
+                return False
+            if le_partly_zero_filtered(future, a.deserved, need):
+                return True
+            for depth in range(1, level + 1):
+                anc = a.ancestor_at(depth)
+                if anc is None or anc == ROOT or anc not in attrs:
+                    continue
+                b = attrs[anc]
+                if le_partly_zero_filtered(b.allocated + need, b.deserved, need):
+                    return True
+            return False
         ssn.add_fn("preemptive", self.name, preemptive)
+
+        def shares_ancestor(x: CapacityAttr, y: CapacityAttr) -> bool:
+            """Volcano's sharesAnyNonRootAncestorWithinLevel."""
+            xs = {x.ancestor_at(d) for d in range(1, level + 1)} - {None, ROOT}
+            ys = {y.ancestor_at(d) for d in range(1, level + 1)}
+            return bool(xs & ys)
+
+        def relevant(req: np.ndarray, deserved: np.ndarray) -> bool:
+            """Volcano's hasRelevantDeserved: the task uses a resource (pods included) that deserved names."""
+            return intersects(req, deserved, ignore_pods=False)
 
         def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             if not ready:
                 return [], REJECT
             rj = ssn.jobs.get(reclaimer.job)
-            shared = set([rj.queue, *(tree.ancestors(rj.queue) if tree else [])]) if rj else set()
-            left: dict[str, np.ndarray] = {}
+            ra = attrs.get(rj.queue) if rj else None
+            if ra is None:
+                return [], REJECT
+            tally: dict[str, np.ndarray] = {}
             out = []
-            for t in reclaimees:
+            order = victims_queue(ssn, reclaimees)
+            while not order.empty():
+                t = order.pop()
                 job = ssn.jobs.get(t.job)
-                if job is None or job.queue not in attrs:
+                a = attrs.get(job.queue) if job else None
+                if a is None:
                     continue
-                names = [job.queue] + [n for n in (tree.ancestors(job.queue) if tree else []) if n not in shared]
-                for n in names:
-                    left.setdefault(n, attrs[n].allocated.copy())
-                leaf = attrs[job.queue]
-                alloc = left[job.queue]
-                if (alloc + EPS < reclaimer.resreq * mask).any():  # LessPartly: too little left to give back
+                if not intersects(t.resreq, reclaimer.init_resreq, ignore_pods=True):
                     continue
-                if less_equal(alloc, leaf.deserved):
+                alloc = tally.setdefault(a.name, a.allocated.copy())
+                if not less_equal(a.guarantee, alloc - t.resreq):
                     continue
-                rest = t.resreq * mask
-                if not all(less_equal(attrs[n].guarantee, left[n] - rest) for n in names):
+                if not relevant(t.resreq, a.deserved):
+                    if level > 0 and tree is not None and shares_ancestor(ra, a) \
+                            and not relevant(reclaimer.resreq, ra.deserved):
+                        continue
+                elif not gt_partly_relevant(alloc, a.deserved, t.resreq, a.present):
                     continue
-                for n in names:
-                    left[n] -= rest
+                checked: list[np.ndarray] = []
+                eligible = True
+                for depth in range(1, level + 1):
+                    anc = a.ancestor_at(depth)
+                    if anc is None or anc == ROOT or ra.ancestor_at(depth) == anc:
+                        continue
+                    b = attrs.get(anc)
+                    if b is None:
+                        eligible = False
+                        break
+                    balloc = tally.setdefault(anc, b.allocated.copy())
+                    checked.append(balloc)
+                    if not relevant(t.resreq, b.deserved):
+                        continue
+                    if not gt_partly_relevant(balloc, b.deserved, t.resreq, b.present):
+                        eligible = False
+                        break
+                if not eligible:
+                    continue
+                alloc -= t.resreq
+                for balloc in checked:
+                    balloc -= t.resreq
                 out.append(t)
             return out, PERMIT
         ssn.add_fn("reclaimable", self.name, reclaimable)
@@ -254,14 +431,23 @@ class Capacity(Plugin):
             if not ready:
                 job.enqueue_reason = f"queue hierarchy is invalid: {reason}"
                 return REJECT
+            if tree is not None and not leaf(job.queue):
+                job.enqueue_reason = f"queue {job.queue} is not a leaf queue"
+                return REJECT
+            queue = ssn.queues.get(job.queue)
+            if queue is not None and not queue.is_open():
+                job.enqueue_reason = f"queue {job.queue} is {queue.state}, not Open"
+                return REJECT
             if job.queue not in attrs or not job.has_min_resources():
                 return PERMIT
-            need = job.min_resources(ssn.res.size) * mask
-            for a in chain(job.queue):
+            need = job.min_resources(ssn.res.size)
+            for a in chain(job.queue):  # the queue first, then its ancestors up to the root
                 r = need + a.allocated + a.inqueue - a.elastic
-                if not less_equal_with_dimension(r, a.real_capability, need):
-                    job.enqueue_reason = (f"queue {a.name} capacity insufficient: needs {ssn.res.format(r)}, "
-                                          f"realCapability {ssn.res.format(a.real_capability)}")
+                short = le_with_dimension(r, a.real_capability, need)
+                if short:
+                    names = ", ".join(ssn.res.names[i] for i in short)
+                    job.enqueue_reason = (f"queue {a.name} capacity insufficient ({names}): needs "
+                                          f"{ssn.res.format(r)}, realCapability {ssn.res.format(a.real_capability)}")
                     return REJECT
             for a in chain(job.queue):
                 a.inqueue += need
@@ -269,10 +455,15 @@ class Capacity(Plugin):
         ssn.add_fn("jobEnqueueable", self.name, enqueueable)
 
         def change(task: TaskInfo, sign: float) -> None:
+            """Volcano's event handlers: the leaf's allocated and share, and its ancestors' allocated (their
+            share keeps its session-open value, as in Volcano)."""
             job = ssn.jobs.get(task.job)
             if job is None or job.queue not in attrs:
                 return
-            for a in chain(job.queue):
-                a.allocated += sign * task.resreq * mask
-                a.update_share(mask)
+            a = attrs[job.queue]
+            a.allocated += sign * task.resreq
+            a.update_share()
+            if tree is not None:
+                for n in a.ancestors:
+                    attrs[n].allocated += sign * task.resreq
         ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))

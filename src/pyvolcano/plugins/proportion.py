@@ -1,14 +1,24 @@
-"""proportion (seed 000 §6.5, seed 004): share the cluster between queues by weight.
+"""proportion (Volcano's ``pkg/scheduler/plugins/proportion/proportion.go``): share the cluster between
+queues by weight.
 
 Each queue *deserves* a slice computed by Volcano's loop: hand out what remains by weight, cap each queue by
 its real capability and by what it requests, raise it to its guarantee, and repeat until nothing changes.
-``realCapability`` = min(capability, total - sum(guarantees) + own guarantee).  Queues with the smallest
-share (allocated / deserved) go first; a queue is overused once allocated >= deserved in every resource;
-a task fits its queue (allocatable; and, as in Volcano 1.11, the queue may reclaim for it: preemptive)
-while its request fits deserved - allocated; a PodGroup is admitted while
-minResources + allocated + inqueue - elastic fits realCapability; tasks beyond deserved may be reclaimed.
+``realCapability`` = min(capability, total - sum(guarantees) + own guarantee).  The pod count is a resource
+like any other here, as in Volcano (every task requests one ``pods``; the cluster's total is the nodes'
+allocatable pods), so it takes part in deserved, share, overused and reclaimable.
 
-Where Volcano's design is weak (seed 004: deserved depends on who is asking right now, so guarantees are not
+* queue order: ``spec.priority`` first (higher first), then the smaller share (allocated / deserved, max over
+  the resources deserved names);
+* overused: allocated >= deserved in every resource;
+* allocatable / preemptive: allocated + request within deserved on the dimensions the task requests (pods
+  not compared);
+* enqueue: minResources + allocated + inqueue - elastic within realCapability, compared only on the
+  dimensions the job's minResources names (a queue over its GPU capability does not block a CPU-only job);
+* reclaimable: walking the candidates, one is a victim while its queue (with earlier victims taken away)
+  holds more than it deserves in some resource.  There is no "the victim's queue must hold at least the
+  reclaimer's request" test (Volcano 1.9 had one).
+
+Where Volcano's design is weak (deserved depends on who is asking right now, so guarantees are not
 reservations and capability is not enforced against running work) this plugin does what Volcano does;
 ``docs/queues.md`` says what that means for users and what the capacity plugin does instead.
 """
@@ -21,17 +31,21 @@ import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import EPS, less_equal, share
+from pyvolcano.api.resource import is_empty, less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
+from pyvolcano.plugins._queue_res import deserved_share, le_with_dimension
 from pyvolcano.plugins.overcommit import reservations
 
 
 @dataclass
 class QueueAttr:
+    """One queue's numbers in a session (Volcano's ``queueAttr``); every vector has all dimensions, pods
+    included."""
+
     name: str
     weight: int
     deserved: np.ndarray
@@ -44,17 +58,30 @@ class QueueAttr:
     real_capability: np.ndarray
     share: float = 0.0
 
-    def update_share(self, mask: np.ndarray) -> None:
-        """Volcano's updateShare: max of allocated/deserved over the resources the queue deserves (a resource it
-        deserves none of does not count, so a queue that deserves nothing has share 0)."""
-        self.share = share(self.allocated, self.deserved, mask & (self.deserved >= EPS))
+    def update_share(self, mask: np.ndarray | None = None) -> None:
+        """Volcano's updateQueueAttrShare: max of allocated/deserved over the resources the queue deserves
+        (the pod count included; a resource it deserves none of does not count, so a queue that deserves
+        nothing has share 0).  ``mask`` (optional) hides dimensions, for callers that leave some out."""
+        d = self.deserved if mask is None else self.deserved * mask
+        self.share = deserved_share(self.allocated, d)
 
 
-def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray) -> None:
-    """Volcano's water-filling of ``deserved`` (see module docstring)."""
-    remaining = total * mask
+#: A bound on deserved_loop's rounds, only against a pathological input: remaining shrinks geometrically, so
+#: real inputs end (everything but pods below 0.1) within about 70 rounds; Volcano's loop has no bound.
+_MAX_ROUNDS = 10_000
+
+
+def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray | None = None) -> None:
+    """Volcano's water-filling of ``deserved`` in proportion's OnSessionOpen (see module docstring).  The pod
+    count is handed out like any other resource, but, as Volcano's ``remaining.IsEmpty()`` ignores pods, the
+    loop stops once everything but pods is handed out.  "Unchanged" is exact equality, as Volcano's
+    ``equality.Semantic.DeepEqual``: a queue whose deserved still creeps up by fractions of a byte keeps its
+    weight in the next round (ending early would hand the others a different split).  ``mask`` (optional)
+    leaves dimensions out."""
+    full = np.ones(total.shape, dtype=bool) if mask is None else mask
+    remaining = total * full
     meet: set[str] = set()
-    while True:
+    for _ in range(_MAX_ROUNDS):
         total_weight = sum(a.weight for a in attrs.values() if a.name not in meet)
         if total_weight == 0:
             break
@@ -68,25 +95,26 @@ def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarr
             d = a.deserved + remaining * (a.weight / total_weight)
             d = np.minimum(d, a.real_capability)
             d = np.minimum(d, a.request)
-            a.deserved = np.maximum(d, a.guarantee) * mask
-            a.update_share(mask)
-            if less_equal(a.request * mask, a.deserved) or np.allclose(a.deserved, old, rtol=0, atol=EPS):
+            a.deserved = np.maximum(d, a.guarantee) * full
+            a.update_share()
+            if less_equal(a.request * full, a.deserved) or np.array_equal(a.deserved, old):
                 meet.add(a.name)
             increased += np.maximum(a.deserved - old, 0)
             decreased += np.maximum(old - a.deserved, 0)
-        remaining = remaining - increased + decreased
-        if not (remaining[mask] >= EPS).any() or np.allclose(remaining, old_remaining, rtol=0, atol=EPS):
+        remaining = np.maximum(remaining + decreased - increased, 0)
+        if is_empty(remaining) or np.array_equal(remaining, old_remaining):
             break
 
 
 def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
-    """Per-queue allocated/request/inqueue/elastic from the session's jobs, capabilities from the specs."""
-    res, mask = ssn.res, ssn.res.fair_mask
-    total = ssn.total_resource * mask
+    """Per-queue allocated/request/inqueue/elastic from the session's jobs, capabilities from the specs
+    (Volcano's OnSessionOpen: only queues that hold a job get attributes).  All dimensions, pods included."""
+    res = ssn.res
+    total = ssn.total_resource.copy()
     total_guarantee = res.zeros()
     for q in ssn.queues.values():
         if q.guarantee is not None:
-            total_guarantee += q.guarantee * mask
+            total_guarantee += q.guarantee
     attrs: dict[str, QueueAttr] = {}
     order: dict[str, int] = {}
     qpos: list[int] = []
@@ -96,7 +124,7 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
         if q is None:
             continue
         if q.name not in attrs:
-            attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee, mask)
+            attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee)
             order[q.name] = len(order)
         qpos.append(order[q.name])
         jobs.append(job)
@@ -122,18 +150,27 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     np.add.at(elastic, qidx, beyond)
     for name, k in order.items():
         a = attrs[name]
-        a.allocated, a.request = allocated[k] * mask, request[k] * mask
-        a.inqueue, a.elastic = inqueue[k] * mask, elastic[k] * mask
+        a.allocated, a.request = allocated[k].copy(), request[k].copy()
+        a.inqueue, a.elastic = inqueue[k].copy(), elastic[k].copy()
     return attrs
 
 
 def new_attr(q: QueueInfo, zeros: np.ndarray, total: np.ndarray, total_guarantee: np.ndarray,
-             mask: np.ndarray) -> QueueAttr:
-    guarantee = (q.guarantee if q.guarantee is not None else zeros) * mask
-    capability = q.capability if q.capability is not None else np.full_like(zeros, np.inf)
+             mask: np.ndarray | None = None) -> QueueAttr:
+    """realCapability = min(capability, max(total - all guarantees, 0) + own guarantee), per dimension; a
+    capability dimension that is unset (or cpu/memory <= 0, as Volcano reads them) is unlimited."""
+    full = np.ones(zeros.shape, dtype=bool) if mask is None else mask
+    guarantee = (q.guarantee if q.guarantee is not None else zeros) * full
+    capability = q.capability.copy() if q.capability is not None else np.full_like(zeros, np.inf)
+    capability[:2] = np.where(capability[:2] <= 0, np.inf, capability[:2])
     real = np.minimum(np.maximum(total - total_guarantee, 0) + guarantee, capability)
     return QueueAttr(q.name, max(q.weight, 0), zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy(),
                      zeros.copy(), guarantee, capability, real)
+
+
+def queue_priority_cmp(left: QueueInfo, right: QueueInfo) -> int:
+    """Volcano's proportion/capacity queueOrder, first key: the higher ``spec.priority`` goes first."""
+    return right.priority - left.priority
 
 
 @register_plugin
@@ -141,15 +178,17 @@ class Proportion(Plugin):
     name = "proportion"
 
     def on_session_open(self, ssn: Session) -> None:
-        mask = ssn.res.fair_mask
         attrs = build_attrs(ssn)
-        deserved_loop(attrs, ssn.total_resource, mask)
+        deserved_loop(attrs, ssn.total_resource)
         for a in attrs.values():
-            a.update_share(mask)
+            a.update_share()
         ssn.state["proportion"] = attrs
         self.attrs = attrs
 
         def queue_order(left: QueueInfo, right: QueueInfo) -> int:
+            by_priority = queue_priority_cmp(left, right)
+            if by_priority:
+                return by_priority
             la, ra = attrs.get(left.name), attrs.get(right.name)
             ls, rs = (la.share if la else 0.0), (ra.share if ra else 0.0)
             return 0 if ls == rs else (-1 if ls < rs else 1)
@@ -158,7 +197,6 @@ class Proportion(Plugin):
         def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             out = []
             left: dict[str, np.ndarray] = {}
-            need = reclaimer.resreq * mask
             for t in reclaimees:
                 job = ssn.jobs.get(t.job)
                 a = attrs.get(job.queue) if job else None
@@ -167,10 +205,8 @@ class Proportion(Plugin):
                 if a.name not in left:
                     left[a.name] = a.allocated.copy()
                 alloc = left[a.name]
-                if (alloc + EPS < need).any():  # Volcano's LessPartly: too little left to give back
-                    continue
                 if not less_equal(alloc, a.deserved):
-                    alloc -= t.resreq * mask
+                    alloc -= t.resreq
                     out.append(t)
             return out, PERMIT
         ssn.add_fn("reclaimable", self.name, reclaimable)
@@ -181,27 +217,33 @@ class Proportion(Plugin):
         ssn.add_fn("overused", self.name, overused)
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
+            if not queue.is_open():
+                return False
             a = attrs.get(queue.name)
             if a is None:
                 return True
-            free = np.maximum(a.deserved - a.allocated, 0)
-            return less_equal(task.resreq * mask, free)
+            return not le_with_dimension(a.allocated + task.resreq, a.deserved, task.resreq)
         ssn.add_fn("allocatable", self.name, allocatable)
         # Volcano 1.11+: a queue may reclaim for a task only while the task still fits its deserved share.
         ssn.add_fn("preemptive", self.name, allocatable)
 
         def enqueueable(job: JobInfo) -> int:
+            queue = ssn.queues.get(job.queue)
+            if queue is not None and not queue.is_open():
+                job.enqueue_reason = f"queue {job.queue} is {queue.state}, not Open"
+                return REJECT
             a = attrs.get(job.queue)
             if a is None or not job.has_min_resources():
                 return PERMIT
-            need = job.min_resources(ssn.res.size) * mask
+            need = job.min_resources(ssn.res.size)
             r = need + a.allocated + a.inqueue - a.elastic
-            cap = np.where((np.arange(len(r)) >= 3) & (r <= 0), np.inf, a.real_capability)
-            if less_equal(r, cap):
+            short = le_with_dimension(r, a.real_capability, need)
+            if not short:
                 a.inqueue += need
                 return PERMIT
-            job.enqueue_reason = (f"queue {job.queue} resource quota insufficient: needs {ssn.res.format(r)}, "
-                                  f"real capability {ssn.res.format(a.real_capability)}")
+            names = ", ".join(ssn.res.names[i] for i in short)
+            job.enqueue_reason = (f"queue {job.queue} resource quota insufficient ({names}): needs "
+                                  f"{ssn.res.format(r)}, real capability {ssn.res.format(a.real_capability)}")
             return REJECT
         ssn.add_fn("jobEnqueueable", self.name, enqueueable)
 
@@ -209,6 +251,6 @@ class Proportion(Plugin):
             job = ssn.jobs.get(task.job)
             a = attrs.get(job.queue) if job else None
             if a is not None:
-                a.allocated += sign * task.resreq * mask
-                a.update_share(mask)
+                a.allocated += sign * task.resreq
+                a.update_share()
         ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))

@@ -19,7 +19,7 @@ def ts(minute: int) -> str:
     return f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00Z"
 
 
-def node(name: str, cpu: int, labels: dict[str, str] | None = None, mem: str = "64Gi") -> dict[str, Any]:
+def node(name: str, cpu: float, labels: dict[str, str] | None = None, mem: str = "64Gi") -> dict[str, Any]:
     rl = {"cpu": str(cpu), "memory": mem, "pods": "110"}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}}, "spec": {},
             "status": {"capacity": rl, "allocatable": rl}}
@@ -113,6 +113,12 @@ R2Q = conf("allocate, reclaim", ["priority", ("gang", {"enableReclaimable": Fals
 R1Q = conf("allocate, reclaim", ["priority", ("gang", {"enableReclaimable": False}), "conformance", "proportion"],
            ["predicates"])
 C = conf("enqueue, allocate, reclaim", ["priority", "gang", "conformance", "capacity"], ["predicates"])
+# gang's reclaim vote off: gang and capacity walk candidates in opposite orders, so with both on in one tier
+# their intersection can be empty (a Volcano quirk of the tier vote, not of capacity)
+CNG = conf("enqueue, allocate, reclaim", ["priority", ("gang", {"enableReclaimable": False}), "conformance",
+                                          "capacity"], ["predicates"])
+CHNG = conf("enqueue, allocate, reclaim", ["priority", ("gang", {"enableReclaimable": False}), "conformance",
+                                           ("capacity", {"enableHierarchy": True})], ["predicates"])
 CH = conf("enqueue, allocate, reclaim", ["priority", "gang", "conformance", ("capacity", {"enableHierarchy": True})],
           ["predicates"])
 S = conf("enqueue, allocate", ["priority", "gang", "sla"], ["predicates", "overcommit", "proportion"])
@@ -143,6 +149,31 @@ def sc(file: str, name: str, config: str, objects: list[Any], expect: dict[str, 
 
 def a(*names: str) -> list[str]:
     return [f"{NS}/{n}" for n in names]
+
+
+def with_requests(objs: list[dict[str, Any]], requests: dict[str, str]) -> list[dict[str, Any]]:
+    """The same job with every pod requesting ``requests`` instead of plain cpu."""
+    for o in objs:
+        if o["kind"] == "Pod":
+            o["spec"]["containers"][0]["resources"]["requests"] = dict(requests)
+    return objs
+
+
+def with_selector(objs: list[dict[str, Any]], selector: dict[str, str]) -> list[dict[str, Any]]:
+    """The same job with a nodeSelector on its pending pods."""
+    for o in objs:
+        if o["kind"] == "Pod" and not o["spec"].get("nodeName"):
+            o["spec"]["nodeSelector"] = dict(selector)
+    return objs
+
+
+def gpu_node(name: str, cpu: int, gpus: int, mem: str = "64Gi") -> dict[str, Any]:
+    n = node(name, cpu, mem=mem)
+    n["status"]["capacity"] = n["status"]["allocatable"] = {**n["status"]["capacity"], GPU: str(gpus)}
+    return n
+
+
+GPU = "nvidia.com/gpu"
 
 
 # ---------------------------------------------------------------- preempt
@@ -301,10 +332,11 @@ sc("d06-pdb-other-namespace", "a budget in another namespace does not protect th
 # ---------------------------------------------------------------- reclaim (proportion)
 sc("r01-reclaim-stops-at-deserved", "cross-queue reclaim stops exactly at the victim queue's deserved", R1,
    [node("n1", 6), queue("q1"), queue("q2"), job("x", "q1", run=["n1"] * 6),
-    job("y", "q2", pend=4, min_member=4, created=5)],
+    job("y", "q2", pend=4, min_member=3, created=5)],
    {"evictionsCount": 3, "evictionsFrom": a(*[f"x-{i}" for i in range(6)]), "pipelinedCount": 3},
    "Weights 1:1 over 6 cpu: q1 deserves 3, q2 (asks 4) deserves 3. Each of y's tasks reclaims one pod while q1 "
-   "holds more than 3; after three, q1 holds exactly 3 and proportion offers no victim for the fourth.")
+   "holds more than 3; after three, q1 holds exactly 3 and proportion offers no victim for the fourth. (minMember 3: "
+   "Volcano master keeps a job's reclaim only if its gang ends up pipelined.)")
 three = [node("n1", 6), queue("q1"), queue("q2"), queue("q3"), job("x", "q1", run=["n1"] * 4, prio=10),
          job("z", "q3", run=["n1"] * 2, prio=1, created=1), job("y", "q2", pend=2, min_member=2, created=5)]
 sc("r02-volcano-tier-quirk", "Volcano: with proportion in tier 2 the tier-1 answer wins and reclaim passes deserved",
@@ -320,9 +352,10 @@ sc("r02b-proportion-in-tier-one", "the same cluster with proportion in tier 1: o
    "deserved 2 (overused).")
 sc("r03-weights-two-to-one", "weight 2 vs 1: the heavier queue reclaims up to two thirds", R1,
    [node("n1", 6), queue("q1", weight=1), queue("q2", weight=2), job("x", "q1", run=["n1"] * 6),
-    job("y", "q2", pend=6, min_member=6, created=5)],
+    job("y", "q2", pend=6, min_member=4, created=5)],
    {"evictionsCount": 4, "pipelinedCount": 4},
-   "q1 deserves 6*1/3 = 2, q2 6*2/3 = 4: four of x's pods are reclaimed, the fifth would put q1 below 2.")
+   "q1 deserves 6*1/3 = 2, q2 6*2/3 = 4: four of x's pods are reclaimed, the fifth would put q1 below 2. "
+   "(minMember 4: Volcano master keeps a job's reclaim only if its gang ends up pipelined.)")
 sc("r04-not-reclaimable", "a queue with reclaimable: false is never reclaimed", R1,
    [node("n1", 4), queue("q1", reclaimable=False), queue("q2"), job("x", "q1", run=["n1"] * 4),
     job("y", "q2", pend=2, min_member=2, created=5)],
@@ -341,9 +374,10 @@ sc("r06-reclaim-spares-kube-system", "reclaim never takes a kube-system pod", R1
 sc("r07-reclaim-picks-lower-priority-node", "reclaim chooses the node whose victims have the lowest priority", R1,
    [node("n1", 2), node("n2", 2), queue("q1"), queue("q2"), job("hi", "q1", run=["n1", "n1"], prio=100),
     job("lo", "q1", run=["n2", "n2"], prio=10, created=1), job("y", "q2", pend=1, created=5)],
-   {"evictionsCount": 1, "evictionsFrom": a("lo-0", "lo-1"), "pipelined": {f"{NS}/y-0": "n2"}},
-   "q1 deserves 3 of 4 and holds 4, so either node offers a victim; kube-scheduler's order prefers n2 "
-   "(highest victim priority 10 < 100).")
+   {"evictionsCount": 1, "evictionsFrom": a("lo-0", "lo-1", "hi-0", "hi-1"), "pipelinedCount": 1},
+   "q1 deserves 3 of 4 and holds 4, so either node offers a victim and proportion offers every q1 pod. Which node "
+   "and victim is the reclaim action's choice (Volcano master evicts greedily node by node; the real Volcano took "
+   "hi-1 on n1), so only the count and the queue are pinned here.")
 sc("r08-guarantee-protects-under-proportion", "proportion: a guarantee raises deserved and stops reclaim", R1,
    [node("n1", 4), queue("q1", guarantee={"resource": {"cpu": "3"}}), queue("q2", weight=3),
     job("x", "q1", run=["n1"] * 3), job("y", "q2", pend=4, min_member=4, created=5)],
@@ -351,13 +385,14 @@ sc("r08-guarantee-protects-under-proportion", "proportion: a guarantee raises de
    "q1 deserves max(4*1/4, guarantee 3) = 3 and holds 3; q2's realCapability is 4-3 = 1. Nothing to reclaim.")
 
 # ---------------------------------------------------------------- capacity
-sc("c01-capacity-reclaim-to-guarantee", "capacity: reclaim stops at the victim queue's guarantee", C,
+sc("c01-capacity-reclaim-to-guarantee", "capacity: reclaim stops at the victim queue's guarantee", CNG,
    [node("n1", 4), queue("q1", deserved={"cpu": "1"}, guarantee={"resource": {"cpu": "2"}}),
     queue("q2", deserved={"cpu": "4"}), job("x", "q1", run=["n1"] * 4),
-    job("y", "q2", pend=4, min_member=4, created=5)],
-   {"evictionsCount": 2, "evictionsFrom": a("x-0", "x-1", "x-2", "x-3"), "pipelinedCount": 2},
+    job("y", "q2", pend=1, cpu=2, created=5)],
+   {"evictionsCount": 2, "evictionsFrom": a("x-0", "x-1", "x-2", "x-3"), "pipelined": {f"{NS}/y-0": "n1"}},
    "q1's deserved is raised to its guarantee 2; q2 (deserved min(4, realCapability 4-2 = 2) = 2) is preemptive "
-   "while 0 + 1 <= 2. Two pods are reclaimed; then q1 holds 2 = guarantee and no victim is left.")
+   "for its 2-cpu task (0 + 2 <= 2). capacity offers two of x's pods (4 -> 3 -> 2); a third would leave q1 below "
+   "its guarantee. The two free exactly the 2 cpu y needs.")
 sc("c02-capacity-elastic", "capacity: an idle cluster lets a queue run above deserved up to realCapability", C,
    [node("n1", 4), queue("q1", deserved={"cpu": "1"}), job("x", "q1", pend=4)],
    {"bindsCount": 4},
@@ -383,22 +418,33 @@ sc("c06-capacity-queue-order", "capacity: the queue with the smaller allocated/d
    {"binds": {f"{NS}/y-0": "n1"}},
    "One cpu is free; q1's share is 1/2, q2's 0, so q2's job is placed first and q1's finds no room.")
 sc("c07-hierarchy-capability", "hierarchical capacity: a parent's capability bounds its children together", CH,
-   [node("n1", 8), queue("eng", capability={"cpu": "4"}), queue("dev", parent="eng", capability={"cpu": "2"}),
+   [node("n1", 8), queue("root"), queue("eng", capability={"cpu": "4"}),
+    queue("dev", parent="eng", capability={"cpu": "2"}),
     queue("prod", parent="eng"), job("d", "dev", pend=4), job("p", "prod", pend=4, created=1)],
    {"binds": {f"{NS}/d-0": "*", f"{NS}/d-1": "*", f"{NS}/p-0": "*", f"{NS}/p-1": "*"}},
    "dev stops at its capability 2; eng (4) then leaves prod 2, although the cluster has 8 cpu.")
-sc("c08-hierarchy-reclaim-keeps-parent-guarantee", "hierarchical capacity: reclaim keeps the victim's parent at its "
-   "guarantee", CH,
-   [node("n1", 4), queue("eng", guarantee={"resource": {"cpu": "3"}}, deserved={"cpu": "2"}),
+sc("c08-hierarchy-reclaim-checks-leaf-guarantee", "hierarchical capacity: reclaim checks the victim's own queue's "
+   "guarantee, not its parent's", CHNG,
+   [node("n1", 4), queue("root"), queue("eng", guarantee={"resource": {"cpu": "3"}}, deserved={"cpu": "2"}),
     queue("dev", parent="eng", deserved={"cpu": "2"}), queue("ops", deserved={"cpu": "2"}),
-    job("x", "dev", run=["n1"] * 4), job("y", "ops", pend=2, min_member=2, created=5)],
-   {"evictionsCount": 1, "pipelinedCount": 1},
-   "dev holds 4 > deserved 2, but eng must keep its guarantee 3: one pod (4 -> 3) may go, the second would break it.")
-sc("c09-hierarchy-invalid", "hierarchical capacity: a child above its parent stops the queue tree", CH,
-   [node("n1", 4), queue("eng", capability={"cpu": "2"}), queue("dev", parent="eng", capability={"cpu": "4"}),
-    job("x", "dev", pend=1, min_cpu=1, phase="Pending")],
-   {"binds": {}, "podgroupPhases": {f"{NS}/x": "Pending"}, "unschedulable": {f"{NS}/x": "hierarchy is invalid"}},
-   "As Volcano's readyToSchedule=false: nothing is admitted or placed until the hierarchy is fixed.")
+    job("x", "dev", run=["n1"] * 4), job("y", "ops", pend=1, cpu=2, created=5)],
+   {"evictionsCount": 2, "evictionsFrom": a("x-0", "x-1", "x-2", "x-3"), "pipelined": {f"{NS}/y-0": "n1"}},
+   "dev holds 4 > deserved 2 and has no guarantee of its own; ops (deserved 2) may reclaim for its 2-cpu task. "
+   "Volcano master checks only the victim's leaf queue against its guarantee (ancestorReclaimLevel 0), so eng's "
+   "guarantee 3 does not stop the second eviction: eng ends at 2 < 3 (docs/volcano-differences.md).")
+sc("c09-hierarchy-child-above-parent-warns", "hierarchical capacity: a child's capability above its parent's is "
+   "only a warning; the parent still bounds it", CH,
+   [node("n1", 4), queue("root"), queue("eng", capability={"cpu": "2"}),
+    queue("dev", parent="eng", capability={"cpu": "4"}), job("x", "dev", pend=3, min_cpu=1, phase="Pending")],
+   {"bindsCount": 2, "podgroupPhases": {f"{NS}/x": "Inqueue"}},
+   "Volcano master's checkHierarchicalQueue only logs the inconsistency (pyvolcano queues lists it). dev's "
+   "realCapability is min(4, eng's 2) = 2 and allocatable also checks eng: two of the three pods are placed.")
+sc("c09b-hierarchy-without-root", "hierarchical capacity: without a Queue named root nothing is scheduled", CH,
+   [node("n1", 4), queue("eng"), queue("dev", parent="eng"), job("x", "dev", pend=1, min_cpu=1, phase="Pending")],
+   {"binds": {}, "podgroupPhases": {f"{NS}/x": "Pending"}, "unschedulable": {f"{NS}/x": "queue root does not exist"}},
+   "Volcano's updateAncestors fails for every queue whose parent (root by default) is not a Queue object, and "
+   "buildHierarchicalQueueAttrs returns false: capacity rejects every PodGroup (its controller normally creates "
+   "root).")
 sc("c10-closed-queue", "a Closed queue admits no new job; its running job keeps running", C,
    [node("n1", 4), queue("q1", state="Closed"), job("run", "q1", run=["n1"]),
     job("new", "q1", pend=1, phase="Pending", min_cpu=1, created=5)],
@@ -411,6 +457,142 @@ sc("c11-closing-queue", "a Closing queue admits no new job either", C,
     job("other", "q2", pend=1, phase="Pending", min_cpu=1, created=6)],
    {"binds": {f"{NS}/other-0": "n1"}, "evictions": [], "podgroupPhases": {f"{NS}/new": "Pending"}},
    "q2 is open and gets its job placed; q1 is Closing.")
+
+# ---------------------------------------------------------------- Volcano master's queue rules (issue 13)
+CL1 = conf("enqueue, allocate, reclaim", ["priority", "gang", "conformance",
+                                          ("capacity", {"enableHierarchy": True,
+                                                        "arguments": {"ancestorReclaimLevel": 1}})], ["predicates"])
+A = conf("allocate", ["priority", "gang"], ["predicates", "proportion"])
+CA = conf("allocate", ["priority", "gang"], ["predicates", "capacity"])
+sc("vq01-proportion-queue-priority-first", "proportion: a queue of higher spec.priority goes first, whatever its share",
+   A, [node("n1", 2, {"pool": "a"}), node("n2", 8), queue("q1"), queue("q2", priority=10),
+       job("x", "q2", run=["n2"], cpu=2),
+       with_selector(job("y", "q1", pend=1, cpu=2, created=1), {"pool": "a"}),
+       with_selector(job("z", "q2", pend=1, cpu=2, created=2), {"pool": "a"})],
+   {"binds": {f"{NS}/z-0": "n1"}},
+   "Both queues ask no more than they deserve (10 cpu, requests 2 and 4), so both are allocatable; only n1 (2 cpu) "
+   "fits either pending pod. q1's share is 0, q2's 2/4: by share q1 would go first, but q2's priority 10 ranks "
+   "above share (proportion's queueOrderFn compares spec.priority first).")
+sc("vq02-capacity-queue-priority-first", "capacity: a queue of higher spec.priority goes first, whatever its share",
+   CA, [node("n1", 2), queue("q1", deserved={"cpu": "1"}, priority=10), queue("q2", deserved={"cpu": "4"}),
+        job("x", "q1", run=["n1"]), job("y", "q1", pend=1, created=1), job("z", "q2", pend=1, created=2)],
+   {"binds": {f"{NS}/y-0": "n1"}},
+   "One cpu is free. q1's share is 1/1, q2's 0/4, but q1's priority 10 puts it first.")
+sc("vq03-capacity-equal-share-deserved-first", "capacity: on equal shares a queue with a deserved amount goes "
+   "before a best-effort one", CA,
+   [node("n1", 2), queue("q1"), queue("q2", deserved={"cpu": "1"}),
+    job("x", "q2", run=["n1"]), job("y", "q1", pend=1, created=1), job("z", "q2", pend=1, created=2)],
+   {"binds": {f"{NS}/z-0": "n1"}},
+   "q1 sets no deserved: a best-effort queue, share 1 whatever it holds. q2 holds its deserved 1: share 1 too. "
+   "compareShareWithDeserved then puts q2 (it has a deserved amount) first, although q1 sorts first by name.")
+sc("vq04-capacity-reclaim-within-deserved-on-one-dimension", "capacity: a queue may reclaim while within deserved "
+   "on at least one requested dimension", CNG,
+   [node("n1", 2, mem="4Gi"), queue("q1", deserved={"cpu": "1", "memory": "1Gi"}),
+    queue("q2", deserved={"cpu": "1", "memory": "1Gi"}), job("x", "q1", run=["n1"] * 2),
+    with_requests(job("m", "q2", run=["n1"], created=1), {"memory": "2Gi"}),
+    with_requests(job("y", "q2", pend=1, created=5), {"cpu": "1", "memory": "1Gi"})],
+   {"evictionsCount": 1, "evictionsFrom": a("x-0", "x-1"), "pipelined": {f"{NS}/y-0": "n1"}},
+   "q2 would hold cpu 1 (within its deserved 1) and memory 3Gi (above 1Gi): within deserved on one requested "
+   "dimension is enough (LessEqualPartlyWithDimensionZeroFiltered). q1 holds 2 cpu > deserved 1, so one of x's "
+   "pods is reclaimed. Volcano 1.9 required every dimension and reclaimed nothing.")
+sc("vq05-capacity-victim-judged-on-deserved-dimensions", "capacity: a queue that deserves only GPUs keeps its GPU "
+   "pods while within its GPU share; its CPU-only pods are victims", CNG,
+   [gpu_node("n1", 8, 4), queue("q1", deserved={GPU: "2"}), queue("q2", deserved={"cpu": "8"}),
+    with_requests(job("g", "q1", run=["n1"] * 2), {"cpu": "3", GPU: "1"}),
+    with_requests(job("c", "q1", run=["n1"], created=1), {"cpu": "2"}),
+    with_requests(job("y", "q2", pend=1, created=5), {"cpu": "2"})],
+   {"evictions": a("c-0"), "pipelined": {f"{NS}/y-0": "n1"}},
+   "n1's 8 cpu are all held by q1 (g: 2 x 3 cpu + 1 GPU, c: 2 cpu). q1 deserves 2 GPUs and holds exactly 2: g's "
+   "pods are judged only on GPU (the dimension they request that deserved defines) and are not above it. c-0 "
+   "requests nothing q1's deserved names, so it is a victim at once (isImmediateVictim).")
+sc("vq06-capacity-victims-running-tally", "capacity: victims are counted off a running tally of the victim "
+   "queue's allocation", C,
+   [node("n1", 6), queue("q1", deserved={"cpu": "2"}), queue("q2", deserved={"cpu": "6"}),
+    with_requests(job("x", "q1", run=["n1"] * 3), {"cpu": "2"}),
+    with_requests(job("y", "q2", pend=1, created=5), {"cpu": "6"})],
+   {"evictions": [], "pipelined": {}},
+   "y needs the whole node. q1 holds 6 > deserved 2: the first of x's pods is a victim (tally 6 -> 4), the second "
+   "too (4 -> 2), the third not (2 is not above 2). Two victims free 4 cpu < 6, so nothing is evicted; judged "
+   "each on its own, all three would have been offered and y placed.")
+sc("vq07-hierarchy-root-unlimited", "hierarchical capacity: a root queue without capability is unlimited", CH,
+   [node("n1", 4), queue("root"), queue("q1"),
+    job("x", "q1", pend=8, min_member=8, min_cpu=8, phase="Pending")],
+   {"binds": {}, "podgroupPhases": {f"{NS}/x": "Inqueue"}},
+   "The root's capability is its spec, unlimited when unset (not the cluster's 4 cpu), so q1's realCapability is "
+   "unlimited and the 8-cpu gang is admitted; it does not fit the node, so nothing is placed.")
+sc("vq08-hierarchy-warnings-not-fatal", "hierarchical capacity: children whose deserved add up to more than their "
+   "parent's is only a warning", CH,
+   [node("n1", 4), queue("root"), queue("eng"), queue("dev", parent="eng", deserved={"cpu": "2"}),
+    job("x", "dev", pend=1, min_cpu=1, phase="Pending")],
+   {"bindsCount": 1, "podgroupPhases": {f"{NS}/x": "Inqueue"}},
+   "eng sets no deserved while dev deserves 2: Volcano master's checkHierarchicalQueue logs it and scheduling goes "
+   "on (Volcano 1.12 refused the whole tree).")
+anc = [node("n1", 4), queue("root"), queue("eng", deserved={"cpu": "4"}), queue("dev", parent="eng",
+                                                                                deserved={"cpu": "1"}),
+       queue("ops", deserved={"cpu": "1"}), job("d", "dev", run=["n1"]), job("o", "ops", run=["n1"] * 3, created=1),
+       job("y", "dev", pend=1, created=5)]
+sc("vq09-ancestor-reclaim-level-zero", "capacity ancestorReclaimLevel 0: a queue at its own deserved does not "
+   "reclaim", CH, anc, {"evictions": [], "pipelined": {}},
+   "dev holds its deserved 1; 1 + 1 > 1 on its only requested dimension, so it may not reclaim, although its "
+   "parent eng deserves 4 and holds 1.")
+sc("vq10-ancestor-reclaim-level-one", "capacity ancestorReclaimLevel 1: a queue may reclaim on its parent's "
+   "deserved", CL1, anc,
+   {"evictionsCount": 1, "evictionsFrom": a("o-0", "o-1", "o-2"), "pipelined": {f"{NS}/y-0": "n1"}},
+   "With ancestorReclaimLevel 1 the preemptive check also tries dev's parent eng: 1 + 1 <= 4, so dev may "
+   "reclaim. ops holds 3 > deserved 1; its own parent is root (never checked), so one of its pods is a victim.")
+sc("vq11-proportion-pods-count-in-share", "proportion: the pod count is a resource in deserved and share", A,
+   [node("n1", 2.5, {"pool": "a"}), node("n2", 10), queue("q1"), queue("q2"),
+    job("a", "q1", run=["n1"]), job("c", "q2", run=["n1"] * 5, cpu=0.1, created=1),
+    with_selector(job("b", "q1", pend=1, created=2), {"pool": "a"}),
+    with_selector(job("e", "q2", pend=1, created=3), {"pool": "a"})],
+   {"binds": {f"{NS}/b-0": "n1"}},
+   "Both queues deserve what they request (12.5 cpu is plenty): q1 2 cpu and 2 pods, q2 1.5 cpu and 6 pods. By "
+   "cpu q2's share is 0.5/1.5 = 0.33 < q1's 1/2, but q2 holds 5 of its 6 pods (0.83): with the pod count in the "
+   "share q1 goes first and takes n1's last cpu.")
+sc("vq12-proportion-enqueue-checks-requested-dimensions", "proportion: a queue over its GPU capability admits a "
+   "CPU-only job", K,
+   [gpu_node("n1", 8, 4), queue("q1", capability={GPU: "1"}),
+    with_requests(job("g", "q1", run=["n1"] * 2), {"cpu": "1", GPU: "1"}),
+    job("x", "q1", pend=1, min_cpu=1, phase="Pending", created=5)],
+   {"podgroupPhases": {f"{NS}/x": "Inqueue"}, "bindsCount": 1},
+   "q1 holds 2 GPUs, above its capability 1 (capability is not enforced on running pods). x's minResources name only "
+   "cpu, and proportion's enqueue check compares only those dimensions: x is admitted and placed.")
+
+sc("vq13-hierarchy-root-capability-unset-is-zero", "hierarchical capacity: a root capability that names only cpu "
+   "leaves every other resource at 0 for the whole tree", CH,
+   [gpu_node("n1", 4, 4), queue("root", capability={"cpu": "8"}), queue("q1", capability={GPU: "2"}),
+    with_requests(job("x", "q1", pend=1), {"cpu": "1", "memory": "1Gi"}),
+    with_requests(job("g", "q1", pend=1, created=1), {"cpu": "1", GPU: "1"}), job("z", "q1", pend=1, created=2)],
+   {"binds": {f"{NS}/z-0": "n1"}},
+   "Volcano reads the root's spec.capability as a Resource: what it does not name is 0, not unlimited (only an "
+   "empty capability means unlimited). q1 inherits memory 0 from the root, and its realCapability has no GPU "
+   "entry (0) because the root's has none, although q1 names 2 GPUs: x (1Gi) and g (1 GPU) never fit the queue, "
+   "z (cpu only) does. docs/volcano-differences.md lists this.")
+
+CL1NG = conf("enqueue, allocate, reclaim", ["priority", ("gang", {"enableReclaimable": False}), "conformance",
+                                            ("capacity", {"enableHierarchy": True,
+                                                          "arguments": {"ancestorReclaimLevel": 1}})], ["predicates"])
+sc("vq14-ancestor-level-spares-sibling-victims", "capacity ancestorReclaimLevel 1: a reclaimer whose deserved does "
+   "not cover its request spares immediate victims under a shared parent", CL1NG,
+   [gpu_node("n1", 4, 4), queue("root"), queue("eng", deserved={"cpu": "4"}),
+    queue("dev", parent="eng", deserved={GPU: "1"}), queue("ops", parent="eng"), queue("lab"),
+    job("o", "ops", run=["n1"] * 2), job("p", "lab", run=["n1"] * 2, created=1), job("y", "dev", pend=1, created=5)],
+   {"evictionsCount": 1, "evictionsFrom": a("p-0", "p-1"), "pipelined": {f"{NS}/y-0": "n1"}},
+   "dev deserves only GPUs, so its cpu task may reclaim only through its parent eng (1 <= 4 cpu, level 1). ops and "
+   "lab deserve nothing: their pods are immediate victims. But ops shares the parent eng with dev, and dev's "
+   "deserved names none of the task's resources, so ops's pods are spared; one of lab's pods goes.")
+
+sc("vq15-proportion-deserved-creeps-below-request", "proportion: a deserved that creeps towards the request ends "
+   "a fraction below it, and the task waits on an idle node", A,
+   [node("n1", 2, mem="4Gi"), queue("qa"), queue("qb"), queue("qz", weight=2), job("z", "qz", pend=3),
+    with_requests(job("a", "qa", pend=1, created=1), {"memory": "2Gi"}),
+    with_requests(job("b", "qb", pend=3, created=2), {"memory": "2Gi"})],
+   {"binds": {f"{NS}/z-0": "n1"}},
+   "Each round qa and qb get a quarter of the memory left and qz half of the cpu left, so the amounts halve and "
+   "never quite arrive: the loop stops once less than 0.1 of everything is left, with qz deserving 2 cpu minus a "
+   "sliver and qa/qb 2Gi minus a fraction of a byte. allocatable compares strictly, so a's 2Gi pod and qz's "
+   "second cpu do not fit what they deserve: only z-0 is placed on an empty node (Volcano's loop; pyvolcano "
+   "follows it, docs/volcano-differences.md).")
 
 # ---------------------------------------------------------------- sla
 sla1 = {"sla-waiting-time": "1m"}
