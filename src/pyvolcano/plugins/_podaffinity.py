@@ -479,17 +479,18 @@ class PodAffinityState:
     # --- image locality (static) ----------------------------------------------------------------------------
     def image_scores(self, images: tuple[str, ...]) -> np.ndarray:
         """imagelocality.Score for every node: the sizes of the pod's images present on the node, each scaled
-        by the share of nodes that have it, clamped to [23 MB, 1000 MB x containers] and mapped to 0..100."""
+        by the share of nodes that have it, clamped to [23 MB, 1000 MB x containers] and mapped to 0..100.
+
+        "The share of nodes" is Volcano's: its cache (``scheduler/cache/event_handlers.go:
+        addNodeImageStates``) copies an image's node count into a node's summary when that node is added, so
+        a node counts only itself and the nodes added before it (and the size is the first node's)."""
         got = self._image_memo.get(images)
         if got is not None:
             return got
         total = np.zeros(self.n, np.int64)
         for name in images:
-            where = self._image_nodes.get(name)
-            if where:
-                num = len(where)
-                for i, size in where.items():
-                    total[i] += int(float(size) * (float(num) / float(self.n)))
+            for i, (size, num) in self._image_nodes.get(name, {}).items():
+                total[i] += int(float(size) * (float(num) / float(self.n)))
         hi = MAX_CONTAINER_THRESHOLD * len(images)
         if hi <= MIN_IMAGE_THRESHOLD:
             out = np.zeros(self.n)
@@ -500,14 +501,22 @@ class PodAffinityState:
         return out
 
     def index_images(self) -> bool:
-        """Node status.images by normalised name: {name: {node index: size}}.  True when any node has any."""
+        """Node status.images by name: {name: {node index: (size, nodes counted)}}, nodes in the snapshot's
+        order (see ``image_scores``).  True when any node lists any image."""
         self._image_memo: dict[tuple[str, ...], np.ndarray] = {}
-        self._image_nodes: dict[str, dict[int, int]] = {}
+        self._image_nodes: dict[str, dict[int, tuple[int, int]]] = {}
+        first: dict[str, tuple[int, int]] = {}  # name -> (size, nodes so far)
         for i, spec in enumerate(self.nodes.specs):
             for img in ((spec.manifest.get("status") or {}).get("images") or []):
-                img = img or {}
+                img = img if isinstance(img, dict) else {}
                 for name in img.get("names") or []:
-                    self._image_nodes.setdefault(str(name), {})[i] = _int(img.get("sizeBytes"), 0)
+                    name = str(name)
+                    per = self._image_nodes.setdefault(name, {})
+                    if i in per:
+                        continue
+                    size, count = first.get(name, (_int(img.get("sizeBytes"), 0), 0))
+                    first[name] = (size, count + 1)
+                    per[i] = (size, count + 1)
         return bool(self._image_nodes)
 
 
