@@ -205,7 +205,7 @@ IMAGES = {
     "n3": [{"names": ["b:latest"], "sizeBytes": 30000000}],
     "n4": [],
 }
-PODS = {
+PODS: dict[str, Obj] = {
     "p1": {"containers": [{"name": "c", "image": "a:1"}, {"name": "d", "image": "b"}]},
     "p2": {"initContainers": [{"name": "i", "image": "c:2"}], "containers": [{"name": "c", "image": "reg/a@sha256:x"}]},
     "p3": {"containers": [{"name": "c", "image": "c:2"}]},

@@ -252,6 +252,13 @@ def counted(task: TaskInfo) -> bool:
 ROLES = ("req_anti", "pref_aff", "pref_anti")
 
 
+def _uses(task: TaskInfo) -> bool:
+    """A quick look: does the pod have pod (anti-)affinity terms or topology spread constraints?"""
+    spec = (task.pod or {}).get("spec") or {}
+    aff = spec.get("affinity") or {}
+    return bool(spec.get("topologySpreadConstraints") or aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+
 class PodAffinityState:
     """Per-session counts of placed pods, per node, for every selector in use (see module docstring)."""
 
@@ -261,23 +268,32 @@ class PodAffinityState:
         self.n = len(self.nodes)
         self.li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
         self.terms: dict[str, PodTerms] = {}
-        self.placed: dict[str, tuple[int, PodTerms]] = {}
+        self.placed: dict[str, tuple[int, TaskInfo]] = {}
         self.counters: dict[Any, np.ndarray] = {}
         self.holders: dict[tuple[str, Term], np.ndarray] = {}
         self.domains: dict[str, tuple[np.ndarray, int]] = {}
         self.node_affinity: dict[Any, np.ndarray] = {}
+        self.active = False
+        # Which rules can matter this session: only pods with pod-affinity terms or spread constraints are
+        # parsed here (a dict lookup or two per pod), so a session without any costs next to nothing.
+        on_nodes = [self.parse(t) for tasks in self.nodes.tasks for t in tasks.values() if _uses(t) and counted(t)]
+        pending = [self.parse(t) for j in ssn.jobs.values() for t in j.tasks.values()
+                   if t.status == TaskStatus.Pending and _uses(t)]
+        self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)
+        self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or any(pt.req_anti for pt in on_nodes)
+        self.any_hard = any(pt.hard for pt in pending)
+        self.any_soft = any(pt.soft for pt in pending)
+
+    def activate(self) -> None:
+        """Start counting: every pod on a node now, then the session's allocate/deallocate events."""
+        if self.active:
+            return
+        self.active = True
         for i, tasks in enumerate(self.nodes.tasks):
             for t in tasks.values():
                 if counted(t):
                     self._add(t, i)
-        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
-        pending = [self.parse(t) for j in ssn.jobs.values() for t in j.tasks.values()
-                   if t.status == TaskStatus.Pending]
-        self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for _, pt in self.placed.values())
-        self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or bool(
-            any(role == "req_anti" for role, _ in self.holders))
-        self.any_hard = any(pt.hard for pt in pending)
-        self.any_soft = any(pt.soft for pt in pending)
+        self.ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     # --- bookkeeping ------------------------------------------------------------------------------------
     def parse(self, task: TaskInfo) -> PodTerms:
@@ -289,9 +305,8 @@ class PodAffinityState:
     def _add(self, task: TaskInfo, i: int) -> None:
         if task.uid in self.placed:
             return
-        pt = self.parse(task)
-        self.placed[task.uid] = (i, pt)
-        self._count(pt, i, 1)
+        self.placed[task.uid] = (i, task)
+        self._count(self.parse(task), i, 1)
 
     def _count(self, pt: PodTerms, i: int, sign: int) -> None:
         for m, arr in self.counters.items():
@@ -299,10 +314,10 @@ class PodAffinityState:
                 arr[i] += sign
         for role in ROLES:
             for t in getattr(pt, role):
-                arr = self.holders.get((role, t))
-                if arr is None:
-                    arr = self.holders[(role, t)] = np.zeros(self.n, np.int64)
-                arr[i] += sign
+                held = self.holders.get((role, t))
+                if held is None:
+                    held = self.holders[(role, t)] = np.zeros(self.n, np.int64)
+                held[i] += sign
 
     def _on_allocate(self, task: TaskInfo) -> None:
         i = self.nodes.pos.get(task.node_name)
@@ -312,14 +327,14 @@ class PodAffinityState:
     def _on_deallocate(self, task: TaskInfo) -> None:
         got = self.placed.pop(task.uid, None)
         if got is not None:
-            self._count(got[1], got[0], -1)
+            self._count(self.parse(got[1]), got[0], -1)
 
     def counter(self, m: _TermMatch | _SpreadMatch) -> np.ndarray:
         arr = self.counters.get(m)
         if arr is None:
             arr = np.zeros(self.n, np.int64)
-            for i, pt in self.placed.values():
-                if m.matches(pt):
+            for i, t in self.placed.values():
+                if m.matches(self.parse(t)):
                     arr[i] += 1
             self.counters[m] = arr
         return arr
@@ -700,6 +715,8 @@ def register_predicates(ssn: Session, plugin: str, pod_affinity: bool, spread: b
     """predicates.go's InterPodAffinity and PodTopologySpread filters, in Volcano's order; registered only
     when some pod of the session has such a constraint (nothing else can be rejected by them)."""
     st = state_of(ssn)
+    if (pod_affinity and st.any_required) or (spread and st.any_hard):
+        st.activate()
     if pod_affinity and st.any_required:
         ssn.add_predicate(plugin, vector=st.affinity_ok, scalar=_scalar(ref_affinity, ssn), template_safe=False,
                           reason=AFFINITY_REASON)
@@ -720,6 +737,8 @@ def register_scores(ssn: Session, plugin: str, pod_affinity_weight: float, sprea
     nodes, times the weight) and its ImageLocality node score."""
     st = state_of(ssn)
     engine = ssn.engine
+    if (pod_affinity_weight and st.any_terms) or (spread_weight and st.any_soft):
+        st.activate()
     if pod_affinity_weight and st.any_terms:
         def affinity_batch(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             if engine == "vector":
