@@ -536,6 +536,20 @@ class PodAffinityState:
 
 
 # --- per-node reference forms (the scalar engine) ------------------------------------------------------------
+# These recount from ``NodeArrays.tasks`` with plain dicts, the way Kubernetes' PreFilter/PreScore build their
+# maps (topology pair -> count), with no incremental state.  The maps are kept only while no node changes (the
+# length of ``NodeArrays.log`` is the version), so one pod's pass over the nodes builds each map once.
+def _memo(ssn: Session, key: Any, build: Any) -> Any:
+    memo: dict[Any, Any] = ssn.state.setdefault("podaffinity_ref", {})
+    version = len(ssn.nodes.log)
+    if memo.get("version") != version:
+        memo.clear()
+        memo["version"] = version
+    if key not in memo:
+        memo[key] = build()
+    return memo[key]
+
+
 def _pods_on(ssn: Session, i: int) -> list[PodTerms]:
     st: PodAffinityState = ssn.state["podaffinity"]
     return [st.parse(t) for t in ssn.nodes.tasks[i].values() if counted(t)]
@@ -545,8 +559,18 @@ def _label(ssn: Session, i: int, key: str) -> str | None:
     return ssn.nodes.specs[i].labels.get(key)
 
 
-def _same_domain(ssn: Session, key: str, value: str) -> list[int]:
-    return [j for j in range(len(ssn.nodes)) if _label(ssn, j, key) == value]
+def _pair_counts(ssn: Session, key: str, m: _TermMatch | _SpreadMatch,
+                 eligible: Any = None) -> dict[str, int]:
+    """{value of ``key``: pods matching ``m`` on the nodes with that value} (only nodes ``eligible(j)``)."""
+    def build() -> dict[str, int]:
+        out: dict[str, int] = {}
+        for j in range(len(ssn.nodes)):
+            v = _label(ssn, j, key)
+            if v is None or (eligible is not None and not eligible(j)):
+                continue
+            out[v] = out.get(v, 0) + sum(1 for p in _pods_on(ssn, j) if m.matches(p))
+        return out
+    return dict(_memo(ssn, ("pairs", key, m, eligible is not None and eligible.key), build))
 
 
 def ref_affinity(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
@@ -555,17 +579,14 @@ def ref_affinity(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
     if not pt.req_aff:
         return None
     allm = _TermMatch(pt.req_aff)
-    pairs = 0
-    for j in range(len(ssn.nodes)):
-        for p in _pods_on(ssn, j):
-            if allm.matches(p):
-                pairs += sum(1 for t in pt.req_aff if _label(ssn, j, t.key) is not None)
+    counts = {t.key: _pair_counts(ssn, t.key, allm) for t in pt.req_aff}
+    pairs = sum(1 for c in counts.values() for n in c.values() if n > 0)
     exist = True
     for t in pt.req_aff:
         v = _label(ssn, node.index, t.key)
         if v is None:
             return AFFINITY_REASON
-        if not any(allm.matches(p) for j in _same_domain(ssn, t.key, v) for p in _pods_on(ssn, j)):
+        if counts[t.key].get(v, 0) <= 0:
             exist = False
     if exist or (pairs == 0 and allm.matches(pt)):
         return None
@@ -576,20 +597,30 @@ def ref_anti(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
     pt: PodTerms = ssn.state["podaffinity"].parse(task)
     for t in pt.req_anti:
         v = _label(ssn, node.index, t.key)
-        if v is not None and any(t.matches(p.ns, p.labels) for j in _same_domain(ssn, t.key, v)
-                                 for p in _pods_on(ssn, j)):
+        if v is not None and _pair_counts(ssn, t.key, _TermMatch((t,))).get(v, 0) > 0:
             return ANTI_AFFINITY_REASON
     return None
 
 
+def _anti_pairs(ssn: Session) -> list[tuple[Term, str]]:
+    """(required anti-affinity term, its pod's node's value of the term's key) for every placed pod."""
+    def build() -> list[tuple[Term, str]]:
+        out = []
+        for j in range(len(ssn.nodes)):
+            for p in _pods_on(ssn, j):
+                for t in p.req_anti:
+                    v = _label(ssn, j, t.key)
+                    if v is not None:
+                        out.append((t, v))
+        return out
+    return list(_memo(ssn, "anti", build))
+
+
 def ref_existing_anti(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
     pt: PodTerms = ssn.state["podaffinity"].parse(task)
-    for j in range(len(ssn.nodes)):
-        for p in _pods_on(ssn, j):
-            for t in p.req_anti:
-                v = _label(ssn, j, t.key)
-                if v is not None and t.matches(pt.ns, pt.labels) and _label(ssn, node.index, t.key) == v:
-                    return EXISTING_ANTI_REASON
+    for t, v in _anti_pairs(ssn):
+        if _label(ssn, node.index, t.key) == v and t.matches(pt.ns, pt.labels):
+            return EXISTING_ANTI_REASON
     return None
 
 
@@ -598,19 +629,22 @@ def ref_spread_labels(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | Non
     return SPREAD_LABEL_REASON if any(_label(ssn, node.index, c.key) is None for c in pt.hard) else None
 
 
-def _ref_eligible(ssn: Session, task: TaskInfo, c: Spread, keys: tuple[str, ...], j: int) -> bool:
-    st: PodAffinityState = ssn.state["podaffinity"]
-    if any(_label(ssn, j, k) is None for k in keys):
-        return False
-    if c.affinity_honor and not bool(selector_mask(st.li, task.pod, np.array([j]))[0]):
-        return False
-    taints = ssn.nodes.specs[j].taints
-    return not (c.taints_honor and untolerated(task.pod, taints, ("NoSchedule", "NoExecute")))
+class _Eligible:
+    """MatchNodeInclusionPolicies and "has every key" for one pod and constraint, node by node."""
 
+    def __init__(self, ssn: Session, task: TaskInfo, c: Spread, keys: tuple[str, ...]) -> None:
+        self.ssn, self.task, self.c, self.keys = ssn, task, c, keys
+        self.key = (task.uid, c, keys)
 
-def _ref_count(ssn: Session, pt: PodTerms, c: Spread, j: int) -> int:
-    m = _SpreadMatch(pt.ns, c.selector)
-    return sum(1 for p in _pods_on(ssn, j) if m.matches(p))
+    def __call__(self, j: int) -> bool:
+        ssn, task, c = self.ssn, self.task, self.c
+        st: PodAffinityState = ssn.state["podaffinity"]
+        if any(_label(ssn, j, k) is None for k in self.keys):
+            return False
+        if c.affinity_honor and not bool(selector_mask(st.li, task.pod, np.array([j]))[0]):
+            return False
+        taints = ssn.nodes.specs[j].taints
+        return not (c.taints_honor and untolerated(task.pod, taints, ("NoSchedule", "NoExecute")))
 
 
 def ref_spread(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
@@ -620,12 +654,7 @@ def ref_spread(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
         v = _label(ssn, node.index, c.key)
         if v is None:
             continue
-        per: dict[str, int] = {}
-        for j in range(len(ssn.nodes)):
-            if _ref_eligible(ssn, task, c, keys, j):
-                dv = _label(ssn, j, c.key)
-                assert dv is not None
-                per[dv] = per.get(dv, 0) + _ref_count(ssn, pt, c, j)
+        per = _pair_counts(ssn, c.key, _SpreadMatch(pt.ns, c.selector), _Eligible(ssn, task, c, keys))
         if not per:
             continue
         low = 0 if len(per) < c.min_domains else min(per.values())
@@ -636,16 +665,28 @@ def ref_spread(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
 
 
 def ref_affinity_raw(ssn: Session, task: TaskInfo, node: NodeInfo) -> float:
+    """interpodaffinity: the topologyScore map (key -> value -> score) built from every placed pod, then the
+    node's entries added up."""
     pt: PodTerms = ssn.state["podaffinity"].parse(task)
+
+    def build() -> dict[str, dict[str, int]]:
+        score: dict[str, dict[str, int]] = {}
+        for j in range(len(ssn.nodes)):
+            for p in _pods_on(ssn, j):
+                for terms, sign, target in ((pt.pref_aff, 1, p), (pt.pref_anti, -1, p),
+                                            (p.pref_aff, 1, pt), (p.pref_anti, -1, pt)):
+                    for t in terms:
+                        v = _label(ssn, j, t.key)
+                        if v is not None and t.matches(target.ns, target.labels):
+                            per = score.setdefault(t.key, {})
+                            per[v] = per.get(v, 0) + sign * t.weight
+        return score
+    topo: dict[str, dict[str, int]] = _memo(ssn, ("topology-score", task.uid), build)
     s = 0
-    for j in range(len(ssn.nodes)):
-        for p in _pods_on(ssn, j):
-            for terms, sign, target in ((pt.pref_aff, 1, p), (pt.pref_anti, -1, p),
-                                        (p.pref_aff, 1, pt), (p.pref_anti, -1, pt)):
-                for t in terms:
-                    v = _label(ssn, j, t.key)
-                    if v is not None and t.matches(target.ns, target.labels) and _label(ssn, node.index, t.key) == v:
-                        s += sign * t.weight
+    for key, per in topo.items():
+        v = _label(ssn, node.index, key)
+        if v is not None:
+            s += per.get(v, 0)
     return float(s)
 
 
@@ -658,17 +699,18 @@ def ref_spread_raw(ssn: Session, task: TaskInfo, idx: np.ndarray) -> tuple[np.nd
     kept = [i for i, g in zip(cands, ign, strict=True) if not g]
     out = np.zeros(len(cands))
     for c in pt.soft:
+        m = _SpreadMatch(pt.ns, c.selector)
         values = {_label(ssn, i, c.key) for i in kept}
         weight = math.log((len(kept) if c.key == HOSTNAME else len(values)) + 2)
+        per = {} if c.key == HOSTNAME else _pair_counts(ssn, c.key, m, _Eligible(ssn, task, c, keys))
         for pos, i in enumerate(cands):
             v = _label(ssn, i, c.key)
             if v is None:
                 continue
             if c.key == HOSTNAME:
-                cnt = _ref_count(ssn, pt, c, i)
+                cnt = sum(1 for p in _pods_on(ssn, i) if m.matches(p))
             else:
-                cnt = sum(_ref_count(ssn, pt, c, j) for j in range(len(ssn.nodes))
-                          if _label(ssn, j, c.key) == v and v in values and _ref_eligible(ssn, task, c, keys, j))
+                cnt = per.get(v, 0) if v in values else 0
             out[pos] += cnt * weight + (c.max_skew - 1)
     return np.floor(out + 0.5), ign
 
