@@ -274,6 +274,21 @@ class PodAffinityState:
         self.domains: dict[str, tuple[np.ndarray, int]] = {}
         self.node_affinity: dict[Any, np.ndarray] = {}
         self.active = False
+        # Volcano's Kubernetes snapshot lists, once at session open, the nodes holding a pod with required
+        # anti-affinity and the nodes holding a pod with any pod (anti-)affinity
+        # (``plugins/util/k8s/snapshot.go: NewSnapshot``); its event handlers add pods to the nodes but never
+        # to the lists, so only those nodes' pods are looked at for "existing pods' anti-affinity" and (for a
+        # pod without preferred terms of its own) for existing pods' preferred terms.
+        self.anti_open = np.zeros(self.n, bool)
+        self.aff_open = np.zeros(self.n, bool)
+        for i, tasks in enumerate(self.nodes.tasks):
+            for t in tasks.values():
+                if _uses(t) and counted(t):
+                    aff = ((t.pod.get("spec") or {}).get("affinity") or {})
+                    if aff.get("podAffinity") is not None or aff.get("podAntiAffinity") is not None:
+                        self.aff_open[i] = True
+                    if self.parse(t).req_anti:
+                        self.anti_open[i] = True
         # Which rules can matter this session: only pods with pod-affinity terms or spread constraints are
         # parsed here (a dict lookup or two per pod), so a session without any costs next to nothing.
         on_nodes = [self.parse(t) for tasks in self.nodes.tasks for t in tasks.values() if _uses(t) and counted(t)]
@@ -396,7 +411,7 @@ class PodAffinityState:
         ok = np.ones(len(idx), bool)
         for (role, t), arr in self.holders.items():
             if role == "req_anti" and t.matches(pt.ns, pt.labels) and arr.any():
-                ok &= self.per_domain(arr.astype(float), t.key)[idx] == 0
+                ok &= self.per_domain(np.where(self.anti_open, arr, 0).astype(float), t.key)[idx] == 0
         return ok
 
     def _eligible(self, task: TaskInfo, pt: PodTerms, c: Spread, keys: tuple[str, ...]) -> np.ndarray:
@@ -458,10 +473,12 @@ class PodAffinityState:
             s += t.weight * self.per_domain(self.counter(_TermMatch((t,))).astype(float), t.key)
         for t in pt.pref_anti:
             s -= t.weight * self.per_domain(self.counter(_TermMatch((t,))).astype(float), t.key)
+        own = bool(pt.pref_aff or pt.pref_anti)  # else Volcano looks only at the nodes listed at open
         for (role, t), arr in self.holders.items():
             if role != "req_anti" and t.weight and arr.any() and t.matches(pt.ns, pt.labels):
                 sign = 1 if role == "pref_aff" else -1
-                s += sign * t.weight * self.per_domain(arr.astype(float), t.key)
+                held = arr if own else np.where(self.aff_open, arr, 0)
+                s += sign * t.weight * self.per_domain(held.astype(float), t.key)
         return s[idx]
 
     def spread_raw(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -606,7 +623,10 @@ def _anti_pairs(ssn: Session) -> list[tuple[Term, str]]:
     """(required anti-affinity term, its pod's node's value of the term's key) for every placed pod."""
     def build() -> list[tuple[Term, str]]:
         out = []
+        st: PodAffinityState = ssn.state["podaffinity"]
         for j in range(len(ssn.nodes)):
+            if not st.anti_open[j]:
+                continue
             for p in _pods_on(ssn, j):
                 for t in p.req_anti:
                     v = _label(ssn, j, t.key)
@@ -667,11 +687,15 @@ def ref_spread(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
 def ref_affinity_raw(ssn: Session, task: TaskInfo, node: NodeInfo) -> float:
     """interpodaffinity: the topologyScore map (key -> value -> score) built from every placed pod, then the
     node's entries added up."""
-    pt: PodTerms = ssn.state["podaffinity"].parse(task)
+    st: PodAffinityState = ssn.state["podaffinity"]
+    pt = st.parse(task)
+    own = bool(pt.pref_aff or pt.pref_anti)
 
     def build() -> dict[str, dict[str, int]]:
         score: dict[str, dict[str, int]] = {}
         for j in range(len(ssn.nodes)):
+            if not own and not st.aff_open[j]:
+                continue
             for p in _pods_on(ssn, j):
                 for terms, sign, target in ((pt.pref_aff, 1, p), (pt.pref_anti, -1, p),
                                             (p.pref_aff, 1, pt), (p.pref_anti, -1, pt)):
