@@ -116,6 +116,27 @@ TEMPLATES: list[tuple[int, int, int, Obj]] = [
                                    {"key": "spot", "operator": "Exists", "effect": "PreferNoSchedule"}]}),
     (3000, 2 * GI, 0, {"nodeSelector": {"disk": "ssd"},
                        "tolerations": [{"key": "spot", "operator": "Exists"}]}),
+    # inter-pod affinity and topology spread (plugins/_podaffinity.py); "labels" become the pod's labels
+    (1000, 1 * GI, 0, {"labels": {"app": "a"}, "affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "a"}}}]}}}),
+    (500, 512, 0, {"labels": {"app": "b"}, "affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "b"}}}]}}}),
+    (1000, 1 * GI, 0, {"labels": {"app": "c"}, "topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "c"}}}]}),
+    (500, 512, 0, {"labels": {"app": "c"}, "topologySpreadConstraints": [
+        {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "c"}}},
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["c", "b"]}]}}],
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 20, "podAffinityTerm": {"topologyKey": "zone",
+                                               "labelSelector": {"matchLabels": {"app": "a"}}}}]},
+            "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 30, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                                   "labelSelector": {"matchLabels": {"app": "b"}}}}]}}}),
 ]
 #: running pod requests: (cpu milli, memory Mi, gpu)
 RUNNING_SIZES: list[tuple[int, int, int]] = [(500, 512, 0), (1000, 1 * GI, 0), (2000, 2 * GI, 0),
@@ -142,13 +163,26 @@ def requests(cpu: int, mem: int, gpu: int) -> dict[str, str]:
 
 def pod(name: str, ns: str, group: str, created: int, req: dict[str, str], extra: Obj, *, priority: str,
         node: str = "") -> Obj:
+    extra = dict(extra)
+    labels = extra.pop("labels", {})
     spec: Obj = {"schedulerName": "volcano", "priorityClassName": priority,
                  "containers": [{"name": "main", "resources": {"requests": req}}], **extra}
     if node:
         spec["nodeName"] = node
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "annotations": {GROUP: group}, "creationTimestamp": created},
+            "metadata": {"name": name, "namespace": ns, "annotations": {GROUP: group}, "creationTimestamp": created,
+                         "labels": labels},
             "spec": spec, "status": {"phase": "Running" if node else "Pending"}}
+
+
+#: running pods' labels and pod-affinity terms (existing pods' anti-affinity and preferred terms)
+RUNNING_EXTRAS: list[Obj] = [
+    {}, {}, {"labels": {"app": "a"}}, {"labels": {"app": "b"}}, {"labels": {"app": "c"}},
+    {"labels": {"app": "d"}, "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "c"}}}]}}},
+    {"labels": {"app": "d"}, "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 40, "podAffinityTerm": {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "b"}}}}]}}},
+]
 
 
 def podgroup(name: str, ns: str, created: int, min_member: int, queue: str, priority: str, phase: str) -> Obj:
@@ -168,7 +202,7 @@ def node_objs(draw: st.DrawFn, min_nodes: int = 1, max_nodes: int = 12) -> list[
         gpu = draw(st.sampled_from([0, 0, 0, 2, 4]))
         if gpu:
             alloc["nvidia.com/gpu"] = str(gpu)
-        labels = {"zone": draw(st.sampled_from(["z0", "z1", "z2"]))}
+        labels = {"zone": draw(st.sampled_from(["z0", "z1", "z2"])), "kubernetes.io/hostname": f"n{i:02d}"}
         if draw(st.booleans()):
             labels["disk"] = "ssd"
         spec: Obj = {}
@@ -217,7 +251,8 @@ def snapshots(draw: st.DrawFn, min_nodes: int = 1, max_nodes: int = 12, max_jobs
                 continue
             f = free[node]
             f[0], f[1], f[2], f[3] = f[0] - cpu, f[1] - mem, f[2] - gpu, f[3] - 1
-            pods.append(pod(f"{name}-{k}", ns, name, j, requests(cpu, mem, gpu), {}, priority=prio, node=node))
+            pods.append(pod(f"{name}-{k}", ns, name, j, requests(cpu, mem, gpu), draw(st.sampled_from(RUNNING_EXTRAS)),
+                            priority=prio, node=node))
         if pods:
             objs.append(podgroup(name, ns, j, 1, draw(st.sampled_from(queue_names)), prio, "Running"))
             objs += pods

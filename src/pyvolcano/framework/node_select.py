@@ -74,9 +74,13 @@ class ScoreReg:
     scalar: ScalarScore | None = None
     static: bool = False
     template_safe: bool = True
+    #: scores normalised over the nodes asked about together (Kubernetes' NormalizeScore, Volcano's
+    #: BatchNodeOrderFn): ``vector`` is always called with all of them, whatever the engine (it picks its own
+    #: reference form for the scalar engine)
+    batch: bool = False
 
     def scores(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
-        if self.vector is not None and engine == "vector":
+        if self.vector is not None and (engine == "vector" or self.batch):
             return np.asarray(self.vector(task, idx), dtype=float)
         if self.scalar is not None:
             return np.fromiter((self.scalar(task, ssn.nodes.views[i]) for i in idx), float, len(idx))
@@ -116,6 +120,9 @@ class NodeSelector:
         self.all_idx = np.arange(len(ssn.nodes))
         self.simple = False
         self.per_node = False
+        #: more of the pod that a template-safe registration reads beyond ``template_key`` (container images
+        #: for image locality): part of the cache key
+        self.key_parts: list[Callable[[TaskInfo], Any]] = []
 
     # registrations split once by kind
     def _split(self) -> None:
@@ -195,7 +202,12 @@ class NodeSelector:
             e.key_future[i] = s if ok and ff else -np.inf
 
     def entry(self, task: TaskInfo, job: JobInfo | None) -> _Entry:
-        key = (task.template_key, job.queue if job else "") if self.engine == "vector" else None
+        if self.engine != "vector":
+            key: Any = None
+        elif self.key_parts:
+            key = (task.template_key, job.queue if job else "", *(f(task) for f in self.key_parts))
+        else:
+            key = (task.template_key, job.queue if job else "")
         e = self.entries.get(key) if key is not None else None
         nodes = self.ssn.nodes
         n = len(nodes)

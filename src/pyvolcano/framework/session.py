@@ -135,10 +135,14 @@ class Session:
             self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason))
 
     def add_node_order(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
-                       template_safe: bool = True) -> None:
-        """A node score: ``vector(task, idx) -> float array`` and/or ``scalar(task, NodeInfo) -> float``."""
-        if self._tier(plugin, POINTS["nodeOrder"].flag) is not None:
-            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe))
+                       template_safe: bool = True, batch: bool = False) -> None:
+        """A node score: ``vector(task, idx) -> float array`` and/or ``scalar(task, NodeInfo) -> float``.
+        ``batch``: normalised over the candidate nodes (Volcano's BatchNodeOrderFn), so not template-safe and
+        always called through ``vector`` with every candidate."""
+        if batch:
+            template_safe = False
+        if self._tier(plugin, POINTS["batchNodeOrder" if batch else "nodeOrder"].flag) is not None:
+            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch))
 
     def add_batch_node_order(self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]) -> None:
         if self._tier(plugin, POINTS["batchNodeOrder"].flag) is not None:

@@ -22,6 +22,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins._k8s import LabelIndex, preferred_score, untolerated
+from pyvolcano.plugins._podaffinity import register_scores
 
 MAX_NODE_SCORE = 100.0
 
@@ -125,3 +126,7 @@ class NodeOrder(Plugin):
                 return taint * (MAX_NODE_SCORE - count(task, node.index) * MAX_NODE_SCORE / t) if t else \
                     taint * MAX_NODE_SCORE
             ssn.add_node_order(self.name, vector=taint_scores, scalar=taint_score, static=True)
+
+        # Kubernetes' InterPodAffinity, PodTopologySpread and ImageLocality scores (plugins/_podaffinity.py)
+        register_scores(ssn, self.name, a.get_float("podaffinity.weight", 2),
+                        a.get_float("podtopologyspread.weight", 2), a.get_float("imagelocality.weight", 1))

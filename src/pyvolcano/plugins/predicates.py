@@ -6,7 +6,8 @@ change within a session, so those checks are *static* (computed once per pod tem
 proportional GPU check depend on what is on the node, so they are recomputed for changed nodes only.
 
 Arguments (Volcano's): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
-``predicate.TaintTolerationEnable`` (default true), ``predicate.ProportionalEnable`` with
+``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``, ``predicate.PodTopologySpreadEnable``
+(default true), ``predicate.ProportionalEnable`` with
 ``predicate.resources`` (comma-separated names) and ``predicate.resources.<name>.cpu|memory`` (cores and
 GB reserved per unit of the resource).
 """
@@ -24,6 +25,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins._k8s import LabelIndex, selector_mask, taint_reason, untolerated
+from pyvolcano.plugins._podaffinity import register_predicates
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 # Kubernetes' own phrases for the rejections whose text does not depend on the node
@@ -122,6 +124,10 @@ class Predicates(Plugin):
                     return np.ones(len(idx), dtype=bool)
                 return _per_node(ports)[0](task, idx)
             ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1], reason=PORTS_REASON)
+
+        # Kubernetes' InterPodAffinity and PodTopologySpread filters (plugins/_podaffinity.py)
+        register_predicates(ssn, self.name, a.get_bool("predicate.PodAffinityEnable", True),
+                            a.get_bool("predicate.PodTopologySpreadEnable", True))
 
         if a.get_bool("predicate.ProportionalEnable", False):
             self._proportional(ssn)
