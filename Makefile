@@ -21,10 +21,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests $(LINT_MORE)
+	$(BIN)/mypy
 	$(BIN)/pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(LINT_MORE)
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/pytest -o addopts= -q -s -m slow benchmarks tests

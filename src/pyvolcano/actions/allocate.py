@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
@@ -78,7 +79,7 @@ class Allocate(Action):
             self.allocate_job(ssn, job, best, pending[job.uid], queues[best.name])
             namespaces.push(ns)
 
-    def allocate_job(self, ssn: Session, job: JobInfo, queue, tasks: PriorityQueue[TaskInfo],
+    def allocate_job(self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo],
                      jobs: PriorityQueue[JobInfo]) -> None:
         stmt = Statement(ssn)
         while not tasks.empty():

@@ -145,9 +145,10 @@ class Preempt(Action):
                 while not own.empty():
                     preemptor = own.pop()
                     stmt = Statement(ssn)
-                    ok = preempt_task(ssn, stmt, preemptor,
-                                      lambda t, preemptor=preemptor: candidate(t) and t.job == preemptor.job, limits,
-                                      bound)
+                    def own_job(t: TaskInfo, preemptor: TaskInfo = preemptor) -> bool:
+                        return candidate(t) and t.job == preemptor.job
+
+                    ok = preempt_task(ssn, stmt, preemptor, own_job, limits, bound)
                     stmt.commit()
                     if not ok:
                         break

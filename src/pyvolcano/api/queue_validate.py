@@ -212,8 +212,9 @@ def validate_queues(queues: Mapping[str, QueueInfo], total: np.ndarray, res: Res
         out += validate_queue(q, total, res)
     top = [q for q in queues.values() if q.guarantee is not None and q.name != ROOT
            and (not hierarchy or parent_of(q, queues) == ROOT)]
+    guarantees = [q.guarantee for q in top if q.guarantee is not None]
     if top:
-        s = sum((q.guarantee for q in top), res.zeros())
+        s = sum(guarantees, res.zeros())
         dims = set().union(*(q.guarantee_set for q in top))
         bad = _over(s, total, res, dims)
         if bad:

@@ -147,8 +147,8 @@ class SchedulerCache:
         self.res = ResourceIndex.of(set(self.res.names) | set(names))
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
-        self.nodes.clear(), self.jobs.clear(), self.tasks.clear(), self.other_tasks.clear()
-        self.podgroups.clear(), self.queues.clear()
+        for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues):
+            store.clear()
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
         for o in sorted(raw, key=lambda o: order.get(o.get("kind", ""), 9)):
             kind = o.get("kind", "")

@@ -84,9 +84,9 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     res, mask = ssn.res, ssn.res.fair_mask
     total = ssn.total_resource * mask
     total_guarantee = res.zeros()
-    for q in ssn.queues.values():
-        if q.guarantee is not None:
-            total_guarantee += q.guarantee * mask
+    for spec in ssn.queues.values():
+        if spec.guarantee is not None:
+            total_guarantee += spec.guarantee * mask
     attrs: dict[str, QueueAttr] = {}
     order: dict[str, int] = {}
     qpos: list[int] = []

@@ -395,7 +395,7 @@ class Simulator:
         queues: dict[str, tuple[float, float]] = {}
         attrs = ssn.state.get("proportion") if ssn is not None else None
         total = ssn.total_resource if ssn is not None else None
-        if attrs and total is not None:
+        if attrs and total is not None and ssn is not None:
             mask = ssn.res.fair_mask & (total > 0)
             for name, a in attrs.items():
                 queues[name] = (float(np.max(a.allocated[mask] / total[mask], initial=0.0)),
