@@ -120,7 +120,8 @@ def test_manifest_problems_found_by_the_simulator() -> None:
                          vcjob("ok")])
     rows, problems = simulate(wl)
     assert "Job default/q: field spec.queue: unable to find job queue 'nosuch'; job skipped" in problems
-    assert "Job default/gang: field spec.minAvailable: (2) should not be greater than total replicas in tasks (1); job skipped" in problems
+    assert ("Job default/gang: field spec.minAvailable: (2) should not be greater than total replicas in tasks (1); "
+            "job skipped") in problems
     assert any(p.startswith("Job default/qty: field spec.tasks[0].template.spec.containers[0].resources.requests.cpu: "
                             "'x1' is not a quantity") for p in problems)
     assert "Job default/fpga: task w: requests example.com/fpga 1 per pod, a resource no node has; job skipped" \
