@@ -1,5 +1,5 @@
 """Helpers shared by preempt and reclaim: victim validation, victim order, and kube-scheduler's choice of
-node and minimal victims (seed 002)."""
+node and minimal victims (kube-scheduler's ``pkg/scheduler/framework/preemption/preemption.go``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""allocate (seed 000 §5.2): place pending tasks of admitted jobs, a whole gang or nothing.
+"""allocate (``pkg/scheduler/actions/allocate/allocate.go``): place pending tasks of admitted jobs, a whole gang or nothing.
 
 Namespaces (only when a plugin orders them), then queues (re-chosen every round, skipping overused ones, so
 shares shift as tasks land), then jobs, then tasks.  Each task goes to the best node whose idle resources

@@ -1,4 +1,5 @@
-"""preempt (seed 000 §5.3, seed 002): starving jobs take resources from lower-priority work in their queue.
+"""preempt (``pkg/scheduler/actions/preempt/preempt.go``): starving jobs take resources from lower-priority work in
+their queue.
 
 First between jobs of one queue: each starving job (in job order) pops its pending tasks (in task order);
 for each, nodes passing the predicates are tried best score first; the plugins' preemptable answer (the

@@ -200,7 +200,7 @@ class JobInfo:
         self.__dict__ = d
         return True
 
-    # --- Volcano's status functions (seed 000, section 4.6) ----------------------------------------------
+    # --- Volcano's status functions (pkg/scheduler/api/job_info.go) ----------------------------------------------
     def count(self, statuses: TaskStatus) -> int:
         idx = self.index
         n = 0

@@ -1,4 +1,4 @@
-"""Queue settings that cannot do what they say (seed 004), checked once for every caller.
+"""Queue settings that cannot do what they say (docs/queues.md), checked once for every caller.
 
 Volcano's admission accepts a Queue whose guarantee exceeds its capability or the whole cluster, guarantees
 that add up to more than the cluster, a child larger than its parent, a weight of 0, and a scheduler config

@@ -1,4 +1,5 @@
-"""The vcjob controller: a ``batch.volcano.sh/v1alpha1`` Job becomes a PodGroup and its Pods (seed 003).
+"""The vcjob controller: a ``batch.volcano.sh/v1alpha1`` Job becomes a PodGroup and its Pods (Volcano's
+``pkg/controllers/job``: job_controller_actions.go syncJob/killJob, job_controller_util.go applyPolicies).
 
 What Volcano's job controller does, reduced to what scheduling outcomes depend on:
 - a PodGroup named after the job with minMember = minAvailable, minTaskMember per task, the queue, the

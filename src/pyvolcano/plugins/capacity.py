@@ -1,4 +1,4 @@
-"""capacity (seed 000 §6.9, Volcano 1.9): each queue states what it deserves instead of a weight.
+"""capacity (``pkg/scheduler/plugins/capacity/capacity.go``): each queue states what it deserves instead of a weight.
 
 ``deserved`` comes from ``spec.deserved`` (cut to realCapability, raised to guarantee); ``realCapability`` is
 min(capability, total - sum(guarantees) + own guarantee).  A task fits its queue while allocated + request

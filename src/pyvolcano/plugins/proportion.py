@@ -1,4 +1,4 @@
-"""proportion (seed 000 §6.5, seed 004): share the cluster between queues by weight.
+"""proportion (``pkg/scheduler/plugins/proportion/proportion.go``): share the cluster between queues by weight.
 
 Each queue *deserves* a slice computed by Volcano's loop: hand out what remains by weight, cap each queue by
 its real capability and by what it requests, raise it to its guarantee, and repeat until nothing changes.
@@ -8,7 +8,7 @@ a task fits its queue (allocatable; and, as in Volcano 1.11, the queue may recla
 while its request fits deserved - allocated; a PodGroup is admitted while
 minResources + allocated + inqueue - elastic fits realCapability; tasks beyond deserved may be reclaimed.
 
-Where Volcano's design is weak (seed 004: deserved depends on who is asking right now, so guarantees are not
+Where Volcano's design is weak (deserved depends on who is asking right now, so guarantees are not
 reservations and capability is not enforced against running work) this plugin does what Volcano does;
 ``docs/queues.md`` says what that means for users and what the capacity plugin does instead.
 """
