@@ -27,10 +27,12 @@ browser:
 
 test: $(STAMP) browser
 	$(BIN)/ruff check src tests $(LINT_MORE)
+	$(BIN)/mypy
 	$(BIN)/pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(LINT_MORE)
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/pytest -o addopts= -q -s -m slow benchmarks tests

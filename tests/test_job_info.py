@@ -1,4 +1,4 @@
-"""JobInfo's status functions (seed 000 §4.6) against Volcano 1.9's job_info.go, and the task bookkeeping."""
+"""JobInfo's status functions against Volcano's pkg/scheduler/api/job_info.go, and the task bookkeeping."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The queue validator (seed 004): each impossible setting is named with its queue and field."""
+"""The queue validator (docs/queues.md): each impossible setting is named with its queue and field."""
 
 from __future__ import annotations
 

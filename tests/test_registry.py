@@ -7,7 +7,7 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from pyvolcano.framework import registry
+from pyvolcano import registry
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.plugin import Plugin
 

@@ -1,4 +1,5 @@
-"""The worked example of docs/extending.md: seed 000 §7's ``launch`` action, done gang-aware.
+"""The worked example of docs/extending.md: a ``launch`` action (the kind Volcano's
+``pkg/scheduler/actions`` hold), done gang-aware.
 
 Each pending task of each admitted, valid job goes to the node that holds the fewest pods, among the nodes
 that pass every predicate and have the idle resources for it.  A job's placements are made in one
@@ -27,7 +28,7 @@ from pyvolcano.framework.util import PriorityQueue
 
 
 class FewestPods(Action):
-    """Place every pending task on the feasible node with the fewest pods (seed 000 §7)."""
+    """Place every pending task on the feasible node with the fewest pods."""
 
     name = "fewest-pods"
 

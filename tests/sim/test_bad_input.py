@@ -119,8 +119,9 @@ def test_manifest_problems_found_by_the_simulator() -> None:
                          vcjob("qty", requests={"cpu": "x1"}), vcjob("fpga", requests={"example.com/fpga": 1}),
                          vcjob("ok")])
     rows, problems = simulate(wl)
-    assert "Job default/q: field spec.queue: queue 'nosuch' does not exist; job skipped" in problems
-    assert "Job default/gang: field spec.minAvailable: 2 exceeds the total replicas 1; job skipped" in problems
+    assert "Job default/q: field spec.queue: unable to find job queue 'nosuch'; job skipped" in problems
+    assert ("Job default/gang: field spec.minAvailable: (2) should not be greater than total replicas in tasks (1); "
+            "job skipped") in problems
     assert any(p.startswith("Job default/qty: field spec.tasks[0].template.spec.containers[0].resources.requests.cpu: "
                             "'x1' is not a quantity") for p in problems)
     assert "Job default/fpga: task w: requests example.com/fpga 1 per pod, a resource no node has; job skipped" \
@@ -158,7 +159,7 @@ def test_cli_prints_every_problem_on_stderr(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
     for job in ("q", "gang", "big", "neg"):
         assert sum(line.startswith(f"pyvolcano: warning: Job default/{job}: ") for line in err) == 1, r.stderr
-    assert "pyvolcano: warning: Job default/q: field spec.queue: queue 'nosuch' does not exist; job skipped" in err
+    assert "pyvolcano: warning: Job default/q: field spec.queue: unable to find job queue 'nosuch'; job skipped" in err
     csv = tmp_path / "w.csv"
     csv.write_text(HEADER + "ok,0,default,0,1,1,1,1Gi,0,3\nbadcpu,0,default,0,1,1,abc,1Gi,0,3\n")
     r = cli(tmp_path, "--csv", str(csv), "--cluster", CLUSTER)

@@ -87,7 +87,7 @@ def test_bad_rows_are_reported_and_the_rest_runs(tmp_path: Path) -> None:
     res = sim.run()
     rows = {r["job"]: r for r in metrics.job_rows(res)}
     assert rows["default/ok"]["phase"] == "Completed"
-    assert "Job default/badq: field spec.queue: queue 'nosuch' does not exist; job skipped" in res.problems
+    assert "Job default/badq: field spec.queue: unable to find job queue 'nosuch'; job skipped" in res.problems
     # a request no node can hold is reported (job, resource, amounts) and skipped, not left pending forever
     assert ("Job default/huge: task worker: requests cpu 64 per pod, more than any node's allocatable (largest: 4); "
             "job skipped") in res.problems

@@ -1,5 +1,5 @@
 """Helpers shared by preempt and reclaim: victim validation, victim order, and kube-scheduler's choice of
-node and minimal victims (seed 002)."""
+node and minimal victims (kube-scheduler's ``pkg/scheduler/framework/preemption/preemption.go``)."""
 
 from __future__ import annotations
 
@@ -65,9 +65,13 @@ def minimal_victims(ssn: Session, preemptor: TaskInfo, node: int, victims: list[
     from pyvolcano.plugins.pdb import session_budgets
     base = session_budgets(ssn)
     budgets = base.copy() if base is not None else None
-    ordered = sorted(victims, key=cmp_to_key(lambda a, b: -ssn.victim_cmp(a, b))) if len(victims) > 1 else victims
+    def reverse_victim_order(a: TaskInfo, b: TaskInfo) -> int:
+        return -ssn.victim_cmp(a, b)
+
+    ordered = sorted(victims, key=cmp_to_key(reverse_victim_order)) if len(victims) > 1 else victims
     ordered.sort(key=lambda t: -t.priority)  # stable: priority first, then the plugins' victim order
-    violating, fine = [], []
+    violating: list[TaskInfo] = []
+    fine: list[TaskInfo] = []
     for t in ordered:
         (fine if budgets is None or budgets.take(t) else violating).append(t)
     chosen: list[TaskInfo] = []

@@ -1,4 +1,4 @@
-"""allocate (seed 000 §5.2): place pending tasks of admitted jobs, a whole gang or nothing.
+"""allocate (``pkg/scheduler/actions/allocate/allocate.go``): place pending tasks of admitted jobs, a whole gang or nothing.
 
 Namespaces (only when a plugin orders them), then queues (re-chosen every round, skipping overused ones, so
 shares shift as tasks land), then jobs, then tasks.  Each task goes to the best node whose idle resources
@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
@@ -78,7 +79,7 @@ class Allocate(Action):
             self.allocate_job(ssn, job, best, pending[job.uid], queues[best.name])
             namespaces.push(ns)
 
-    def allocate_job(self, ssn: Session, job: JobInfo, queue, tasks: PriorityQueue[TaskInfo],
+    def allocate_job(self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo],
                      jobs: PriorityQueue[JobInfo]) -> None:
         stmt = Statement(ssn)
         while not tasks.empty():

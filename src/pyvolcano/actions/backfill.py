@@ -1,4 +1,4 @@
-"""backfill (seed 000 §5.5): place BestEffort tasks (no requests) of admitted jobs.
+"""backfill (``pkg/scheduler/actions/backfill/backfill.go``): place BestEffort tasks (no requests) of admitted jobs.
 
 They need no resources, only predicates (and a pod slot), so each goes to its best-scored feasible node.
 Tasks are taken queue by queue (queue order), job by job (job order), task by task (task order), as

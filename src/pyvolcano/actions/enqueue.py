@@ -1,4 +1,5 @@
-"""enqueue (seed 000 §5.1): admit Pending PodGroups to Inqueue when the plugins' vote allows it.
+"""enqueue (``pkg/scheduler/actions/enqueue/enqueue.go``): admit Pending PodGroups to Inqueue when the plugins' vote
+allows it.
 
 Queues take turns in queue order; each turn admits (or skips) the queue's best Pending job, until every
 queue has run out.  A job without ``minResources`` is always admitted, as in Volcano; so is every job when

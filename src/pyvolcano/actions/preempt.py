@@ -1,4 +1,5 @@
-"""preempt (seed 000 §5.3, seed 002): starving jobs take resources from lower-priority work in their queue.
+"""preempt (``pkg/scheduler/actions/preempt/preempt.go``): starving jobs take resources from lower-priority work in
+their queue.
 
 First between jobs of one queue: each starving job (in job order) pops its pending tasks (in task order);
 for each, nodes passing the predicates are tried best score first; the plugins' preemptable answer (the
@@ -145,9 +146,10 @@ class Preempt(Action):
                 while not own.empty():
                     preemptor = own.pop()
                     stmt = Statement(ssn)
-                    ok = preempt_task(ssn, stmt, preemptor,
-                                      lambda t, preemptor=preemptor: candidate(t) and t.job == preemptor.job, limits,
-                                      bound)
+                    def own_job(t: TaskInfo, preemptor: TaskInfo = preemptor) -> bool:
+                        return candidate(t) and t.job == preemptor.job
+
+                    ok = preempt_task(ssn, stmt, preemptor, own_job, limits, bound)
                     stmt.commit()
                     if not ok:
                         break

@@ -1,4 +1,5 @@
-"""reclaim (seed 000 §5.4): a queue below its deserved share takes resources back from other queues.
+"""reclaim (``pkg/scheduler/actions/reclaim/reclaim.go``): a queue below its deserved share takes resources back from
+other queues.
 
 Queues take turns in queue order (overused ones, and queues that are not Open, are skipped); the best starving
 job pops its best pending task; a task whose pod says ``preemptionPolicy: Never`` reclaims nothing (its job and

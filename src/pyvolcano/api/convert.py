@@ -31,7 +31,8 @@ DEFAULT_NODE_PODS = 110  # kubelet's default --max-pods, used when a Node report
 
 
 def ref(obj: Mapping[str, Any]) -> str:
-    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj.get("metadata")
+    md: Mapping[str, Any] = meta if isinstance(meta, dict) else {}
     ns = md.get("namespace")
     name = md.get("name") or "<unnamed>"
     return f"{obj.get('kind', '?')} {f'{ns}/' if ns else ''}{name}"

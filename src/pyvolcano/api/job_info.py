@@ -134,6 +134,8 @@ class JobInfo:
         #: bumped by every change to the tasks or their statuses (and by the cache when it changes the job), so a
         #: snapshot can tell an unchanged job, and a session's clone that the session left alone
         self.version = 0
+        #: the ``version`` of the job this one was cloned from (``clone``/``reuse``); -1 for an original
+        self.cloned_from = -1
 
     # --- membership -----------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
@@ -189,7 +191,7 @@ class JobInfo:
         """Turn this clone of ``src`` back into what ``src.clone()`` would give, cheaply, if neither has changed
         since it was made (same version on both sides): the tasks, their index and the totals are kept, every
         other field is taken from ``src`` again.  False, and nothing done, otherwise."""
-        if not (self.version == src.version == self.__dict__.get("cloned_from", -1)):
+        if not (self.version == src.version == self.cloned_from):
             return False
         d = dict(src.__dict__)
         d.update(tasks=self.tasks, index=self.index, allocated=self.allocated, total_request=self.total_request,
@@ -198,7 +200,7 @@ class JobInfo:
         self.__dict__ = d
         return True
 
-    # --- Volcano's status functions (seed 000, section 4.6) ----------------------------------------------
+    # --- Volcano's status functions (pkg/scheduler/api/job_info.go) ----------------------------------------------
     def count(self, statuses: TaskStatus) -> int:
         idx = self.index
         n = 0
@@ -282,7 +284,8 @@ class JobInfo:
         """Allocated beyond minResources (Volcano's GetElasticResources)."""
         if not self.has_min_resources():
             return np.zeros_like(self.allocated)
-        return np.maximum(self.allocated - self.podgroup.min_resources, 0.0)  # type: ignore[union-attr]
+        assert self.podgroup is not None and self.podgroup.min_resources is not None  # has_min_resources
+        return np.maximum(self.allocated - self.podgroup.min_resources, 0.0)
 
     def fit_error(self) -> str:
         """Volcano's JobInfo.FitError(): the job-level summary of why it is not ready."""

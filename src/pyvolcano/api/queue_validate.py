@@ -1,4 +1,4 @@
-"""Queue settings that cannot do what they say (seed 004), checked once for every caller.
+"""Queue settings that cannot do what they say (docs/queues.md), checked once for every caller.
 
 Volcano's admission accepts a Queue whose guarantee exceeds its capability or the whole cluster, guarantees
 that add up to more than the cluster, a child larger than its parent, a weight of 0, and a scheduler config
@@ -213,8 +213,9 @@ def validate_queues(queues: Mapping[str, QueueInfo], total: np.ndarray, res: Res
         out += validate_queue(q, total, res)
     top = [q for q in queues.values() if q.guarantee is not None and q.name != ROOT
            and (not hierarchy or parent_of(q, queues) == ROOT)]
+    guarantees = [q.guarantee for q in top if q.guarantee is not None]
     if top:
-        s = sum((q.guarantee for q in top), res.zeros())
+        s = sum(guarantees, res.zeros())
         dims = set().union(*(q.guarantee_set for q in top))
         bad = _over(s, total, res, dims)
         if bad:

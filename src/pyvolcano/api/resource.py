@@ -138,3 +138,21 @@ def share(alloc: np.ndarray, total: np.ndarray, mask: np.ndarray | None = None) 
 def clip_sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a - b`` floored at zero per dimension (Volcano's ``Diff`` increased part, ``SubWithoutAssert``>=0)."""
     return np.maximum(a - b, 0.0)
+
+
+def quantity(name: str, amount: float) -> str:
+    """An exact Kubernetes quantity for an internal amount (cpu and scalars in milli, memory in bytes)."""
+    if name in (MEMORY, PODS) or name.startswith("hugepages-") or name == "ephemeral-storage":
+        return str(round(amount))
+    milli = round(amount)
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def resource_list(res: ResourceIndex, v: np.ndarray, *, skip_pods: bool = True) -> dict[str, str]:
+    """A ResourceList for a resource vector; cpu and memory always present (Volcano's status shows both)."""
+    out: dict[str, str] = {}
+    for i, n in enumerate(res.names):
+        if (skip_pods and n == PODS) or (v[i] == 0 and n not in (CPU, MEMORY)) or not np.isfinite(v[i]):
+            continue
+        out[n] = quantity(n, float(v[i]))
+    return out

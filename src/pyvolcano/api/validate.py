@@ -20,7 +20,8 @@ _TOLERATION_OPS = ("Equal", "Exists", "")
 
 
 def _fail(obj: Mapping[str, Any], path: str, problem: str) -> ManifestError:
-    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj.get("metadata")
+    md: Mapping[str, Any] = meta if isinstance(meta, dict) else {}
     ns = md.get("namespace")
     return ManifestError(f"{obj.get('kind', '?')} {f'{ns}/' if ns else ''}{md.get('name') or '<unnamed>'}", path,
                          problem)

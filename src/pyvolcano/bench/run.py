@@ -10,8 +10,8 @@ from typing import Any
 from pyvolcano.bench import synthetic
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
-from pyvolcano.framework import registry
-from pyvolcano.framework.session import Session, SessionResult
+from pyvolcano.framework.cycle import run_session
+from pyvolcano.framework.result import SessionResult
 
 
 def build(nodes: int, pods: int, gang: int, queues: int, *, running: int = 0, seed: int = 0) -> list[dict[str, Any]]:
@@ -44,21 +44,12 @@ def run(objs: list[dict[str, Any]], conf: SchedulerConf, engine: str = "vector")
     t0 = time.perf_counter()
     cache = SchedulerCache.from_objects(objs)
     load = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    ssn = Session(cache.snapshot(), conf, engine)
-    ssn.open()
-    seconds: dict[str, float] = {"open": time.perf_counter() - t0}
-    for name in conf.actions:
-        action = registry.action_class(name)(conf.action_args(name))
-        t0 = time.perf_counter()
-        action.execute(ssn)
-        seconds[name] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    result = ssn.close()
-    seconds["close"] = time.perf_counter() - t0
+    result = run_session(cache, conf, engine)
+    st = result.stats
+    seconds: dict[str, float] = {"open": st.open_seconds, **st.action_seconds, "close": st.close_seconds}
     placed = len(result.binds) + len(result.pipelined)
-    scheduling = sum(v for k, v in seconds.items() if k not in ("open", "close"))
-    return {"nodes": len(ssn.nodes), "pods": sum(len(j.tasks) for j in ssn.jobs.values()),
+    scheduling = sum(st.action_seconds.values())
+    return {"nodes": result.nodes, "pods": result.pods,
             "placed": placed, "evictions": len(result.evictions),
             "seconds": {k: round(v, 4) for k, v in seconds.items()}, "load_seconds": round(load, 3),
             "pods_per_second": round(placed / scheduling, 1) if scheduling > 0 else None,

@@ -14,7 +14,7 @@ from typing import Any
 SHAPES = [({"cpu": "32", "memory": "128Gi", "pods": "110"}, {}),
           ({"cpu": "64", "memory": "256Gi", "pods": "110"}, {}),
           ({"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}, {"pool": "gpu"})]
-TEMPLATES = [
+TEMPLATES: list[tuple[dict[str, str], dict[str, Any]]] = [
     ({"cpu": "1", "memory": "2Gi"}, {}),
     ({"cpu": "2", "memory": "4Gi"}, {"nodeSelector": {"zone": "z1"}}),
     ({"cpu": "500m", "memory": "1Gi"}, {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}),

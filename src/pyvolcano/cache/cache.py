@@ -49,6 +49,8 @@ class Snapshot:
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     quotas: list[dict[str, Any]] = field(default_factory=list)
     skipped_jobs: dict[str, str] = field(default_factory=dict)
+    #: the pending pods of the skipped jobs -> the job's reason (they get a FailedScheduling event)
+    skipped_pods: dict[str, str] = field(default_factory=dict)
     now: float = 0.0
 
 
@@ -147,8 +149,8 @@ class SchedulerCache:
         self.res = ResourceIndex.of(set(self.res.names) | set(names))
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
-        self.nodes.clear(), self.jobs.clear(), self.tasks.clear(), self.other_tasks.clear()
-        self.podgroups.clear(), self.queues.clear()
+        for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues):
+            store.clear()
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
         for o in sorted(raw, key=lambda o: order.get(o.get("kind", ""), 9)):
             kind = o.get("kind", "")
@@ -295,6 +297,7 @@ class SchedulerCache:
         arrays = NodeArrays(self.res, specs)
         jobs: dict[str, JobInfo] = {}
         skipped: dict[str, str] = {}
+        skipped_pods: dict[str, str] = {}
         placed: list[TaskInfo] = []
         for uid, job in self.jobs.items():
             if job.podgroup is None:
@@ -302,10 +305,12 @@ class SchedulerCache:
                 skipped[uid] = (f"PodGroup {uid} does not exist "
                                f"(named by pod annotation {GROUP_NAME_ANNOTATION}={group})")
                 placed.extend(t for t in job.tasks.values() if t.node_name and t.status not in _OFF_NODE)
+                skipped_pods.update((t.uid, skipped[uid]) for t in job.tasks_in(TaskStatus.Pending))
                 continue
             if job.queue not in queues:
                 skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
                 placed.extend(t for t in job.tasks.values() if t.node_name and t.status not in _OFF_NODE)
+                skipped_pods.update((t.uid, skipped[uid]) for t in job.tasks_in(TaskStatus.Pending))
                 continue
             prev = self._clones.get(uid) if self.reuse_clones else None
             if prev is not None and prev[0] is job and prev[1].reuse(job):
@@ -323,7 +328,7 @@ class SchedulerCache:
         return Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
-            skipped_jobs=skipped, now=self.now,
+            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
         )
 
     def warn_problems(self) -> None:

@@ -24,7 +24,7 @@ def table(result: SessionResult, problems: list[str]) -> None:
         t.add_column(col, overflow="fold")
     by_job: dict[str, list[str]] = {}
     job_of = {t.uid: t.job for t in result.bind_tasks}
-    job_of.update({uid: job.uid for job in result.jobs.values() for uid in result.pipelined if uid in job.tasks})
+    job_of.update(result.pipelined_jobs)
     for uid in result.binds:
         by_job.setdefault(job_of.get(uid, ""), []).append(f"bind {uid.split('/', 1)[1]} -> {result.binds[uid]}")
     for uid, node in result.pipelined.items():
@@ -33,12 +33,7 @@ def table(result: SessionResult, problems: list[str]) -> None:
         by_job.setdefault(e.task.job, []).append(f"evict {e.task.uid} ({e.reason})")
     for uid, pg in sorted(result.podgroups.items()):
         outcome = "; ".join(by_job.pop(uid, [])) or "-"
-        why = result.unschedulable.get(uid, "")
-        job = result.jobs.get(uid)
-        if not why and job is not None and job.nodes_fit_errors:
-            # the gang is satisfied, but some of its tasks found no node: say why for those
-            why = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
-        t.add_row(uid, pg["phase"], outcome, why)
+        t.add_row(uid, pg.phase, outcome, pg.reason)
     for uid, why in sorted(result.skipped.items()):
         t.add_row(uid, "-", "skipped", why)
     for uid, lines in by_job.items():

@@ -1,8 +1,10 @@
-"""``pyvolcano queues``: what each queue is set to, what it will really get, and why (seed 004).
+"""``pyvolcano queues``: what each queue is set to, what it will really get, and why.
 
-The numbers are not recomputed here: a session is opened on the snapshot with the given config, and the
-capacity or proportion plugin's own queue attributes (``ssn.state``) are read back.  Each number comes with
-the rule that produced it, and ``api.queue_validate`` lists the settings that cannot hold.
+The numbers are not recomputed here: a session with no actions runs on the snapshot with the given config
+(``framework.cycle.run_session``), and the capacity or proportion plugin's queue attributes come back in the
+session's result (``QueueStatus.fair``; Volcano's ``queueAttr`` in ``plugins/proportion/proportion.go`` and
+``plugins/capacity/capacity.go``).  Each number comes with the rule that produced it, and ``api.queue_validate``
+lists the settings that cannot hold.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ import click
 import numpy as np
 
 from pyvolcano.api.quantity import format_quantity
+from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_conf, validate_queues
 from pyvolcano.api.resource import EPS, ResourceIndex
-from pyvolcano.api.types import ALLOCATED, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
-from pyvolcano.framework.session import Session
-from pyvolcano.plugins.capacity import ROOT, hierarchy_enabled, queue_tree
-from pyvolcano.plugins.proportion import QueueAttr
+from pyvolcano.framework.cycle import run_session
+from pyvolcano.framework.result import FairShare
+from pyvolcano.plugins.capacity import ROOT, queue_tree
 
 NUMBERS = ("weight", "guarantee", "capability", "realCapability", "deserved", "allocated", "request", "share")
 
@@ -71,7 +73,7 @@ def _dims(res: ResourceIndex, mask: np.ndarray, cond: np.ndarray) -> str:
     return ", ".join(n for i, n in enumerate(res.names) if mask[i] and cond[i])
 
 
-def deserved_reason(a: QueueAttr, plugin: str, spec_deserved: bool, res: ResourceIndex, mask: np.ndarray,
+def deserved_reason(a: FairShare, plugin: str, spec_deserved: bool, res: ResourceIndex, mask: np.ndarray,
                     weight_total: int) -> str:
     """Which bound of the plugin's rule each dimension of ``deserved`` ended at."""
     d = a.deserved
@@ -100,22 +102,21 @@ def deserved_reason(a: QueueAttr, plugin: str, spec_deserved: bool, res: Resourc
 
 def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano") -> Report:
     cache = SchedulerCache.from_objects(objects, scheduler_name)
-    snap = cache.snapshot()
-    ssn = Session(snap, conf).open()
-    res, mask = ssn.res, ssn.res.fair_mask
+    result = run_session(cache, conf.model_copy(update={"actions": []}))
+    res = cache.res
+    mask = res.fair_mask
     names = {p.name for t in conf.tiers for p in t.plugins}
     plugin = "capacity" if "capacity" in names else ("proportion" if "proportion" in names else "none")
-    hierarchy = plugin == "capacity" and hierarchy_enabled(ssn, "capacity")
-    attrs: dict[str, QueueAttr] = ssn.state.get(plugin, {}) if plugin != "none" else {}
-    total = ssn.total_resource
-    queues = dict(ssn.queues)
+    opt = conf.plugin("capacity")
+    hierarchy = plugin == "capacity" and opt is not None and bool(opt.flags.get("enableHierarchy", False))
+    attrs: dict[str, FairShare] = {n: q.fair for n, q in result.queues.items() if q.fair is not None}
+    total = result.total if result.total is not None else res.zeros()
+    queues = {n: cache.queues.get(n) or QueueInfo(name=n) for n in result.queues}
     tree = queue_tree(queues) if hierarchy else None
     order = _tree_order(tree) if tree else sorted(queues)
     weight_total = sum(max(q.weight, 0) for n, q in queues.items() if n in attrs)
-    counts: dict[str, tuple[int, int]] = {}
-    for job in ssn.jobs.values():
-        c = counts.get(job.queue, (0, 0))
-        counts[job.queue] = (c[0] + job.count(ALLOCATED), c[1] + job.count(TaskStatus.Pending))
+    counts = {n: (q.allocated_tasks, q.pending_tasks) for n, q in result.queues.items()
+              if q.allocated_tasks or q.pending_tasks}
     total_guarantee = sum((q.guarantee * mask for q in queues.values() if q.guarantee is not None), res.zeros())
     out = []
     for name in order:
@@ -173,7 +174,7 @@ def build_report(objects: list[dict[str, Any]], conf: SchedulerConf, scheduler_n
         out.append(r)
     problems = validate_conf(conf) + validate_queues(queues, total * mask, res)
     if hierarchy:  # the capacity plugin's own verdict on the tree, on the numbers it computed
-        problems += ssn.state.get("capacity-problems", [])
+        problems += result.queue_problems
     return Report(plugin, hierarchy, fmt(res, total, mask), out, problems, list(cache.problems))
 
 

@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pyvolcano import registry
+from pyvolcano.conf.arguments import Arguments
+from pyvolcano.conf.flags import FLAG_ALIASES, FLAGS
 from pyvolcano.errors import ConfigError, yaml_problem
-from pyvolcano.framework import registry
-from pyvolcano.framework.arguments import Arguments
-from pyvolcano.framework.points import FLAG_ALIASES, FLAGS
 
 DEFAULT_CONF = """\
 actions: "enqueue, allocate, backfill"

@@ -1,4 +1,5 @@
-"""The vcjob controller: a ``batch.volcano.sh/v1alpha1`` Job becomes a PodGroup and its Pods (seed 003).
+"""The vcjob controller: a ``batch.volcano.sh/v1alpha1`` Job becomes a PodGroup and its Pods (Volcano's
+``pkg/controllers/job``: job_controller_actions.go syncJob/killJob, job_controller_util.go applyPolicies).
 
 What Volcano's job controller does, reduced to what scheduling outcomes depend on:
 - a PodGroup named after the job with minMember = minAvailable, minTaskMember per task, the queue, the
@@ -20,12 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.api.convert import pod_requests
+from pyvolcano.api.job_validate import job_problems, policy_events
 from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
 from pyvolcano.controllers.api import ClusterAPI
 from pyvolcano.errors import ManifestError
 
-EVENTS = ("PodEvicted", "PodFailed", "TaskCompleted", "Any")
-ACTIONS = ("RestartJob", "AbortJob", "CompleteJob", "TerminateJob", "RestartTask", "RestartPod")
 FINAL = ("Completed", "Failed", "Aborted", "Terminated")
 #: the phase a job shows while the pods it killed are still terminating, and the one it reaches when they are gone
 ENDING = {"Aborted": "Aborting", "Terminated": "Terminating", "Completed": "Completing"}
@@ -33,48 +33,19 @@ ENDED = {v: k for k, v in ENDING.items()}
 
 
 def validate_job(job: dict[str, Any], queues: set[str] | None = None) -> None:
-    """Volcano's admission checks that matter here; raises ManifestError naming the field."""
-    md = job.get("metadata") or {}
-    ref = f"Job {md.get('namespace') or 'default'}/{md.get('name', '<unnamed>')}"
-    if not md.get("name"):
-        raise ManifestError(ref, "metadata.name", "is required")
-    spec = job.get("spec")
-    if not isinstance(spec, dict):
-        raise ManifestError(ref, "spec", "is required")
-    tasks = spec.get("tasks")
-    if not isinstance(tasks, list) or not tasks:
-        raise ManifestError(ref, "spec.tasks", "needs at least one task")
-    total = 0
-    names = set()
-    for i, t in enumerate(tasks):
-        if not isinstance(t, dict) or not isinstance(t.get("template"), dict):
-            raise ManifestError(ref, f"spec.tasks[{i}].template", "is required")
-        name = t.get("name") or f"task{i}"
-        if name in names:
-            raise ManifestError(ref, f"spec.tasks[{i}].name", f"duplicate task name {name!r}")
-        names.add(name)
-        reps = t.get("replicas", 1)
-        if not isinstance(reps, int) or reps < 0:
-            raise ManifestError(ref, f"spec.tasks[{i}].replicas", f"must be a non-negative integer, got {reps!r}")
-        tmin = t.get("minAvailable")
-        if tmin is not None and (not isinstance(tmin, int) or tmin > reps):
-            raise ManifestError(ref, f"spec.tasks[{i}].minAvailable", f"{tmin!r} exceeds replicas {reps}")
-        total += reps
-    min_av = spec.get("minAvailable", total)
-    if not isinstance(min_av, int) or min_av < 0:
-        raise ManifestError(ref, "spec.minAvailable", f"must be a non-negative integer, got {min_av!r}")
-    if min_av > total:
-        raise ManifestError(ref, "spec.minAvailable", f"{min_av} exceeds the total replicas {total}")
-    for i, p in enumerate(spec.get("policies") or []):
-        ev, act = p.get("event"), p.get("action")
-        if ev is not None and ev not in EVENTS:
-            raise ManifestError(ref, f"spec.policies[{i}].event", f"unknown event {ev!r} (known: {', '.join(EVENTS)})")
-        if act not in ACTIONS:
-            raise ManifestError(ref, f"spec.policies[{i}].action",
-                                f"unknown action {act!r} (known: {', '.join(ACTIONS)})")
-    q = spec.get("queue") or "default"
-    if queues is not None and q not in queues:
-        raise ManifestError(ref, "spec.queue", f"queue {q!r} does not exist")
+    """Volcano's admission checks (``api.job_validate``, shared with the controller and ``pyvolcano job run``);
+    raises ManifestError naming the Job and the field of the first problem."""
+    problems = job_problems(job, queues)
+    if problems:
+        p = problems[0]
+        raise ManifestError(p.ref, p.field, p.problem)
+
+
+def _matches(policy: dict[str, Any], event: str) -> bool:
+    """A lifecycle policy answers ``event`` when it names it or Volcano's any-event ``*`` (``event`` or
+    ``events``; Volcano's ``pkg/controllers/job/job_controller_util.go``: applyPolicies)."""
+    events = policy_events(policy)
+    return event in events or "*" in events
 
 
 @dataclass
@@ -212,10 +183,10 @@ class JobController:
         for t in self._tasks(st.job):
             if t["name"] == task:
                 for p in t.get("policies") or []:
-                    if p.get("event") in (event, "Any"):
+                    if _matches(p, event):
                         return p.get("action")
         for p in st.job["spec"].get("policies") or []:
-            if p.get("event") in (event, "Any"):
+            if _matches(p, event):
                 return p.get("action")
         return None
 

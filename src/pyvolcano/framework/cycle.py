@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
-from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.conf.loader import SchedulerConf
-from pyvolcano.framework.session import Session, SessionResult
+from pyvolcano.framework.result import SessionResult
+from pyvolcano.framework.session import Session
 
 
-def run_session(cache: SchedulerCache, conf: SchedulerConf, engine: str = "vector") -> SessionResult:
-    """Snapshot the cache, run every configured action, close, and return the decisions (not applied)."""
+class SnapshotSource(Protocol):
+    """What a session needs from a cache: a private snapshot (``SchedulerCache``, or the Kubernetes mode's cache
+    behind its informers' lock)."""
+
+    def snapshot(self) -> Snapshot: ...
+
+
+def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vector") -> SessionResult:
+    """Snapshot the cache, run every configured action, close, and return the decisions (not applied; see
+    ``framework.result.apply``).  Every front-end -- ``cycle``, ``simulate``, ``bench``, ``queues`` and the
+    Kubernetes scheduler -- runs its sessions through here (Volcano's ``Scheduler.runOnce``,
+    ``pkg/scheduler/scheduler.go``)."""
     return Session(cache.snapshot(), conf, engine).run()
 
 
@@ -27,6 +38,6 @@ def result_json(result: SessionResult) -> dict[str, Any]:
         "binds": dict(sorted(result.binds.items())),
         "evictions": sorted(e.task.uid for e in result.evictions),
         "pipelined": dict(sorted(result.pipelined.items())),
-        "podgroups": {uid: {"phase": pg["phase"]} for uid, pg in sorted(result.podgroups.items())},
+        "podgroups": {uid: {"phase": pg.phase} for uid, pg in sorted(result.podgroups.items())},
         "unschedulable": dict(sorted(result.unschedulable.items())),
     }

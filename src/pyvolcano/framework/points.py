@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from pyvolcano.conf.flags import FLAGS
+
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 Tiers = Sequence[Sequence[tuple[str, Callable[..., Any]]]]
@@ -66,10 +68,9 @@ POINTS: dict[str, Point] = {p.name: p for p in [
     Point("reservedNodes", "enableReservedNodes", Rule.CALL_ALL),
 ]}
 
-#: every flag a PluginOption may carry (Volcano's yaml names), plus aliases Volcano users write.
-FLAGS = sorted({p.flag for p in POINTS.values() if p.flag} | {"enableHierarchy", "enableJobEnqueueable"})
-FLAG_ALIASES = {"enableJobEnqueueable": "enableJobEnqueued", "EnabledClusterOrder": "enableClusterOrder",
-                "enabledPredicate": "enablePredicate", "enabledNodeOrder": "enableNodeOrder"}
+_unknown = sorted({p.flag for p in POINTS.values() if p.flag} - set(FLAGS))
+if _unknown:  # a point switched by a flag the conf loader would reject as unknown
+    raise ImportError(f"extension point flags missing from pyvolcano.conf.flags.FLAGS: {', '.join(_unknown)}")
 
 
 def combine(rule: Rule, tiers: Tiers, *args: Any) -> Any:

@@ -1,96 +1,13 @@
-"""Registries of actions and plugins by name.
+"""The plugin and action registries (re-exported from ``pyvolcano.registry``: a name -> class table with no
+framework imports, so the conf loader can check names without importing the framework)."""
 
-Built-in plugins and actions register themselves when their module is imported (every module of
-``pyvolcano.plugins`` and ``pyvolcano.actions`` is imported on first use).  Third-party ones come from the
-``pyvolcano.plugins`` / ``pyvolcano.actions`` entry-point groups, or from a ``module:Class`` name written
-directly in the scheduler conf.
-"""
+from pyvolcano.registry import (
+    action_class,
+    known_actions,
+    known_plugins,
+    plugin_class,
+    register_action,
+    register_plugin,
+)
 
-from __future__ import annotations
-
-import importlib
-import pkgutil
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, TypeVar
-
-from pyvolcano.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pyvolcano.framework.action import Action
-    from pyvolcano.framework.plugin import Plugin
-
-_PLUGINS: dict[str, type[Plugin]] = {}
-_ACTIONS: dict[str, type[Action]] = {}
-_loaded = False
-
-P = TypeVar("P", bound="type[Plugin]")
-A = TypeVar("A", bound="type[Action]")
-
-
-def register_plugin(cls: P) -> P:
-    _PLUGINS[cls.name] = cls
-    return cls
-
-
-def register_action(cls: A) -> A:
-    _ACTIONS[cls.name] = cls
-    return cls
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for pkg_name in ("pyvolcano.plugins", "pyvolcano.actions"):
-        pkg = importlib.import_module(pkg_name)
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{pkg_name}.{mod.name}")
-    for group, table in (("pyvolcano.plugins", _PLUGINS), ("pyvolcano.actions", _ACTIONS)):
-        for ep in entry_points(group=group):
-            try:
-                cls = ep.load()
-            except Exception as exc:  # a broken third-party package must not stop the scheduler
-                import sys
-
-                print(f"pyvolcano: warning: entry point {group}:{ep.name} failed to load: {exc}", file=sys.stderr)
-                continue
-            table.setdefault(ep.name, cls)
-
-
-def _by_path(path: str, kind: str) -> type:
-    mod_name, _, attr = path.partition(":")
-    try:
-        obj = getattr(importlib.import_module(mod_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{kind} {path!r}: cannot import it ({exc})") from exc
-    return obj
-
-
-def plugin_class(name: str) -> type[Plugin]:
-    _load()
-    if name in _PLUGINS:
-        return _PLUGINS[name]
-    if ":" in name:
-        return _by_path(name, "plugin")
-    raise ConfigError(f"unknown plugin {name!r}; known plugins: {', '.join(known_plugins())}")
-
-
-def action_class(name: str) -> type[Action]:
-    _load()
-    if name in _ACTIONS:
-        return _ACTIONS[name]
-    if ":" in name:
-        return _by_path(name, "action")
-    raise ConfigError(f"unknown action {name!r}; known actions: {', '.join(known_actions())}")
-
-
-def known_plugins() -> list[str]:
-    _load()
-    return sorted(_PLUGINS)
-
-
-def known_actions() -> list[str]:
-    _load()
-    return sorted(_ACTIONS)
+__all__ = ["action_class", "known_actions", "known_plugins", "plugin_class", "register_action", "register_plugin"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
+from pyvolcano.api.resource import resource_list
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
@@ -29,6 +30,15 @@ from pyvolcano.framework import registry
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import POINTS, Rule, combine
+from pyvolcano.framework.result import (
+    ALL_NODES_UNAVAILABLE,
+    Eviction,
+    FairShare,
+    PodGroupStatus,
+    QueueStatus,
+    SessionResult,
+    SessionStats,
+)
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -40,29 +50,6 @@ class EventHandler:
 
     allocate: Callable[[TaskInfo], None] | None = None
     deallocate: Callable[[TaskInfo], None] | None = None
-
-
-@dataclass
-class Eviction:
-    task: TaskInfo
-    reason: str
-
-
-@dataclass
-class SessionResult:
-    """Everything one session decided; ``podgroups`` maps job uid to its new phase and conditions."""
-
-    binds: dict[str, str] = field(default_factory=dict)
-    bind_tasks: list[TaskInfo] = field(default_factory=list)
-    evictions: list[Eviction] = field(default_factory=list)
-    pipelined: dict[str, str] = field(default_factory=dict)
-    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    unschedulable: dict[str, str] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)
-    jobs: dict[str, JobInfo] = field(default_factory=dict)
-    #: wall time per action, and per (plugin, OnSessionOpen|OnSessionClose), for the scheduler's metrics
-    action_seconds: dict[str, float] = field(default_factory=dict)
-    plugin_seconds: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 class Session:
@@ -97,8 +84,11 @@ class Session:
         self.pg_conditions: dict[str, dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
-        #: free-form per-session state plugins may share (e.g. proportion's queue attributes)
+        #: per-session state plugins share (e.g. proportion's queue attributes); read only inside the framework
+        #: and the plugins: ``close`` turns what a front-end needs into the ``SessionResult``
         self.state: dict[str, Any] = {}
+        #: statements discarded (gang roll-backs)
+        self.rollbacks = 0
         self.action_seconds: dict[str, float] = {}
         self.plugin_seconds: dict[tuple[str, str], float] = {}
 
@@ -371,38 +361,133 @@ class Session:
 
     def run(self) -> SessionResult:
         """Open, run every configured action in order, close."""
+        t0 = time.perf_counter()
         self.open()
+        opened = time.perf_counter() - t0
         for name in self.conf.actions:
             action = registry.action_class(name)(self.conf.action_args(name))
             t0 = time.perf_counter()
             action.execute(self)
             self.action_seconds[name] = self.action_seconds.get(name, 0.0) + time.perf_counter() - t0
-        return self.close()
+        t0 = time.perf_counter()
+        out = self.close()
+        out.stats.open_seconds, out.stats.close_seconds = opened, time.perf_counter() - t0
+        return out
 
     def close(self) -> SessionResult:
+        """Run the plugins' close hooks, then build the ``SessionResult`` (Volcano's ``closeSession``: the job
+        updater's PodGroup statuses and ``RecordJobStatusEvent``, then ``updateQueueStatus``)."""
         for name, plugin in self.plugins.items():
             t0 = time.perf_counter()
             plugin.on_session_close(self)
             self.plugin_seconds[(name, "OnSessionClose")] = time.perf_counter() - t0
+        nodes = self.nodes
         out = SessionResult(binds=dict(self.binds), bind_tasks=list(self.bind_tasks),
                             evictions=list(self.evictions), skipped=dict(self.snapshot.skipped_jobs),
-                            jobs=self.jobs, action_seconds=dict(self.action_seconds),
-                            plugin_seconds=dict(self.plugin_seconds))
+                            skipped_pods=dict(self.snapshot.skipped_pods),
+                            stats=SessionStats(rollbacks=self.rollbacks, action_seconds=dict(self.action_seconds),
+                                               plugin_seconds=dict(self.plugin_seconds)),
+                            resource_names=list(self.res.names), total=self.total_resource,
+                            used=nodes.used.sum(axis=0) if len(nodes) else self.res.zeros(),
+                            fair_mask=self.res.fair_mask, nodes=len(nodes))
+        held: dict[str, np.ndarray] = {}
+        phases: dict[str, dict[str, int]] = {}
+        tasks: dict[str, list[int]] = {}
+        pods = 0
         for job in self.jobs.values():
-            for t in job.index.get(TaskStatus.Pipelined, {}).values():
-                out.pipelined[t.uid] = t.node_name
-            phase = self.job_phase(job)
-            conds = self.pg_conditions.get(job.uid, {})
-            out.podgroups[job.uid] = {"phase": str(phase), "conditions": list(conds.values())}
+            uid = job.uid
+            pods += len(job.tasks)
+            index = job.index
+            pipelined = index.get(TaskStatus.Pipelined)
+            if pipelined:
+                for t in pipelined.values():
+                    out.pipelined[t.uid] = t.node_name
+                    out.pipelined_jobs[t.uid] = uid
+            phase = str(self.job_phase(job))
+            conds = self.pg_conditions.get(uid, {})
+            running, succeeded, failed = (index.get(TaskStatus.Running), index.get(TaskStatus.Succeeded),
+                                          index.get(TaskStatus.Failed))
+            st = PodGroupStatus(phase, list(conds.values()), len(running) if running else 0,
+                                len(succeeded) if succeeded else 0, len(failed) if failed else 0)
+            out.podgroups[uid] = st
+            why = ""
             if UNSCHEDULABLE in conds:
-                out.unschedulable[job.uid] = conds[UNSCHEDULABLE]["message"]
+                why = conds[UNSCHEDULABLE]["message"]
             elif job.enqueue_reason and phase == PodGroupPhase.Pending:
-                out.unschedulable[job.uid] = job.enqueue_reason
-            if job.uid in self.invalid and job.uid in out.unschedulable:
-                out.unschedulable[job.uid] += f"; {self.invalid[job.uid]}"
-            elif job.uid in self.invalid:
-                out.unschedulable[job.uid] = self.invalid[job.uid]
+                why = job.enqueue_reason
+            if uid in self.invalid:
+                why = f"{why}; {self.invalid[uid]}" if why else self.invalid[uid]
+            if why:
+                out.unschedulable[uid] = why
+                st.reason = why
+            elif job.nodes_fit_errors:
+                st.reason = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
+            # cache.RecordJobStatusEvent (pkg/scheduler/cache/cache.go): the PodGroup event, and each pending pod's
+            # PodScheduled condition with its own fit errors, else the job's
+            pending = index.get(TaskStatus.Pending)
+            waiting = [t for t in pending.values() if not t.sch_gated] if pending else []
+            if why or (waiting and phase != PodGroupPhase.Running):
+                st.event = ("Warning", UNSCHEDULABLE, why or job.job_fit_errors or ALL_NODES_UNAVAILABLE)
+            elif phase == PodGroupPhase.Running:
+                st.event = ("Normal", SCHEDULED, "pod group is ready")
+            if waiting:
+                base = why or job.job_fit_errors or ALL_NODES_UNAVAILABLE
+                fit = job.nodes_fit_errors
+                for t in waiting:
+                    fe = fit.get(t.uid)
+                    st.pod_conditions[t.uid] = str(fe) if fe else base
+            counts = phases.get(job.queue)
+            if counts is None:
+                counts = phases[job.queue] = {}
+                tasks[job.queue] = [0, 0]
+            counts[phase] = counts.get(phase, 0) + 1
+            n_alloc = len(running) if running else 0
+            for s in _HELD:
+                b = index.get(s)
+                if b:
+                    n_alloc += len(b)
+            tc = tasks[job.queue]
+            tc[0] += n_alloc
+            tc[1] += len(pending) if pending else 0
+            if n_alloc:
+                h = held.get(job.queue)
+                held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
+        out.pods = pods
+        out.queues = self._queue_statuses(held, phases, tasks)
+        out.queue_problems = list(self.state.get("capacity-problems", []))
         return out
+
+    def _queue_statuses(self, held: dict[str, np.ndarray], phases: dict[str, dict[str, int]],
+                        tasks: dict[str, list[int]]) -> dict[str, QueueStatus]:
+        """Each queue's status: ``allocated`` as Volcano's ``updateQueueStatus`` (framework/session.go) sums it,
+        PodGroup counts by phase, and the fairness plugin's deserved/allocated/share (proportion's or
+        capacity's queue attributes, which they keep in ``state`` under their name)."""
+        fair = None
+        for plugin in ("capacity", "proportion"):
+            if plugin in self.plugins:
+                fair = self.state.get(plugin)
+                break
+        res = self.res
+        zeros = res.zeros()
+        out: dict[str, QueueStatus] = {}
+        for name in self.queues:
+            v = held.get(name, zeros)
+            c = phases.get(name, {})
+            tc = tasks.get(name, (0, 0))
+            q = QueueStatus(name, resource_list(res, v), v, pending=c.get(PodGroupPhase.Pending, 0),
+                            inqueue=c.get(PodGroupPhase.Inqueue, 0), running=c.get(PodGroupPhase.Running, 0),
+                            unknown=c.get(PodGroupPhase.Unknown, 0), completed=c.get(PodGroupPhase.Completed, 0),
+                            allocated_tasks=tc[0], pending_tasks=tc[1])
+            a = fair.get(name) if fair else None
+            if a is not None:
+                q.fair = FairShare(a.weight, a.deserved, a.allocated, a.request, a.guarantee, a.capability,
+                                   a.real_capability, a.share)
+            out[name] = q
+        return out
+
+
+#: Volcano's AllocatedStatus (api/helpers.go) besides Running: what a queue's ``status.allocated`` counts
+_HELD = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Allocated)
 
 
 def _fallback(lc: float, rc: float, lu: str, ru: str) -> int:
@@ -416,4 +501,5 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, engine: str = "vector"
     return Session(snapshot, conf, engine).open()
 
 
-__all__ = ["EventHandler", "Eviction", "Rule", "Session", "SessionResult", "open_session"]
+__all__ = ["EventHandler", "Eviction", "PodGroupStatus", "QueueStatus", "Rule", "Session", "SessionResult",
+           "SessionStats", "open_session"]

@@ -42,7 +42,7 @@ class Statement:
 
     def discard(self) -> None:
         if self.ops:  # a gang partly placed and rolled back: the simulator reports how often
-            self.ssn.state["rollbacks"] = self.ssn.state.get("rollbacks", 0) + 1
+            self.ssn.rollbacks += 1
         for op in reversed(self.ops):
             if op.kind == "evict":
                 self.ssn._unevict(op.task, op.old)

@@ -10,17 +10,17 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
-class _Entry:
+class _Entry(Generic[T]):
     """A heap entry ordered by the queue's comparator, ties by insertion order."""
 
     __slots__ = ("cmp", "item", "seq")
 
-    def __init__(self, item: object, seq: int, cmp: Callable[[object, object], int]) -> None:
+    def __init__(self, item: T, seq: int, cmp: Callable[[T, T], int]) -> None:
         self.item = item
         self.seq = seq
         self.cmp = cmp
 
-    def __lt__(self, other: _Entry) -> bool:
+    def __lt__(self, other: _Entry[T]) -> bool:
         c = self.cmp(self.item, other.item)
         return c < 0 if c else self.seq < other.seq
 
@@ -36,7 +36,7 @@ class PriorityQueue(Generic[T]):
     def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()) -> None:
         self._cmp = cmp
         self._seq = itertools.count()
-        self._heap = [_Entry(i, next(self._seq), cmp) for i in items]
+        self._heap: list[_Entry[T]] = [_Entry(i, next(self._seq), cmp) for i in items]
         heapq.heapify(self._heap)
 
     def push(self, item: T) -> None:

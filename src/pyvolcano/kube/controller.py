@@ -112,7 +112,11 @@ class JobRunner:
     def drain(self, timeout: float = 10.0) -> bool:
         """Wait until every event delivered so far was handled (tests)."""
         done = threading.Event()
-        threading.Thread(target=lambda: (self.events.join(), done.set()), daemon=True).start()
+        def wait() -> None:
+            self.events.join()
+            done.set()
+
+        threading.Thread(target=wait, daemon=True).start()
         return done.wait(timeout)
 
     # --- jobs ----------------------------------------------------------------------------------------------

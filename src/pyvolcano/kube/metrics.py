@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -80,10 +81,16 @@ class SchedulerMetrics:
         return generate_latest(self.registry)
 
 
+class Exposition(Protocol):
+    """What ``/metrics`` serves: ``SchedulerMetrics`` or ``ControllerMetrics`` (each owns its registry)."""
+
+    def exposition(self) -> bytes: ...
+
+
 class HealthServer:
     """``/metrics`` and ``/healthz`` on one port (``--listen-address``), in a daemon thread."""
 
-    def __init__(self, address: str, metrics: SchedulerMetrics, healthy: Callable[[], tuple[bool, str]]) -> None:
+    def __init__(self, address: str, metrics: Exposition, healthy: Callable[[], tuple[bool, str]]) -> None:
         host, _, port = address.rpartition(":")
         metrics_ref, healthy_ref = metrics, healthy
 

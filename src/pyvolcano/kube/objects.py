@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
+from pyvolcano.api.resource import quantity, resource_list
 
-from pyvolcano.api.resource import CPU, MEMORY, PODS, ResourceIndex
+__all__ = ["quantity", "resource_list"]
 
 
 def now_iso() -> str:
@@ -48,19 +48,3 @@ def owner_ref(obj: dict[str, Any], controller: bool = True) -> dict[str, Any]:
             "uid": uid_of(obj), "controller": controller, "blockOwnerDeletion": True}
 
 
-def quantity(name: str, amount: float) -> str:
-    """An exact Kubernetes quantity for an internal amount (cpu and scalars in milli, memory in bytes)."""
-    if name in (MEMORY, PODS) or name.startswith("hugepages-") or name == "ephemeral-storage":
-        return str(round(amount))
-    milli = round(amount)
-    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
-
-
-def resource_list(res: ResourceIndex, v: np.ndarray, *, skip_pods: bool = True) -> dict[str, str]:
-    """A ResourceList for a resource vector; cpu and memory always present (Volcano's status shows both)."""
-    out: dict[str, str] = {}
-    for i, n in enumerate(res.names):
-        if (skip_pods and n == PODS) or (v[i] == 0 and n not in (CPU, MEMORY)) or not np.isfinite(v[i]):
-            continue
-        out[n] = quantity(n, float(v[i]))
-    return out

@@ -121,10 +121,10 @@ class Reflector:
                 del self.store[key]
                 self.handler("DELETED", old)
         for key, obj in fresh.items():
-            old = self.store.get(key)
-            if old is None or _rv(old) != _rv(obj):
+            prev = self.store.get(key)
+            if prev is None or _rv(prev) != _rv(obj):
                 self.store[key] = obj
-                self.handler("ADDED" if old is None else "MODIFIED", obj)
+                self.handler("ADDED" if prev is None else "MODIFIED", obj)
         self.resource_version = rv
         self.synced.set()
 

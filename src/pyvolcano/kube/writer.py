@@ -104,13 +104,14 @@ class EventRecorder:
             self.emitted += 1
         ns = ref.get("namespace") or "default"
         stamp = now_iso()
+        event_name = f"{ref['name']}.{uuid.uuid4().hex[:16]}"
         body = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{ref['name']}.{uuid.uuid4().hex[:16]}", "namespace": ns},
+            "metadata": {"name": event_name, "namespace": ns},
             "involvedObject": ref, "reason": reason, "message": message[:1024], "type": etype,
             "source": {"component": self.component, **({"host": self.host} if self.host else {})},
             "reportingComponent": self.component, "reportingInstance": self.host or self.component,
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }
-        self.writer.submit(("event", body["metadata"]["name"]), lambda: self.api.create(EVENT, body, ns))
+        self.writer.submit(("event", event_name), lambda: self.api.create(EVENT, body, ns))
         return True

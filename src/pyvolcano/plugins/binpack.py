@@ -1,4 +1,4 @@
-"""binpack (seed 000 §6.2): prefer nodes that the task fills most.
+"""binpack (``pkg/scheduler/plugins/binpack/binpack.go``): prefer nodes that the task fills most.
 
 For each resource the task requests and that has a weight: weight * (used + request) / allocatable; a node
 where any of them would exceed allocatable scores 0.  The sum is divided by the weights used, then scaled

@@ -1,5 +1,5 @@
-"""conformance (seed 000 §6.9): never evict critical pods (system-cluster-critical, system-node-critical, or
-anything in kube-system)."""
+"""conformance (``pkg/scheduler/plugins/conformance/conformance.go``): never evict critical pods
+(system-cluster-critical, system-node-critical, or anything in kube-system)."""
 
 from __future__ import annotations
 

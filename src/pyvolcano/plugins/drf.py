@@ -1,4 +1,4 @@
-"""drf (seed 000 §6.3): Dominant Resource Fairness between jobs.
+"""drf (``pkg/scheduler/plugins/drf/drf.go``): Dominant Resource Fairness between jobs.
 
 A job's share is the largest fraction of the cluster it holds in any resource (the pod count aside).  Jobs
 with a smaller share go first; a task may take resources from a job whose share, after losing the victim,

@@ -1,4 +1,5 @@
-"""gang (seed 001): a job runs only when at least minMember of its tasks (and each task spec's minimum) can.
+"""gang (``pkg/scheduler/plugins/gang/gang.go``): a job runs only when at least minMember of its tasks (and each task
+spec's minimum) can.
 
 jobValid drops jobs that cannot ever reach minMember; jobReady/jobPipelined/jobStarving tell actions when a
 gang is complete; victims may only come from jobs that keep minMember afterwards; jobs not yet ready go first.

@@ -1,4 +1,5 @@
-"""nodegroup (seed 000 §6.8, Volcano 1.9): bind queues to groups of nodes labelled ``volcano.sh/nodegroup-name``.
+"""nodegroup (``pkg/scheduler/plugins/nodegroup/nodegroup.go``): bind queues to groups of nodes labelled
+``volcano.sh/nodegroup-name``.
 
 A queue's ``spec.affinity`` lists groups under ``nodeGroupAffinity`` / ``nodeGroupAntiAffinity``, each with
 ``requiredDuringSchedulingIgnoredDuringExecution`` and ``preferredDuringSchedulingIgnoredDuringExecution``.

@@ -1,4 +1,4 @@
-"""nodeorder (seed 000 §6.7): Kubernetes' node scores, weighted and added.
+"""nodeorder (``pkg/scheduler/plugins/nodeorder/nodeorder.go``): Kubernetes' node scores, weighted and added.
 
 Scores are on Kubernetes' 0..100 scale, times the ``<name>.weight`` argument:
 ``leastrequested`` (default weight 1): mean over cpu and memory of (allocatable - requested) / allocatable;

@@ -1,6 +1,6 @@
-"""overcommit (seed 000 §6.8): admit PodGroups while their minResources fit the cluster's allocatable times
-``overcommit-factor`` (default 1.2; below 1 means the default) minus what is used and what admitted jobs
-still wait for: the minResources of Inqueue groups, and for Running groups with at least minMember tasks
+"""overcommit (``pkg/scheduler/plugins/overcommit/overcommit.go``): admit PodGroups while their minResources fit the
+cluster's allocatable times ``overcommit-factor`` (default 1.2; below 1 means the default) minus what is used and what
+admitted jobs still wait for: the minResources of Inqueue groups, and for Running groups with at least minMember tasks
 holding resources, the part of minResources they do not hold yet."""
 
 from __future__ import annotations

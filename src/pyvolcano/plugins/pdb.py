@@ -1,4 +1,4 @@
-"""pdb (Volcano 1.9, seed 002): never pick victims that would break a policy/v1 PodDisruptionBudget.
+"""pdb (``pkg/scheduler/plugins/pdb/pdb.go``): never pick victims that would break a policy/v1 PodDisruptionBudget.
 
 A PDB in the pod's namespace whose selector matches the pod allows ``status.disruptionsAllowed`` evictions
 (computed from ``spec.minAvailable``/``maxUnavailable`` and the matching running pods when the status is

@@ -1,4 +1,4 @@
-"""predicates (seed 000 §6.6): which nodes may run a task at all.
+"""predicates (``pkg/scheduler/plugins/predicates/predicates.go``): which nodes may run a task at all.
 
 Each check is registered separately so a rejection is explained with Kubernetes' own phrase; each has a
 vector form over many nodes and a per-node form that returns the reason.  Node labels and taints do not
@@ -133,8 +133,9 @@ class Predicates(Plugin):
             self._proportional(ssn)
 
     def _proportional(self, ssn: Session) -> None:
-        """Seed 000 §6.6: keep cpu/memory for GPU tasks: a task not asking for the resource may only use a
-        node if, after it, idle cpu/memory still cover each idle GPU's reserved share."""
+        """Volcano's proportional predicate (``predicate.resources``; at the reference commit in
+        ``plugins/resource-strategy-fit/proportional.go``): keep cpu/memory for GPU tasks: a task not asking for
+        the resource may only use a node if, after it, idle cpu/memory still cover each idle GPU's reserved share."""
         a, res, nodes = self.arguments, ssn.res, ssn.nodes
         names = [n.strip() for n in a.get_str("predicate.resources", "").split(",") if n.strip()]
         rates = []

@@ -1,6 +1,6 @@
-"""priority (seed 000 §6.4): higher PriorityClass value first, for jobs and for tasks; a task may preempt
-tasks of lower-priority jobs (or lower-priority tasks of its own job); a job starves while it has tasks that
-hold nothing."""
+"""priority (``pkg/scheduler/plugins/priority/priority.go``): higher PriorityClass value first, for jobs and for
+tasks; a task may preempt tasks of lower-priority jobs (or lower-priority tasks of its own job); a job starves while
+it has tasks that hold nothing."""
 
 from __future__ import annotations
 

@@ -112,9 +112,9 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     res = ssn.res
     total = ssn.total_resource.copy()
     total_guarantee = res.zeros()
-    for q in ssn.queues.values():
-        if q.guarantee is not None:
-            total_guarantee += q.guarantee
+    for spec in ssn.queues.values():
+        if spec.guarantee is not None:
+            total_guarantee += spec.guarantee
     attrs: dict[str, QueueAttr] = {}
     order: dict[str, int] = {}
     qpos: list[int] = []

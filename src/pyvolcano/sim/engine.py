@@ -17,11 +17,13 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from pyvolcano.api.convert import pod_requests
+from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import EPS
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION, TaskStatus
@@ -29,8 +31,15 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.controllers.vcjob import FINAL, JobController, validate_job
 from pyvolcano.errors import ManifestError, UserError
+from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.gc_tuning import quiet_gc
-from pyvolcano.framework.session import Session
+from pyvolcano.framework.result import (
+    PodGroupStatus,
+    QueueStatus,
+    SessionResult,
+    apply,
+    podgroup_status_body,
+)
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
 
@@ -119,6 +128,91 @@ class SimAPI:
         self.sim.event_log.append((self.sim.now, etype, reason, message))
 
 
+class SimWriter:
+    """The simulator's ``ClusterWriter`` (``framework/result.py``): decisions land in the in-memory API as a
+    kubelet and the API server would make them visible.  A bound pod starts after ``start_latency``; an evicted
+    one keeps its node for ``grace`` seconds (Releasing) and is then deleted.  PodGroup status is built by
+    ``podgroup_status_body`` as on a cluster; only a phase change is fed back to the scheduler cache and the job
+    controller (conditions and counts do not take part in scheduling), so a quiet PodGroup costs one comparison."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        #: per PodGroup, what its status was last built from
+        self._last: dict[str, tuple[Any, ...]] = {}
+        self._events: dict[tuple[str, str, str], str] = {}
+
+    def _stamp(self) -> str:
+        return datetime.fromtimestamp(self.sim.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def bind(self, task: TaskInfo, node: str) -> None:
+        sim = self.sim
+        pod = sim._pod(task.uid)
+        if pod is None or pod["spec"].get("nodeName"):
+            return
+        pod["spec"]["nodeName"] = node
+        sim.api.update(pod)
+        sim._push(sim.now + sim.start_latency, "running", (task.uid, pod["metadata"]["uid"]))
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        sim = self.sim
+        pod = sim._pod(task.uid)
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            return
+        pod["metadata"]["deletionTimestamp"] = sim.now
+        sim.api.update(pod)
+        sim.evictions += 1
+        job_key, _ = sim._job_of(pod)
+        if job_key in sim.records:
+            sim.records[job_key].preempted += 1
+        sim._push(sim.now + sim.grace, "release", (task.uid, pod["metadata"]["uid"]))
+
+    def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
+        sim = self.sim
+        sig = (status.phase, status.running, status.succeeded, status.failed, status.event,
+               *[(c["type"], c["reason"], c["message"]) for c in status.conditions])
+        if self._last.get(uid) == sig:
+            return True
+        ns, name = uid.split("/", 1)
+        pg = sim.api.get("PodGroup", ns, name)
+        if pg is None:
+            return False
+        self._last[uid] = sig
+        old = pg.get("status") or {}
+        pg["status"] = podgroup_status_body(old, status, self._stamp())
+        if status.event is not None:
+            self.event("PodGroup", uid, *status.event)
+        if old.get("phase") != status.phase:
+            sim.api.update(pg)
+            rec = sim.records.get(uid)
+            if rec is not None and rec.enqueued is None and status.phase != "Pending":
+                rec.enqueued = sim.now
+            sim.controller.on_podgroup(uid, status.phase)
+        return True
+
+    def pod_condition(self, pod: str, message: str) -> None:
+        obj = self.sim._pod(pod)
+        if obj is None:
+            return
+        st = obj.get("status")
+        if st is None:
+            st = obj["status"] = {}
+        st["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                             "message": message, "lastTransitionTime": self._stamp()}]
+
+    def update_queue_status(self, status: QueueStatus) -> None:
+        q = self.sim.api.get("Queue", "", status.name)
+        if q is not None:
+            q.setdefault("status", {})["allocated"] = status.allocated
+
+    def event(self, kind: str, key: str, etype: str, reason: str, message: str) -> None:
+        """Recorded in ``event_log`` unless it repeats the last event of that reason about that object."""
+        k = (kind, key, reason)
+        if self._events.get(k) == message:
+            return
+        self._events[k] = message
+        self.sim.event_log.append((self.sim.now, etype, reason, message))
+
+
 class Simulator:
     def __init__(self, nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload,
                  conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
@@ -136,6 +230,7 @@ class Simulator:
         self.cache = SchedulerCache(reuse_clones=True)  # each session's result is applied before the next
         self.api = SimAPI(self)
         self.controller = JobController(self.api)
+        self.writer = SimWriter(self)
         self.records: dict[str, JobRecord] = {}
         self.samples: list[Sample] = []
         self.event_log: list[tuple[float, str, str, str]] = []
@@ -346,60 +441,34 @@ class Simulator:
             pg.phase == "Pending" for pg in self.cache.podgroups.values())
 
     def _cycle(self) -> None:
+        """One session through ``run_session`` (the code path of ``cycle`` and the Kubernetes mode), applied to
+        the in-memory API by ``SimWriter`` through ``framework.result.apply``."""
         self.cache.now = self.now
         t0 = time.perf_counter()
-        ssn = Session(self.cache.snapshot(), self.conf)
-        result = ssn.run()
+        result = run_session(self.cache, self.conf)
         self.cycle_seconds.append(time.perf_counter() - t0)
         self.cycles += 1
-        self.rollbacks += int(ssn.state.get("rollbacks", 0))
+        self.rollbacks += result.stats.rollbacks
         self.changed = False
-        for uid, node in result.binds.items():
-            pod = self._pod(uid)
-            if pod is None or pod["spec"].get("nodeName"):
-                continue
-            pod["spec"]["nodeName"] = node
-            self.api.update(pod)
-            self._push(self.now + self.start_latency, "running", (uid, pod["metadata"]["uid"]))
-        for ev in result.evictions:
-            pod = self._pod(ev.task.uid)
-            if pod is None or pod["metadata"].get("deletionTimestamp"):
-                continue
-            pod["metadata"]["deletionTimestamp"] = self.now
-            self.api.update(pod)
-            self.evictions += 1
-            job_key, _ = self._job_of(pod)
-            if job_key in self.records:
-                self.records[job_key].preempted += 1
-            self._push(self.now + self.grace, "release", (ev.task.uid, pod["metadata"]["uid"]))
-        for uid, status in result.podgroups.items():
-            ns, name = uid.split("/", 1)
-            pg = self.api.get("PodGroup", ns, name)
-            if pg is None:
-                continue
-            old = (pg.get("status") or {}).get("phase")
-            if old != status["phase"]:
-                pg["status"] = {"phase": status["phase"], "conditions": status.get("conditions", [])}
-                self.api.update(pg)
-                rec = self.records.get(uid)
-                if rec is not None and rec.enqueued is None and status["phase"] != "Pending":
-                    rec.enqueued = self.now
-                self.controller.on_podgroup(uid, status["phase"])
-        self._sample(ssn)
+        apply(result, self.writer)
+        self._sample(result)
 
-    def _sample(self, ssn: Session | None) -> None:
-        used = self.cache.res.zeros()
-        nodes = ssn.nodes if ssn is not None else self.cache.snapshot().nodes
-        if len(nodes):
-            used = nodes.used.sum(axis=0)
+    def _sample(self, result: SessionResult | None) -> None:
+        """Cluster use and each queue's (allocated, deserved) dominant share of the cluster, as the fairness plugin
+        saw them in the session (none without proportion or capacity)."""
         queues: dict[str, tuple[float, float]] = {}
-        attrs = ssn.state.get("proportion") if ssn is not None else None
-        total = ssn.total_resource if ssn is not None else None
-        if attrs and total is not None:
-            mask = ssn.res.fair_mask & (total > 0)
-            for name, a in attrs.items():
-                queues[name] = (float(np.max(a.allocated[mask] / total[mask], initial=0.0)),
-                                float(np.max(a.deserved[mask] / total[mask], initial=0.0)))
+        if result is not None and result.used is not None:
+            used = result.used
+            total, fair = result.total, result.fair_mask
+            if total is not None and fair is not None:
+                mask = fair & (total > 0)
+                for name, q in result.queues.items():
+                    if q.fair is not None:
+                        queues[name] = (float(np.max(q.fair.allocated[mask] / total[mask], initial=0.0)),
+                                        float(np.max(q.fair.deserved[mask] / total[mask], initial=0.0)))
+        else:
+            nodes = self.cache.snapshot().nodes
+            used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
         self.samples.append(Sample(self.now, self._pick(used), queues))
 
     # --- main loop --------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def plots(spec: SweepSpec, rows: list[Row]) -> list[tuple[str, str]]:
         lines: dict[str, list[tuple[float, Row]]] = {}
         for r in rows:
             others = {"conf": r.conf, **{k: v for k, v in r.params.items() if k != knob}}
-            lines.setdefault(describe(others), []).append((float(r.params[knob]), r))  # type: ignore[arg-type]
+            lines.setdefault(describe(others), []).append((float(r.params[knob]), r))
         for ax, m in zip(axes[0], metrics, strict=True):
             for line, pts in lines.items():
                 pts.sort(key=lambda p: p[0])

@@ -107,7 +107,8 @@ def seconds(value: object) -> float:
 
 
 def job_ref(job: dict[str, Any]) -> str:
-    md = job.get("metadata") if isinstance(job.get("metadata"), dict) else {}
+    meta = job.get("metadata")
+    md: dict[str, Any] = meta if isinstance(meta, dict) else {}
     return f"Job {md.get('namespace') or 'default'}/{md.get('name') or '<unnamed>'}"
 
 

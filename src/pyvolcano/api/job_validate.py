@@ -1,0 +1,208 @@
+"""The one validator of ``batch.volcano.sh/v1alpha1`` Jobs, used by the simulator (``sim/engine.py`` through
+``controllers/vcjob.py: validate_job``), the job controller (``kube/controller.py``) and client-side admission
+(``pyvolcano job run``, ``kube/validation.py``).
+
+The rules are Volcano's admission webhook (``pkg/webhooks/admission/jobs/validate/admit_job.go``: validateJobCreate,
+and ``util.go``: validatePolicies with its ``policyEventMap`` / ``policyActionMap``), with the events and actions of
+``volcano.sh/apis`` (``pkg/apis/bus/v1alpha1/events.go``, ``actions.go``); messages use the webhook's words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyvolcano.api.resource import amount
+from pyvolcano.errors import QuantityError
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+#: every lifecycle event of Volcano's bus API -> whether a Job may name it in a policy (``policyEventMap``)
+POLICY_EVENTS: dict[str, bool] = {
+    "*": True, "PodFailed": True, "PodEvicted": True, "PodPending": True, "Unknown": True, "TaskCompleted": True,
+    "TaskFailed": True, "JobUpdated": True, "OutOfSync": False, "CommandIssued": False, "PodRunning": False,
+}
+#: every lifecycle action -> whether a Job may name it in a policy (``policyActionMap``)
+POLICY_ACTIONS: dict[str, bool] = {
+    "AbortJob": True, "RestartJob": True, "RestartTask": True, "RestartPod": True, "RestartPartition": True,
+    "TerminateJob": True, "CompleteJob": True, "ResumeJob": True, "SyncJob": False, "EnqueueJob": False,
+    "SyncQueue": False, "OpenQueue": False, "CloseQueue": False,
+}
+ALLOWED_EVENTS = sorted(e for e, ok in POLICY_EVENTS.items() if ok)
+ALLOWED_ACTIONS = sorted(a for a, ok in POLICY_ACTIONS.items() if ok)
+
+
+@dataclass(frozen=True)
+class JobProblem:
+    """One reason a Job is refused: the Job (``Job ns/name``), the field and what is wrong with it."""
+
+    ref: str
+    field: str
+    problem: str
+
+    def __str__(self) -> str:
+        """``Job ns/name: field: problem``; a problem that starts with the field's value in parentheses reads on
+        from the field (``spec.minAvailable (3) should not be greater than ...``)."""
+        sep = " " if self.problem.startswith("(") else ": "
+        return f"{self.ref}: {self.field}{sep}{self.problem}"
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def policy_events(policy: Mapping[str, Any]) -> list[str]:
+    """A policy's ``event`` and ``events``, without repeats (Volcano's getEventList)."""
+    out: list[str] = []
+    for e in [*(policy.get("events") or []), *([policy["event"]] if policy.get("event") else [])]:
+        if e not in out:
+            out.append(e)
+    return out
+
+
+def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
+    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does."""
+    if policies in (None, []):
+        return []
+    if not isinstance(policies, list):
+        return [JobProblem(ref, f"{where}.policies", "must be a list")]
+    out: list[JobProblem] = []
+    seen: set[str] = set()
+    codes: set[int] = set()
+    for i, p in enumerate(policies):
+        at = f"{where}.policies[{i}]"
+        if not isinstance(p, dict):
+            return [*out, JobProblem(ref, at, "must be a mapping")]
+        events = policy_events(p)
+        code = p.get("exitCode")
+        if events and code is not None:
+            return [*out, JobProblem(ref, at, "must not specify event and exitCode simultaneously")]
+        if not events and code is None:
+            return [*out, JobProblem(ref, at, "either event and exitCode should be specified")]
+        if events:
+            for e in events:
+                if not POLICY_EVENTS.get(e, False):
+                    return [*out, JobProblem(ref, f"{at}.event", f"invalid policy event {e!r} (allowed: "
+                                                                   f"{', '.join(ALLOWED_EVENTS)})")]
+                action = p.get("action")
+                if not POLICY_ACTIONS.get(str(action), False):
+                    return [*out, JobProblem(ref, f"{at}.action", f"invalid policy action {action!r} (allowed: "
+                                                                    f"{', '.join(ALLOWED_ACTIONS)})")]
+                if e in seen:
+                    return [*out, JobProblem(ref, f"{at}.event", f"duplicate event {e!r} across different policy")]
+                seen.add(e)
+        else:
+            c = _int(code)
+            if c is None or c == 0:
+                return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
+            if c in codes:
+                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {c}")]
+            codes.add(c)
+    if "*" in seen and len(seen) > 1:
+        out.append(JobProblem(ref, f"{where}.policies", "if there's * here, no other policy should be here"))
+    return out
+
+
+def job_ref(job: Mapping[str, Any]) -> str:
+    meta = job.get("metadata")
+    md: Mapping[str, Any] = meta if isinstance(meta, dict) else {}
+    return f"Job {md.get('namespace') or 'default'}/{md.get('name') or '<unnamed>'}"
+
+
+def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]] | Iterable[str] | None = None,
+                 known_plugins: Iterable[str] | None = None) -> list[JobProblem]:
+    """Everything wrong with a Job, in the webhook's order (validateJobCreate).  ``queues``: the Queue objects by
+    name (their state is checked too) or just the names that exist; None skips the queue checks.
+    ``known_plugins``: the job plugins (``spec.plugins``) there are; None skips that check."""
+    ref = job_ref(job)
+    meta = job.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        return [JobProblem(ref, "metadata.name", "is required")]
+    spec = job.get("spec")
+    if not isinstance(spec, dict):
+        return [JobProblem(ref, "spec", "is required")]
+    out: list[JobProblem] = []
+    min_available = _int(spec.get("minAvailable", 0))
+    if min_available is None or min_available < 0:
+        out.append(JobProblem(ref, "spec.minAvailable", f"must be >= 0, got {spec.get('minAvailable')!r}"))
+    for f in ("maxRetry", "ttlSecondsAfterFinished"):
+        v = _int(spec[f]) if spec.get(f) is not None else 0
+        if v is None or v < 0:
+            out.append(JobProblem(ref, f"spec.{f}", f"must be >= 0, got {spec[f]!r}"))
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        out.append(JobProblem(ref, "spec.tasks", "no task specified in job spec"))
+        tasks = []
+    total = 0
+    names: set[str] = set()
+    for i, t in enumerate(tasks):
+        at = f"spec.tasks[{i}]"
+        if not isinstance(t, dict):
+            out.append(JobProblem(ref, at, "must be a mapping"))
+            continue
+        name = t.get("name") or ""
+        if name:
+            if not isinstance(name, str) or not _DNS1123_LABEL.match(name) or len(name) > 63:
+                out.append(JobProblem(ref, f"{at}.name", f"{name!r} must be a DNS-1123 label (lower case letters, "
+                                                         "digits and '-')"))
+            elif name in names:
+                out.append(JobProblem(ref, f"{at}.name", f"duplicated task name {name!r}"))
+            names.add(str(name))
+        replicas = _int(t.get("replicas", 1))
+        if replicas is None or replicas < 0:
+            out.append(JobProblem(ref, f"{at}.replicas", f"must be >= 0, got {t.get('replicas')!r}"))
+            replicas = 0
+        total += replicas
+        if t.get("minAvailable") is not None:
+            tmin = _int(t["minAvailable"])
+            if tmin is None or tmin < 0:
+                out.append(JobProblem(ref, f"{at}.minAvailable", f"must be >= 0, got {t['minAvailable']!r}"))
+            elif tmin > replicas:
+                out.append(JobProblem(ref, f"{at}.minAvailable", f"({tmin}) is greater than replicas ({replicas})"))
+        template = t.get("template")
+        pod_spec = template.get("spec") if isinstance(template, dict) else None
+        if not isinstance(pod_spec, dict) or not pod_spec.get("containers"):
+            out.append(JobProblem(ref, f"{at}.template.spec.containers", "at least one container is required"))
+        else:
+            for ci, c in enumerate(pod_spec["containers"]):
+                res = (c or {}).get("resources") if isinstance(c, dict) else None
+                for kind in ("requests", "limits"):
+                    amounts = (res or {}).get(kind) if isinstance(res, dict) else None
+                    for rname, q in (amounts.items() if isinstance(amounts, dict) else ()):
+                        try:
+                            amount(str(rname), q)
+                        except QuantityError as exc:
+                            out.append(JobProblem(ref, f"{at}.template.spec.containers[{ci}].resources.{kind}."
+                                                       f"{rname}", str(exc)))
+        out += _policies(ref, at, t.get("policies"))
+    if min_available is not None and min_available > total:
+        out.append(JobProblem(ref, "spec.minAvailable", f"({min_available}) should not be greater than total "
+                                                        f"replicas in tasks ({total})"))
+    out += _policies(ref, "spec", spec.get("policies"))
+    if known_plugins is not None:
+        known = set(known_plugins)
+        for p in (spec.get("plugins") or {}):
+            if p not in known:
+                out.append(JobProblem(ref, "spec.plugins", f"unable to find job plugin {p!r} (known: "
+                                                           f"{', '.join(sorted(known))})"))
+    if queues is not None:
+        qname = spec.get("queue") or "default"
+        if isinstance(queues, Mapping):
+            q = queues.get(qname)
+            if q is None:
+                out.append(JobProblem(ref, "spec.queue", f"unable to find job queue {qname!r}"))
+            else:
+                state = ((q.get("status") or {}).get("state")) or "Open"
+                if state != "Open":
+                    out.append(JobProblem(ref, "spec.queue", f"can only submit job to queue with state Open, queue "
+                                                             f"{qname!r} status is {state!r}"))
+        elif qname not in set(queues):
+            out.append(JobProblem(ref, "spec.queue", f"unable to find job queue {qname!r}"))
+    return out

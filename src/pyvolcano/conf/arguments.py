@@ -1,0 +1,88 @@
+"""Plugin and action ``arguments``: a mapping that reads numbers and booleans written as strings too."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pyvolcano.errors import ConfigError
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Go's time.ParseDuration (``1h2m3s``, ``500ms``) in seconds."""
+    s = str(text).strip()
+    if not s:
+        raise ValueError("empty duration")
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT[m.group(2)]
+        pos = m.end()
+    if pos != len(s):
+        raise ValueError(f"{text!r} is not a duration (e.g. 1h2m3s, 90s, 500ms)")
+    return total
+
+
+class Arguments(Mapping[str, Any]):
+    """Read-only view of a plugin's ``arguments`` with typed getters that name the bad key."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None, owner: str = "") -> None:
+        self._values = dict(values or {})
+        self._owner = owner
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def _bad(self, key: str, want: str) -> ConfigError:
+        return ConfigError(f"{self._owner}: argument {key!r} = {self._values[key]!r} is not {want}")
+
+    def get_float(self, key: str, default: float) -> float:
+        if key not in self._values:
+            return default
+        try:
+            return float(self._values[key])
+        except (TypeError, ValueError):
+            raise self._bad(key, "a number") from None
+
+    def get_int(self, key: str, default: int) -> int:
+        if key not in self._values:
+            return default
+        try:
+            return int(float(self._values[key]))
+        except (TypeError, ValueError):
+            raise self._bad(key, "an integer") from None
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        if key not in self._values:
+            return default
+        v = self._values[key]
+        if isinstance(v, bool):
+            return v
+        if str(v).lower() in ("true", "1", "yes"):
+            return True
+        if str(v).lower() in ("false", "0", "no"):
+            return False
+        raise self._bad(key, "a boolean")
+
+    def get_str(self, key: str, default: str) -> str:
+        v = self._values.get(key, default)
+        return default if v is None else str(v)
+
+    def get_duration(self, key: str, default: float | None) -> float | None:
+        if key not in self._values:
+            return default
+        try:
+            return parse_duration(self._values[key])
+        except ValueError as exc:
+            raise self._bad(key, "a duration (e.g. 1h2m3s)") from exc

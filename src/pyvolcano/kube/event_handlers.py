@@ -1,0 +1,122 @@
+"""Informer events into the scheduler cache (Volcano's ``pkg/scheduler/cache/event_handlers.go``: AddPod /
+UpdatePod / DeletePod, the PodGroup, Queue and PriorityClass handlers, and ``resyncTask``).
+
+What the scheduler decided and the API server has not shown yet is kept over the informers' view: a pod being
+bound stays ``Binding`` (``binder.assumed``), a pod being evicted stays ``Releasing`` (``binder.evicting``) and a
+PodGroup keeps the phase we wrote (``status.pg_sent``) until an event shows it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.framework.result import same_status
+
+if TYPE_CHECKING:
+    from pyvolcano.kube.binder import Binder
+    from pyvolcano.kube.status import StatusUpdater
+
+log = logging.getLogger(__name__)
+
+
+class EventHandlers:
+    def __init__(self, cache: SchedulerCache, lock: threading.RLock, binder: Binder, status: StatusUpdater) -> None:
+        self.cache = cache
+        self.lock = lock
+        self.binder = binder
+        self.status = status
+        self._problems_seen: set[str] = set()
+
+    def on_event(self, typ: str, obj: dict[str, Any]) -> None:
+        """One informer event (ADDED, MODIFIED, DELETED)."""
+        kind = obj.get("kind", "")
+        with self.lock:
+            if typ == "DELETED":
+                self.cache.delete(obj)
+                key = self.cache._key(obj)[1]
+                if kind == "Pod":
+                    self.binder.assumed.pop(key, None)
+                    self.binder.evicting.pop(key, None)
+                    self.status.cond_sent.pop(key, None)
+                elif kind == "PodGroup":
+                    self.status.pg_sent.pop(key, None)
+                    self.status.pg_quiet.pop(key, None)
+                elif kind == "Queue":
+                    self.status.queue_sent.pop(key, None)
+            elif kind == "Pod":
+                self.upsert_pod(obj)
+            else:
+                self.cache.upsert(obj)
+                if kind == "PodGroup":
+                    self._reapply_pg(obj)
+                elif kind == "PriorityClass":  # a PodGroup's priority is resolved from its class on upsert
+                    for (k, _), raw in list(self.cache.raw.items()):
+                        if k == "PodGroup" and (raw.get("spec") or {}).get("priorityClassName") == \
+                                obj["metadata"]["name"]:
+                            self.cache.upsert(raw)
+            self._report_problems()
+
+    def upsert_pod(self, pod: dict[str, Any]) -> None:
+        """Volcano's UpdatePod: the pod object, with our own decisions kept until the object reflects them."""
+        md = pod.get("metadata") or {}
+        key = f"{md.get('namespace') or 'default'}/{md.get('name')}"
+        self.cache.upsert(pod)
+        uid = md.get("uid") or ""
+        gone = bool(md.get("deletionTimestamp"))
+        assumed = self.binder.assumed
+        a = assumed.get(key)
+        if a is not None:
+            if a.uid != uid or (pod.get("spec") or {}).get("nodeName") or gone:
+                del assumed[key]  # confirmed bound, or the pod we decided about no longer exists
+            else:
+                t = self.cache.tasks.get(key)
+                if t is not None and t.status == TaskStatus.Pending:
+                    self.cache.set_task_status(t, TaskStatus.Binding, a.node)
+        evicting = self.binder.evicting
+        e = evicting.get(key)
+        if e is not None:
+            if e != uid or gone:
+                del evicting[key]
+            else:
+                t = self.cache.tasks.get(key)
+                if t is not None and t.status & (TaskStatus.Running | TaskStatus.Bound):
+                    self.cache.set_task_status(t, TaskStatus.Releasing)
+
+    def _reapply_pg(self, obj: dict[str, Any]) -> None:
+        """Keep the phase we wrote until the informer shows it (a stale event must not undo Inqueue)."""
+        key = self.cache._key(obj)[1]
+        sent = self.status.pg_sent.get(key)
+        if sent is None:
+            return
+        if same_status(obj.get("status") or {}, sent):
+            del self.status.pg_sent[key]
+            return
+        pg = self.cache.podgroups.get(key)
+        if pg is not None:
+            pg.phase = PodGroupPhase(sent["phase"])
+
+    def _report_problems(self) -> None:
+        if not self.cache.problems:
+            return
+        for p in self.cache.problems:
+            if p not in self._problems_seen:
+                self._problems_seen.add(p)
+                log.warning("skipped object: %s", p)
+        self.cache.problems.clear()
+        if len(self._problems_seen) > 10_000:
+            self._problems_seen.clear()
+
+    def resync_pod(self, key: str) -> None:
+        """Rebuild one task from its pod object (Volcano's resyncTask), dropping our in-memory decision."""
+        raw = self.cache.raw.get(("Pod", key))
+        if raw is not None:
+            self.upsert_pod(raw)
+
+    def forget_pod(self, key: str, uid: str) -> None:
+        raw = self.cache.raw.get(("Pod", key))
+        if raw is not None and (raw.get("metadata") or {}).get("uid") == uid:
+            self.cache.delete(raw)

@@ -1,0 +1,165 @@
+"""Status write-back (Volcano's ``StatusUpdater``, ``pkg/scheduler/cache/interface.go``: UpdatePodGroup,
+UpdateQueueStatus, UpdatePodStatus; and ``cache.RecordJobStatusEvent`` / ``taskUnschedulable`` in
+``cache/cache.go``).
+
+A session's ``PodGroupStatus`` becomes the PodGroup object's status through ``framework.result.
+podgroup_status_body`` (the simulator uses the same function), pending pods get ``PodScheduled=False/
+Unschedulable`` (what cluster autoscalers look for), Queues get ``status.allocated``, and Events are recorded.
+Every write runs in the background (``Writer``) and only when it changes something: what was sent and not yet
+seen in an informer event is remembered (``pg_sent``, ``cond_sent``, ``queue_sent``), and a PodGroup with
+nothing to write (no pending pods, same verdict, same job version) is skipped cheaply (``pg_quiet``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.framework.result import PodGroupStatus, QueueStatus, conditions_key, podgroup_status_body, same_status
+from pyvolcano.kube.client import ApiError
+from pyvolcano.kube.metrics import SchedulerMetrics
+from pyvolcano.kube.objects import now_iso
+from pyvolcano.kube.resources import POD, PODGROUP, QUEUE
+from pyvolcano.kube.writer import EventRecorder, Writer
+
+
+class StatusUpdater:
+    def __init__(self, api: Any, cache: SchedulerCache, lock: threading.RLock, writer: Writer,
+                 recorder: EventRecorder, metrics: SchedulerMetrics) -> None:
+        self.api = api
+        self.cache = cache
+        self.lock = lock
+        self.writer = writer
+        self.recorder = recorder
+        self.metrics = metrics
+        self.pg_sent: dict[str, dict[str, Any]] = {}
+        #: PodGroups whose status write-back had nothing to do, with what that depended on: while it stays the same
+        #: (no pending pods, same session verdict, same job and PodGroup versions), later sessions skip them
+        self.pg_quiet: dict[str, tuple[Any, ...]] = {}
+        self.cond_sent: dict[str, str] = {}
+        self.queue_sent: dict[str, dict[str, str]] = {}
+        self._stamp = ""
+        self._unschedulable_tasks: dict[str, int] = {}
+
+    # --- one session ---------------------------------------------------------------------------------
+    def begin(self) -> None:
+        """Before a session's result is applied (under the lock)."""
+        self._stamp = now_iso()
+        self._unschedulable_tasks = {}
+
+    def end(self) -> None:
+        """After it: the unschedulable-task gauges."""
+        self.metrics.set_unschedulable(self._unschedulable_tasks)
+        n = sum(self._unschedulable_tasks.values())
+        if n:
+            self.metrics.attempts.labels("unschedulable").inc(n)
+
+    # --- ClusterWriter (under the lock) -------------------------------------------------------------------
+    def update_podgroup_status(self, uid: str, st: PodGroupStatus) -> bool:
+        pg = self.cache.podgroups.get(uid)
+        job = self.cache.jobs.get(uid)
+        if pg is None or job is None or pg.synthetic or pg.manifest is None:
+            return False
+        # a running gang that nothing happened to is most of a busy cluster: skip it cheaply (the cache's job
+        # version moves with every change to its pods and to its PodGroup object)
+        quiet = (st.phase, conditions_key(st.conditions), job.version, st.event)
+        if self.pg_quiet.get(uid) == quiet:
+            return False
+        old = dict(pg.manifest.get("status") or {})
+        new = podgroup_status_body(old, st, self._stamp)
+        if old.get("phase") != PodGroupPhase.Running and new["phase"] == PodGroupPhase.Running and job.creation:
+            self.metrics.e2e_job.observe(max(0.0, time.time() - job.creation) * 1000)
+        if not (same_status(new, old) or same_status(new, self.pg_sent.get(uid))):
+            self.pg_sent[uid] = new
+            pg.phase = PodGroupPhase(new["phase"])
+            self.writer.submit(("podgroup", uid), self._pg_writer(uid, pg.namespace, pg.name, new))
+        if st.event is not None:
+            self.recorder.event(pg.manifest, *st.event)
+        if uid not in self.pg_sent and not st.pod_conditions:  # nothing in flight, nothing waiting: quiet
+            self.pg_quiet[uid] = quiet
+        else:
+            self.pg_quiet.pop(uid, None)
+        if st.pod_conditions:
+            self._unschedulable_tasks[uid] = len(st.pod_conditions)
+        return True
+
+    def pod_condition(self, key: str, message: str) -> None:
+        raw = self.cache.raw.get(("Pod", key))
+        if raw is None or self.cond_sent.get(key) == message:
+            return
+        for c in (raw.get("status") or {}).get("conditions") or []:
+            if (c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+                    and c.get("message") == message):
+                return
+        self.cond_sent[key] = message
+        cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+                "lastTransitionTime": self._stamp, "lastProbeTime": None}
+        ns, name = key.split("/", 1)
+
+        def write() -> None:
+            try:
+                self.api.patch(POD, name, {"status": {"conditions": [cond]}}, ns, subresource="status",
+                               strategic=True)
+            except ApiError as exc:
+                with self.lock:
+                    if self.cond_sent.get(key) == message:
+                        del self.cond_sent[key]
+                if not exc.not_found:
+                    raise
+
+        self.writer.submit(("podcond", key), write)
+        self.recorder.event(raw, "Warning", "FailedScheduling", message)
+
+    def update_queue_status(self, status: QueueStatus) -> None:
+        """``status.allocated`` of a Queue object (Volcano's ``updateQueueStatus`` writes only that; the queue
+        controller owns the PodGroup counts)."""
+        name = status.name
+        q = self.cache.queues.get(name)
+        if q is None:
+            return
+        want = status.allocated
+        have = ((q.manifest or {}).get("status") or {}).get("allocated")
+        if have == want or self.queue_sent.get(name) == want:
+            return
+        self.queue_sent[name] = want
+        self.writer.submit(("queue", name), self._queue_writer(name, want))
+
+    def event(self, kind: str, key: str, etype: str, reason: str, message: str) -> None:
+        raw = self.cache.raw.get((kind, key))
+        if raw is not None:
+            if kind == "Pod":
+                t = self.cache.tasks.get(key)
+                if t is not None and t.status != TaskStatus.Pending:
+                    return
+            self.recorder.event(raw, etype, reason, message)
+
+    # --- the API calls -------------------------------------------------------------------------------------
+    def _pg_writer(self, uid: str, ns: str, name: str, status: dict[str, Any]) -> Callable[[], None]:
+        def write() -> None:
+            try:
+                # Volcano's PodGroup CRD has no status subresource: the status is part of the object
+                self.api.patch(PODGROUP, name, {"status": status}, ns)
+            except ApiError as exc:
+                with self.lock:
+                    self.pg_quiet.pop(uid, None)
+                    if self.pg_sent.get(uid) is status:
+                        del self.pg_sent[uid]  # retry next session
+                if not exc.not_found:
+                    raise
+        return write
+
+    def _queue_writer(self, name: str, allocated: dict[str, str]) -> Callable[[], None]:
+        def write() -> None:
+            try:
+                self.api.patch(QUEUE, name, {"status": {"allocated": allocated}}, subresource="status")
+            except ApiError as exc:
+                with self.lock:
+                    if self.queue_sent.get(name) is allocated:
+                        del self.queue_sent[name]
+                if not exc.not_found:
+                    raise
+        return write

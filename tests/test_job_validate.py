@@ -1,0 +1,82 @@
+"""The one Job validator (api/job_validate.py, Volcano's admission webhook rules) and its three users: the
+simulator, the controller and ``pyvolcano job run`` accept and refuse the same Jobs."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pyvolcano.api.job_validate import job_problems
+from pyvolcano.controllers.vcjob import _matches, validate_job
+from pyvolcano.errors import ManifestError
+from pyvolcano.kube.validation import validate_job as admission
+
+JOB: dict[str, Any] = {
+    "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns"},
+    "spec": {"minAvailable": 1, "queue": "default", "tasks": [
+        {"name": "worker", "replicas": 2, "template": {"spec": {"containers": [
+            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+}
+
+
+def job(**spec: Any) -> dict[str, Any]:
+    j = copy.deepcopy(JOB)
+    j["spec"].update(spec)
+    return j
+
+
+def both(j: dict[str, Any]) -> tuple[list[str], str | None]:
+    """What admission says, and what the simulator's validator raises (None: accepted)."""
+    try:
+        validate_job(j, {"default"})
+        sim = None
+    except ManifestError as exc:
+        sim = str(exc)
+    return admission(j, {"default": {}}), sim
+
+
+@pytest.mark.parametrize("event", ["TaskFailed", "PodPending", "Unknown", "JobUpdated", "*", "PodEvicted"])
+def test_every_event_volcano_admits_is_accepted_everywhere(event: str) -> None:
+    assert both(job(policies=[{"event": event, "action": "RestartJob"}])) == ([], None)
+
+
+@pytest.mark.parametrize("policies, words", [
+    ([{"event": "Any", "action": "AbortJob"}], "invalid policy event 'Any'"),
+    ([{"event": "PodRunning", "action": "AbortJob"}], "invalid policy event 'PodRunning'"),
+    ([{"event": "PodFailed", "action": "SyncJob"}], "invalid policy action 'SyncJob'"),
+    ([{"event": "PodFailed", "action": "AbortJob"}, {"event": "PodFailed", "action": "RestartJob"}],
+     "duplicate event 'PodFailed'"),
+    ([{"event": "*", "action": "AbortJob"}, {"event": "PodFailed", "action": "RestartJob"}],
+     "if there's * here, no other policy should be here"),
+    ([{"exitCode": 0, "action": "AbortJob"}], "is not a valid error code"),
+    ([{"event": "PodFailed", "exitCode": 3, "action": "AbortJob"}], "must not specify event and exitCode"),
+    ([{"action": "AbortJob"}], "either event and exitCode should be specified"),
+])
+def test_bad_policies_are_refused_everywhere_with_the_field(policies: list[dict[str, Any]], words: str) -> None:
+    errs, sim = both(job(policies=policies))
+    assert errs and words in errs[0] and errs[0].startswith("Job ns/j: spec.policies")
+    assert sim is not None and words in sim and sim.startswith("Job ns/j: field spec.policies")
+
+
+def test_the_simulator_and_admission_agree_on_the_first_problem() -> None:
+    j = job(minAvailable=5, queue="nosuch")
+    problems = job_problems(j, {"default"})
+    assert [p.field for p in problems] == ["spec.minAvailable", "spec.queue"]
+    errs, sim = both(j)
+    assert errs[0] == "Job ns/j: spec.minAvailable (5) should not be greater than total replicas in tasks (2)"
+    assert sim == "Job ns/j: field spec.minAvailable: (5) should not be greater than total replicas in tasks (2)"
+    assert errs[1] == "Job ns/j: spec.queue: unable to find job queue 'nosuch'"
+
+
+def test_queue_state_is_checked_only_with_queue_objects() -> None:
+    closed = {"default": {"status": {"state": "Closed"}}}
+    assert "can only submit job to queue with state Open" in admission(JOB, closed)[0]
+    assert job_problems(JOB, {"default"}) == []
+
+
+def test_the_controller_answers_the_any_event_and_events_lists() -> None:
+    assert _matches({"event": "*", "action": "AbortJob"}, "PodEvicted")
+    assert _matches({"events": ["PodFailed", "PodEvicted"], "action": "AbortJob"}, "PodEvicted")
+    assert not _matches({"event": "PodFailed", "action": "AbortJob"}, "PodEvicted")
