@@ -41,6 +41,15 @@ QUIET = os.environ.get("PYVOLCANO_ORACLE_QUIET", "150ms")
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 
 
+#: What the oracle prints for a PodGroup the real scheduler would call ``Unknown``. The oracle, like Volcano's
+#: ``uthelper.CheckAll``, runs ``framework.NewJobUpdater(ssn).UpdateAll()`` without ``framework.CloseSession``, so
+#: plugins' ``OnSessionClose`` never run: gang (``plugins/gang/gang.go: OnSessionClose``) never sets this
+#: session's Unschedulable condition, and ``framework/session.go: getPodGroupPhase`` never sees
+#: ``unschedulable`` and falls through to Pending (or keeps Inqueue). The real scheduler's ``CloseSession`` runs
+#: the plugins first, so a gang with running pods that is short this session is ``Unknown`` there.
+UNKNOWN_SEEN_AS = frozenset({"Pending", "Inqueue"})
+
+
 def available() -> bool:
     return ORACLE.is_file() and os.access(ORACLE, os.X_OK) and shutil.which("bash") is not None
 

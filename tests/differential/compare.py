@@ -1,0 +1,174 @@
+"""Run one differential case through pyvolcano and the real Volcano and say where they disagree, and why.
+
+pyvolcano runs through the code path of ``pyvolcano cycle`` (``framework/cycle.py: cycle_objects`` /
+``result_json``); Volcano runs twice through ``tests/oracle.py`` and only what both runs decided the same way is
+compared (Volcano's Go map order and random node sampling make a second run differ sometimes). A pod bound or
+pipelined to a different node counts as agreement when Volcano scored both nodes the best for it
+(``util.SelectBestNodeAndScore`` picks one of the best at random): the scores come from the oracle with
+``actions: ""`` on the unchanged snapshot, so this tie test is exact for the first pod placed and a close
+approximation for later ones.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyvolcano.conf.loader import load_conf
+from pyvolcano.framework.cycle import cycle_objects, result_json
+from tests import oracle
+from tests.differential.gen import Case
+
+#: Issue-13 rule numbers a disagreement class points to (``classify``); "new" means no rule covers it.
+CAUSES: dict[str, str] = {
+    "node-score": "rule 12 (Kubernetes 1.36 integer scores) or rule 9 (new nodeorder scores)",
+    "gang-continues": "rule 1 (allocate goes on after a task finds no node)",
+    "phase": "rule 10 (PodGroup phase from scheduled pods) or a new phase difference",
+    "enqueue": "rule 14 (proportion's enqueue looks only at the job's minResources) / rule 13 (pods in shares)",
+    "preempt-victims": "rules 7, 8, 16 (greedy victims node by node, BestEffort victims, tier fall-through)",
+    "reclaim-victims": "rules 3, 4, 7, 13, 17 (when a queue may reclaim, victims per dimension, greedy, per-job "
+                       "statement)",
+    "capacity-alloc": "rules 2, 3, 5, 15 (queue order, hierarchy warnings, unlimited root)",
+    "allocate-set": "rules 1, 2, 13, 14 (who gets placed)",
+}
+
+
+@dataclass
+class Diff:
+    kind: str  # bind-node, bind-only-volcano, bind-only-pyvolcano, evict-..., pipelined-..., phase
+    subject: str
+    volcano: str
+    pyvolcano: str
+
+    def __str__(self) -> str:
+        return f"{self.kind:22} {self.subject}: volcano={self.volcano} pyvolcano={self.pyvolcano}"
+
+
+@dataclass
+class Outcome:
+    case: Case
+    diffs: list[Diff] = field(default_factory=list)
+    unstable: list[str] = field(default_factory=list)
+    cause: str = ""
+    path: Path | None = None
+    error: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        return not self.diffs and not self.error
+
+    def report(self) -> str:
+        head = f"{self.case.name}: {self.cause or 'agrees'}"
+        if self.path:
+            head += f"\n  scenario: {self.path}\n  rerun: ../shared/tools/volcano/vc-oracle {self.path} 2>/dev/null"
+            head += f"\n         .venv/bin/python -m tests.differential.rerun {self.path}"
+        lines = [head] + [f"  {d}" for d in self.diffs]
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        if self.unstable:
+            lines.append(f"  (not compared, Volcano undecided: {'; '.join(self.unstable)})")
+        return "\n".join(lines)
+
+
+def run_pyvolcano(case: Case) -> dict[str, Any]:
+    conf = load_conf(case.config, f"{case.name}: config")
+    result, _ = cycle_objects(oracle.with_installer_queues(case.objects, case.config), conf, "volcano", "vector")
+    return result_json(result)
+
+
+def _nodes(kind: str, vc: dict[str, str], py: dict[str, str], settled: set[str],
+           ties: list[tuple[str, str, str]]) -> list[Diff]:
+    out: list[Diff] = []
+    for pod in sorted(set(vc) | set(py)):
+        if pod not in settled:
+            continue
+        if pod in vc and pod not in py:
+            out.append(Diff(f"{kind}-only-volcano", pod, vc[pod], "-"))
+        elif pod in py and pod not in vc:
+            out.append(Diff(f"{kind}-only-pyvolcano", pod, "-", py[pod]))
+        elif vc[pod] != "*" and vc[pod] != py[pod]:
+            ties.append((pod, vc[pod], py[pod]))
+            out.append(Diff(f"{kind}-node", pod, vc[pod], py[pod]))
+    return out
+
+
+def compare(case: Case, keep_dir: Path | None = None) -> Outcome:
+    """Both schedulers on ``case``; ``keep_dir`` gets the scenario file when they disagree."""
+    out = Outcome(case)
+    try:
+        py = run_pyvolcano(case)
+        st = oracle.stable(case.objects, case.config)
+    except Exception as exc:  # the instrument must report, not crash, on one bad case
+        out.error, out.cause = f"{type(exc).__name__}: {exc}", "error"
+        _keep(out, keep_dir)
+        return out
+    out.unstable = st.unstable
+    unstable_pods = {u.split()[1].rstrip(":") for u in st.unstable}
+    pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in case.objects if o["kind"] == "Pod"}
+    settled = pods - unstable_pods
+    ties: list[tuple[str, str, str]] = []
+    out.diffs += _nodes("bind", st.binds, py["binds"], settled, ties)
+    out.diffs += _nodes("pipelined", st.pipelined, py["pipelined"], settled, ties)
+    for pod in sorted((st.evictions ^ set(py["evictions"])) & settled):
+        who = "volcano" if pod in st.evictions else "pyvolcano"
+        out.diffs.append(Diff(f"evict-only-{who}", pod, "evicted" if who == "volcano" else "-",
+                              "evicted" if who == "pyvolcano" else "-"))
+    for pg, phase in sorted(st.phases.items()):
+        got = py["podgroups"].get(pg, {}).get("phase")
+        if got == "Unknown" and phase in oracle.UNKNOWN_SEEN_AS:
+            out.unstable.append(f"phase {pg}: Unknown is {phase} in the oracle (it skips OnSessionClose)")
+        elif got != phase:
+            out.diffs.append(Diff("phase", pg, phase, str(got)))
+    if ties:
+        scores = oracle.node_scores(case.objects, case.config)
+        tied = set()
+        for pod, vnode, pnode in ties:
+            s = scores.get(pod) or {}
+            if vnode in s and pnode in s and s[vnode] == s[pnode] == max(s.values()):
+                tied.add(pod)
+                out.unstable.append(f"node {pod}: {vnode} / {pnode} tie at score {s[vnode]}")
+        out.diffs = [d for d in out.diffs if not (d.kind.endswith("-node") and d.subject in tied)]
+    out.cause = classify(case, out.diffs) if out.diffs else ""
+    if out.diffs:
+        _keep(out, keep_dir)
+    return out
+
+
+def _keep(out: Outcome, keep_dir: Path | None) -> None:
+    folder = keep_dir or Path(tempfile.gettempdir()) / "pyvolcano-differential"
+    folder.mkdir(parents=True, exist_ok=True)
+    out.path = folder / f"{out.case.name}.yaml"
+    sc = out.case.scenario()
+    sc["objects"] = oracle.with_installer_queues(sc["objects"], sc["config"])
+    sc["notes"] = "differential case; disagreements:\n" + "\n".join(str(d) for d in out.diffs)
+    out.path.write_text(oracle.dump(sc))
+
+
+def classify(case: Case, diffs: list[Diff]) -> str:
+    """A disagreement class (a key of :data:`CAUSES`) from the family and the kinds of difference.
+
+    A heuristic meant to sort many cases into a few piles to look at, not a proof: each pile's minimal
+    reproduction under ``tests/differential/repros/`` is what ties a class to a rule.
+    """
+    kinds = {d.kind for d in diffs}
+    if kinds <= {"bind-node", "pipelined-node"}:
+        return "node-score"
+    if any(k.startswith("evict") for k in kinds) or "pipelined-only-volcano" in kinds or \
+            "pipelined-only-pyvolcano" in kinds:
+        return "reclaim-victims" if case.family in ("reclaim", "capacity", "hierarchy") else "preempt-victims"
+    if kinds == {"phase"}:
+        return "phase"
+    if case.family in ("capacity", "hierarchy"):
+        return "capacity-alloc"
+    jobs = {d.subject.rsplit("-", 1)[0] for d in diffs if d.kind.startswith("bind-only")}
+    partial = False
+    for job in jobs:
+        ns, name = job.split("/", 1)
+        members = [o for o in case.objects if o["kind"] == "Pod" and o["metadata"]["namespace"] == ns
+                   and o["metadata"]["name"].rsplit("-", 1)[0] == name]
+        partial = partial or len(members) > 1
+    if "phase" in kinds and all(d.kind == "phase" or d.kind.startswith("bind-only") for d in diffs):
+        return "gang-continues" if partial else "enqueue"
+    return "allocate-set"
