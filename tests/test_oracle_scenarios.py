@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import oracle
-from tests.scenario_check import check, load, scenario_files
+from tests.scenario_check import load, scenario_files
 
 FILES = scenario_files()
 
@@ -84,19 +84,6 @@ def oracle_cannot_run(sc: dict[str, Any]) -> str | None:
     return None
 
 
-def oracle_errors(result: dict[str, Any], expect: dict[str, Any]) -> list[str]:
-    """``check`` against an oracle result: pyvolcano-only keys dropped, Unknown as the oracle reports it."""
-    want = {k: v for k, v in expect.items() if k not in ("unschedulable", "schedulable")}
-    phases = dict(want.get("podgroupPhases") or {})
-    for pg, phase in list(phases.items()):
-        got = result["podgroups"].get(pg, {}).get("phase")
-        if phase == "Unknown" and got in oracle.UNKNOWN_SEEN_AS:
-            del phases[pg]  # the oracle cannot report Unknown (it skips OnSessionClose): oracle.UNKNOWN_SEEN_AS
-    if "podgroupPhases" in want:
-        want["podgroupPhases"] = phases
-    return check({**result, "unschedulable": {}}, want)
-
-
 def _judge(path: Path) -> tuple[str | None, list[str]]:
     sc = load(path)
     why = oracle_cannot_run(sc)
@@ -106,7 +93,7 @@ def _judge(path: Path) -> tuple[str | None, list[str]]:
         runs = list(pool.map(lambda _: oracle.run(sc["objects"], sc["config"]), range(2)))
     errs: list[str] = []
     for i, result in enumerate(runs):
-        errs += [f"run {i + 1}: {e}" for e in oracle_errors(result, sc["expect"])]
+        errs += [f"run {i + 1}: {e}" for e in oracle.check_expect(result, sc["expect"])]
     return None, errs
 
 

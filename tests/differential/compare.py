@@ -4,9 +4,9 @@ pyvolcano runs through the code path of ``pyvolcano cycle`` (``framework/cycle.p
 ``result_json``); Volcano runs twice through ``tests/oracle.py`` and only what both runs decided the same way is
 compared (Volcano's Go map order and random node sampling make a second run differ sometimes). A pod bound or
 pipelined to a different node counts as agreement when Volcano scored both nodes the best for it
-(``util.SelectBestNodeAndScore`` picks one of the best at random): the scores come from the oracle with
-``actions: ""`` on the unchanged snapshot, so this tie test is exact for the first pod placed and a close
-approximation for later ones.
+(``util.SelectBestNodeAndScore`` picks one of the best at random): the scores are the ones Volcano computed when
+it chose (``tests/oracle.py: decision_scores``). Only the tied pod itself is excused: a later decision that differs
+because of that tie still shows as a difference (rare: node sizes are distinct in generated cases).
 """
 
 from __future__ import annotations
@@ -19,19 +19,20 @@ from typing import Any
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.cycle import cycle_objects, result_json
 from tests import oracle
-from tests.differential.gen import Case
+from tests.differential.gen import EXTRA, Case
 
 #: Issue-13 rule numbers a disagreement class points to (``classify``); "new" means no rule covers it.
 CAUSES: dict[str, str] = {
     "node-score": "rule 12 (Kubernetes 1.36 integer scores) or rule 9 (new nodeorder scores)",
     "gang-continues": "rule 1 (allocate goes on after a task finds no node)",
     "phase": "rule 10 (PodGroup phase from scheduled pods) or a new phase difference",
-    "enqueue": "rule 14 (proportion's enqueue looks only at the job's minResources) / rule 13 (pods in shares)",
+    "enqueue": "Volcano admits (Inqueue) a job pyvolcano leaves Pending: rules 14, 13, 15",
     "preempt-victims": "rules 7, 8, 16 (greedy victims node by node, BestEffort victims, tier fall-through)",
     "reclaim-victims": "rules 3, 4, 7, 13, 17 (when a queue may reclaim, victims per dimension, greedy, per-job "
                        "statement)",
     "capacity-alloc": "rules 2, 3, 5, 15 (queue order, hierarchy warnings, unlimited root)",
     "allocate-set": "rules 1, 2, 13, 14 (who gets placed)",
+    "affinity": "rule 9 (inter-pod affinity, anti-affinity, topology spread)",
 }
 
 
@@ -121,15 +122,11 @@ def compare(case: Case, keep_dir: Path | None = None) -> Outcome:
             out.unstable.append(f"phase {pg}: Unknown is {phase} in the oracle (it skips OnSessionClose)")
         elif got != phase:
             out.diffs.append(Diff("phase", pg, phase, str(got)))
-    if ties:
-        scores = oracle.node_scores(case.objects, case.config)
-        tied = set()
-        for pod, vnode, pnode in ties:
-            s = scores.get(pod) or {}
-            if vnode in s and pnode in s and s[vnode] == s[pnode] == max(s.values()):
-                tied.add(pod)
-                out.unstable.append(f"node {pod}: {vnode} / {pnode} tie at score {s[vnode]}")
-        out.diffs = [d for d in out.diffs if not (d.kind.endswith("-node") and d.subject in tied)]
+    tied = {pod for pod, vnode, pnode in ties if st.tie(pod, vnode, pnode)}
+    for pod, vnode, pnode in ties:
+        if pod in tied:
+            out.unstable.append(f"node {pod}: {vnode} / {pnode} tie")
+    out.diffs = [d for d in out.diffs if not (d.kind.endswith("-node") and d.subject in tied)]
     out.cause = classify(case, out.diffs) if out.diffs else ""
     if out.diffs:
         _keep(out, keep_dir)
@@ -153,14 +150,19 @@ def classify(case: Case, diffs: list[Diff]) -> str:
     reproduction under ``tests/differential/repros/`` is what ties a class to a rule.
     """
     kinds = {d.kind for d in diffs}
-    if kinds <= {"bind-node", "pipelined-node"}:
-        return "node-score"
+    conf = EXTRA.get(case.family, case.family)
+    if case.family == "affinity":
+        return "affinity"
+    if "bind-node" in kinds or "pipelined-node" in kinds:
+        return "node-score"  # a different node first; what follows is usually its consequence
     if any(k.startswith("evict") for k in kinds) or "pipelined-only-volcano" in kinds or \
             "pipelined-only-pyvolcano" in kinds:
-        return "reclaim-victims" if case.family in ("reclaim", "capacity", "hierarchy") else "preempt-victims"
+        return "reclaim-victims" if conf in ("reclaim", "capacity", "hierarchy") else "preempt-victims"
     if kinds == {"phase"}:
+        if all(d.volcano == "Inqueue" and d.pyvolcano == "Pending" for d in diffs):
+            return "enqueue"
         return "phase"
-    if case.family in ("capacity", "hierarchy"):
+    if conf in ("capacity", "hierarchy"):
         return "capacity-alloc"
     jobs = {d.subject.rsplit("-", 1)[0] for d in diffs if d.kind.startswith("bind-only")}
     partial = False
@@ -172,3 +174,73 @@ def classify(case: Case, diffs: list[Diff]) -> str:
     if "phase" in kinds and all(d.kind == "phase" or d.kind.startswith("bind-only") for d in diffs):
         return "gang-continues" if partial else "enqueue"
     return "allocate-set"
+
+
+def minimize(case: Case, cause: str | None = None, budget: int = 120) -> Case:
+    """A smaller case with the same disagreement class: greedily drop whole jobs (PodGroup and pods), single pods,
+    nodes, queues and priority classes while ``compare`` still reports ``cause`` (delta debugging, one object
+    group at a time). ``budget`` bounds the number of comparisons."""
+    target = cause or compare(case).cause
+    objs = list(case.objects)
+
+    def groups(objects: list[dict[str, Any]]) -> list[list[int]]:
+        out: list[list[int]] = []
+        pgs = {(o["metadata"].get("namespace"), o["metadata"]["name"]): i for i, o in enumerate(objects)
+               if o["kind"] == "PodGroup"}
+        for (ns, name), i in pgs.items():
+            out.append([i] + [k for k, o in enumerate(objects) if o["kind"] == "Pod"
+                              and o["metadata"].get("namespace") == ns
+                              and (o["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name")
+                              == name])
+        for i, o in enumerate(objects):
+            if o["kind"] == "Node":  # a node goes with the pods running on it
+                out.append([i] + [k for k, p in enumerate(objects) if p["kind"] == "Pod"
+                                  and (p.get("spec") or {}).get("nodeName") == o["metadata"]["name"]])
+        out += [[i] for i, o in enumerate(objects) if o["kind"] in ("Pod", "Queue", "PriorityClass")]
+        return out
+
+    changed = True
+    while changed and budget > 0:
+        changed = False
+        for group in groups(objs):
+            if budget <= 0:
+                break
+            trial = [o for i, o in enumerate(objs) if i not in set(group)]
+            budget -= 1
+            out = compare(Case(case.family, case.seed, case.config, trial), Path(tempfile.gettempdir()) / "min")
+            if out.cause == target and not out.error:
+                objs, changed = trial, True
+                break
+    return Case(case.family, case.seed, case.config, objs)
+
+
+def expect_from_volcano(st: oracle.Stable) -> dict[str, Any]:
+    """A scenario ``expect`` that says what Volcano decided in every run: a node is pinned only where Volcano's
+    decision scores had a single best node, else ``"*"``; evictions Volcano made only sometimes become
+    ``evictionsFrom``."""
+
+    def pin(pod: str, node: str) -> str:
+        if node == "*":
+            return "*"
+        for r in st.runs:
+            scores = r["decisionScores"].get(pod) or {}
+            if scores and list(scores.values()).count(max(scores.values())) > 1:
+                return "*"
+        return node
+
+    unstable_pods = {u.split()[1].rstrip(":") for u in st.unstable if u.startswith(("bind", "pipelined"))}
+    expect: dict[str, Any] = {}
+    if not unstable_pods:
+        expect["binds"] = {pod: pin(pod, node) for pod, node in sorted(st.binds.items())}
+        expect["pipelined"] = {pod: pin(pod, node) for pod, node in sorted(st.pipelined.items())}
+    else:
+        expect["bindsCount"] = len(st.runs[0]["binds"])
+    every = set.union(*(set(r["evictions"]) for r in st.runs))
+    if every == st.evictions:
+        expect["evictions"] = sorted(st.evictions)
+    else:
+        expect["evictionsFrom"] = sorted(every)
+    phases = {pg: ph for pg, ph in sorted(st.phases.items())}
+    if phases:
+        expect["podgroupPhases"] = phases
+    return expect

@@ -104,7 +104,14 @@ tiers:
   - name: nodeorder
 """,
 }
-FAMILIES = tuple(CONFS)
+#: families that reuse a conf above with more kinds of object: multi-role gangs (``volcano.sh/task-spec``),
+#: inter-pod (anti-)affinity and topology spread, queues with ``spec.priority``.
+#: ``one-node*``: a single node, so that node scores play no part (gang, queues, enqueue, priorities, victims);
+#: ``one-node`` never fills a node by pod count and always sets PodGroup minResources, ``one-node-pods`` may not.
+EXTRA: dict[str, str] = {"roles": "default", "affinity": "default", "queue-priority": "reclaim",
+                         "one-node": "default", "one-node-pods": "default", "one-node-preempt": "preempt",
+                         "one-node-reclaim": "reclaim"}
+FAMILIES = (*CONFS, *EXTRA)
 
 
 @dataclass
@@ -137,17 +144,20 @@ def _res(cpu_m: int, mem: int, gpu: int = 0) -> dict[str, str]:
 def generate(family: str, seed: int) -> Case:
     """One case of ``family`` from ``seed``."""
     rnd = random.Random(f"{family}:{seed}")
-    capacity = family in ("capacity", "hierarchy")
+    conf = EXTRA.get(family, family)
+    capacity = conf in ("capacity", "hierarchy")
     objects: list[dict[str, Any]] = []
 
     # Nodes: distinct cpu sizes so that the nodeorder/binpack scores rarely tie.
-    n_nodes = rnd.randint(2, 4)
+    n_nodes = 1 if family.startswith("one-node") else rnd.randint(2, 4)
     cpus = rnd.sample([2, 3, 4, 6, 8, 12, 16], n_nodes)
     nodes: list[dict[str, Any]] = []
     for i, cpu in enumerate(cpus):
         mem = cpu * rnd.choice([1, 2, 4]) * GI
         gpu = rnd.choice([0, 0, 0, 1, 2, 4])
         pods = rnd.choice([110, 110, 110, 3])
+        if family == "one-node":
+            pods = 110  # a node full by pod count brings in rule 13 (pods in queue shares): one-node-pods has it
         alloc = {"cpu": str(cpu), "memory": str(mem), "pods": str(pods)}
         if gpu:
             alloc["nvidia.com/gpu"] = str(gpu)
@@ -161,6 +171,7 @@ def generate(family: str, seed: int) -> Case:
                         "spec": spec, "status": {"capacity": dict(alloc), "allocatable": alloc}})
         nodes.append({"name": name, "free": [cpu * 1000, mem, gpu, pods], "taint": bool(spec)})
     total_cpu = sum(cpus)
+    gpus_total = sum(n["free"][2] for n in nodes)
 
     # Priority classes.
     objects.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
@@ -173,14 +184,16 @@ def generate(family: str, seed: int) -> Case:
     queue_names = [f"q{i + 1}" for i in range(n_queues)]
     parents: dict[str, str] = {}
     # Hierarchy: q1 is the parent of the others, or they are all under root.
-    if family == "hierarchy" and n_queues >= 2 and rnd.random() < 0.6:
+    if conf == "hierarchy" and n_queues >= 2 and rnd.random() < 0.6:
         for q in queue_names[1:]:
             parents[q] = "q1"
     for q in queue_names:
         qspec: dict[str, Any] = {"weight": rnd.randint(1, 4), "reclaimable": rnd.random() < 0.85}
         if capacity:
             share = rnd.choice([0.25, 0.4, 0.5, 0.75])
-            if rnd.random() < 0.8:
+            if gpus_total and rnd.random() < 0.15:
+                qspec["deserved"] = {"nvidia.com/gpu": str(max(1, int(gpus_total * share)))}
+            elif rnd.random() < 0.8:
                 qspec["deserved"] = {"cpu": str(max(1, int(total_cpu * share))),
                                      "memory": f"{max(1, int(total_cpu * share * 2))}Gi"}
             if rnd.random() < 0.3:
@@ -191,10 +204,12 @@ def generate(family: str, seed: int) -> Case:
                 qspec["parent"] = parents[q]
         elif rnd.random() < 0.25:
             qspec["capability"] = {"cpu": str(max(1, total_cpu // rnd.choice([2, 3])))}
+        if family == "queue-priority":
+            qspec["priority"] = rnd.randint(0, 3)
         objects.append({"apiVersion": PG_API, "kind": "Queue",
                         "metadata": {"name": q, "creationTimestamp": _ts(0)},
                         "spec": qspec, "status": {"state": "Open"}})
-    if family == "hierarchy":
+    if conf == "hierarchy":
         objects.append({"apiVersion": PG_API, "kind": "Queue", "metadata": {"name": "root"},
                         "spec": {"weight": 1, "reclaimable": True}, "status": {"state": "Open"}})
     # Jobs go only to leaf queues (a job in a parent queue disables the hierarchy).
@@ -220,10 +235,18 @@ def generate(family: str, seed: int) -> Case:
         created = _ts(t)
         t += 1
         running = 0
+        roles = family == "roles" and n_pods >= 2
+        affinity = _affinity(rnd, pg, j) if family == "affinity" else {}
+        min_task: dict[str, int] = {}
+        if roles and rnd.random() < 0.4:
+            min_task = {"ps": 1, "worker": rnd.randint(1, n_pods - 1)}
         for k in range(n_pods):
+            role = ("ps" if k == 0 else "worker") if roles else ""
+            p_cpu = cpu_m // 2 if role == "ps" else cpu_m * (2 if roles and rnd.random() < 0.3 else 1)
             pod_spec: dict[str, Any] = {"schedulerName": "volcano",
                                         "containers": [{"name": "c", "image": "busybox", "resources": (
-                                            {} if besteffort else {"requests": _res(cpu_m, mem, gpu)})}]}
+                                            {} if besteffort else {"requests": _res(p_cpu, mem, gpu)})}]}
+            pod_spec.update(affinity)
             if pclass:
                 pod_spec["priorityClassName"] = pclass
                 pod_spec["priority"] = 1000 if pclass == "high" else 10
@@ -235,7 +258,7 @@ def generate(family: str, seed: int) -> Case:
             phase = "Pending"
             want_running = state == "running" or (state == "partial" and k < max(1, min_member - 1))
             if want_running:
-                need = [0 if besteffort else cpu_m, 0 if besteffort else mem, gpu, 1]
+                need = [0 if besteffort else p_cpu, 0 if besteffort else mem, gpu, 1]
                 fits = [n for n in nodes
                         if all(n["free"][i] >= need[i] for i in range(4))
                         and (not n["taint"] or tolerate)
@@ -246,9 +269,12 @@ def generate(family: str, seed: int) -> Case:
                     pod_spec["nodeName"] = node["name"]
                     phase = "Running"
                     running += 1
+            annotations = {"scheduling.k8s.io/group-name": pg}
+            if role:
+                annotations["volcano.sh/task-spec"] = role
             objects.append({"apiVersion": "v1", "kind": "Pod",
                             "metadata": {"name": f"{pg}-{k}", "namespace": ns, "creationTimestamp": created,
-                                         "annotations": {"scheduling.k8s.io/group-name": pg}},
+                                         "labels": {"app": pg}, "annotations": annotations},
                             "spec": pod_spec, "status": {"phase": phase}})
         if running >= min_member:
             pg_phase = "Running"
@@ -259,12 +285,33 @@ def generate(family: str, seed: int) -> Case:
         pg_spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
         if pclass:
             pg_spec["priorityClassName"] = pclass
-        if rnd.random() < 0.5 and not besteffort:
+        if min_task:
+            pg_spec["minTaskMember"] = min_task
+        # Volcano's job controller always sets minResources; hand-made PodGroups often do not (and without it
+        # every allocated pod counts as elastic in proportion's enqueue). one-node keeps to the controller's way.
+        if (rnd.random() < 0.5 or family == "one-node") and not besteffort:
             pg_spec["minResources"] = _res(cpu_m * min_member, mem * min_member, gpu * min_member)
         objects.append({"apiVersion": PG_API, "kind": "PodGroup",
                         "metadata": {"name": pg, "namespace": ns, "creationTimestamp": created},
                         "spec": pg_spec, "status": {"phase": pg_phase}})
-    return Case(family, seed, CONFS[family], objects)
+    return Case(family, seed, CONFS[conf], objects)
+
+
+def _affinity(rnd: random.Random, app: str, j: int) -> dict[str, Any]:
+    """Pod spec fields for the affinity family: required anti-affinity between a job's own pods (one per node),
+    required affinity to an earlier job's pods in the same zone, or a hard zone spread."""
+    kind = rnd.choice(["none", "anti", "anti", "affinity", "spread"])
+    selector = {"matchLabels": {"app": app}}
+    if kind == "anti":
+        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}}}
+    if kind == "affinity" and j > 0:
+        return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": f"j{rnd.randint(1, j)}"}}, "topologyKey": "zone"}]}}}
+    if kind == "spread":
+        return {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                               "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}]}
+    return {}
 
 
 def _label(objects: list[dict[str, Any]], node: str) -> str:
