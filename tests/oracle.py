@@ -217,11 +217,14 @@ def stable(objects: list[dict[str, Any]], config: str, runs: int = 2) -> Stable:
         binds = _stable_nodes(binds, other["binds"], "bind", st)
         pipelined = _stable_nodes(pipelined, other["pipelined"], "pipelined", st)
     st.binds, st.pipelined = binds, pipelined
-    ev = [set(r["evictions"]) for r in results]
-    st.evictions = set.intersection(*ev)
-    for pod in sorted(set.union(*ev) - st.evictions):
+    ev: list[set[str]] = [set(r["evictions"]) for r in results]
+    st.evictions = set(ev[0]).intersection(*ev[1:])
+    for pod in sorted(set(ev[0]).union(*ev[1:]) - st.evictions):
         st.unstable.append(f"eviction {pod}: only in some runs")
-    for pg in sorted(set().union(*(r["podgroups"] for r in results))):
+    groups: set[str] = set()
+    for r in results:
+        groups |= set(r["podgroups"])
+    for pg in sorted(groups):
         phases = {r["podgroups"].get(pg, {}).get("phase") for r in results}
         if len(phases) == 1:
             phase = phases.pop()

@@ -235,12 +235,14 @@ def expect_from_volcano(st: oracle.Stable) -> dict[str, Any]:
         expect["pipelined"] = {pod: pin(pod, node) for pod, node in sorted(st.pipelined.items())}
     else:
         expect["bindsCount"] = len(st.runs[0]["binds"])
-    every = set.union(*(set(r["evictions"]) for r in st.runs))
+    every: set[str] = set()
+    for r in st.runs:
+        every |= set(r["evictions"])
     if every == st.evictions:
         expect["evictions"] = sorted(st.evictions)
     else:
         expect["evictionsFrom"] = sorted(every)
-    phases = {pg: ph for pg, ph in sorted(st.phases.items())}
+    phases = dict(sorted(st.phases.items()))
     if phases:
         expect["podgroupPhases"] = phases
     return expect
