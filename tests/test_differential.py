@@ -13,6 +13,7 @@ family once its rules have landed is deleting its row in :data:`BLOCKED_FAMILIES
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,8 @@ BLOCKED_FAMILIES: dict[str, str] = {
 }
 #: seeds per enabled family in ``make test`` (about 1 s each: pyvolcano and two oracle runs at once)
 FAST_CASES = 40
-#: seeds per family in ``make bench``
-BENCH_CASES = 100
+#: seeds per family in ``make bench`` (``PYVOLCANO_DIFF_BENCH_CASES`` overrides it, e.g. for a quick look)
+BENCH_CASES = int(os.environ.get("PYVOLCANO_DIFF_BENCH_CASES", "100"))
 
 ENABLED = [f for f in FAMILIES if f not in BLOCKED_FAMILIES]
 needs_oracle = pytest.mark.skipif(not oracle.available(), reason=oracle.SKIP_REASON)
