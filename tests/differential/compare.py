@@ -21,17 +21,17 @@ from pyvolcano.framework.cycle import cycle_objects, result_json
 from tests import oracle
 from tests.differential.gen import EXTRA, Case
 
-#: Issue-13 rule numbers a disagreement class points to (``classify``); "new" means no rule covers it.
+#: What each disagreement class (``classify``) points to: issue-13 rules, and "new" findings no rule covers, as the
+#: minimal repros in ``tests/differential/repros/`` showed (docs/volcano-differences.md, "How agreement is checked").
 CAUSES: dict[str, str] = {
-    "node-score": "rule 12 (Kubernetes 1.36 integer scores) or rule 9 (new nodeorder scores)",
+    "node-score": "rule 12 (nodeorder/binpack scores as Kubernetes 1.36 computes them); what follows is consequence",
     "gang-continues": "rule 1 (allocate goes on after a task finds no node)",
     "phase": "rule 10 (PodGroup phase from scheduled pods) or a new phase difference",
-    "enqueue": "Volcano admits (Inqueue) a job pyvolcano leaves Pending: rules 14, 13, 15",
-    "preempt-victims": "rules 7, 8, 16 (greedy victims node by node, BestEffort victims, tier fall-through)",
-    "reclaim-victims": "rules 3, 4, 7, 13, 17 (when a queue may reclaim, victims per dimension, greedy, per-job "
-                       "statement)",
-    "capacity-alloc": "rules 2, 3, 5, 15 (queue order, hierarchy warnings, unlimited root)",
-    "allocate-set": "rules 1, 2, 13, 14 (who gets placed)",
+    "enqueue": "rules 15, 13; new: proportion's elastic without spec.minResources admits past capability",
+    "preempt-victims": "rules 8, 16, 7; new: preempt's within-job pass pipelines part of a gang",
+    "reclaim-victims": "rules 7, 17, 13; new: reclaim skips a node without valid victims",
+    "capacity-alloc": "rules 5, 15 (hierarchy inconsistencies are warnings, the root is unlimited), 2",
+    "allocate-set": "rules 13, 1, 2, 14 (who gets placed)",
     "affinity": "rule 9 (inter-pod affinity, anti-affinity, topology spread)",
 }
 

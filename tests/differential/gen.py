@@ -10,7 +10,8 @@ What a case holds, all drawn at random within small bounds:
   node sizes are distinct so that equal scores (Volcano picks among them at random) are rare;
 - 1-3 queues (plus ``default``) with weight, capability, reclaimable, and for capacity deserved / guarantee and
   (hierarchy family) parents under ``root``;
-- 1-5 PodGroups in every phase (Pending, Inqueue, Running, Unknown), with minMember, sometimes minResources, a
+- 1-5 PodGroups in every phase (Pending, Inqueue, Running, Unknown; sometimes a Completed one whose Succeeded pods
+  are still bound to a node), with minMember, sometimes minResources, a
   PriorityClass, and 1-4 pods each: running pods placed on nodes where they fit, pending pods with cpu/memory
   (sometimes gpu) requests, sometimes a nodeSelector on ``zone`` or a toleration for the taint.
 """
@@ -294,6 +295,23 @@ def generate(family: str, seed: int) -> Case:
         objects.append({"apiVersion": PG_API, "kind": "PodGroup",
                         "metadata": {"name": pg, "namespace": ns, "creationTimestamp": created},
                         "spec": pg_spec, "status": {"phase": pg_phase}})
+    # A finished job (Completed PodGroup, Succeeded pods still bound to a node), drawn from its own stream so
+    # that adding it left every other object of every seed unchanged.
+    done = random.Random(f"{family}:{seed}:completed")
+    if done.random() < 0.2:
+        node = done.choice(nodes)["name"]
+        ns, pg = "team-a", "done"
+        for k in range(done.randint(1, 2)):
+            objects.append({"apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": f"{pg}-{k}", "namespace": ns, "creationTimestamp": _ts(0),
+                                         "labels": {"app": pg}, "annotations": {"scheduling.k8s.io/group-name": pg}},
+                            "spec": {"schedulerName": "volcano", "nodeName": node, "containers": [
+                                {"name": "c", "image": "busybox", "resources": {"requests": _res(1000, GI)}}]},
+                            "status": {"phase": "Succeeded"}})
+        objects.append({"apiVersion": PG_API, "kind": "PodGroup",
+                        "metadata": {"name": pg, "namespace": ns, "creationTimestamp": _ts(0)},
+                        "spec": {"minMember": 1, "queue": done.choice(leaf_queues)},
+                        "status": {"phase": "Completed"}})
     return Case(family, seed, CONFS[conf], objects)
 
 
