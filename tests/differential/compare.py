@@ -1,0 +1,248 @@
+"""Run one differential case through pyvolcano and the real Volcano and say where they disagree, and why.
+
+pyvolcano runs through the code path of ``pyvolcano cycle`` (``framework/cycle.py: cycle_objects`` /
+``result_json``); Volcano runs twice through ``tests/oracle.py`` and only what both runs decided the same way is
+compared (Volcano's Go map order and random node sampling make a second run differ sometimes). A pod bound or
+pipelined to a different node counts as agreement when Volcano scored both nodes the best for it
+(``util.SelectBestNodeAndScore`` picks one of the best at random): the scores are the ones Volcano computed when
+it chose (``tests/oracle.py: decision_scores``). Only the tied pod itself is excused: a later decision that differs
+because of that tie still shows as a difference (rare: node sizes are distinct in generated cases).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyvolcano.conf.loader import load_conf
+from pyvolcano.framework.cycle import cycle_objects, result_json
+from tests import oracle
+from tests.differential.gen import EXTRA, Case
+
+#: What each disagreement class (``classify``) points to: issue-13 rules, and "new" findings no rule covers, as the
+#: minimal repros in ``tests/differential/repros/`` showed (docs/volcano-differences.md, "How agreement is checked").
+CAUSES: dict[str, str] = {
+    "node-score": "rule 12 (nodeorder/binpack scores as Kubernetes 1.36 computes them); what follows is consequence",
+    "gang-continues": "rule 1 (allocate goes on after a task finds no node)",
+    "phase": "rule 10 (PodGroup phase from scheduled pods) or a new phase difference",
+    "enqueue": "rules 15, 13; new: proportion's elastic without spec.minResources admits past capability",
+    "preempt-victims": "rules 8, 16, 7; new: preempt's within-job pass pipelines part of a gang",
+    "reclaim-victims": "rules 7, 17, 13; new: reclaim skips a node without valid victims",
+    "capacity-alloc": "rules 5, 15 (hierarchy inconsistencies are warnings, the root is unlimited), 2",
+    "allocate-set": "rules 13, 1, 2, 14 (who gets placed)",
+    "affinity": "rule 9 (inter-pod affinity, anti-affinity, topology spread)",
+}
+
+
+@dataclass
+class Diff:
+    kind: str  # bind-node, bind-only-volcano, bind-only-pyvolcano, evict-..., pipelined-..., phase
+    subject: str
+    volcano: str
+    pyvolcano: str
+
+    def __str__(self) -> str:
+        return f"{self.kind:22} {self.subject}: volcano={self.volcano} pyvolcano={self.pyvolcano}"
+
+
+@dataclass
+class Outcome:
+    case: Case
+    diffs: list[Diff] = field(default_factory=list)
+    unstable: list[str] = field(default_factory=list)
+    cause: str = ""
+    path: Path | None = None
+    error: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        return not self.diffs and not self.error
+
+    def report(self) -> str:
+        head = f"{self.case.name}: {self.cause or 'agrees'}"
+        if self.path:
+            head += f"\n  scenario: {self.path}\n  rerun: ../shared/tools/volcano/vc-oracle {self.path} 2>/dev/null"
+            head += f"\n         .venv/bin/python -m tests.differential.rerun {self.path}"
+        lines = [head] + [f"  {d}" for d in self.diffs]
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        if self.unstable:
+            lines.append(f"  (not compared, Volcano undecided: {'; '.join(self.unstable)})")
+        return "\n".join(lines)
+
+
+def run_pyvolcano(case: Case) -> dict[str, Any]:
+    conf = load_conf(case.config, f"{case.name}: config")
+    result, _ = cycle_objects(oracle.with_installer_queues(case.objects, case.config), conf, "volcano", "vector")
+    return result_json(result)
+
+
+def _nodes(kind: str, vc: dict[str, str], py: dict[str, str], settled: set[str],
+           ties: list[tuple[str, str, str]]) -> list[Diff]:
+    out: list[Diff] = []
+    for pod in sorted(set(vc) | set(py)):
+        if pod not in settled:
+            continue
+        if pod in vc and pod not in py:
+            out.append(Diff(f"{kind}-only-volcano", pod, vc[pod], "-"))
+        elif pod in py and pod not in vc:
+            out.append(Diff(f"{kind}-only-pyvolcano", pod, "-", py[pod]))
+        elif vc[pod] != "*" and vc[pod] != py[pod]:
+            ties.append((pod, vc[pod], py[pod]))
+            out.append(Diff(f"{kind}-node", pod, vc[pod], py[pod]))
+    return out
+
+
+def compare(case: Case, keep_dir: Path | None = None) -> Outcome:
+    """Both schedulers on ``case``; ``keep_dir`` gets the scenario file when they disagree."""
+    out = Outcome(case)
+    try:
+        py = run_pyvolcano(case)
+        st = oracle.stable(case.objects, case.config)
+    except Exception as exc:  # the instrument must report, not crash, on one bad case
+        out.error, out.cause = f"{type(exc).__name__}: {exc}", "error"
+        _keep(out, keep_dir)
+        return out
+    out.unstable = st.unstable
+    unstable_pods = {u.split()[1].rstrip(":") for u in st.unstable}
+    pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in case.objects if o["kind"] == "Pod"}
+    settled = pods - unstable_pods
+    ties: list[tuple[str, str, str]] = []
+    out.diffs += _nodes("bind", st.binds, py["binds"], settled, ties)
+    out.diffs += _nodes("pipelined", st.pipelined, py["pipelined"], settled, ties)
+    for pod in sorted((st.evictions ^ set(py["evictions"])) & settled):
+        who = "volcano" if pod in st.evictions else "pyvolcano"
+        out.diffs.append(Diff(f"evict-only-{who}", pod, "evicted" if who == "volcano" else "-",
+                              "evicted" if who == "pyvolcano" else "-"))
+    for pg, phase in sorted(st.phases.items()):
+        got = py["podgroups"].get(pg, {}).get("phase")
+        if got == "Unknown" and phase in oracle.UNKNOWN_SEEN_AS:
+            out.unstable.append(f"phase {pg}: Unknown is {phase} in the oracle (it skips OnSessionClose)")
+        elif got != phase:
+            out.diffs.append(Diff("phase", pg, phase, str(got)))
+    tied = {pod for pod, vnode, pnode in ties if st.tie(pod, vnode, pnode)}
+    for pod, vnode, pnode in ties:
+        if pod in tied:
+            out.unstable.append(f"node {pod}: {vnode} / {pnode} tie")
+    out.diffs = [d for d in out.diffs if not (d.kind.endswith("-node") and d.subject in tied)]
+    out.cause = classify(case, out.diffs) if out.diffs else ""
+    if out.diffs:
+        _keep(out, keep_dir)
+    return out
+
+
+def _keep(out: Outcome, keep_dir: Path | None) -> None:
+    folder = keep_dir or Path(tempfile.gettempdir()) / "pyvolcano-differential"
+    folder.mkdir(parents=True, exist_ok=True)
+    out.path = folder / f"{out.case.name}.yaml"
+    sc = out.case.scenario()
+    sc["objects"] = oracle.with_installer_queues(sc["objects"], sc["config"])
+    sc["notes"] = "differential case; disagreements:\n" + "\n".join(str(d) for d in out.diffs)
+    out.path.write_text(oracle.dump(sc))
+
+
+def classify(case: Case, diffs: list[Diff]) -> str:
+    """A disagreement class (a key of :data:`CAUSES`) from the family and the kinds of difference.
+
+    A heuristic meant to sort many cases into a few piles to look at, not a proof: each pile's minimal
+    reproduction under ``tests/differential/repros/`` is what ties a class to a rule.
+    """
+    kinds = {d.kind for d in diffs}
+    conf = EXTRA.get(case.family, case.family)
+    if case.family == "affinity":
+        return "affinity"
+    if "bind-node" in kinds or "pipelined-node" in kinds:
+        return "node-score"  # a different node first; what follows is usually its consequence
+    if any(k.startswith("evict") for k in kinds) or "pipelined-only-volcano" in kinds or \
+            "pipelined-only-pyvolcano" in kinds:
+        return "reclaim-victims" if conf in ("reclaim", "capacity", "hierarchy") else "preempt-victims"
+    if kinds == {"phase"}:
+        if all(d.volcano == "Inqueue" and d.pyvolcano == "Pending" for d in diffs):
+            return "enqueue"
+        return "phase"
+    if conf in ("capacity", "hierarchy"):
+        return "capacity-alloc"
+    jobs = {d.subject.rsplit("-", 1)[0] for d in diffs if d.kind.startswith("bind-only")}
+    partial = False
+    for job in jobs:
+        ns, name = job.split("/", 1)
+        members = [o for o in case.objects if o["kind"] == "Pod" and o["metadata"]["namespace"] == ns
+                   and o["metadata"]["name"].rsplit("-", 1)[0] == name]
+        partial = partial or len(members) > 1
+    if "phase" in kinds and all(d.kind == "phase" or d.kind.startswith("bind-only") for d in diffs):
+        return "gang-continues" if partial else "enqueue"
+    return "allocate-set"
+
+
+def minimize(case: Case, cause: str | None = None, budget: int = 120) -> Case:
+    """A smaller case with the same disagreement class: greedily drop whole jobs (PodGroup and pods), single pods,
+    nodes, queues and priority classes while ``compare`` still reports ``cause`` (delta debugging, one object
+    group at a time). ``budget`` bounds the number of comparisons."""
+    target = cause or compare(case).cause
+    objs = list(case.objects)
+
+    def groups(objects: list[dict[str, Any]]) -> list[list[int]]:
+        out: list[list[int]] = []
+        pgs = {(o["metadata"].get("namespace"), o["metadata"]["name"]): i for i, o in enumerate(objects)
+               if o["kind"] == "PodGroup"}
+        for (ns, name), i in pgs.items():
+            out.append([i] + [k for k, o in enumerate(objects) if o["kind"] == "Pod"
+                              and o["metadata"].get("namespace") == ns
+                              and (o["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name")
+                              == name])
+        for i, o in enumerate(objects):
+            if o["kind"] == "Node":  # a node goes with the pods running on it
+                out.append([i] + [k for k, p in enumerate(objects) if p["kind"] == "Pod"
+                                  and (p.get("spec") or {}).get("nodeName") == o["metadata"]["name"]])
+        out += [[i] for i, o in enumerate(objects) if o["kind"] in ("Pod", "Queue", "PriorityClass")]
+        return out
+
+    changed = True
+    while changed and budget > 0:
+        changed = False
+        for group in groups(objs):
+            if budget <= 0:
+                break
+            trial = [o for i, o in enumerate(objs) if i not in set(group)]
+            budget -= 1
+            out = compare(Case(case.family, case.seed, case.config, trial), Path(tempfile.gettempdir()) / "min")
+            if out.cause == target and not out.error:
+                objs, changed = trial, True
+                break
+    return Case(case.family, case.seed, case.config, objs)
+
+
+def expect_from_volcano(st: oracle.Stable) -> dict[str, Any]:
+    """A scenario ``expect`` that says what Volcano decided in every run: a node is pinned only where Volcano's
+    decision scores had a single best node, else ``"*"``; evictions Volcano made only sometimes become
+    ``evictionsFrom``."""
+
+    def pin(pod: str, node: str) -> str:
+        if node == "*":
+            return "*"
+        for r in st.runs:
+            scores = r["decisionScores"].get(pod) or {}
+            if scores and list(scores.values()).count(max(scores.values())) > 1:
+                return "*"
+        return node
+
+    unstable_pods = {u.split()[1].rstrip(":") for u in st.unstable if u.startswith(("bind", "pipelined"))}
+    expect: dict[str, Any] = {}
+    if not unstable_pods:
+        expect["binds"] = {pod: pin(pod, node) for pod, node in sorted(st.binds.items())}
+        expect["pipelined"] = {pod: pin(pod, node) for pod, node in sorted(st.pipelined.items())}
+    else:
+        expect["bindsCount"] = len(st.runs[0]["binds"])
+    every: set[str] = set()
+    for r in st.runs:
+        every |= set(r["evictions"])
+    if every == st.evictions:
+        expect["evictions"] = sorted(st.evictions)
+    else:
+        expect["evictionsFrom"] = sorted(every)
+    phases = dict(sorted(st.phases.items()))
+    if phases:
+        expect["podgroupPhases"] = phases
+    return expect

@@ -1,0 +1,97 @@
+"""Differential test: seeded random small clusters through pyvolcano and the real Volcano (master ed72c7c8).
+
+Each case comes from ``tests/differential/gen.py`` (a family = a scheduler conf and the objects it exercises, and a
+seed) and is compared by ``tests/differential/compare.py``: binds, evictions, pipelined pods and PodGroup phases,
+keeping only what two oracle runs decided the same way and counting a node choice among Volcano's best-scored
+nodes as agreement. A failing case prints its family, seed, the differences and the path of its scenario file, to
+rerun with ``../shared/tools/volcano/vc-oracle FILE`` and ``python -m tests.differential.rerun FILE``.
+
+``make test`` runs :data:`FAST_CASES` seeds of every family not in :data:`BLOCKED_FAMILIES`; ``make bench`` runs
+:data:`BENCH_CASES` seeds of every family and prints how many agree and a count per disagreement class. Enabling a
+family once its rules have landed is deleting its row in :data:`BLOCKED_FAMILIES`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests import oracle
+from tests.differential.compare import compare, run_pyvolcano
+from tests.differential.gen import FAMILIES, Case, generate
+from tests.differential.rerun import summary, sweep
+from tests.scenario_check import check, load
+
+REPROS = sorted((Path(__file__).parent / "differential" / "repros").glob("*.yaml"))
+
+#: family -> what blocks it: the issue-13 rules (or "new" findings) whose absence makes it disagree today, from the
+#: sweep recorded in docs/volcano-differences.md ("How agreement is checked"). Enabling a family = deleting its row.
+BLOCKED_FAMILIES: dict[str, str] = {
+    "default": "rule 12: node scores as Kubernetes 1.36 computes them (LeastAllocated/BalancedAllocation)",
+    "binpack": "rule 12: binpack and nodeorder scores as Kubernetes 1.36 computes them (integers, weights)",
+    "roles": "rule 12 (node scores; the multi-role gangs themselves agree)",
+    "affinity": "rule 9: inter-pod affinity, anti-affinity and topology spread in predicates and nodeorder",
+    "preempt": "rules 7, 8, 12; new: preempt's within-job pass pipelines a gang's tasks one by one",
+    "reclaim": "rules 7, 12, 17: greedy victims node by node, per-job statement",
+    "capacity": "rules 7, 12, 17; new: reclaim skips a node without victims even when the task fits its idle",
+    "hierarchy": "rules 5, 15: hierarchy inconsistencies are warnings; the root is unlimited",
+    "queue-priority": "rules 2, 12, 17",
+    "one-node-pods": "rule 13 (pods in queue shares); new: proportion's elastic is allocated - spec.minResources",
+    "one-node-preempt": "rules 7, 8; new: preempt's within-job pass pipelines a gang's tasks one by one",
+    "one-node-reclaim": "rules 7, 17",
+}
+#: seeds per enabled family in ``make test`` (about 1 s each: pyvolcano and two oracle runs at once)
+FAST_CASES = 40
+#: seeds per family in ``make bench`` (``PYVOLCANO_DIFF_BENCH_CASES`` overrides it, e.g. for a quick look)
+BENCH_CASES = int(os.environ.get("PYVOLCANO_DIFF_BENCH_CASES", "100"))
+
+ENABLED = [f for f in FAMILIES if f not in BLOCKED_FAMILIES]
+needs_oracle = pytest.mark.skipif(not oracle.available(), reason=oracle.SKIP_REASON)
+
+
+def test_blocked_families_exist() -> None:
+    assert set(BLOCKED_FAMILIES) <= set(FAMILIES)
+    assert ENABLED, "no family is checked in make test"
+
+
+@needs_oracle
+@pytest.mark.parametrize("family", ENABLED)
+@pytest.mark.parametrize("seed", range(FAST_CASES))
+def test_random_cluster_agrees(family: str, seed: int, tmp_path: Path) -> None:
+    out = compare(generate(family, seed), tmp_path)
+    assert out.agrees, f"family {family} seed {seed} disagrees with Volcano:\n{out.report()}"
+
+
+@pytest.mark.slow
+@needs_oracle
+def test_differential_sweep(tmp_path: Path) -> None:
+    """Many cases over every family: the summary of disagreement causes (``make bench`` prints it)."""
+    outcomes = sweep(list(FAMILIES), 0, BENCH_CASES - 1)
+    print("\n" + summary(outcomes))
+    for o in outcomes:
+        if not o.agrees:
+            print(o.report())
+    crashed = [o.report() for o in outcomes if o.error]
+    assert not crashed, "cases that crashed a scheduler or the oracle:\n" + "\n".join(crashed)
+    enabled_bad = [o.report() for o in outcomes if o.case.family in ENABLED and not o.agrees]
+    assert not enabled_bad, "enabled families disagree:\n" + "\n".join(enabled_bad)
+
+
+@needs_oracle
+@pytest.mark.parametrize("path", REPROS, ids=lambda p: p.stem)
+def test_repro_is_what_volcano_decides_and_pyvolcano_does_not(path: Path) -> None:
+    """Each minimal repro of a disagreement class: its ``expect`` is Volcano's decision (both oracle runs), and
+    pyvolcano still decides otherwise. Once the rule lands, pyvolcano agrees and this fails: move the file to
+    ``tests/scenarios/core/`` (it is then an ordinary confirmed scenario) and drop its row from the docs."""
+    sc = load(path)
+    rule = str(sc.get("rule"))
+    assert rule == "new" or rule.split(",")[0].strip().isdigit(), f"{path.name}: rule {rule!r}"
+    st = oracle.stable(sc["objects"], sc["config"])
+    for i, result in enumerate(st.runs):
+        errs = oracle.check_expect(result, sc["expect"])
+        assert not errs, f"{path.name}: oracle run {i + 1} does not decide the expect:\n  " + "\n  ".join(errs)
+    py = run_pyvolcano(Case(path.stem, 0, sc["config"], sc["objects"]))
+    assert check(py, sc["expect"]), (f"{path.name} (rule {rule}): pyvolcano now decides what Volcano does; move "
+                                     "it to tests/scenarios/core/ and update docs/volcano-differences.md")
