@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import threading
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, TypeVar
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 _PLUGINS: dict[str, type[Plugin]] = {}
 _ACTIONS: dict[str, type[Action]] = {}
 _loaded = False
+_loading = False
+_lock = threading.RLock()
 
 P = TypeVar("P", bound="type[Plugin]")
 A = TypeVar("A", bound="type[Action]")
@@ -39,10 +42,24 @@ def register_action(cls: A) -> A:
 
 
 def _load() -> None:
-    global _loaded
+    """Import the built-in plugins and actions and the entry points, once.  Threads that ask while another one is
+    loading wait for it (a sweep or the Kubernetes mode may load confs from several threads); an import below that
+    asks again, on the loading thread, returns at once."""
+    global _loaded, _loading
     if _loaded:
         return
-    _loaded = True
+    with _lock:
+        if _loaded or _loading:
+            return
+        _loading = True
+        try:
+            _import_all()
+        finally:
+            _loading = False
+        _loaded = True
+
+
+def _import_all() -> None:
     for pkg_name in ("pyvolcano.plugins", "pyvolcano.actions"):
         pkg = importlib.import_module(pkg_name)
         for mod in pkgutil.iter_modules(pkg.__path__):
