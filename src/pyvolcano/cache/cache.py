@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.api import convert
+from pyvolcano.api import convert, models
 from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
 from pyvolcano.api.node_info import NodeArrays, NodeSpec
 from pyvolcano.api.queue_info import QueueInfo
@@ -102,9 +102,13 @@ class SchedulerCache:
     def upsert(self, obj: dict[str, Any]) -> bool:
         """Add or replace one object; a bad one is recorded in ``problems`` and skipped (returns False)."""
         kind = obj.get("kind")
+        if not isinstance(kind, str):
+            self._problem(f"{models.ref(obj)}: field kind: must be a string, got {kind!r}")
+            return False
         if kind not in KINDS:
             return False
         try:
+            models.validate(obj)  # the typed boundary: shapes and numbers are trusted after this
             convert.meta(obj)
             if kind in ("Node", "Pod", "PodGroup", "Queue") and not self.res.covers(
                     convert.resource_names([obj])):

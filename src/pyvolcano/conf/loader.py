@@ -11,6 +11,7 @@ and line numbers in errors still point into the ConfigMap file.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pyvolcano.errors import ConfigError, yaml_problem
+from pyvolcano import safeyaml
+from pyvolcano.errors import ConfigError, UserError
 from pyvolcano.framework import registry
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.points import FLAG_ALIASES, FLAGS
@@ -131,10 +133,10 @@ def _line_of(root: yaml.Node | None, path: list[Any]) -> int | None:
 def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
     """Parse, validate and check every action and plugin name against the registries."""
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(yaml_problem(exc, source)) from None
+        data = safeyaml.load(text, source)
+        root = safeyaml.compose(text, source)
+    except safeyaml.YAMLInputError as exc:
+        raise ConfigError(str(exc)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers', got {type(data).__name__}")
     if data.get("kind") == "ConfigMap":
@@ -152,7 +154,7 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
                           f"actions: {', '.join(registry.known_actions())}")
     for i, name in enumerate(conf.actions):
         try:
-            registry.action_class(name)
+            _check_class(name, "action")
         except ConfigError as exc:
             raise ConfigError(f"{source}: line {_line_of(root, ['actions'])}: {exc}") from None
         del i
@@ -160,7 +162,7 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
         for pi, p in enumerate(tier.plugins):
             line = _line_of(root, ["tiers", ti, "plugins", pi, "name"])
             try:
-                registry.plugin_class(p.name)
+                _check_class(p.name, "plugin")
             except ConfigError as exc:
                 raise ConfigError(f"{source}: line {line}: {exc}") from None
             for key, val in (p.model_extra or {}).items():
@@ -176,6 +178,30 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
         print(f"pyvolcano: warning: {source}: proportion and capacity are both enabled; Volcano says they must "
               "not be used together (both set queue deserved and overused)", file=sys.stderr)
     return conf
+
+
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _check_class(name: str, kind: str) -> None:
+    """The plugin or action ``name`` resolves to a Plugin or Action class.  A ``module:attr`` name (an
+    out-of-tree plugin, docs/plugins.md) must name a module and an attribute, and the attribute must be a
+    subclass of the framework's base class: ``math:pi`` or ``json:dumps`` would otherwise be *called* when the
+    session opens."""
+    from pyvolcano.framework.action import Action
+    from pyvolcano.framework.plugin import Plugin
+
+    base: type = Plugin if kind == "plugin" else Action
+    if ":" in name:
+        mod, _, attr = name.partition(":")
+        if not _DOTTED.match(mod) or not _DOTTED.match(attr) or "." in attr:
+            raise ConfigError(f"{kind} {name!r}: expected MODULE:CLASS (e.g. mypkg.plugins:MyPlugin)")
+    try:
+        cls = registry.plugin_class(name) if kind == "plugin" else registry.action_class(name)
+    except (ValueError, TypeError) as exc:  # importlib's own complaints about a module name
+        raise ConfigError(f"{kind} {name!r}: cannot import it ({exc})") from None
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ConfigError(f"{kind} {name!r} is a {type(cls).__name__}, not a {base.__name__} class")
 
 
 CONF_KEY = "volcano-scheduler.conf"
@@ -209,9 +235,8 @@ def _from_configmap(cm: dict[str, Any], root: yaml.Node | None, source: str) -> 
 def load_conf_file(path: str | Path | None) -> SchedulerConf:
     if path is None:
         return load_conf(DEFAULT_CONF, "default conf")
-    p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read scheduler conf {path}: {exc.strerror}") from None
-    return load_conf(text, str(path))
+        text, source = safeyaml.read_text(str(path), "scheduler conf")
+    except UserError as exc:
+        raise ConfigError(str(exc)) from None
+    return load_conf(text, source)

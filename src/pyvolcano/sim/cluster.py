@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
+from pyvolcano import safeyaml
 from pyvolcano.errors import UserError
 
 _GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\{.*\})\s*$", re.S)
@@ -23,10 +22,7 @@ def parse_cluster_spec(spec: str, prefix: str = "node") -> list[dict[str, Any]]:
         m = _GROUP.match(part)
         if not m:
             raise UserError(f"cluster spec group {gi + 1} {part.strip()!r}: expected COUNTx{{cpu: .., memory: ..}}")
-        try:
-            res = yaml.safe_load(m.group(2))
-        except yaml.YAMLError as exc:
-            raise UserError(f"cluster spec group {gi + 1}: {exc}") from None
+        res = safeyaml.load(m.group(2), f"cluster spec group {gi + 1}")
         if not isinstance(res, dict):
             raise UserError(f"cluster spec group {gi + 1}: expected a mapping of resources")
         labels = res.pop("labels", {}) or {}
