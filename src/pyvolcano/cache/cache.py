@@ -87,7 +87,7 @@ class SchedulerCache:
         objs = [o for o in objects if isinstance(o, dict)]
         cache = cls(scheduler_name, ResourceIndex.of(set(convert.resource_names(objs)) | set(extra_resources)))
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
-        for o in sorted(objs, key=lambda o: order.get(o.get("kind", ""), 9)):
+        for o in sorted(objs, key=lambda o: _rank(order, o)):
             cache.upsert(o)
         return cache
 
@@ -154,7 +154,7 @@ class SchedulerCache:
         self.nodes.clear(), self.jobs.clear(), self.tasks.clear(), self.other_tasks.clear()
         self.podgroups.clear(), self.queues.clear()
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
-        for o in sorted(raw, key=lambda o: order.get(o.get("kind", ""), 9)):
+        for o in sorted(raw, key=lambda o: _rank(order, o)):
             kind = o.get("kind", "")
             if kind in ("Node", "Pod", "PodGroup", "Queue"):
                 getattr(self, f"_upsert_{kind.lower()}")(o)
@@ -333,6 +333,13 @@ class SchedulerCache:
     def warn_problems(self) -> None:
         for p in self.problems:
             print(f"pyvolcano: skipped: {p}", file=sys.stderr)
+
+
+def _rank(order: dict[str, int], obj: dict[str, Any]) -> int:
+    """Load order of an object's kind; a kind that is not a string (``kind: []``) sorts last and is reported
+    by ``upsert``."""
+    kind = obj.get("kind")
+    return order.get(kind, 9) if isinstance(kind, str) else 9
 
 
 def empty_vector(res: ResourceIndex) -> np.ndarray:

@@ -13,6 +13,8 @@ from typing import Any
 from pyvolcano import safeyaml
 from pyvolcano.errors import UserError
 
+#: nodes a compact spec may describe (``100000000x{...}`` would build that many manifests)
+MAX_NODES = 100_000
 _GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\{.*\})\s*$", re.S)
 
 
@@ -25,6 +27,8 @@ def parse_cluster_spec(spec: str, prefix: str = "node") -> list[dict[str, Any]]:
         res = safeyaml.load(m.group(2), f"cluster spec group {gi + 1}")
         if not isinstance(res, dict):
             raise UserError(f"cluster spec group {gi + 1}: expected a mapping of resources")
+        if int(m.group(1)) > MAX_NODES or len(nodes) + int(m.group(1)) > MAX_NODES:
+            raise UserError(f"cluster spec group {gi + 1}: more than {MAX_NODES} nodes in all")
         labels = res.pop("labels", {}) or {}
         taints = res.pop("taints", []) or []
         res.setdefault("pods", 110)
