@@ -78,10 +78,16 @@ def render_table(title: str, columns: list[str], rows: list[list[Any]], output: 
         return
     t = Table(title=title or None, box=None, header_style="bold", pad_edge=False)
     for c in columns:
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(*[str(x) for x in r])
-    console().print(t)
+        t.add_column(c, no_wrap=True)
+    cells = [[str(x) for x in r] for r in rows]
+    for r in cells:
+        t.add_row(*r)
+    # kubectl's way: a row never folds inside a cell (names stay whole); it is as wide as the terminal when it
+    # fits, and as wide as it must be otherwise
+    need = sum(max(len(c), *(len(r[i]) for r in cells)) + 2 for i, c in enumerate(columns)) + 2
+    out = console()
+    out.width = max(out.width, need)
+    out.print(t)
 
 
 def age(timestamp: str | None) -> str:
