@@ -12,8 +12,9 @@ def compare_table(summaries: list[dict[str, Any]], wide: bool = True) -> None:
 
     t = Table(title="pyvolcano simulate" + (" --compare" if len(summaries) > 1 else ""))
     t.add_column("metric")
-    for s in summaries:
-        t.add_column(str(s["config"]), overflow="fold")
+    for s in summaries:  # the conf's file name: a long path would fold the header in a narrow terminal
+        name = str(s["config"])
+        t.add_column(name.rsplit("/", 1)[-1] if "/" in name else name, overflow="fold")
 
     def row(name: str, get: Any) -> None:
         vals = []
