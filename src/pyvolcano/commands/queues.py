@@ -198,6 +198,7 @@ def _res(d: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items()) or "-"
 
 
+_TABLE = ("weight", "deserved", "allocated", "request", "share")
 _SHORT = {"weight": "WEIGHT", "guarantee": "GUAR", "capability": "CAP", "realCapability": "REALCAP",
           "deserved": "DESERVED", "allocated": "ALLOC", "request": "REQUEST", "share": "SHARE"}
 
@@ -224,22 +225,21 @@ def print_table(rep: Report, wide: bool = False) -> None:
                 root = root or nodes[q.name]
         if root is not None:
             console.print(root)
-    elif wide:
-        t = Table(show_lines=True)
-        t.add_column("Queue")
-        for k in NUMBERS:
-            t.add_column(k, overflow="fold")
+    elif wide:  # one block per queue: a value and its reason per line read at any terminal width
         for q in rep.queues:
-            t.add_row(f"{q.name}\n({q.state})", *(f"{_val(q.values[k])}\n[dim]{q.reasons.get(k, '')}[/]"
-                                                 for k in NUMBERS))
-        console.print(t)
+            console.print(f"[bold]{q.name}[/] ({q.state})", highlight=False)
+            for k in NUMBERS:
+                console.print(f"  {k}: {_val(q.values[k])}  [dim]# {q.reasons.get(k, '')}[/]", highlight=False)
     else:
         t = Table(box=None, header_style="bold", pad_edge=False)
-        for col in ("QUEUE", *(("PARENT",) if rep.hierarchy else ()), "STATE", *(_SHORT[k] for k in NUMBERS)):
-            t.add_column(col, overflow="fold", no_wrap=False)
+        # the summary: what each queue gets and uses; the settings it comes from (guarantee, capability,
+        # realCapability) and every reason are -o wide
+        shown = [k for k in NUMBERS if k in _TABLE and (k != "weight" or rep.plugin == "proportion")]
+        for col in ("QUEUE", *(("PARENT",) if rep.hierarchy else ()), "STATE", *(_SHORT[k] for k in shown)):
+            t.add_column(col, overflow="fold")
         for q in rep.queues:  # one resource per line keeps the columns narrow
             t.add_row(q.name, *((q.parent or "-",) if rep.hierarchy else ()), q.state,
-                      *(_val(q.values[k]).replace(", ", "\n") for k in NUMBERS))
+                      *(_val(q.values[k]).replace(", ", "\n") for k in shown))
         console.print(t)
     for p in rep.problems:
         console.print(f"[yellow]problem:[/] {p.message}", highlight=False)
