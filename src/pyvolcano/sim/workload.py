@@ -308,8 +308,8 @@ def check_spec(js: JobSpec) -> str | None:
             seconds(v)
         except ValueError as exc:
             return f"field {col}: {exc}"
-    if js.tasks < 1:
-        return f"field tasks: must be >= 1, got {js.tasks}"
+    if not 1 <= js.tasks <= MAX_JOB_PODS:
+        return f"field tasks: must be between 1 and {MAX_JOB_PODS}, got {js.tasks}"
     if not 0 <= js.min_available <= js.tasks:
         return f"field min_available: {js.min_available} must be between 0 and tasks {js.tasks}"
     for col, q in (("cpu", js.cpu), ("memory", js.memory), ("gpu", js.gpu)):
