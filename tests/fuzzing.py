@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from pyvolcano.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = sorted((ROOT / "tests" / "scenarios" / "core").glob("*.yaml"))[:40]
+SCENARIOS = sorted((ROOT / "tests" / "scenarios" / "core").glob("*.yaml")) + sorted(
+    (ROOT / "tests" / "scenarios" / "queues").glob("*.yaml")) + [ROOT / "examples" / "snapshot.yaml"]
 CONFS = sorted((ROOT / "examples" / "confs").glob("*.conf"))
 
 #: replacements for one value: wrong types, non-finite and huge numbers, negative quantities, odd strings
