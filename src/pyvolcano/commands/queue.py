@@ -52,7 +52,7 @@ def register(group: click.Group) -> None:
     @queue.command("create")
     @kube_options
     @click.option("-n", "--name", required=True)
-    @click.option("-w", "--weight", default=1, show_default=True, type=click.IntRange(1, 1_000_000))
+    @click.option("-w", "--weight", default=1, show_default=True, type=int)
     @click.option("-s", "--state", default="Open", show_default=True, type=click.Choice(["Open", "Closed"]))
     @click.option("-c", "--capability", default="", help="Most the queue may use, e.g. cpu=8,memory=16Gi.")
     @click.option("-d", "--deserved", default="", help="Deserved resources (capacity plugin).")
