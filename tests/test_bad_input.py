@@ -157,9 +157,16 @@ def test_podgroup_naming_a_missing_queue(tmp_path: Path) -> None:
     assert "queue 'nowhere' of PodGroup ns/lost does not exist" in out.stderr
 
 
-@pytest.mark.parametrize("text", ["", "---\n", "# nothing here\n"])
-def test_empty_snapshot_is_an_empty_decision(tmp_path: Path, text: str) -> None:
-    out = run(tmp_path, text)
+@pytest.mark.parametrize("text", ["", "---\n", "# nothing here\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"])
+def test_empty_or_non_snapshot_input_is_an_error(tmp_path: Path, text: str) -> None:
+    """Issue 17: an empty file (or one with nothing the scheduler reads) is a mistake, not an empty table."""
+    msg = user_error(run(tmp_path, text))
+    assert "not a cluster snapshot" in msg
+
+
+def test_empty_scenario_is_an_empty_decision(tmp_path: Path) -> None:
+    """A scenario file with ``objects: []`` says what it is: its (empty) decision is printed."""
+    out = run(tmp_path, "config: |\n  actions: allocate\nobjects: []\n", None)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"binds": {}, "evictions": [], "pipelined": {}, "podgroups": {},
                                       "unschedulable": {}}

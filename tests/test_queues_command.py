@@ -63,7 +63,7 @@ def test_capacity_hierarchy_tree_and_json(tmp_path: Path) -> None:
     assert by["dev"]["realCapability"]["cpu"] == "2" and by["prod"]["realCapability"]["cpu"] == "4"
     assert by["eng"]["request"]["cpu"] == "8"  # the parent sums its children
     assert data["problems"] == []
-    code, out, _ = run(["queues", str(snap), "--config", str(conf)])
+    code, out, _ = run(["queues", str(snap), "--config", str(conf), "-o", "wide"])
     assert code == 0 and "dev" in out and "realCapability" in out
 
 

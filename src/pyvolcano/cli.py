@@ -24,7 +24,7 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pyvolcano")
 def main() -> None:
     """pyvolcano: a Volcano-compatible batch scheduler for Kubernetes, in Python."""

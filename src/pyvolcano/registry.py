@@ -78,11 +78,19 @@ def _import_all() -> None:
 
 
 def _by_path(path: str, kind: str) -> type:
+    """The class an out-of-tree ``module:Class`` name points at; it must be a Plugin or Action subclass (``math:pi``
+    or ``json:dumps`` would otherwise be *called* when a session opens)."""
+    from pyvolcano.framework.action import Action  # here, not at the top: the framework imports this module
+    from pyvolcano.framework.plugin import Plugin
+
     mod_name, _, attr = path.partition(":")
     try:
         obj = getattr(importlib.import_module(mod_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{kind} {path!r}: cannot import it ({exc})") from exc
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:  # ValueError/TypeError: a bad module name
+        raise ConfigError(f"{kind} {path!r}: cannot import it ({exc})") from None
+    base: type = Plugin if kind == "plugin" else Action
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise ConfigError(f"{kind} {path!r} is a {type(obj).__name__}, not a {base.__name__} class")
     return obj
 
 

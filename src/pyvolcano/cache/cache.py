@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.api import convert
+from pyvolcano.api import convert, models
 from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
 from pyvolcano.api.node_info import NodeArrays, NodeSpec
 from pyvolcano.api.queue_info import QueueInfo
@@ -89,7 +89,7 @@ class SchedulerCache:
         objs = [o for o in objects if isinstance(o, dict)]
         cache = cls(scheduler_name, ResourceIndex.of(set(convert.resource_names(objs)) | set(extra_resources)))
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
-        for o in sorted(objs, key=lambda o: order.get(o.get("kind", ""), 9)):
+        for o in sorted(objs, key=lambda o: _rank(order, o)):
             cache.upsert(o)
         return cache
 
@@ -104,9 +104,13 @@ class SchedulerCache:
     def upsert(self, obj: dict[str, Any]) -> bool:
         """Add or replace one object; a bad one is recorded in ``problems`` and skipped (returns False)."""
         kind = obj.get("kind")
+        if not isinstance(kind, str):
+            self._problem(f"{models.ref(obj)}: field kind: must be a string, got {kind!r}")
+            return False
         if kind not in KINDS:
             return False
         try:
+            models.validate(obj)  # the typed boundary: shapes and numbers are trusted after this
             convert.meta(obj)
             if kind in ("Node", "Pod", "PodGroup", "Queue") and not self.res.covers(
                     convert.resource_names([obj])):
@@ -152,7 +156,7 @@ class SchedulerCache:
         for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues):
             store.clear()
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
-        for o in sorted(raw, key=lambda o: order.get(o.get("kind", ""), 9)):
+        for o in sorted(raw, key=lambda o: _rank(order, o)):
             kind = o.get("kind", "")
             if kind in ("Node", "Pod", "PodGroup", "Queue"):
                 getattr(self, f"_upsert_{kind.lower()}")(o)
@@ -334,6 +338,13 @@ class SchedulerCache:
     def warn_problems(self) -> None:
         for p in self.problems:
             print(f"pyvolcano: skipped: {p}", file=sys.stderr)
+
+
+def _rank(order: dict[str, int], obj: dict[str, Any]) -> int:
+    """Load order of an object's kind; a kind that is not a string (``kind: []``) sorts last and is reported
+    by ``upsert``."""
+    kind = obj.get("kind")
+    return order.get(kind, 9) if isinstance(kind, str) else 9
 
 
 def empty_vector(res: ResourceIndex) -> np.ndarray:

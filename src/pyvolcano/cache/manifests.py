@@ -2,32 +2,23 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from pyvolcano.errors import UserError, yaml_problem
-
-try:  # the C loader is ~10x faster on large snapshots
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+from pyvolcano import safeyaml
+from pyvolcano.errors import UserError
 
 
 def parse_objects(text: str, source: str) -> list[dict[str, Any]]:
-    try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as exc:
-        raise UserError(yaml_problem(exc, source)) from None
+    docs = safeyaml.load_all(text, source)
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
         if doc is None:
             continue
         if not isinstance(doc, dict):
             raise UserError(f"{source}: document {i + 1} is a {type(doc).__name__}, expected a Kubernetes object")
-        if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
+        kind = doc.get("kind")
+        if isinstance(kind, str) and (kind == "List" or (kind.endswith("List") and "items" in doc)):
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise UserError(f"{source}: document {i + 1}: items must be a list")
@@ -42,12 +33,35 @@ def parse_objects(text: str, source: str) -> list[dict[str, Any]]:
 
 def load_objects(path: str) -> list[dict[str, Any]]:
     """Objects from ``path`` (``-`` for stdin)."""
-    if path == "-":
-        return parse_objects(sys.stdin.read(), "<stdin>")
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
-    return parse_objects(text, path)
+    text, source = safeyaml.read_text(path)
+    return parse_objects(text, source)
+
+
+@dataclass
+class SnapshotFile:
+    """What a snapshot file holds: its objects, and the ``config:`` of a scenario file (the format of
+    shared/scenarios/README.md: ``objects:``, ``config:``, ``expect:``) when it is one."""
+
+    objects: list[dict[str, Any]]
+    source: str
+    config: str | None = None
+    scenario: bool = False
+
+
+def load_snapshot(path: str) -> SnapshotFile:
+    """The objects of ``path`` (``-`` for stdin) and, for a scenario file, its embedded scheduler conf."""
+    text, source = safeyaml.read_text(path)
+    objects = parse_objects(text, source)
+    docs = safeyaml.load_all(text, source) if "config:" in text and "objects:" in text else []
+    scen = next((d for d in docs if isinstance(d, dict) and "objects" in d and "kind" not in d), None)
+    if scen is None:
+        return SnapshotFile(objects, source)
+    conf = scen.get("config")
+    if conf is not None and not isinstance(conf, str):
+        if not isinstance(conf, dict):
+            raise UserError(f"{source}: field config: must be the scheduler conf (a string or a mapping), "
+                            f"got {type(conf).__name__}")
+        import yaml
+
+        conf = yaml.safe_dump(conf)
+    return SnapshotFile(objects, source, conf, scenario=True)

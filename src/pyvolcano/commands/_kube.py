@@ -66,16 +66,28 @@ def api_errors(what: str) -> Iterator[None]:
         raise UserError(f"{what}: {exc.message or exc.reason} (HTTP {exc.status})") from None
 
 
-def render_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    from rich.console import Console
+def render_table(title: str, columns: list[str], rows: list[list[Any]], output: str = "table") -> None:
+    """Rows as kubectl prints them (``table``/``wide``, sized to the terminal) or as a list of objects keyed by
+    column name (``json``/``yaml``)."""
     from rich.table import Table
 
-    t = Table(title=title, box=None, header_style="bold", pad_edge=False)
+    from pyvolcano.commands._output import console, emit
+
+    if output in ("json", "yaml"):
+        emit([dict(zip(columns, r, strict=True)) for r in rows], output)
+        return
+    t = Table(title=title or None, box=None, header_style="bold", pad_edge=False)
     for c in columns:
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(*[str(x) for x in r])
-    Console(width=200).print(t)
+        t.add_column(c, no_wrap=True)
+    cells = [[str(x) for x in r] for r in rows]
+    for r in cells:
+        t.add_row(*r)
+    # kubectl's way: a row never folds inside a cell (names stay whole); it is as wide as the terminal when it
+    # fits, and as wide as it must be otherwise
+    need = sum(max(len(c), *(len(r[i]) for r in cells)) + 2 for i, c in enumerate(columns)) + 2
+    out = console()
+    out.width = max(out.width, need)
+    out.print(t)
 
 
 def age(timestamp: str | None) -> str:

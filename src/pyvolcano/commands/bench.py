@@ -78,14 +78,16 @@ def _with_actions(config: str | None, actions: str) -> str:
     """The conf text with its actions string replaced."""
     import yaml
 
+    from pyvolcano import safeyaml
     from pyvolcano.conf.loader import DEFAULT_CONF
 
-    text = DEFAULT_CONF
+    text, source = DEFAULT_CONF, "default conf"
     if config:
-        with open(config) as f:
-            text = f.read()
-    data = yaml.safe_load(text)
+        text, source = safeyaml.read_text(config, "scheduler conf")
+    data = safeyaml.load(text, source)
     if isinstance(data, dict) and data.get("kind") == "ConfigMap":
         raise UserError("--actions cannot be combined with a ConfigMap conf; give the conf file itself")
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping with 'actions' and 'tiers', got {type(data).__name__}")
     data["actions"] = actions
     return yaml.safe_dump(data)

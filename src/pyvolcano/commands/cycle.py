@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from typing import Any
 
 import click
+import numpy as np
 
-from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cache.manifests import load_objects
-from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.cache.cache import KINDS, SchedulerCache
+from pyvolcano.cache.manifests import load_snapshot
+from pyvolcano.commands._output import console, emit, output_option, pick_file
+from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import result_json, run_session
-from pyvolcano.framework.session import SessionResult
+from pyvolcano.framework.session import Session, SessionResult
 
 
-def table(result: SessionResult, problems: list[str]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title="pyvolcano cycle", show_lines=False)
-    for col in ("PodGroup", "Phase", "Outcome", "Why"):
-        t.add_column(col, overflow="fold")
+def rows(result: SessionResult) -> list[tuple[str, str, str, str]]:
+    """(PodGroup, phase, outcome, why) per PodGroup, skipped job and stray decision."""
     by_job: dict[str, list[str]] = {}
     job_of = {t.uid: t.job for t in result.bind_tasks}
     job_of.update(result.pipelined_jobs)
@@ -31,49 +29,134 @@ def table(result: SessionResult, problems: list[str]) -> None:
         by_job.setdefault(job_of.get(uid, ""), []).append(f"pipeline {uid.split('/', 1)[1]} -> {node}")
     for e in result.evictions:
         by_job.setdefault(e.task.job, []).append(f"evict {e.task.uid} ({e.reason})")
+    out = []
     for uid, pg in sorted(result.podgroups.items()):
         outcome = "; ".join(by_job.pop(uid, [])) or "-"
-        t.add_row(uid, pg.phase, outcome, pg.reason)
+        out.append((uid, pg.phase, outcome, pg.reason))
     for uid, why in sorted(result.skipped.items()):
-        t.add_row(uid, "-", "skipped", why)
+        out.append((uid, "-", "skipped", why))
     for uid, lines in by_job.items():
-        t.add_row(uid or "-", "", "; ".join(lines), "")
-    console = Console(width=max(120, Console().width))
-    console.print(t)
-    for p in problems:
-        console.print(f"[yellow]skipped object:[/] {p}")
+        out.append((uid or "-", "", "; ".join(lines), ""))
+    return out
 
+
+def table(result: SessionResult, problems: list[str], wide: bool) -> None:
+    """The decisions per PodGroup; ``wide`` adds why a PodGroup waits (the table only marks that it does)."""
+    from rich.table import Table
+
+    t = Table(title="pyvolcano cycle", show_lines=wide)
+    for col in ("PodGroup", "Phase", "Outcome", *(("Why",) if wide else ())):
+        t.add_column(col, overflow="fold")
+    for uid, phase, outcome, why in rows(result):
+        if wide:
+            t.add_row(uid, phase, outcome, why)
+        else:
+            t.add_row(uid, phase, outcome + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
+    c = console()
+    c.print(t)
+    for p in problems:
+        c.print(f"[yellow]skipped object:[/] {p}", highlight=False)
+
+
+def explain_scores(cache: SchedulerCache, conf: SchedulerConf, engine: str, top: int = 3) -> dict[str, Any]:
+    """Per pending pod, the ``top`` best nodes that pass every predicate with each plugin's score, as the
+    session's node-order registrations compute them when it opens (before this session places anything), the
+    way kube-scheduler-simulator shows a score breakdown: a user sees why a node won."""
+    ssn = Session(cache.snapshot(), conf, engine).open()
+    out: dict[str, Any] = {}
+    names = [v.name for v in ssn.nodes.views]
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            if task.status != TaskStatus.Pending:
+                continue
+            _, mask = ssn.selector.feasible(task, job)
+            idx = np.nonzero(mask)[0]
+            per: dict[str, np.ndarray] = {}
+            for sc in ssn.scores:
+                per[sc.plugin] = per.get(sc.plugin, np.zeros(len(idx))) + sc.scores(ssn, task, idx, engine)
+            views = [ssn.nodes.views[i] for i in idx]
+            for fn in ssn.batch_scores:
+                got = fn(task, views) or {}
+                per["batch"] = per.get("batch", np.zeros(len(idx))) + np.array(
+                    [float(got.get(v.name, 0.0)) for v in views])
+            total = sum(per.values(), np.zeros(len(idx)))
+            best = np.argsort(-total, kind="stable")[:top]
+            out[task.uid] = {"feasibleNodes": len(idx), "best": [
+                {"node": names[idx[k]], "total": round(float(total[k]), 4),
+                 "plugins": {p: round(float(v[k]), 4) for p, v in per.items()}} for k in best]}
+    return out
+
+
+def print_scores(scores: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    c = console()
+    for uid, s in sorted(scores.items()):
+        if not s["best"]:
+            c.print(f"{uid}: no node passes the predicates", highlight=False)
+            continue
+        plugins = sorted({p for b in s["best"] for p in b["plugins"]})
+        c.print(f"[bold]{uid}[/]: best of {s['feasibleNodes']} node(s) passing the predicates", highlight=False)
+        t = Table()
+        for col in ("Node", "Total", *plugins):
+            t.add_column(col, overflow="fold", justify="left" if col == "Node" else "right")
+        for b in s["best"]:
+            t.add_row(b["node"], f"{b['total']:g}", *(f"{b['plugins'].get(p, 0.0):g}" for p in plugins))
+        c.print(t)
 
 
 def register(group: click.Group) -> None:
     @group.command("cycle")
-    @click.argument("snapshot")
-    @click.option("--config", "-c", "config", default=None, help="volcano-scheduler.conf (default: Volcano's).")
-    @click.option("--output", "-o", type=click.Choice(["json", "table"]), default="table", show_default=True)
+    @click.argument("snapshot", required=False)
+    @click.option("-f", "--filename", default=None, help="The snapshot (instead of the argument; - for stdin).")
+    @click.option("--config", "-c", "config", default=None,
+                  help="volcano-scheduler.conf or its ConfigMap (default: the scenario's config:, else Volcano's).")
+    @output_option()
     @click.option("--scheduler-name", default="volcano", show_default=True,
                   help="Pods with this spec.schedulerName are scheduled; others only use node resources.")
     @click.option("--strict", is_flag=True,
                   help="Refuse to schedule anything when an object is malformed (without it, malformed objects "
                        "are skipped with a warning, the rest is scheduled and printed, and the exit code is 2).")
+    @click.option("-v", "--verbose", is_flag=True,
+                  help="Also show, per pending pod, the best nodes with each plugin's score.")
     @click.option("--engine", type=click.Choice(["vector", "scalar"]), default="vector", hidden=True)
-    def cycle(snapshot: str, config: str | None, output: str, scheduler_name: str, strict: bool,
-              engine: str) -> None:
-        """Run one scheduling session on SNAPSHOT (YAML manifests, a kind: List, or - for stdin).
+    def cycle(snapshot: str | None, filename: str | None, config: str | None, output: str, scheduler_name: str,
+              strict: bool, verbose: bool, engine: str) -> None:
+        """Run one scheduling session on SNAPSHOT (YAML manifests, a kind: List, a scenario file with objects:
+        and config:, or - for stdin) and print what it decides.
 
-        CONFIG is a volcano-scheduler.conf, or the ConfigMap that holds one."""
-        conf = load_conf_file(config)
-        objects = load_objects(snapshot)
-        cache = SchedulerCache.from_objects(objects, scheduler_name)
+        Exit status: 0; 2 when an input is wrong (malformed objects are skipped, the rest is scheduled)."""
+        path = pick_file(snapshot, filename, "snapshot")
+        snap = load_snapshot(path)
+        if config is None and snap.config is not None:
+            conf = load_conf(snap.config, f"{snap.source} (config:)")
+        else:
+            if snap.config is not None:
+                click.echo(f"pyvolcano: warning: {snap.source}: its config: is ignored, --config {config} is used",
+                           err=True)
+            conf = load_conf_file(config)
+        if not any(isinstance(o.get("kind"), str) and o["kind"] in KINDS for o in snap.objects) \
+                and not snap.scenario:
+            raise UserError(f"{snap.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
+                            "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+        cache = SchedulerCache.from_objects(snap.objects, scheduler_name)
         if strict and cache.problems:
-            raise UserError(f"{len(cache.problems)} malformed object(s) in {snapshot}: " + "; ".join(cache.problems))
+            raise UserError(f"{len(cache.problems)} malformed object(s) in {snap.source}: "
+                            + "; ".join(cache.problems))
+        scores = explain_scores(cache, conf, engine) if verbose else None
         result = run_session(cache, conf, engine)
-        if output == "json":  # the table shows these itself
+        if output in ("json", "yaml"):  # the table shows these itself
             for p in cache.problems:
                 print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
             for uid, why in result.skipped.items():
                 print(f"pyvolcano: warning: job {uid} not scheduled: {why}", file=sys.stderr)
-            click.echo(json.dumps(result_json(result)))
+            data = result_json(result)
+            if scores is not None:
+                data["scores"] = scores
+            emit(data, output)
         else:
-            table(result, cache.problems)
+            table(result, cache.problems, output == "wide")
+            if scores is not None:
+                print_scores(scores)
         if cache.problems:  # the rest was scheduled and printed; the mistake still fails the command
             sys.exit(2)

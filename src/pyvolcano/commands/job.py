@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from pyvolcano.commands._kube import age, api_errors, kube_options, make_client, render_table
+from pyvolcano.commands._output import output_option
 from pyvolcano.errors import UserError
 
 JOB_API = "batch.volcano.sh/v1alpha1"
@@ -69,8 +70,8 @@ def register(group: click.Group) -> None:
     @click.option("-N", "--name", default="", help="Job name (without -f).")
     @click.option("-n", "--namespace", default="default", show_default=True)
     @click.option("-i", "--image", default="busybox", show_default=True)
-    @click.option("-m", "--min", "min_available", default=1, show_default=True, type=int)
-    @click.option("-r", "--replicas", default=1, show_default=True, type=int)
+    @click.option("-m", "--min", "min_available", default=1, show_default=True, type=click.IntRange(0, 100_000))
+    @click.option("-r", "--replicas", default=1, show_default=True, type=click.IntRange(0, 100_000))
     @click.option("-R", "--requests", default="cpu=1000m,memory=100Mi", show_default=True)
     @click.option("-L", "--limits", default="cpu=1000m,memory=100Mi", show_default=True)
     @click.option("-S", "--scheduler", default="volcano", show_default=True)
@@ -112,8 +113,9 @@ def register(group: click.Group) -> None:
     @click.option("--all-namespaces", "-A", is_flag=True)
     @click.option("-S", "--scheduler", default="", help="Only jobs of this scheduler.")
     @click.option("-q", "--queue", default="", help="Only jobs in this queue.")
+    @output_option()
     def list_(kubeconfig: str | None, master: str | None, context: str | None, namespace: str,
-              all_namespaces: bool, scheduler: str, queue: str) -> None:
+              all_namespaces: bool, scheduler: str, queue: str, output: str) -> None:
         """List jobs with their phase and pod counts."""
         from pyvolcano.kube.resources import VCJOB
 
@@ -133,12 +135,12 @@ def register(group: click.Group) -> None:
                    spec.get("minAvailable", 0), c["pending"], c["running"], c["succeeded"], c["failed"],
                    c["unknown"], c["retryCount"]]
             rows.append(([j["metadata"]["namespace"]] if all_namespaces else []) + row)
-        if not rows:
+        if not rows and output in ("table", "wide"):
             click.echo(f"No resources found in {'any' if all_namespaces else namespace} namespace.")
             return
         cols = ["Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded",
                 "Failed", "Unknown", "RetryCount"]
-        render_table("", (["Namespace"] if all_namespaces else []) + cols, rows)
+        render_table("", (["Namespace"] if all_namespaces else []) + cols, rows, output)
 
     @job.command("view")
     @kube_options

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from pyvolcano.commands._kube import age, api_errors, kube_options, make_client, render_table
+from pyvolcano.commands._output import output_option
 from pyvolcano.errors import UserError
 
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
@@ -85,17 +86,18 @@ def register(group: click.Group) -> None:
 
     @queue.command("list")
     @kube_options
-    def list_(kubeconfig: str | None, master: str | None, context: str | None) -> None:
+    @output_option()
+    def list_(kubeconfig: str | None, master: str | None, context: str | None, output: str) -> None:
         """List queues with their state and PodGroup counts."""
         from pyvolcano.kube.resources import QUEUE
 
         api = make_client(kubeconfig, master, context)
         with api_errors("queue list"):
             queues, _ = api.list(QUEUE)
-        if not queues:
+        if not queues and output in ("table", "wide"):
             click.echo("No resources found")
             return
-        render_table("", _COLUMNS, [_row(q) for q in queues])
+        render_table("", _COLUMNS, [_row(q) for q in queues], output)
 
     @queue.command("get")
     @kube_options

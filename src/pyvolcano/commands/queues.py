@@ -9,7 +9,6 @@ lists the settings that cannot hold.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,8 +21,11 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_conf, validate_queues
 from pyvolcano.api.resource import EPS, ResourceIndex
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cache.manifests import load_objects
-from pyvolcano.conf.loader import SchedulerConf, load_conf_file
+from pyvolcano.cache.manifests import load_snapshot
+from pyvolcano.commands._output import console as _console
+from pyvolcano.commands._output import emit, output_option, pick_file
+from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
+from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.result import FairShare
 from pyvolcano.plugins.capacity import ROOT, queue_tree
@@ -203,16 +205,21 @@ def _res(d: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items()) or "-"
 
 
-def print_table(rep: Report) -> None:
-    from rich.console import Console
+_TABLE = ("weight", "deserved", "allocated", "request", "share")
+_SHORT = {"weight": "WEIGHT", "guarantee": "GUAR", "capability": "CAP", "realCapability": "REALCAP",
+          "deserved": "DESERVED", "allocated": "ALLOC", "request": "REQUEST", "share": "SHARE"}
+
+
+def print_table(rep: Report, wide: bool = False) -> None:
+    """The queues as a table sized to the terminal; ``wide`` adds under each number the rule that produced it
+    (and draws a tree for hierarchical queues)."""
     from rich.table import Table
     from rich.tree import Tree
 
-    console = Console(width=max(140, Console().width))
+    console = _console()
     console.print(f"cluster: {_res(rep.cluster)}   plugin: {rep.plugin}"
-                  + ("   (hierarchical)" if rep.hierarchy else ""))
-    if rep.hierarchy:
-        by_name = {q.name: q for q in rep.queues}
+                  + ("   (hierarchical)" if rep.hierarchy else ""), highlight=False)
+    if rep.hierarchy and wide:
         nodes: dict[str, Tree] = {}
         root = None
         for q in rep.queues:
@@ -225,20 +232,26 @@ def print_table(rep: Report) -> None:
                 root = root or nodes[q.name]
         if root is not None:
             console.print(root)
-        del by_name
-    else:
-        t = Table(show_lines=True)
-        t.add_column("Queue")
-        for k in NUMBERS:
-            t.add_column(k, overflow="fold")
+    elif wide:  # one block per queue: a value and its reason per line read at any terminal width
         for q in rep.queues:
-            t.add_row(f"{q.name}\n({q.state})", *(f"{_val(q.values[k])}\n[dim]{q.reasons.get(k, '')}[/]"
-                                                 for k in NUMBERS))
+            console.print(f"[bold]{q.name}[/] ({q.state})", highlight=False)
+            for k in NUMBERS:
+                console.print(f"  {k}: {_val(q.values[k])}  [dim]# {q.reasons.get(k, '')}[/]", highlight=False)
+    else:
+        t = Table(box=None, header_style="bold", pad_edge=False)
+        # the summary: what each queue gets and uses; the settings it comes from (guarantee, capability,
+        # realCapability) and every reason are -o wide
+        shown = [k for k in NUMBERS if k in _TABLE and (k != "weight" or rep.plugin == "proportion")]
+        for col in ("QUEUE", *(("PARENT",) if rep.hierarchy else ()), "STATE", *(_SHORT[k] for k in shown)):
+            t.add_column(col, overflow="fold")
+        for q in rep.queues:  # one resource per line keeps the columns narrow
+            t.add_row(q.name, *((q.parent or "-",) if rep.hierarchy else ()), q.state,
+                      *(_val(q.values[k]).replace(", ", "\n") for k in shown))
         console.print(t)
     for p in rep.problems:
-        console.print(f"[yellow]problem:[/] {p.message}")
+        console.print(f"[yellow]problem:[/] {p.message}", highlight=False)
     for s in rep.skipped:
-        console.print(f"[yellow]skipped object:[/] {s}")
+        console.print(f"[yellow]skipped object:[/] {s}", highlight=False)
 
 
 def _val(v: Any) -> str:
@@ -247,18 +260,35 @@ def _val(v: Any) -> str:
 
 def register(group: click.Group) -> None:
     @group.command("queues")
-    @click.argument("snapshot")
-    @click.option("--config", "-c", "config", default=None, help="volcano-scheduler.conf (default: Volcano's).")
-    @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @click.argument("snapshot", required=False)
+    @click.option("-f", "--filename", default=None, help="The snapshot (instead of the argument; - for stdin).")
+    @click.option("--config", "-c", "config", default=None,
+                  help="volcano-scheduler.conf (default: the scenario's config:, else Volcano's).")
+    @output_option()
     @click.option("--scheduler-name", default="volcano", show_default=True)
-    def queues(snapshot: str, config: str | None, output: str, scheduler_name: str) -> None:
+    @click.option("--strict", is_flag=True,
+                  help="Refuse when an object is malformed (without it, malformed objects are skipped with a "
+                       "warning, the rest is reported, and the exit code is 2), as cycle does.")
+    def queues(snapshot: str | None, filename: str | None, config: str | None, output: str, scheduler_name: str,
+               strict: bool) -> None:
         """Per queue of SNAPSHOT: weight, guarantee, capability, realCapability, deserved, allocated, request
-        and share as the configured plugin computes them, each with its reason, and settings that cannot hold."""
-        conf = load_conf_file(config)
-        rep = build_report(load_objects(snapshot), conf, scheduler_name)
-        for p in rep.skipped:
-            print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
-        if output == "json":
-            click.echo(json.dumps(rep.to_json()))
+        and share as the configured plugin computes them, each with its reason (-o wide), and settings that
+        cannot hold.
+
+        Exit status: 0; 2 when an input is wrong (malformed objects are skipped, the rest is reported)."""
+        snap = load_snapshot(pick_file(snapshot, filename, "snapshot"))
+        if config is None and snap.config is not None:
+            conf = load_conf(snap.config, f"{snap.source} (config:)")
         else:
-            print_table(rep)
+            conf = load_conf_file(config)
+        rep = build_report(snap.objects, conf, scheduler_name)
+        if strict and rep.skipped:
+            raise UserError(f"{len(rep.skipped)} malformed object(s) in {snap.source}: " + "; ".join(rep.skipped))
+        if output in ("json", "yaml"):
+            for p in rep.skipped:
+                print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
+            emit(rep.to_json(), output)
+        else:
+            print_table(rep, output == "wide")
+        if rep.skipped:  # the rest was reported; the mistake still fails the command, as in cycle
+            sys.exit(2)

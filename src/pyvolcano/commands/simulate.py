@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.commands._output import Number, emit, output_option
 from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba
 from pyvolcano.sim.compare import compare_table
@@ -19,7 +20,6 @@ from pyvolcano.sim.run import (
     parse_cancels,
     parse_failures,
     parse_gang_sizes,
-    print_summary,
     queue_weights,
     run_one,
 )
@@ -66,44 +66,49 @@ def register(group: click.Group) -> None:
     @click.option("--queues", "queues_arg", help="Queue manifests (YAML file) or 'name:weight,...'.")
     @click.option("--workload", help="Volcano Job manifests (YAML) with pyvolcano.io/arrival and /duration.")
     @click.option("--csv", "csv_path", help="Generic CSV workload (see docs/simulator.md).")
-    @click.option("--synthetic", "synth", type=click.IntRange(min=1), default=None,
+    @click.option("--synthetic", "synth", type=click.IntRange(1, 1_000_000), default=None,
                   help="Generate this many synthetic jobs (queues drawn by weight from --queues).")
-    @click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=0.2, show_default=True,
+    @click.option("--rate", type=Number(0, lo_open=True), default=0.2, show_default=True,
                   help="Synthetic: Poisson arrivals per second.")
     @click.option("--gang-sizes", default="1,1,2,4,8", show_default=True,
                   help="Synthetic: gang sizes drawn uniformly from this list (repeat a size to weigh it more).")
-    @click.option("--mean-duration", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+    @click.option("--mean-duration", type=Number(0, 1e9, lo_open=True), default=600.0, show_default=True,
                   help="Synthetic: mean of the exponential pod durations (s; at least 1 s each).")
-    @click.option("--gpu-fraction", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+    @click.option("--gpu-fraction", type=Number(0, 1), default=0.5, show_default=True,
                   help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu.")
     @click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace.")
     @click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy).")
-    @click.option("--ali-nodes", type=int, default=120, show_default=True, help="Down-sample the trace cluster.")
-    @click.option("--ali-pods", type=int, default=1500, show_default=True, help="Trace rows to replay (0: all).")
-    @click.option("--compress", type=float, default=20.0, show_default=True, help="Arrival time compression.")
-    @click.option("--duration-scale", type=float, default=1.0, show_default=True)
-    @click.option("--gang-window", type=float, default=60.0, show_default=True)
-    @click.option("--max-gang", type=int, default=8, show_default=True)
+    @click.option("--ali-nodes", type=click.IntRange(1, 100_000), default=120,
+                  show_default=True, help="Down-sample the trace cluster.")
+    @click.option("--ali-pods", type=click.IntRange(0, 10_000_000), default=1500,
+                  show_default=True, help="Trace rows to replay (0: all).")
+    @click.option("--compress", type=Number(0, 1e6, lo_open=True), default=20.0,
+                  show_default=True, help="Arrival time compression.")
+    @click.option("--duration-scale", type=Number(0, 1e6, lo_open=True), default=1.0, show_default=True)
+    @click.option("--gang-window", type=Number(0, 1e9), default=60.0, show_default=True)
+    @click.option("--max-gang", type=click.IntRange(1, 100_000), default=8, show_default=True)
     @click.option("--config", "-c", help="volcano-scheduler.conf (default: Volcano's).")
     @click.option("--compare", multiple=True, metavar="CONF...",
                   help="Also run these confs on the same workload and compare: --compare a.conf b.conf "
                        "(or repeat the flag).")
-    @click.option("--period", type=float, default=1.0, show_default=True, help="Seconds between sessions.")
-    @click.option("--start-latency", type=float, default=1.0, show_default=True)
-    @click.option("--grace", type=float, default=5.0, show_default=True, help="Eviction grace period (s).")
-    @click.option("--until", type=float, default=None, help="Stop at this simulated time (s).")
+    @click.option("--period", type=Number(0.001, 1e6), default=1.0, show_default=True, help="Seconds between sessions.")
+    @click.option("--start-latency", type=Number(0, 1e6), default=1.0, show_default=True)
+    @click.option("--grace", type=Number(0, 1e6), default=5.0, show_default=True, help="Eviction grace period (s).")
+    @click.option("--until", type=Number(0, 1e12), default=None, help="Stop at this simulated time (s).")
     @click.option("--node-failures", help="TIME:NODE:DOWNTIME,... node failures.")
     @click.option("--cancel", help="TIME:[NS/]JOB,... job cancellations.")
     @click.option("--seed", type=int, default=0, show_default=True,
                   help="Seed of the synthetic generator and of the Alibaba node sample.")
     @click.option("--out", default="sim-out", show_default=True, type=click.Path(file_okay=False))
     @click.option("--no-progress", is_flag=True)
+    @output_option()
     def simulate(cluster: str | None, queues_arg: str | None, workload: str | None, csv_path: str | None,
                  synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float,
                  use_alibaba: bool, trace_dir: str | None, ali_nodes: int, ali_pods: int, compress: float,
                  duration_scale: float, gang_window: float, max_gang: int, config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
-                 node_failures: str | None, cancel: str | None, seed: int, out: str, no_progress: bool) -> None:
+                 node_failures: str | None, cancel: str | None, seed: int, out: str, no_progress: bool,
+                 output: str) -> None:
         """Simulate a workload (one of --workload, --csv, --synthetic, --alibaba) and write jobs.csv,
         summary.json and report.html into --out."""
         sources = [x for x in (workload, csv_path, synth, use_alibaba or None) if x]
@@ -145,8 +150,9 @@ def register(group: click.Group) -> None:
             s = run_one(inputs, conf, name, d, period=period, start_latency=start_latency, grace=grace,
                         until=until, progress=not no_progress, warn=warn)
             summaries.append(s)
-            if len(confs) == 1:
-                print_summary(s)
-            click.echo(f"report: {d / 'report.html'}")
-        if len(confs) > 1:
-            compare_table(summaries)
+            click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
+        if output in ("json", "yaml"):
+            data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
+            emit(data[0] if len(data) == 1 else {"runs": data}, output)
+        else:
+            compare_table(summaries, wide=output == "wide")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -51,16 +52,19 @@ class Arguments(Mapping[str, Any]):
         if key not in self._values:
             return default
         try:
-            return float(self._values[key])
+            v = float(self._values[key])
         except (TypeError, ValueError):
             raise self._bad(key, "a number") from None
+        if not math.isfinite(v):  # a NaN weight or threshold poisons every comparison downstream
+            raise self._bad(key, "a finite number")
+        return v
 
     def get_int(self, key: str, default: int) -> int:
         if key not in self._values:
             return default
         try:
             return int(float(self._values[key]))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
             raise self._bad(key, "an integer") from None
 
     def get_bool(self, key: str, default: bool) -> bool:

@@ -11,17 +11,19 @@ and line numbers in errors still point into the ConfigMap file.
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from pyvolcano import registry
+from pyvolcano import registry, safeyaml
 from pyvolcano.conf.arguments import Arguments
 from pyvolcano.conf.flags import FLAG_ALIASES, FLAGS
-from pyvolcano.errors import ConfigError, yaml_problem
+from pyvolcano.errors import ConfigError, UserError
 
 DEFAULT_CONF = """\
 actions: "enqueue, allocate, backfill"
@@ -48,6 +50,14 @@ class PluginOption(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    #: "FILE: line N: " of this plugin in its conf, so that an argument error found when the plugin reads it
+    #: names where it was written
+    _where: str = PrivateAttr(default="")
+
+    def __eq__(self, other: object) -> bool:  # where it was written is not part of what it says
+        return type(other) is type(self) and self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]
 
     @field_validator("arguments", mode="before")
     @classmethod
@@ -66,7 +76,7 @@ class PluginOption(BaseModel):
         return flag is None or self.flags.get(flag, True)
 
     def args(self) -> Arguments:
-        return Arguments(self.arguments, f"plugin {self.name}")
+        return Arguments(self.arguments, f"{self._where}plugin {self.name}")
 
 
 class Tier(BaseModel):
@@ -76,6 +86,12 @@ class Tier(BaseModel):
 class ActionConfiguration(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    _where: str = PrivateAttr(default="")
+
+    def __eq__(self, other: object) -> bool:  # where it was written is not part of what it says
+        return type(other) is type(self) and self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class SchedulerConf(BaseModel):
@@ -93,7 +109,7 @@ class SchedulerConf(BaseModel):
     def action_args(self, name: str) -> Arguments:
         for c in self.configurations:
             if c.name == name:
-                return Arguments(c.arguments, f"action {name}")
+                return Arguments(c.arguments, f"{c._where}action {name}")
         return Arguments({}, f"action {name}")
 
     def plugin(self, name: str) -> PluginOption | None:
@@ -131,10 +147,10 @@ def _line_of(root: yaml.Node | None, path: list[Any]) -> int | None:
 def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
     """Parse, validate and check every action and plugin name against the registries."""
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(yaml_problem(exc, source)) from None
+        data = safeyaml.load(text, source)
+        root = safeyaml.compose(text, source)
+    except safeyaml.YAMLInputError as exc:
+        raise ConfigError(str(exc)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers', got {type(data).__name__}")
     if data.get("kind") == "ConfigMap":
@@ -152,15 +168,18 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
                           f"actions: {', '.join(registry.known_actions())}")
     for i, name in enumerate(conf.actions):
         try:
-            registry.action_class(name)
+            _check_class(name, "action")
         except ConfigError as exc:
             raise ConfigError(f"{source}: line {_line_of(root, ['actions'])}: {exc}") from None
         del i
     for ti, tier in enumerate(conf.tiers):
         for pi, p in enumerate(tier.plugins):
             line = _line_of(root, ["tiers", ti, "plugins", pi, "name"])
+            p._where = f"{source}: line {line}: "
+            _check_arguments(p.arguments, root, ["tiers", ti, "plugins", pi, "arguments"], source,
+                             f"plugin {p.name}")
             try:
-                registry.plugin_class(p.name)
+                _check_class(p.name, "plugin")
             except ConfigError as exc:
                 raise ConfigError(f"{source}: line {line}: {exc}") from None
             for key, val in (p.model_extra or {}).items():
@@ -171,11 +190,54 @@ def load_conf(text: str, source: str = "scheduler conf") -> SchedulerConf:
                 elif not isinstance(val, bool) and str(val).lower() not in ("true", "false"):
                     raise ConfigError(f"{source}: line {_line_of(root, ['tiers', ti, 'plugins', pi, key])}: "
                                       f"plugin {p.name}: {key} must be true or false, got {val!r}")
+    for ci, c in enumerate(conf.configurations):
+        c._where = f"{source}: line {_line_of(root, ['configurations', ci, 'name'])}: "
+        _check_arguments(c.arguments, root, ["configurations", ci, "arguments"], source, f"action {c.name}")
     names = conf.plugin_names
     if "proportion" in names and "capacity" in names:
         print(f"pyvolcano: warning: {source}: proportion and capacity are both enabled; Volcano says they must "
               "not be used together (both set queue deserved and overused)", file=sys.stderr)
     return conf
+
+
+def _check_arguments(args: dict[str, Any], root: yaml.Node | None, path: list[Any], source: str, owner: str) -> None:
+    """Arguments are read by the plugin later, with typed getters (``framework/arguments.py``); what no getter
+    can mean is refused here, where the line is known: a non-finite number (``.nan``/``.inf``, which YAML
+    reads as floats) or a key that is not a string."""
+    stack: list[tuple[list[Any], Any]] = [(path, args)]
+    while stack:
+        p, v = stack.pop()
+        bad = None
+        if isinstance(v, float) and not math.isfinite(v):
+            bad = f"{v!r} is not a finite number"
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    bad = f"key {k!r} is not a string"
+                    break
+                stack.append(([*p, k], x))
+        elif isinstance(v, list):
+            stack.extend(([*p, i], x) for i, x in enumerate(v))
+        if bad:
+            field = ".".join(str(x) for x in p[len(path):]) or "arguments"
+            raise ConfigError(f"{source}: line {_line_of(root, p)}: {owner}: argument {field}: {bad}")
+
+
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _check_class(name: str, kind: str) -> None:
+    """The plugin or action ``name`` resolves to a Plugin or Action class.  A ``module:attr`` name (an
+    out-of-tree plugin, docs/extending.md) must name a module and an attribute; the registry checks that the
+    attribute is a subclass of the framework's base class (``registry._by_path``)."""
+    if ":" in name:
+        mod, _, attr = name.partition(":")
+        if not _DOTTED.match(mod) or not _DOTTED.match(attr) or "." in attr:
+            raise ConfigError(f"{kind} {name!r}: expected MODULE:CLASS (e.g. mypkg.plugins:MyPlugin)")
+    if kind == "plugin":
+        registry.plugin_class(name)
+    else:
+        registry.action_class(name)
 
 
 CONF_KEY = "volcano-scheduler.conf"
@@ -209,9 +271,8 @@ def _from_configmap(cm: dict[str, Any], root: yaml.Node | None, source: str) -> 
 def load_conf_file(path: str | Path | None) -> SchedulerConf:
     if path is None:
         return load_conf(DEFAULT_CONF, "default conf")
-    p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read scheduler conf {path}: {exc.strerror}") from None
-    return load_conf(text, str(path))
+        text, source = safeyaml.read_text(str(path), "scheduler conf")
+    except UserError as exc:
+        raise ConfigError(str(exc)) from None
+    return load_conf(text, source)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
+from pyvolcano import safeyaml
 from pyvolcano.errors import UserError
 
+#: nodes a compact spec may describe (``100000000x{...}`` would build that many manifests)
+MAX_NODES = 100_000
 _GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\{.*\})\s*$", re.S)
 
 
@@ -23,12 +24,11 @@ def parse_cluster_spec(spec: str, prefix: str = "node") -> list[dict[str, Any]]:
         m = _GROUP.match(part)
         if not m:
             raise UserError(f"cluster spec group {gi + 1} {part.strip()!r}: expected COUNTx{{cpu: .., memory: ..}}")
-        try:
-            res = yaml.safe_load(m.group(2))
-        except yaml.YAMLError as exc:
-            raise UserError(f"cluster spec group {gi + 1}: {exc}") from None
+        res = safeyaml.load(m.group(2), f"cluster spec group {gi + 1}")
         if not isinstance(res, dict):
             raise UserError(f"cluster spec group {gi + 1}: expected a mapping of resources")
+        if int(m.group(1)) > MAX_NODES or len(nodes) + int(m.group(1)) > MAX_NODES:
+            raise UserError(f"cluster spec group {gi + 1}: more than {MAX_NODES} nodes in all")
         labels = res.pop("labels", {}) or {}
         taints = res.pop("taints", []) or []
         res.setdefault("pods", 110)

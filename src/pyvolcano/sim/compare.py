@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 
-def compare_table(summaries: list[dict[str, Any]]) -> None:
+def compare_table(summaries: list[dict[str, Any]], wide: bool = True) -> None:
+    """The runs side by side, sized to the terminal; without ``wide`` only the headline metrics."""
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title="pyvolcano simulate --compare")
+    t = Table(title="pyvolcano simulate" + (" --compare" if len(summaries) > 1 else ""))
     t.add_column("metric")
-    for s in summaries:
-        t.add_column(str(s["config"]), overflow="fold")
+    for s in summaries:  # the conf's file name: a long path would fold the header in a narrow terminal
+        name = str(s["config"])
+        t.add_column(name.rsplit("/", 1)[-1] if "/" in name else name, overflow="fold")
 
     def row(name: str, get: Any) -> None:
         vals = []
@@ -21,16 +23,17 @@ def compare_table(summaries: list[dict[str, Any]]) -> None:
             vals.append("-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else str(v)))
         t.add_row(name, *vals)
     row("completed / jobs", lambda s: f"{s['completed']} / {s['jobs']}")
-    for k in ("mean", "p50", "p95", "p99"):
+    for k in ("mean", "p50", "p95", "p99") if wide else ("mean", "p95"):
         row(f"wait {k} (s)", lambda s, k=k: s["wait_s"][k])
-    for k in ("mean", "p95"):
+    for k in ("mean", "p95") if wide else ("mean",):
         row(f"JCT {k} (s)", lambda s, k=k: s["jct_s"][k])
     row("makespan (s)", lambda s: s["makespan_s"])
     for r in ("cpu", "memory", "gpu"):
         row(f"utilisation {r}", lambda s, r=r: f"{s['utilisation'][r] * 100:.1f}%")
     row("Jain fairness (queues)", lambda s: s["jain_fairness_queue_shares"])
     row("evictions", lambda s: s["evictions"])
-    row("gangs rolled back", lambda s: s["gangs_rolled_back"])
-    row("scheduler s/cycle", lambda s: s["scheduler_seconds_per_cycle"]["mean"])
-    row("wall seconds", lambda s: s["wall_seconds"])
-    Console(width=140).print(t)
+    if wide:
+        row("gangs rolled back", lambda s: s["gangs_rolled_back"])
+        row("scheduler s/cycle", lambda s: s["scheduler_seconds_per_cycle"]["mean"])
+        row("wall seconds", lambda s: s["wall_seconds"])
+    Console().print(t)

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
-from pyvolcano.sim.workload import Workload
+from pyvolcano.sim.workload import Workload, seconds
 
 
 @dataclass
@@ -27,12 +28,15 @@ class Inputs:
 
 
 def load_cluster(arg: str) -> list[dict[str, Any]]:
-    if Path(arg).is_file():
+    if Path(arg).is_file() or arg == "-":
         nodes = [o for o in load_objects(arg) if o.get("kind") == "Node"]
         if not nodes:
             raise UserError(f"{arg}: no Node objects")
-        return nodes
-    return parse_cluster_spec(arg)
+    else:
+        nodes = parse_cluster_spec(arg)
+    for n in nodes:  # the simulated cluster must be whole: a malformed Node refuses the run
+        models.validate(n)
+    return nodes
 
 
 def queue_weights(arg: str | None) -> dict[str, int] | None:
@@ -75,7 +79,10 @@ def load_queues(arg: str | None, workload: Workload) -> list[dict[str, Any]]:
     """Queue manifests from a file, ``name:weight,...``, or one weight-1 queue per queue the workload names."""
     if arg and Path(arg).is_file():
         queue_weights(arg)  # refuses a file without Queue objects
-        return [o for o in load_objects(arg) if o.get("kind") == "Queue"]
+        queues = [o for o in load_objects(arg) if o.get("kind") == "Queue"]
+        for q in queues:  # a malformed Queue refuses the run, as a malformed Node does
+            models.validate(q)
+        return queues
     weights = queue_weights(arg) or {q: 1 for q in sorted(workload.queues)}
     return [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": n},
              "spec": {"weight": w, "reclaimable": True}, "status": {"state": "Open"}} for n, w in weights.items()]
@@ -98,7 +105,7 @@ def parse_failures(arg: str | None) -> list[tuple[float, str, float]]:
         if part.strip():
             try:
                 t, node, down = part.strip().split(":")
-                out.append((float(t), node, float(down)))
+                out.append((seconds(t), node, seconds(down)))
             except ValueError:
                 raise UserError(f"--node-failures: {part!r}: expected TIME:NODE:DOWNTIME") from None
     return out
@@ -110,7 +117,7 @@ def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
         if part.strip():
             t, _, key = part.strip().partition(":")
             try:
-                out.append((float(t), key if "/" in key else f"default/{key}"))
+                out.append((seconds(t), key if "/" in key else f"default/{key}"))
             except ValueError:
                 raise UserError(f"--cancel: {part!r}: expected TIME:[NAMESPACE/]JOB") from None
     return out

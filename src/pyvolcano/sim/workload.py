@@ -14,10 +14,14 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pyvolcano.api import models
+from pyvolcano.api.models import Metadata, PodSpec, StringMap, _integer
 from pyvolcano.api.quantity import parse_quantity
-from pyvolcano.errors import QuantityError, UserError
+from pyvolcano.errors import ManifestError, QuantityError, UserError
 
 ARRIVAL = "pyvolcano.io/arrival"
 DURATION = "pyvolcano.io/duration"
@@ -130,12 +134,79 @@ def duration_problem(job: dict[str, Any]) -> str | None:
     return None
 
 
+#: pods one simulated Job may ask for; ``replicas: 100000000`` would otherwise build that many pod manifests
+MAX_JOB_PODS = 100_000
+
+
+class _TemplateMeta(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    labels: StringMap | None = None
+    annotations: StringMap | None = None
+
+
+class _Template(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    metadata: _TemplateMeta | None = None
+    spec: PodSpec
+
+
+class _SimTask(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    replicas: Annotated[int, _integer(0, MAX_JOB_PODS)] = 1
+    minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
+    template: _Template
+    policies: list[dict[str, Any]] | None = None
+
+
+class _SimJobSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    tasks: list[_SimTask] = Field(min_length=1)
+    minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
+    queue: str | None = None
+    schedulerName: str | None = None
+    priorityClassName: str | None = None
+    maxRetry: Annotated[int, _integer(0, 1000)] | None = None
+    policies: list[dict[str, Any]] | None = None
+
+
+class _SimJob(BaseModel):
+    """The shape of a Volcano Job read from a workload file: what the simulator's job controller
+    (``controllers/vcjob.py``) reads, typed, so a wrong type is refused here naming the field; Volcano's own
+    admission rules (minAvailable <= replicas, known queue, policies) stay in ``vcjob.validate_job``."""
+
+    model_config = ConfigDict(extra="allow")
+    metadata: Metadata
+    spec: _SimJobSpec
+
+
+def size_problem(job: dict[str, Any]) -> str | None:
+    """What is wrong with the shape or the sizes of a Job read from a workload file (``_SimJob``), naming the
+    job and the field: not ``1e30`` or ``.inf`` replicas, not a count that would build millions of pods."""
+    try:
+        m = _SimJob.model_validate(job)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]
+                        if "(" not in str(x)).lstrip(".")
+        return f"{job_ref(job)}: field {where}: {str(err['msg']).removeprefix('Value error, ')}"
+    total = sum(t.replicas for t in m.spec.tasks)
+    if total > MAX_JOB_PODS:
+        return f"{job_ref(job)}: field spec.tasks: {total} replicas in all, more than {MAX_JOB_PODS} pods"
+    return None
+
+
 def from_manifests(objects: list[dict[str, Any]]) -> Workload:
     """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job whose arrival
     or duration annotation is not a number of seconds >= 0 is reported in ``problems`` and left out."""
     jobs, pcs, problems = [], [], []
     for o in objects:
         if o.get("kind") == "PriorityClass":
+            try:
+                models.validate(o)
+            except ManifestError as exc:
+                problems.append(f"{exc}; skipped")
+                continue
             pcs.append(o)
         elif o.get("kind") == "Job":
             md = o.get("metadata")
@@ -149,7 +220,7 @@ def from_manifests(objects: list[dict[str, Any]]) -> Workload:
                 problems.append(f"{job_ref(o)}: field metadata.annotations[{ARRIVAL}]: {exc} "
                                 f"(expected seconds >= 0); job skipped")
                 continue
-            bad = duration_problem(o)
+            bad = size_problem(o) or duration_problem(o)
             if bad:
                 problems.append(f"{bad}; job skipped")
                 continue
@@ -238,8 +309,8 @@ def check_spec(js: JobSpec) -> str | None:
             seconds(v)
         except ValueError as exc:
             return f"field {col}: {exc}"
-    if js.tasks < 1:
-        return f"field tasks: must be >= 1, got {js.tasks}"
+    if not 1 <= js.tasks <= MAX_JOB_PODS:
+        return f"field tasks: must be between 1 and {MAX_JOB_PODS}, got {js.tasks}"
     if not 0 <= js.min_available <= js.tasks:
         return f"field min_available: {js.min_available} must be between 0 and tasks {js.tasks}"
     for col, q in (("cpu", js.cpu), ("memory", js.memory), ("gpu", js.gpu)):
