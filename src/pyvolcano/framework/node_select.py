@@ -234,6 +234,16 @@ class NodeSelector:
             mask = mask & p.mask(self.ssn, task, self.all_idx, self.engine)
         return e, mask
 
+    def passes_at(self, task: TaskInfo, i: int) -> bool:
+        """Does the task pass every predicate on node ``i`` as it is now?  Volcano's ``ssn.PredicateFn(task,
+        node)`` for one node, which preempt asks again after each eviction (``preemptorFitsOnNode``,
+        actions/preempt/preempt.go); resources are the caller's (future idle) check."""
+        idx = np.array([i])
+        for p in (*self.static_preds, *self.dyn_preds, *self.fresh_preds):
+            if not p.mask(self.ssn, task, idx, self.engine)[0]:
+                return False
+        return True
+
     def total_scores(self, task: TaskInfo, e: _Entry, cand: np.ndarray) -> np.ndarray:
         total = e.score
         if self.fresh_scores or self.ssn.batch_scores:

@@ -45,6 +45,7 @@ POINTS: dict[str, Point] = {p.name: p for p in [
     Point("namespaceOrder", "enableNamespaceOrder", Rule.FIRST_DECIDES),
     Point("clusterOrder", "enableClusterOrder", Rule.FIRST_DECIDES),
     Point("victimOrder", "enableTaskOrder", Rule.FIRST_DECIDES),
+    Point("victimQueueOrder", None, Rule.FIRST_DECIDES),
     Point("predicate", "enablePredicate", Rule.ALL_PASS),
     Point("prePredicate", "enablePredicate", Rule.FIRST_RESULT),
     Point("nodeOrder", "enableNodeOrder", Rule.SUM),

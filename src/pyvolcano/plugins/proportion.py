@@ -158,7 +158,6 @@ class Proportion(Plugin):
         def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             out = []
             left: dict[str, np.ndarray] = {}
-            need = reclaimer.resreq * mask
             for t in reclaimees:
                 job = ssn.jobs.get(t.job)
                 a = attrs.get(job.queue) if job else None
@@ -167,8 +166,7 @@ class Proportion(Plugin):
                 if a.name not in left:
                     left[a.name] = a.allocated.copy()
                 alloc = left[a.name]
-                if (alloc + EPS < need).any():  # Volcano's LessPartly: too little left to give back
-                    continue
+                # Volcano master has no "the queue must still hold the request" test (proportion.go)
                 if not less_equal(alloc, a.deserved):
                     alloc -= t.resreq * mask
                     out.append(t)
