@@ -73,8 +73,8 @@ def reachable(ssn: Session, need: np.ndarray, order: np.ndarray, bound: np.ndarr
     check would keep."""
     if bound is None or not len(order):
         return order
-    room = ssn.nodes.future[order] + bound[order]
-    return order[np.all(need < room + 2 * EPS, axis=1)]
+    ok = np.all(ssn.nodes.future + bound > need - 2 * EPS, axis=1)  # whole arrays: no gather of ``order`` rows
+    return order[ok[order]]
 
 
 def validate(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo]) -> bool:
@@ -86,15 +86,27 @@ def validate(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo]) -
     return less_equal(task.init_resreq, room)
 
 
-def evict_greedily(ssn: Session, stmt: Statement, task: TaskInfo, nodes: Iterable[int],
-                   offer: Callable[[int], list[TaskInfo] | None], fits: Fits, reason: str) -> int | None:
+def evict_greedily(ssn: Session, stmt: Statement, task: TaskInfo, nodes: np.ndarray,
+                   offer: Callable[[int], list[TaskInfo] | None], fits: Fits, reason: str,
+                   bound: np.ndarray | None = None, blocked: Callable[[], bool] | None = None) -> int | None:
     """The eviction loop of Volcano's ``normalPreempt`` (preempt.go) and ``reclaimForTask`` (reclaim.go):
     on each node in turn, the victims ``offer`` gives (the plugins' vote; None skips the node, as reclaim
-    skips a node without reclaimees) must pass ``validate``; they are
-    evicted in ``victims_queue`` order, in a statement of the node's own, until ``fits`` says the task may
-    go there, and the task is pipelined onto that node.  A node where it still does not fit is rolled back
-    and the next node tried.  The node's operations join ``stmt``; returns the node, or None."""
-    for i in nodes:
+    skips a node without reclaimees) must pass ``validate``; they are evicted in ``victims_queue`` order, in a
+    statement of the node's own, until ``fits`` says the task may go there, and the task is pipelined onto
+    that node.  A node where it still does not fit is rolled back and the next node tried.  The node's
+    operations join ``stmt``; returns the node, or None.
+
+    ``blocked`` (preempt: the queue has no room for the task, ``allocatable`` false) is a condition that
+    only more evictions can lift: proportion's and capacity's ``allocatable`` compare the queue's allocated
+    resources, which each eviction lowers.  When a node fails with every victim gone and ``blocked`` still
+    true, having freed ``R``, any node whose candidates (``bound``) hold no more than ``R`` in every
+    resource must fail the same way, so those nodes are dropped in one NumPy pass instead of each being
+    evicted and rolled back (Volcano tries them all)."""
+    order = np.asarray(nodes)
+    k = 0
+    while k < len(order):
+        i = int(order[k])
+        k += 1
         victims = offer(i)
         if victims is None or not validate(ssn, task, i, victims):
             continue
@@ -108,6 +120,12 @@ def evict_greedily(ssn: Session, stmt: Statement, task: TaskInfo, nodes: Iterabl
             node_stmt.pipeline(task, i)
             stmt.merge(node_stmt)
             return i
+        if bound is not None and blocked is not None and blocked():
+            freed = np.zeros(ssn.res.size)
+            for op in node_stmt.ops:
+                freed += op.task.resreq
+            rest = order[k:]
+            order, k = rest[~np.all(bound[rest] <= freed, axis=1)], 0
         node_stmt.discard(rollback=False)
     return None
 
@@ -182,7 +200,7 @@ def select_victims_on_node(ssn: Session, task: TaskInfo, node: int, victims: lis
             removed.append(v)
             if fits(node):
                 break
-        if not removed or not ssn.selector.passes_at(task, node):
+        if not removed or not ssn.selector.passes_at(task, ssn.jobs.get(task.job), node):
             return None
         chosen: list[TaskInfo] = []
         for v in reversed(removed):

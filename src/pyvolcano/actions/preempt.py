@@ -56,13 +56,13 @@ class PreemptOptions:
         return cls(args.get_bool("enableTopologyAwarePreemption", False), CandidateLimits.of(args))
 
 
-def preemptor_fits(ssn: Session, queue: QueueInfo, preemptor: TaskInfo) -> Callable[[int], bool]:
+def preemptor_fits(ssn: Session, queue: QueueInfo, job: JobInfo, preemptor: TaskInfo) -> Callable[[int], bool]:
     """Volcano's ``preemptorFitsOnNode`` (preempt.go): the preemptor's queue has room for it
     (``allocatable``; evicting victims of the same queue gives room back), it fits the node's future idle,
     and it passes the predicates on the node as it is now."""
     def fits(i: int) -> bool:
         return (ssn.allocatable(queue, preemptor) and less_equal(preemptor.init_resreq, ssn.nodes.future[i])
-                and ssn.selector.passes_at(preemptor, i))
+                and ssn.selector.passes_at(preemptor, job, i))
     return fits
 
 
@@ -82,7 +82,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     idx = np.nonzero(feasible)[0]
     if not len(idx):
         return False
-    fits = preemptor_fits(ssn, queue, preemptor)
+    fits = preemptor_fits(ssn, queue, job, preemptor)
 
     def offer(i: int) -> list[TaskInfo]:
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
@@ -102,7 +102,8 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     scores = ssn.node_scores(preemptor, feasible, job)[idx]
     order = idx[np.argsort(-scores, kind="stable")]  # best score first, ties by node index
     order = reachable(ssn, preemptor.init_resreq, order, bound)
-    return evict_greedily(ssn, stmt, preemptor, order.tolist(), offer, fits, reason) is not None
+    return evict_greedily(ssn, stmt, preemptor, order, offer, fits, reason, bound,
+                          lambda: not ssn.allocatable(queue, preemptor)) is not None
 
 
 def never_preempts(task: TaskInfo) -> bool:

@@ -98,4 +98,4 @@ class Reclaim(Action):
         def fits(i: int) -> bool:
             return less_equal(task.init_resreq, ssn.nodes.future[i])
         order = reachable(ssn, task.init_resreq, feasible, bound)
-        return evict_greedily(ssn, stmt, task, order.tolist(), offer, fits, "reclaim") is not None
+        return evict_greedily(ssn, stmt, task, order, offer, fits, "reclaim") is not None
