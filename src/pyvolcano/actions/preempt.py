@@ -178,8 +178,10 @@ class Preempt(Action):
                 while not own.empty():
                     preemptor = own.pop()
                     stmt = Statement(ssn)
-                    if not preempt_task(ssn, stmt, preemptor,
-                                        lambda t, p=preemptor: t.job == p.job and may_evict(p, t), opts, bound):
+
+                    def same_job(t: TaskInfo, p: TaskInfo = preemptor) -> bool:
+                        return t.job == p.job and may_evict(p, t)
+                    if not preempt_task(ssn, stmt, preemptor, same_job, opts, bound):
                         stmt.discard()
                         break
                     stmt.commit()
