@@ -138,8 +138,8 @@ class Preempt(Action):
         under: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
             q = ssn.queues.get(job.queue)
-            # a Closed queue's jobs wait, as in allocate
-            if job.is_pending() or q is None or not q.is_open() or ssn.job_valid(job) is not None:
+            # Volcano's preempt does not look at the queue's state: a Closed queue's running jobs still preempt
+            if job.is_pending() or q is None or ssn.job_valid(job) is not None:
                 continue
             if not ssn.job_starving(job):
                 continue

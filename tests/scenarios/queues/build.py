@@ -634,6 +634,13 @@ sc("ve-reclaim-commits-when-gang-pipelined", "reclaim keeps a job's evictions on
    "As r01, but minMember 3: three tasks reclaim one pod each until q1 is at its deserved 3; the gang is then "
    "pipelined and no longer starving, so the job's statement is committed.")
 
+sc("ve-preempt-in-closed-queue", "a Closed queue's running job still preempts inside the queue", P_NOGANGVOTE,
+   [node("n1", 2), queue("q1", state="Closed"), job("low", "q1", run=["n1", "n1"], prio=10),
+    job("high", "q1", pend=1, prio=1000, created=5)],
+   {"evictionsCount": 1, "evictionsFrom": a("low-0", "low-1"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "Closing a queue stops admission; Volcano's preempt does not look at the queue's state, so a starving job "
+   "already in it takes from a lower-priority job of the same queue.")
+
 
 class _Dumper(yaml.SafeDumper):
     """Multi-line strings (the config) as ``|`` blocks, so the files read like the shared scenarios."""
