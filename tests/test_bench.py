@@ -67,7 +67,8 @@ def test_unknown_action_names_the_known_ones() -> None:
     assert res.exit_code == 2 and "known actions" in res.output
 
 
-@pytest.mark.parametrize(("feasible", "want"), [(3, 3), (100, 100), (150, 100), (5000, 100), (0, 1)])
+# Volcano's calculateNumCandidates defaults (preempt.go): 10 %, at least 1, at most 100, at most all nodes
+@pytest.mark.parametrize(("feasible", "want"), [(3, 1), (100, 10), (150, 15), (5000, 100), (0, 1), (29, 2)])
 def test_candidate_limits_default(feasible: int, want: int) -> None:
     assert CandidateLimits().count(feasible) == want
 

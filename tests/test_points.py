@@ -110,8 +110,12 @@ def victims(answer: list[T], vote: int = PERMIT):
     ([[victims([A], ABSTAIN), victims([B, C])]], [B, C]),               # an abstaining plugin is skipped
     ([[victims([], ABSTAIN)], [victims([C])]], [C]),                    # nobody answered in tier 1
     ([[victims([A])], [victims([B])]], [A]),                            # the first tier with victims wins
-    ([[victims([A]), victims([])], [victims([B])]], []),                # Volcano: no victims come back later
-    ([[victims([A]), victims([C])], [victims([C])]], []),
+    # Volcano master (session_plugins.go): a tier ending with no victims leaves the next tier to decide afresh
+    ([[victims([A]), victims([])], [victims([B])]], [B]),               # an empty answer ends tier 1 with none
+    ([[victims([A]), victims([C])], [victims([C])]], [C]),              # an empty intersection: tier 2 decides
+    ([[victims([A]), victims([])], [victims([B]), victims([])]], []),   # no tier ends with victims
+    ([[victims([]), victims([B])], [victims([C])]], [C]),               # the empty answer ends tier 1 at once
+    ([[victims([A]), victims([C]), victims([B, C])]], [B, C]),          # Go's nil: a later plugin restarts the list
     ([], []),
 ])
 def test_intersect(tiers: list[list[object]], want: list[T]) -> None:

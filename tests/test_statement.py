@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
@@ -149,3 +150,21 @@ def test_session_allocate_dispatches_once_the_job_is_ready() -> None:
     assert ssn.binds == {}  # 2 of 3
     ssn.allocate(job_a.tasks["ns/a-2"], 1)
     assert ssn.binds == {"ns/a-1": "n1", "ns/a-2": "n2"}
+
+
+def test_restore_gives_one_eviction_back() -> None:
+    """Preempt's topology-aware dry run gives victims back one at a time (Volcano's SelectVictimsOnNode)."""
+    ssn = open_session()
+    a0, b1 = ssn.jobs["ns/a"].tasks["ns/a-0"], ssn.jobs["ns/b"].tasks["ns/b-1"]
+    before = state(ssn)
+    stmt = Statement(ssn)
+    stmt.evict(a0, "trial")
+    stmt.evict(b1, "trial")
+    stmt.restore(a0)
+    assert a0.status == TaskStatus.Running and b1.status == TaskStatus.Releasing
+    assert [op.task for op in stmt.ops] == [b1]
+    with pytest.raises(ValueError, match="ns/a-0"):
+        stmt.restore(a0)
+    stmt.discard(rollback=False)
+    same(state(ssn), before)
+    assert "rollbacks" not in ssn.state  # a trial is no gang rollback in the simulator's report

@@ -1,119 +1,30 @@
-"""Helpers shared by preempt and reclaim: victim validation, victim order, and kube-scheduler's choice of
-node and minimal victims (kube-scheduler's ``pkg/scheduler/framework/preemption/preemption.go``)."""
+"""Helpers shared by preempt and reclaim: the victim order, the per-node greedy eviction both actions use by
+default, the vectorised node pre-filter, and the candidate dry run of preempt's
+``enableTopologyAwarePreemption`` path (Volcano master ed72c7c8, ``actions/preempt/preempt.go``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from functools import cmp_to_key
+from dataclasses import dataclass
 
 import numpy as np
 
+from pyvolcano.api.convert import parse_time
 from pyvolcano.api.job_info import TaskInfo
-from pyvolcano.api.resource import EPS, fits
+from pyvolcano.api.resource import EPS, less_equal
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.errors import ManifestError
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
-from pyvolcano.framework.util import PriorityQueue
+from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.victims import victims_queue
 
 PREEMPTABLE_STATUS = TaskStatus.Running | TaskStatus.Bound
 
+__all__ = ["victims_queue"]  # the victim order lives in the framework (Session.BuildVictimsPriorityQueue)
 
-def _room(ssn: Session, node: int, victims: list[TaskInfo]) -> list[float]:
-    """The node's future idle with every victim gone, as a list (these vectors have a handful of entries)."""
-    room = ssn.nodes.future[node].tolist()
-    for v in victims:
-        room = [a + b for a, b in zip(room, v.resreq.tolist(), strict=True)]
-    return room
-
-
-def victims_queue(ssn: Session, victims: list[TaskInfo]) -> PriorityQueue[TaskInfo]:
-    """Volcano's BuildVictimsPriorityQueue: within a job the last in task order first, across jobs the
-    last in job order first."""
-    def cmp(left: TaskInfo, right: TaskInfo) -> int:
-        if left.job == right.job:
-            return -ssn.task_cmp(left, right)
-        return -ssn.job_cmp(ssn.jobs[left.job], ssn.jobs[right.job])
-    return PriorityQueue(cmp, victims)
-
-
-@dataclass
-class Choice:
-    """One node's minimal victim set and kube-scheduler's ranking key for it."""
-
-    node: int
-    victims: list[TaskInfo]
-    violations: int
-    rank: int
-    candidates: list[TaskInfo] = field(default_factory=list)
-
-    def key(self) -> tuple[int, int, int, int, int]:
-        prios = [v.priority for v in self.victims]
-        return (self.violations, max(prios, default=-(2**31)), sum(prios), len(prios), self.rank)
-
-
-def minimal_victims(ssn: Session, preemptor: TaskInfo, node: int, victims: list[TaskInfo]) -> Choice | None:
-    """kube-scheduler's SelectVictimsOnNode: assume every candidate gone; if the preemptor then fits, give
-    candidates back (reprieve) highest priority first -- those breaking a PodDisruptionBudget first -- as
-    long as it still fits.  What cannot be given back is the victim set."""
-    if not victims:
-        return None
-    need = preemptor.init_resreq.tolist()
-    room = _room(ssn, node, victims)
-    if not fits(need, room):  # Volcano's ValidateVictims
-        return None
-    from pyvolcano.plugins.pdb import session_budgets
-    base = session_budgets(ssn)
-    budgets = base.copy() if base is not None else None
-    def reverse_victim_order(a: TaskInfo, b: TaskInfo) -> int:
-        return -ssn.victim_cmp(a, b)
-
-    ordered = sorted(victims, key=cmp_to_key(reverse_victim_order)) if len(victims) > 1 else victims
-    ordered.sort(key=lambda t: -t.priority)  # stable: priority first, then the plugins' victim order
-    violating: list[TaskInfo] = []
-    fine: list[TaskInfo] = []
-    for t in ordered:
-        (fine if budgets is None or budgets.take(t) else violating).append(t)
-    chosen: list[TaskInfo] = []
-    n_violating = 0
-    for group, counts in ((violating, True), (fine, False)):
-        for t in group:
-            without = [a - b for a, b in zip(room, t.resreq.tolist(), strict=True)]
-            if fits(need, without):
-                room = without  # reprieved: it stays
-            else:
-                chosen.append(t)
-                n_violating += int(counts)
-    return Choice(node, chosen, n_violating, 0)
-
-
-def pick_node(choices: list[Choice]) -> Choice | None:
-    """kube-scheduler's pickOneNodeForPreemption: fewest PDB violations, then the lowest highest-victim
-    priority, the smallest priority sum, the fewest victims; remaining ties keep the node score order."""
-    return min(choices, key=Choice.key) if choices else None
-
-
-@dataclass(frozen=True)
-class CandidateLimits:
-    """How many candidate nodes a dry run collects before choosing (kube-scheduler's DefaultPreemption args,
-    which Volcano's topology-aware preempt/reclaim also take): ``percentage`` of the feasible nodes, at least
-    ``minimum`` and at most ``maximum``, never more than there are.  The defaults (10 %, 100, 100) try every
-    node of a cluster up to 100 nodes, like kube-scheduler, and stop at 100 candidates on big ones, like
-    Volcano; nodes are tried in the action's order (best score first), not from kube-scheduler's random
-    offset, so a decision is reproducible."""
-
-    percentage: int = 10
-    minimum: int = 100
-    maximum: int = 100
-
-    @classmethod
-    def of(cls, args: Arguments) -> CandidateLimits:
-        return cls(args.get_int("minCandidateNodesPercentage", cls.percentage),
-                   args.get_int("minCandidateNodesAbsolute", cls.minimum),
-                   args.get_int("maxCandidateNodesAbsolute", cls.maximum))
-
-    def count(self, feasible: int) -> int:
-        return max(1, min(max(feasible * self.percentage // 100, self.minimum), self.maximum, feasible))
+#: ``fits(node)``: may the task be placed on the node as it is now (after the evictions so far)?
+Fits = Callable[[int], bool]
 
 
 def victim_bound(ssn: Session, tasks: Iterable[TaskInfo]) -> np.ndarray:
@@ -131,33 +42,166 @@ def victim_bound(ssn: Session, tasks: Iterable[TaskInfo]) -> np.ndarray:
 
 
 def reachable(ssn: Session, need: np.ndarray, order: np.ndarray, bound: np.ndarray | None) -> np.ndarray:
-    """The nodes of ``order`` (same order) where the task could fit once every candidate is gone: on any other
-    node ``minimal_victims`` finds nothing (Volcano's ValidateVictims), so skipping it in one NumPy pass changes
-    no decision but spares the per-node candidate filter and the plugins' votes.  One extra EPS of slack keeps
-    float summation order from ever dropping a node the exact check would keep."""
+    """The nodes of ``order`` (same order) where the task could fit once every candidate is gone: any other
+    node fails Volcano's ``util.ValidateVictims`` (scheduler_helper.go) whatever the plugins offer, so
+    skipping it in one NumPy pass changes no decision but spares the per-node candidate filter and the
+    plugins' votes.  One extra EPS of slack keeps float summation order from ever dropping a node the exact
+    check would keep."""
     if bound is None or not len(order):
         return order
-    room = ssn.nodes.future[order] + bound[order]
-    return order[np.all(need < room + 2 * EPS, axis=1)]
+    ok = np.all(ssn.nodes.future + bound > need - 2 * EPS, axis=1)  # whole arrays: no gather of ``order`` rows
+    return order[ok[order]]
 
 
-def find_choice(ssn: Session, task: TaskInfo, nodes: Iterable[int], offer: Callable[[int], list[TaskInfo]],
-                limits: CandidateLimits, feasible: int) -> Choice | None:
-    """kube-scheduler's dry run: on each node (in the given order) the victims ``offer`` gives are reduced to
-    a minimal set; once ``limits`` candidates are found, at least one of them breaking no
-    PodDisruptionBudget, the best is picked by ``pick_node``."""
-    want = limits.count(feasible)
-    choices: list[Choice] = []
-    clean = 0
-    for rank, i in enumerate(nodes):
+def validate(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo]) -> bool:
+    """Volcano's ``util.ValidateVictims``: the task fits the node's future idle with every victim gone
+    (an empty victim list is valid when it already fits)."""
+    room = ssn.nodes.future[node].copy()
+    for v in victims:
+        room += v.resreq
+    return less_equal(task.init_resreq, room)
+
+
+def evict_greedily(ssn: Session, stmt: Statement, task: TaskInfo, nodes: np.ndarray,
+                   offer: Callable[[int], list[TaskInfo] | None], fits: Fits, reason: str,
+                   bound: np.ndarray | None = None, blocked: Callable[[], bool] | None = None) -> int | None:
+    """The eviction loop of Volcano's ``normalPreempt`` (preempt.go) and ``reclaimForTask`` (reclaim.go):
+    on each node in turn, the victims ``offer`` gives (the plugins' vote; None skips the node, as reclaim
+    skips a node without reclaimees) must pass ``validate``; they are evicted in ``victims_queue`` order, in a
+    statement of the node's own, until ``fits`` says the task may go there, and the task is pipelined onto
+    that node.  A node where it still does not fit is rolled back and the next node tried.  The node's
+    operations join ``stmt``; returns the node, or None.
+
+    ``blocked`` (preempt: the queue has no room for the task, ``allocatable`` false) is a condition that
+    only more evictions can lift: proportion's and capacity's ``allocatable`` compare the queue's allocated
+    resources, which each eviction lowers.  When a node fails with every victim gone and ``blocked`` still
+    true, having freed ``R``, any node whose candidates (``bound``) hold no more than ``R`` in every
+    resource must fail the same way, so those nodes are dropped in one NumPy pass instead of each being
+    evicted and rolled back (Volcano tries them all)."""
+    order = np.asarray(nodes)
+    k = 0
+    while k < len(order):
+        i = int(order[k])
+        k += 1
         victims = offer(i)
-        c = minimal_victims(ssn, task, i, victims)
-        if c is None:
+        if victims is None or not validate(ssn, task, i, victims):
             continue
-        c.rank = rank
-        c.candidates = victims
-        choices.append(c)
-        clean += c.violations == 0
-        if clean and len(choices) >= want:
-            break
-    return pick_node(choices)
+        node_stmt = Statement(ssn)
+        queue = victims_queue(ssn, victims, task)
+        ok = fits(i)
+        while not ok and not queue.empty():
+            node_stmt.evict(queue.pop(), reason)
+            ok = fits(i)
+        if ok:
+            node_stmt.pipeline(task, i)
+            stmt.merge(node_stmt)
+            return i
+        if bound is not None and blocked is not None and blocked():
+            freed = np.zeros(ssn.res.size)
+            for op in node_stmt.ops:
+                freed += op.task.resreq
+            rest = order[k:]
+            order, k = rest[~np.all(bound[rest] <= freed, axis=1)], 0
+        node_stmt.discard(rollback=False)
+    return None
+
+
+# --- enableTopologyAwarePreemption: the dry run over candidate nodes -------------------------------------
+
+@dataclass(frozen=True)
+class CandidateLimits:
+    """How many candidate nodes preempt's topology-aware dry run collects before choosing (Volcano's
+    ``calculateNumCandidates``, preempt.go): ``percentage`` of the feasible nodes, at least ``minimum`` and
+    at most ``maximum``, never more than there are.  Volcano's defaults are 10 %, 1 and 100."""
+
+    percentage: int = 10
+    minimum: int = 1
+    maximum: int = 100
+
+    @classmethod
+    def of(cls, args: Arguments) -> CandidateLimits:
+        return cls(args.get_int("minCandidateNodesPercentage", cls.percentage),
+                   args.get_int("minCandidateNodesAbsolute", cls.minimum),
+                   args.get_int("maxCandidateNodesAbsolute", cls.maximum))
+
+    def count(self, feasible: int) -> int:
+        return max(1, min(max(feasible * self.percentage // 100, self.minimum), self.maximum, feasible))
+
+
+@dataclass
+class Candidate:
+    """One node's victims as ``select_victims_on_node`` leaves them (in reprieve order) and its place in
+    the dry run (the tie-break of last resort)."""
+
+    node: int
+    victims: list[TaskInfo]
+    rank: int
+
+    def key(self) -> tuple[int, int, int, float, int]:
+        """``pickOneNodeForPreemption`` (preempt.go), smallest first: the priority of the first victim (the
+        list's head is taken as the highest), the sum of victim priorities, the number of victims, then the
+        latest start time of the highest-priority victims (negated), then dry-run order."""
+        prios = [v.priority for v in self.victims]
+        top = max(prios)
+        earliest = min(_start_time(v) for v in self.victims if v.priority == top)
+        return (prios[0], sum(prios), len(prios), -earliest, self.rank)
+
+
+def _start_time(task: TaskInfo) -> float:
+    """The pod's ``status.startTime`` as seconds (Volcano's ``GetPodStartTime``); a pod without one counts
+    as started now, i.e. later than any that has one."""
+    raw = (task.pod.get("status") or {}).get("startTime")
+    try:
+        return parse_time(task.pod, raw, "status.startTime") if raw else float("inf")
+    except ManifestError:  # an unreadable start time counts as none
+        return float("inf")
+
+
+def select_victims_on_node(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo], fits: Fits,
+                           reason: str) -> list[TaskInfo] | None:
+    """Volcano's ``SelectVictimsOnNode`` (preempt.go), simulated on the session and undone before return:
+    the offered victims must pass ``validate``; they are removed in ``victims_queue`` order until the task
+    fits (queue room, future idle, predicates); the task must then pass the predicates; the removed ones
+    are given back highest first (reverse removal order), each staying given back if the task still fits.
+    Those that cannot be given back are the node's victims (None: the node is no candidate)."""
+    if not validate(ssn, task, node, victims):
+        return None
+    queue = victims_queue(ssn, victims, task)
+    trial = Statement(ssn)
+    removed: list[TaskInfo] = []
+    try:
+        while not queue.empty():
+            v = queue.pop()
+            trial.evict(v, reason)
+            removed.append(v)
+            if fits(node):
+                break
+        if not removed or not ssn.selector.passes_at(task, ssn.jobs.get(task.job), node):
+            return None
+        chosen: list[TaskInfo] = []
+        for v in reversed(removed):
+            trial.restore(v)
+            if not fits(node):
+                trial.evict(v, reason)
+                chosen.append(v)
+        return chosen
+    finally:
+        trial.discard(rollback=False)
+
+
+def dry_run(ssn: Session, task: TaskInfo, nodes: list[int], offer: Callable[[int], list[TaskInfo]], fits: Fits,
+            limits: CandidateLimits, reason: str, feasible: int) -> Candidate | None:
+    """Volcano's ``findCandidates`` + ``SelectCandidate`` (preempt.go): nodes are dry-run until
+    ``limits.count(feasible)`` of them (``feasible``: how many nodes pass the predicates) are candidates
+    with victims, and the best is picked by ``Candidate.key``.  Volcano starts at a random offset and checks
+    nodes in parallel; here the nodes are checked in the order given from the first, so a decision is
+    reproducible."""
+    want = limits.count(feasible)
+    found: list[Candidate] = []
+    for rank, i in enumerate(nodes):
+        chosen = select_victims_on_node(ssn, task, i, offer(i), fits, reason)
+        if chosen:
+            found.append(Candidate(i, chosen, rank))
+            if len(found) >= want:
+                break
+    return min(found, key=Candidate.key) if found else None

@@ -1,46 +1,80 @@
-"""preempt (``pkg/scheduler/actions/preempt/preempt.go``): starving jobs take resources from lower-priority work in
-their queue.
+"""preempt: starving jobs take resources from lower-priority work in their queue (Volcano master ed72c7c8,
+``pkg/scheduler/actions/preempt/preempt.go``).
 
-First between jobs of one queue: each starving job (in job order) pops its pending tasks (in task order);
-for each, nodes passing the predicates are tried best score first; the plugins' preemptable answer (the
-intersection within a tier) gives the victims; if they would free enough, they are evicted lowest first
-until the task fits the node's future idle, and the task is pipelined there.  A job's evictions are kept
-only if the job is then pipelined.  Then between tasks of one job, by task priority.
+Queues with starving jobs are taken in queue order.  First between jobs of one queue: each starving job (in
+job order) pops its pending tasks (in task order) while it is starving; each task preempts on one node; the
+job's evictions are kept only if the job is then pipelined.  Then within each starving job: its pending tasks
+take from its own lower-ranked tasks, each kept only if the task was placed, stopping at the first that was
+not.
+
+For one task, by default (Volcano's ``normalPreempt``): nodes passing the predicates are tried best score
+first; on each, the plugins' ``preemptable`` answer gives the victims, which are evicted in victim order until
+the task fits (its queue's room, the node's future idle and the predicates); a node where it still does not
+fit is rolled back.  With the argument ``enableTopologyAwarePreemption: true`` (Volcano's
+``topologyAwarePreempt``), nodes are dry-run instead, a minimal victim set found per node, and the best
+candidate node chosen as kube-scheduler ranks them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pyvolcano.actions._victims import (
     PREEMPTABLE_STATUS,
     CandidateLimits,
-    find_choice,
+    dry_run,
+    evict_greedily,
     reachable,
     victim_bound,
-    victims_queue,
 )
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
 
 
+@dataclass(frozen=True)
+class PreemptOptions:
+    """preempt's arguments (Volcano's ``parseArguments``, preempt.go): ``enableTopologyAwarePreemption``
+    (default false) switches to the dry-run path, whose candidate sampling ``limits`` takes
+    ``minCandidateNodesPercentage`` / ``minCandidateNodesAbsolute`` / ``maxCandidateNodesAbsolute``."""
+
+    topology_aware: bool = False
+    limits: CandidateLimits = field(default_factory=CandidateLimits)
+
+    @classmethod
+    def of(cls, args: Arguments) -> PreemptOptions:
+        return cls(args.get_bool("enableTopologyAwarePreemption", False), CandidateLimits.of(args))
+
+
+def preemptor_fits(ssn: Session, queue: QueueInfo, job: JobInfo, preemptor: TaskInfo) -> Callable[[int], bool]:
+    """Volcano's ``preemptorFitsOnNode`` (preempt.go): the preemptor's queue has room for it
+    (``allocatable``; evicting victims of the same queue gives room back), it fits the node's future idle,
+    and it passes the predicates on the node as it is now."""
+    def fits(i: int) -> bool:
+        return (ssn.allocatable(queue, preemptor) and less_equal(preemptor.init_resreq, ssn.nodes.future[i])
+                and ssn.selector.passes_at(preemptor, job, i))
+    return fits
+
+
 def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool],
-                 limits: CandidateLimits, bound: np.ndarray | None = None, reason: str = "preempt") -> bool:
-    """Preempt for one task: nodes passing the predicates are tried best score first; on each the plugins'
-    preemptable answer gives the candidates and ``find_choice`` keeps what the task needs and ranks the nodes
-    as kube-scheduler does; the chosen victims are evicted (more, lowest first, while the task still does not
-    fit its queue: Volcano 1.9 checks ``allocatable``, and victims of the same queue give room back) and the
-    task is pipelined onto the node being freed.  ``bound`` (``victim_bound`` of a superset of what ``keep``
-    admits) lets nodes that cannot make room even with every candidate gone be skipped up front."""
-    if never_preempts(preemptor):
+                 opts: PreemptOptions, bound: np.ndarray | None = None, reason: str = "preempt") -> bool:
+    """Volcano's ``preempt`` for one task (preempt.go): a pod with ``preemptionPolicy: Never`` or a
+    prePredicate objection preempts nothing; otherwise the nodes passing the predicates go to
+    ``normalPreempt`` (best score first, greedy eviction per node) or, with ``enableTopologyAwarePreemption``,
+    to ``topologyAwarePreempt`` (dry run in node order, best candidate).  ``keep`` filters the node's tasks
+    before the plugins' preemptable vote; ``bound`` (``victim_bound`` of a superset of what ``keep`` admits)
+    lets nodes that cannot make room even with every candidate gone be skipped in one NumPy pass."""
+    if never_preempts(preemptor) or ssn.pre_predicate(preemptor) is not None:
         return False
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
@@ -48,31 +82,33 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     idx = np.nonzero(feasible)[0]
     if not len(idx):
         return False
-    scores = ssn.node_scores(preemptor, feasible, job)[idx]
-    order = idx[np.argsort(-scores, kind="stable")]  # best score first, ties by node index
+    fits = preemptor_fits(ssn, queue, job, preemptor)
 
     def offer(i: int) -> list[TaskInfo]:
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
         return ssn.preemptable(preemptor, preemptees) if preemptees else []
-    order = reachable(ssn, preemptor.init_resreq, order, bound)
-    best = find_choice(ssn, preemptor, order.tolist(), offer, limits, len(idx))
-    if best is None:
-        return False
-    i = best.node
-    vq = victims_queue(ssn, best.victims)
-    while not vq.empty():
-        stmt.evict(vq.pop(), reason)
-    spare = victims_queue(ssn, [t for t in best.candidates if t not in best.victims])
-    while not ssn.allocatable(queue, preemptor) and not spare.empty():
-        stmt.evict(spare.pop(), reason)
-    if ssn.allocatable(queue, preemptor) and less_equal(preemptor.init_resreq, ssn.nodes.future[i]):
-        stmt.pipeline(preemptor, i)
+
+    if opts.topology_aware:
+        order = reachable(ssn, preemptor.init_resreq, idx, bound)
+        best = dry_run(ssn, preemptor, order.tolist(), offer, fits, opts.limits, reason, len(idx))
+        if best is None:
+            return False
+        node_stmt = Statement(ssn)
+        for v in best.victims:
+            node_stmt.evict(v, reason)
+        node_stmt.pipeline(preemptor, best.node)
+        stmt.merge(node_stmt)
         return True
-    return False
+    scores = ssn.node_scores(preemptor, feasible, job)[idx]
+    order = idx[np.argsort(-scores, kind="stable")]  # best score first, ties by node index
+    order = reachable(ssn, preemptor.init_resreq, order, bound)
+    return evict_greedily(ssn, stmt, preemptor, order, offer, fits, reason, bound,
+                          lambda: not ssn.allocatable(queue, preemptor)) is not None
 
 
 def never_preempts(task: TaskInfo) -> bool:
-    """A pod with ``spec.preemptionPolicy: Never`` waits instead of evicting anyone (Kubernetes; Volcano 1.11)."""
+    """A pod with ``spec.preemptionPolicy: Never`` waits instead of evicting anyone (Volcano's
+    ``taskEligibleToPreempt``, preempt.go; reclaim.go checks the same)."""
     return (task.pod.get("spec") or {}).get("preemptionPolicy") == "Never"
 
 
@@ -83,8 +119,12 @@ def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
 _PREEMPTABLE = frozenset((TaskStatus.Running, TaskStatus.Bound))
 
 
-def candidate(task: TaskInfo) -> bool:
-    return task.status in _PREEMPTABLE and not task.best_effort  # set lookup: IntFlag "&" is slow here
+def may_evict(preemptor: TaskInfo, task: TaskInfo) -> bool:
+    """The victim filter both preempt phases share (preempt.go): a running or bound, preemptable task; a
+    BestEffort preemptor may evict only BestEffort pods, any other preemptor may evict BestEffort pods too
+    (a node full by pod count needs that)."""
+    return (task.status in _PREEMPTABLE and task.preemptable  # set lookup: IntFlag "&" is slow here
+            and (task.best_effort or not preemptor.best_effort))
 
 
 @register_action
@@ -92,67 +132,59 @@ class Preempt(Action):
     name = "preempt"
 
     def execute(self, ssn: Session) -> None:
-        limits = CandidateLimits.of(self.arguments)
+        opts = PreemptOptions.of(self.arguments)
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        under: list[JobInfo] = []
-        queues: list[str] = []
+        under: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
             q = ssn.queues.get(job.queue)
-            # a Closed queue's jobs wait, as in allocate
-            if job.is_pending() or q is None or not q.is_open() or ssn.job_valid(job) is not None:
+            # Volcano's preempt does not look at the queue's state: a Closed queue's running jobs still preempt
+            if job.is_pending() or q is None or ssn.job_valid(job) is not None:
                 continue
-            if job.queue not in queues:
-                queues.append(job.queue)
-            if ssn.job_starving(job):
-                preemptors.setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
-                under.append(job)
-                tasks[job.uid] = pending_tasks(ssn, job)
+            if not ssn.job_starving(job):
+                continue
+            preemptors.setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
+            under.setdefault(job.queue, []).append(job)
+            tasks[job.uid] = pending_tasks(ssn, job)
+        queues = PriorityQueue(ssn.queue_cmp, [ssn.queues[q] for q in preemptors])
         queue_of = {uid: j.queue for uid, j in ssn.jobs.items()}
         # per queue, what its preemptable candidates hold on each node (a superset of every `keep` below)
         by_queue: dict[str, list[TaskInfo]] = {q: [] for q in preemptors}
         for job in ssn.jobs.values():
             group = by_queue.get(job.queue)
             if group is not None:
-                group.extend(t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable and candidate(t))
+                group.extend(t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable)
         bounds = {q: victim_bound(ssn, ts) for q, ts in by_queue.items()}
-        for qname in queues:
-            jobs = preemptors.get(qname)
-            while jobs is not None and not jobs.empty():
+        while not queues.empty():
+            qname = queues.pop().name
+            jobs = preemptors[qname]
+            while not jobs.empty():  # between jobs of the queue: each job's evictions kept only if pipelined
                 pj = jobs.pop()
                 stmt = Statement(ssn)
-                assigned = False
                 while ssn.job_starving(pj) and not tasks[pj.uid].empty():
                     preemptor = tasks[pj.uid].pop()
 
-                    def keep(t: TaskInfo, pj: JobInfo = pj) -> bool:  # per task per node tried: cheapest test first
-                        return (queue_of.get(t.job) == pj.queue and t.job != pj.uid and t.preemptable
-                                and candidate(t))
-                    if preempt_task(ssn, stmt, preemptor, keep, limits, bounds[pj.queue]):
-                        assigned = True
+                    def keep(t: TaskInfo, p: TaskInfo = preemptor, pj: JobInfo = pj) -> bool:
+                        return t.job != pj.uid and may_evict(p, t) and queue_of.get(t.job) == pj.queue
+                    preempt_task(ssn, stmt, preemptor, keep, opts, bounds[qname])
                 if ssn.job_pipelined(pj):
                     stmt.commit()
                 else:
                     stmt.discard()
-                    continue
-                if assigned:
-                    jobs.push(pj)
-            for job in under:
-                if job.queue != qname:
-                    continue
+            for job in under[qname]:  # within each job: kept per task, stop at the first that fails
                 own = pending_tasks(ssn, job)
-                bound = victim_bound(ssn, [t for t in job.tasks_in(PREEMPTABLE_STATUS) if candidate(t)]) \
+                bound = victim_bound(ssn, [t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable]) \
                     if not own.empty() else None
                 while not own.empty():
                     preemptor = own.pop()
                     stmt = Statement(ssn)
-                    def own_job(t: TaskInfo, preemptor: TaskInfo = preemptor) -> bool:
-                        return candidate(t) and t.job == preemptor.job
 
-                    ok = preempt_task(ssn, stmt, preemptor, own_job, limits, bound)
-                    stmt.commit()
-                    if not ok:
+                    def same_job(t: TaskInfo, p: TaskInfo = preemptor) -> bool:
+                        return t.job == p.job and may_evict(p, t)
+                    if not preempt_task(ssn, stmt, preemptor, same_job, opts, bound):
+                        stmt.discard()
                         break
+                    stmt.commit()
         victims = ssn.victim_tasks([t for j in ssn.jobs.values() for t in j.tasks_in(PREEMPTABLE_STATUS)])
         for t in victims:
             if t.status & PREEMPTABLE_STATUS:

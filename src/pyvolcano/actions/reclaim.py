@@ -1,19 +1,24 @@
-"""reclaim (``pkg/scheduler/actions/reclaim/reclaim.go``): a queue below its deserved share takes resources back from
-other queues.
+"""reclaim: a queue below its deserved share takes resources back from other queues (Volcano master
+ed72c7c8, ``pkg/scheduler/actions/reclaim/reclaim.go``).
 
-Queues take turns in queue order (overused ones, and queues that are not Open, are skipped); the best starving
-job pops its best pending task; a task whose pod says ``preemptionPolicy: Never`` reclaims nothing (its job and
-queue keep their turn); if the queue is preemptive for the task (Volcano 1.11: proportion's and capacity's
-"allocated + task fits deserved"), every node passing the predicates is tried: running, preemptable tasks
-of *other*, reclaimable queues are offered to the plugins' reclaimable answer; victims are evicted (at once,
-as Volcano does) until what they free covers the task, which is then pipelined on that node.
+Queues take turns in queue order (overused ones, and queues that are not Open, are skipped).  Each starving
+job of the queue, in job order, runs in a statement of its own: while it is starving its pending tasks (task
+order) reclaim one by one -- a task whose pod says ``preemptionPolicy: Never``, for which the queue is not
+``preemptive`` (proportion's and capacity's "allocated + task fits deserved") or which a prePredicate rejects
+is skipped -- and the job's evictions are kept only if the job is then pipelined (no partial evictions for a
+gang that still cannot start).
+
+For one task, nodes passing the predicates are tried in node order: running, preemptable tasks of *other*,
+reclaimable queues on the node go to the plugins' ``reclaimable`` vote; the victims are evicted in victim
+order until the task fits the node's future idle, and the task is pipelined there; a node where it still
+does not fit is rolled back and the next one tried.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pyvolcano.actions._victims import CandidateLimits, find_choice, reachable, victim_bound
+from pyvolcano.actions._victims import evict_greedily, reachable, victim_bound
 from pyvolcano.actions.preempt import never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
@@ -21,6 +26,7 @@ from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
 
 
@@ -29,7 +35,6 @@ class Reclaim(Action):
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        limits = CandidateLimits.of(self.arguments)
         queues = PriorityQueue(ssn.queue_cmp)
         seen: set[str] = set()
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
@@ -47,40 +52,39 @@ class Reclaim(Action):
         # what the candidates of every reclaimable queue hold per node: a superset of each task's reclaimees
         bound = victim_bound(ssn, [t for j in ssn.jobs.values() if (q := ssn.queues.get(j.queue)) and q.reclaimable
                                    for t in j.index.get(TaskStatus.Running, {}).values()
-                                   if t.preemptable and not t.best_effort]) if preemptors else None
+                                   if t.preemptable]) if preemptors else None
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue) or not queue.is_open():  # a Closed queue's jobs wait, as in allocate
                 continue
             jobs = preemptors.get(queue.name)
-            if jobs is None or jobs.empty():
-                continue
-            job = jobs.pop()
-            pending = tasks.get(job.uid)
-            if pending is None or pending.empty() or not ssn.job_starving(job):
-                continue
-            task = pending.pop()
-            if never_preempts(task):
-                jobs.push(job)
-                queues.push(queue)
-                continue
-            if not ssn.preemptive(queue, task):
-                continue
-            if self.reclaim_for(ssn, job, task, limits, bound):
-                jobs.push(job)
-            queues.push(queue)
+            while jobs is not None and not jobs.empty():
+                job = jobs.pop()
+                stmt = Statement(ssn)
+                pending = tasks[job.uid]
+                while ssn.job_starving(job) and not pending.empty():
+                    task = pending.pop()
+                    if never_preempts(task) or not ssn.preemptive(queue, task) \
+                            or ssn.pre_predicate(task) is not None:
+                        continue
+                    self.reclaim_for(ssn, stmt, job, task, bound)
+                if ssn.job_pipelined(job):
+                    stmt.commit()
+                else:
+                    stmt.discard()
 
-    def reclaim_for(self, ssn: Session, job: JobInfo, task: TaskInfo, limits: CandidateLimits,
+    def reclaim_for(self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo,
                     bound: np.ndarray | None = None) -> bool:
-        """Running, preemptable tasks of other, reclaimable queues on each feasible node go to the plugins'
-        reclaimable vote (which keeps every victim queue at what it deserves); the node and the minimal
-        victims are chosen as kube-scheduler does, evicted at once, and the task pipelined there."""
+        """Volcano's ``reclaimForTask``: on each node passing the predicates (node order), running,
+        preemptable tasks of other, reclaimable queues go to the plugins' reclaimable vote; a node without
+        any is skipped.  The victims are evicted greedily (``evict_greedily``) until the task fits the
+        node's future idle, and the task is pipelined there."""
         feasible = np.nonzero(ssn.feasible_nodes(task, job))[0]
 
-        def offer(i: int) -> list[TaskInfo]:
+        def offer(i: int) -> list[TaskInfo] | None:
             reclaimees = []
             for t in ssn.nodes.tasks[i].values():
-                if t.status != TaskStatus.Running or t.best_effort or not t.preemptable:
+                if t.status != TaskStatus.Running or not t.preemptable:
                     continue
                 j = ssn.jobs.get(t.job)
                 if j is None or j.queue == job.queue:
@@ -89,14 +93,9 @@ class Reclaim(Action):
                 if q is None or not q.reclaimable:
                     continue
                 reclaimees.append(t)
-            return ssn.reclaimable(task, reclaimees) if reclaimees else []
+            return ssn.reclaimable(task, reclaimees) if reclaimees else None
+
+        def fits(i: int) -> bool:
+            return less_equal(task.init_resreq, ssn.nodes.future[i])
         order = reachable(ssn, task.init_resreq, feasible, bound)
-        best = find_choice(ssn, task, order.tolist(), offer, limits, len(feasible))
-        if best is None:
-            return False
-        for v in best.victims:
-            ssn.evict(v, "reclaim")
-        if less_equal(task.init_resreq, ssn.nodes.future[best.node]):
-            ssn.pipeline(task, best.node)
-            return True
-        return False
+        return evict_greedily(ssn, stmt, task, order, offer, fits, "reclaim") is not None

@@ -246,6 +246,21 @@ class NodeSelector:
             mask = mask & p.mask(self.ssn, task, self.all_idx, self.engine)
         return e, mask
 
+    def passes_at(self, task: TaskInfo, job: JobInfo | None, i: int) -> bool:
+        """Does the task pass every predicate on node ``i`` as it is now?  Volcano's ``ssn.PredicateFn(task,
+        node)`` for one node, which preempt asks again after each eviction (``preemptorFitsOnNode``,
+        actions/preempt/preempt.go); resources are the caller's (future idle) check.  The vector engine reads
+        the template's cached static and dynamic masks (refreshed at changed nodes) and asks only the
+        predicates that are not template-safe; the scalar engine asks every predicate's per-node form."""
+        idx = np.array([i])
+        if self.engine == "vector":
+            if not self.entry(task, job).ok[i]:
+                return False
+            preds: tuple[PredicateReg, ...] = tuple(self.fresh_preds)
+        else:
+            preds = (*self.static_preds, *self.dyn_preds, *self.fresh_preds)
+        return all(bool(p.mask(self.ssn, task, idx, self.engine)[0]) for p in preds)
+
     def total_scores(self, task: TaskInfo, e: _Entry, cand: np.ndarray) -> np.ndarray:
         total = e.score
         if self.fresh_scores or self.ssn.batch_scores:

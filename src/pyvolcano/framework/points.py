@@ -27,7 +27,7 @@ class Rule(Enum):
     VOTE = "permit/abstain/reject: a reject wins, else the first tier with a permit permits; default permit"
     TIER_ALL = "the first tier with any plugin decides; all of that tier must say yes; default no"
     ANY = "any plugin saying yes makes it yes (overused)"
-    INTERSECT = "victims: intersect within a tier, first tier with an answer wins"
+    INTERSECT = "victims: intersect within a tier; the first tier ending with victims wins, an empty tier defers"
     UNION = "victims: union within a tier, first tier with any wins"
     FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, jobValid, prePredicate)"
     CALL_ALL = "every plugin is called; no answer (events, jobEnqueued, reservedNodes)"
@@ -47,6 +47,7 @@ POINTS: dict[str, Point] = {p.name: p for p in [
     Point("namespaceOrder", "enableNamespaceOrder", Rule.FIRST_DECIDES),
     Point("clusterOrder", "enableClusterOrder", Rule.FIRST_DECIDES),
     Point("victimOrder", "enableTaskOrder", Rule.FIRST_DECIDES),
+    Point("victimQueueOrder", None, Rule.FIRST_DECIDES),
     Point("predicate", "enablePredicate", Rule.ALL_PASS),
     Point("prePredicate", "enablePredicate", Rule.FIRST_RESULT),
     Point("nodeOrder", "enableNodeOrder", Rule.SUM),
@@ -133,13 +134,15 @@ def combine(rule: Rule, tiers: Tiers, *args: Any) -> Any:
 
 
 def _intersect(tiers: Tiers, actor: Any, candidates: list[Any]) -> list[Any]:
-    """Volcano's Preemptable/Reclaimable: a plugin returns (victims, vote); ABSTAIN skips it; an empty
-    answer ends the tier with no victims; otherwise victims are intersected.  The first tier that ends with
-    victims gives them.  As in Volcano, once some plugin has answered, later tiers can only intersect with
-    what is left, so after an empty answer no later tier can bring victims back."""
-    victims: list[Any] | None = None
-    init = False
+    """Volcano's ``Session.Preemptable`` / ``Session.Reclaimable`` (framework/session_plugins.go, master
+    ed72c7c8): a plugin returns (victims, vote) and ABSTAIN skips it.  An empty answer resets the victim
+    list and ends the tier; otherwise the answer is intersected with the tier's list so far (an empty
+    intersection is Go's nil slice: the list is reset, and a later plugin of the tier starts it afresh).
+    A tier that ends with victims gives them; a tier that ends with none leaves the decision to the next
+    tier, which starts from scratch (since Volcano v1.11 an earlier empty answer no longer vetoes later
+    tiers)."""
     for tier in tiers:
+        victims: list[Any] | None = None
         for _, fn in tier:
             cands, vote = fn(actor, candidates)
             if vote == ABSTAIN:
@@ -147,12 +150,11 @@ def _intersect(tiers: Tiers, actor: Any, candidates: list[Any]) -> list[Any]:
             if not cands:
                 victims = None
                 break
-            if not init:
+            if victims is None:
                 victims = list(cands)
-                init = True
             else:
                 keep = {t.uid for t in cands}
-                victims = [t for t in victims or [] if t.uid in keep]
-        if victims is not None:
+                victims = [t for t in victims if t.uid in keep] or None
+        if victims:
             return victims
-    return victims or []
+    return []

@@ -40,8 +40,21 @@ class Statement:
         old = self.ssn._evict(task)
         self.ops.append(_Op("evict", task, reason, old))
 
-    def discard(self) -> None:
-        if self.ops:  # a gang partly placed and rolled back: the simulator reports how often
+    def restore(self, task: TaskInfo) -> None:
+        """Undo this statement's eviction of ``task`` alone (preempt's dry run gives victims back one by one,
+        Volcano's ``SelectVictimsOnNode`` reprieve)."""
+        for k in range(len(self.ops) - 1, -1, -1):
+            op = self.ops[k]
+            if op.kind == "evict" and op.task is task:
+                self.ssn._unevict(task, op.old)
+                del self.ops[k]
+                return
+        raise ValueError(f"task {task.uid} was not evicted by this statement")
+
+    def discard(self, rollback: bool = True) -> None:
+        """Undo every operation, last first.  ``rollback=False`` for a trial (one node's evictions in preempt
+        or reclaim, a dry run) that is not a gang rolled back and must not count in the simulator's report."""
+        if self.ops and rollback:  # a gang partly placed and rolled back: the simulator reports how often
             self.ssn.rollbacks += 1
         for op in reversed(self.ops):
             if op.kind == "evict":

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pyvolcano.actions._victims import victims_queue
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.queue_info import QueueInfo
@@ -54,6 +53,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
+from pyvolcano.framework.victims import victims_queue
 from pyvolcano.plugins._queue_res import (
     PODS,
     deserved_share,
@@ -383,7 +383,7 @@ class Capacity(Plugin):
                 return [], REJECT
             tally: dict[str, np.ndarray] = {}
             out = []
-            order = victims_queue(ssn, reclaimees)
+            order = victims_queue(ssn, reclaimees, reclaimer)
             while not order.empty():
                 t = order.pop()
                 job = ssn.jobs.get(t.job)

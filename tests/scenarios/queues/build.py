@@ -106,6 +106,10 @@ P_NOGANGVOTE = conf("allocate, preempt", ["priority", ("gang", {"enablePreemptab
                     ["predicates"])
 P_NG_PDB = conf("allocate, preempt", ["priority", ("gang", {"enablePreemptable": False}), "conformance", "pdb"],
                 ["predicates"])
+#: Volcano's enableTopologyAwarePreemption path (kube-scheduler's dry run); minCandidateNodesAbsolute 100 makes every
+#: node a candidate, so Volcano's random starting node cannot change the choice
+P_TOPO = P_NOGANGVOTE + ("configurations:\n- name: preempt\n  arguments:\n    enableTopologyAwarePreemption: true\n"
+                         "    minCandidateNodesAbsolute: 100\n")
 DRF_P = conf("allocate, preempt", ["drf", "gang", "conformance"], ["predicates"])
 R1 = conf("allocate, reclaim", ["priority", "gang", "conformance", "proportion"], ["predicates"])
 R2Q = conf("allocate, reclaim", ["priority", ("gang", {"enableReclaimable": False}), "conformance"],
@@ -218,29 +222,30 @@ sc("p09-system-node-critical-never-victim", "a system-node-critical pod is never
    [node("n1", 2), crit, job("low", run=["n1"], prio=10, created=1), job("high", pend=1, prio=1000, created=5)],
    {"evictions": a("low-0"), "pipelined": {f"{NS}/high-0": "n1"}},
    "Both pods have priority 10; conformance protects the one whose priorityClassName is system-node-critical.")
-sc("p10-lowest-highest-victim-priority", "kube-scheduler: the node whose most important victim matters least wins",
-   P_NOGANGVOTE, [node("n1", 2), node("n2", 2), job("mid", run=["n1"], cpu=2, prio=100),
+sc("p10-lowest-highest-victim-priority", "topology-aware preempt: the node whose most important victim matters "
+   "least wins", P_TOPO, [node("n1", 2), node("n2", 2), job("mid", run=["n1"], cpu=2, prio=100),
        job("lowa", run=["n2"], prio=50, created=1), job("lowb", run=["n2"], prio=50, created=2),
        job("high", pend=1, cpu=2, prio=1000, created=5)],
    {"evictions": a("lowa-0", "lowb-0"), "pipelined": {f"{NS}/high-0": "n2"}},
    "n1 needs mid (priority 100) gone, n2 needs two pods of priority 50: highest victim priority 50 < 100, so n2.")
-sc("p11-smallest-priority-sum", "kube-scheduler: equal highest victim priority, the smaller sum wins", P_NOGANGVOTE,
+sc("p11-smallest-priority-sum", "topology-aware preempt: equal highest victim priority, the smaller sum wins", P_TOPO,
    [node("n1", 2), node("n2", 2), job("a50", run=["n1"], prio=50), job("b50", run=["n1"], prio=50, created=1),
     job("c50", run=["n2"], prio=50, created=2), job("d10", run=["n2"], prio=10, created=3),
     job("high", pend=1, cpu=2, prio=1000, created=5)],
    {"evictions": a("c50-0", "d10-0"), "pipelined": {f"{NS}/high-0": "n2"}},
    "Both nodes' highest victim is 50; sums are 100 (n1) and 60 (n2).")
-sc("p12-fewest-victims", "kube-scheduler: equal highest priority and sum, fewer victims wins", P_NOGANGVOTE,
+sc("p12-fewest-victims", "topology-aware preempt: equal highest priority and sum, fewer victims wins", P_TOPO,
    [node("n1", 2), node("n2", 2), job("z0", run=["n1"], prio=0), job("t10", run=["n1"], prio=10, created=1),
     job("big10", run=["n2"], cpu=2, prio=10, created=2), job("high", pend=1, cpu=2, prio=1000, created=5)],
    {"evictions": a("big10-0"), "pipelined": {f"{NS}/high-0": "n2"}},
    "Highest 10 and sum 10 on both nodes; n1 needs 2 victims, n2 one.")
-sc("p13-reprieve-highest-first", "victims are reprieved highest priority first: the big one goes, the small stays",
-   P_NOGANGVOTE, [node("n1", 3), job("l10", run=["n1"], prio=10), job("l20", run=["n1"], cpu=2, prio=20, created=1),
+sc("p13-reprieve-highest-first", "topology-aware preempt: victims are reprieved highest priority first: the big one "
+   "goes, the small stays", P_TOPO,
+   [node("n1", 3), job("l10", run=["n1"], prio=10), job("l20", run=["n1"], cpu=2, prio=20, created=1),
        job("high", pend=1, cpu=2, prio=1000, created=5)],
    {"evictions": a("l20-0"), "pipelined": {f"{NS}/high-0": "n1"}},
-   "With both gone 3 cpu are free; l20 (higher) cannot be reprieved (1 cpu left < 2), l10 can (2 cpu left). "
-   "Volcano 1.9's lowest-first loop would evict both.")
+   "Removed lowest first until it fits (l10, then l20: 3 cpu free); given back highest first: l20 cannot be "
+   "(1 cpu left < 2), l10 can (2 cpu left). The default greedy path evicts both (ve-preempt-greedy-victim-order).")
 sc("p14-lower-job-first", "of two single-pod jobs the lower-priority one is the victim", P_NOGANGVOTE,
    [node("n1", 2), job("l10", run=["n1"], prio=10), job("l20", run=["n1"], prio=20, created=1),
     job("high", pend=1, prio=1000, created=5)],
@@ -297,12 +302,15 @@ sc("p21-drf-refuses-equal-shares", "drf: no preemption when the preemptor would 
 
 # ---------------------------------------------------------------- pdb
 web = {"app": "web"}
-sc("d01-pdb-moves-node", "a PodDisruptionBudget moves the preemption to the other node", P_NOGANGVOTE,
+sc("d01-pdb-without-plugin-ignored", "without the pdb plugin a PodDisruptionBudget does not steer preemption",
+   P_NOGANGVOTE,
    [node("n1", 1), node("n2", 1), job("w", run=["n1"], prio=10, labels=web),
     job("b", run=["n2"], prio=10, created=1), pdb("web", web, allowed=0), job("high", pend=1, prio=1000, created=5)],
-   {"evictions": a("b-0"), "pipelined": {f"{NS}/high-0": "n2"}},
-   "Without the pdb plugin both nodes offer a victim of priority 10; kube-scheduler's first rule (fewest PDB "
-   "violations) prefers n2, whose victim breaks no budget. n1 comes first in node order otherwise.")
+   {"evictionsCount": 1, "evictionsFrom": a("w-0", "b-0"), "pipelined": {f"{NS}/high-0": "*"}},
+   "Both nodes offer a victim of priority 10 and score the same. Volcano master's preempt has no PDB rule of its "
+   "own (its greedy path ignores budgets; its dry run's pickOneNodeForPreemption leaves PDB violations out), so "
+   "without the pdb plugin the budget changes nothing and either node may be used. The oracle does not load "
+   "PodDisruptionBudgets; without the object it evicts one of the two.")
 sc("d02-pdb-plugin-blocks", "with the pdb plugin a pod whose budget is used up is never a victim", P_NG_PDB,
    [node("n1", 1), job("w", run=["n1"], prio=10, labels=web), pdb("web", web, allowed=0),
     job("high", pend=1, prio=1000, created=5)],
@@ -341,10 +349,11 @@ three = [node("n1", 6), queue("q1"), queue("q2"), queue("q3"), job("x", "q1", ru
          job("z", "q3", run=["n1"] * 2, prio=1, created=1), job("y", "q2", pend=2, min_member=2, created=5)]
 sc("r02-volcano-tier-quirk", "Volcano: with proportion in tier 2 the tier-1 answer wins and reclaim passes deserved",
    R2Q, three,
-   {"evictions": a("z-0", "z-1"), "pipelinedCount": 2},
+   {"evictionsCount": 2, "evictionsFrom": a("x-0", "x-1", "x-2", "x-3"), "pipelinedCount": 2},
    "q1, q2, q3 each deserve 2 of 6; q1 holds 4, q3 holds its 2. Volcano's Reclaimable returns the first tier whose "
-   "plugins answer: conformance (tier 1) offers every pod, proportion (tier 2) is never asked, and the cheapest "
-   "victims (q3's priority-1 pods) go, leaving q3 at 0 < deserved 2. docs/queues.md explains.")
+   "plugins end with victims: conformance (tier 1) offers every pod and proportion (tier 2) is never asked. The "
+   "victims go in Volcano's victim order, reverse queue order first: q1 (share 4/2) ranks after q3 (2/2), so q1's "
+   "pods go first (Volcano 1.9's minimal-victim choice took q3's cheaper priority-1 pods instead).")
 sc("r02b-proportion-in-tier-one", "the same cluster with proportion in tier 1: only the queue above deserved loses",
    R1Q, three,
    {"evictionsCount": 2, "evictionsFrom": a("x-0", "x-1", "x-2", "x-3"), "pipelinedCount": 2},
@@ -371,13 +380,14 @@ sc("r06-reclaim-spares-kube-system", "reclaim never takes a kube-system pod", R1
     job("y", "q2", pend=1, created=5)],
    {"evictions": [], "pipelined": {}},
    "q1 holds 2 and deserves 1, but conformance removes both candidates.")
-sc("r07-reclaim-picks-lower-priority-node", "reclaim chooses the node whose victims have the lowest priority", R1,
+sc("r07-reclaim-first-node-greedy", "reclaim takes the first node that can make room, not the cheapest victims", R1,
    [node("n1", 2), node("n2", 2), queue("q1"), queue("q2"), job("hi", "q1", run=["n1", "n1"], prio=100),
     job("lo", "q1", run=["n2", "n2"], prio=10, created=1), job("y", "q2", pend=1, created=5)],
-   {"evictionsCount": 1, "evictionsFrom": a("lo-0", "lo-1", "hi-0", "hi-1"), "pipelinedCount": 1},
-   "q1 deserves 3 of 4 and holds 4, so either node offers a victim and proportion offers every q1 pod. Which node "
-   "and victim is the reclaim action's choice (Volcano master evicts greedily node by node; the real Volcano took "
-   "hi-1 on n1), so only the count and the queue are pinned here.")
+   {"evictionsCount": 1, "evictionsFrom": a("hi-0", "hi-1"), "pipelined": {f"{NS}/y-0": "n1"}},
+   "q1 deserves 3 of 4 and holds 4, so either node offers a victim. Volcano's reclaimForTask tries the nodes in "
+   "predicate order and evicts greedily on the first that can make room: n1, whose pods have priority 100 "
+   "(kube-scheduler would prefer n2's priority-10 pods). Volcano starts its node scan where the last one stopped; "
+   "the oracle gave n1 on every run.")
 sc("r08-guarantee-protects-under-proportion", "proportion: a guarantee raises deserved and stops reclaim", R1,
    [node("n1", 4), queue("q1", guarantee={"resource": {"cpu": "3"}}), queue("q2", weight=3),
     job("x", "q1", run=["n1"] * 3), job("y", "q2", pend=4, min_member=4, created=5)],
@@ -719,10 +729,93 @@ sc("h01-hdrf-weight-decides-order", "hierarchical drf: share divided by weight o
 sc("h02-hdrf-reclaim", "hierarchical drf: reclaim until the two sides' weighted shares meet", HR,
    [node("n1", 4), hq("alpha", "root/eng", "1/1"), hq("zeta", "root/sci", "1/1"),
     job("a", "alpha", run=["n1"] * 4), job("z", "zeta", pend=2, min_member=2, created=5)],
-   {"evictionsCount": 1, "evictionsFrom": a("a-0", "a-1", "a-2", "a-3"), "pipelinedCount": 1},
-   "First task: sci after the move 1/4 < eng after the loss 3/4, a victim. The pipelined task counts for sci, so "
+   {"evictions": [], "pipelined": {}},
+   "The gang of 2 gets one pod only, so the job's reclaim statement is discarded. First task: sci after the move "
+   "1/4 < eng after the loss 3/4, a victim. The pipelined task counts for sci, so "
    "for the second sci would reach 2/4 and eng fall to 2/4: no longer smaller, reclaim stops at equal weighted "
    "shares.")
+
+
+# ---------------------------------------------------------------- Volcano master's eviction rules (issue 13)
+NO = conf("allocate, preempt", ["priority", ("gang", {"enablePreemptable": False}), "conformance"],
+          ["predicates", "nodeorder"])
+
+
+def pod_node(name: str, cpu: int, pods: int) -> dict[str, Any]:
+    n = node(name, cpu)
+    n["status"]["capacity"]["pods"] = n["status"]["allocatable"]["pods"] = str(pods)
+    return n
+
+
+def best_effort(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The job's pods request nothing: BestEffort."""
+    for o in objs:
+        if o["kind"] == "Pod":
+            for c in o["spec"]["containers"]:
+                c["resources"] = {}
+    return objs
+
+
+def with_mem(objs: list[dict[str, Any]], mem: str) -> list[dict[str, Any]]:
+    """The job's pods also request ``mem`` of memory."""
+    for o in objs:
+        if o["kind"] == "Pod":
+            for c in o["spec"]["containers"]:
+                c["resources"]["requests"]["memory"] = mem
+    return objs
+
+
+sc("ve-preempt-greedy-best-score-node", "preempt (default path) evicts on the best-scored node, not on the node "
+   "with the cheapest victims", NO,
+   [node("n1", 2), node("n2", 2, mem="4Gi"), with_mem(job("mid", run=["n1"], cpu=2, prio=100), "1Gi"),
+    with_mem(job("lowa", run=["n2"], prio=50, created=1), "2Gi"),
+    with_mem(job("lowb", run=["n2"], prio=50, created=2), "2Gi"),
+    with_mem(job("high", pend=1, cpu=2, prio=1000, created=5), "1Gi")],
+   {"evictions": a("mid-0"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "Both nodes are full on cpu; with the pod added nodeorder's least-allocated memory score is high on n1 (2 of "
+   "64Gi) and zero on n2 (5 of 4Gi), so n1 ranks first. Volcano's normalPreempt tries n1 first and evicts mid "
+   "there, although n2's victims have lower priority (the topology-aware dry run, p10, would pick n2).")
+sc("ve-preempt-greedy-victim-order", "preempt (default path) evicts lowest first until the task fits, no reprieve",
+   P_NOGANGVOTE,
+   [node("n1", 3), job("l10", run=["n1"], prio=10), job("l20", run=["n1"], cpu=2, prio=20, created=1),
+    job("high", pend=1, cpu=2, prio=1000, created=5)],
+   {"evictions": a("l10-0", "l20-0"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "Victim order is reverse job order: l10 goes first (1 cpu free, not enough), then l20. Nothing is given back, "
+   "unlike the topology-aware dry run (p13), which keeps l10.")
+sc("ve-preempt-besteffort-victim", "a BestEffort pod is a victim when the node is full by pod count", NO,
+   [pod_node("n1", 4, 2), best_effort(job("be", run=["n1", "n1"], prio=10)),
+    job("high", pend=1, prio=1000, created=5)],
+   {"evictionsCount": 1, "evictionsFrom": a("be-0", "be-1"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "n1 has cpu to spare but holds its 2 pods. Only a BestEffort preemptor is barred from non-BestEffort victims; "
+   "this one requests cpu, so one BestEffort pod is evicted to free a pod slot.")
+sc("ve-preempt-besteffort-preemptor-spares-others", "a BestEffort preemptor never evicts a pod that requests "
+   "resources", NO,
+   [pod_node("n1", 4, 2), job("low", run=["n1", "n1"], prio=10),
+    best_effort(job("high", pend=1, prio=1000, created=5))],
+   {"evictions": [], "pipelined": {}},
+   "The node is full by pod count; the BestEffort preemptor may only take from BestEffort pods, and there are none.")
+TIERS = conf("allocate, preempt", ["conformance", "gang"], ["priority", "predicates"])
+sc("ve-victims-fall-through-tiers", "preemptable: a tier that ends with no victims leaves the next tier to decide",
+   TIERS,
+   [node("n1", 2), job("la", run=["n1"], prio=10), job("lb", run=["n1"], prio=10, created=1),
+    job("high", pend=1, prio=1000, created=5)],
+   {"evictionsCount": 1, "evictionsFrom": a("la-0", "lb-0"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "Tier 1: conformance offers both pods, gang none (each job runs exactly its minMember), which resets the list "
+   "and ends the tier. Volcano master then asks tier 2, where priority offers both lower-priority pods (before "
+   "v1.11 the empty gang answer would have vetoed it).")
+sc("ve-reclaim-commits-when-gang-pipelined", "reclaim keeps a job's evictions once its gang is pipelined", R1,
+   [node("n1", 6), queue("q1"), queue("q2"), job("x", "q1", run=["n1"] * 6),
+    job("y", "q2", pend=4, min_member=3, created=5)],
+   {"evictionsCount": 3, "evictionsFrom": a(*[f"x-{i}" for i in range(6)]), "pipelinedCount": 3},
+   "As r01, but minMember 3: three tasks reclaim one pod each until q1 is at its deserved 3; the gang is then "
+   "pipelined and no longer starving, so the job's statement is committed.")
+
+sc("ve-preempt-in-closed-queue", "a Closed queue's running job still preempts inside the queue", P_NOGANGVOTE,
+   [node("n1", 2), queue("q1", state="Closed"), job("low", "q1", run=["n1", "n1"], prio=10),
+    job("high", "q1", pend=1, prio=1000, created=5)],
+   {"evictionsCount": 1, "evictionsFrom": a("low-0", "low-1"), "pipelined": {f"{NS}/high-0": "n1"}},
+   "Closing a queue stops admission; Volcano's preempt does not look at the queue's state, so a starving job "
+   "already in it takes from a lower-priority job of the same queue.")
 
 
 class _Dumper(yaml.SafeDumper):
