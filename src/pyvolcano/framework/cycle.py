@@ -10,15 +10,21 @@ from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.framework.session import Session, SessionResult
 
 
-def run_session(cache: SchedulerCache, conf: SchedulerConf, engine: str = "vector") -> SessionResult:
-    """Snapshot the cache, run every configured action, close, and return the decisions (not applied)."""
-    return Session(cache.snapshot(), conf, engine).run()
+def run_session(cache: SchedulerCache, conf: SchedulerConf, engine: str = "vector",
+                record_ties: bool = False) -> SessionResult:
+    """Snapshot the cache, run every configured action, close, and return the decisions (not applied).
+    ``record_ties``: also fill ``SessionResult.ties`` (every best-scored node of each placement), for comparing
+    with Volcano, which picks among equal nodes at random."""
+    ssn = Session(cache.snapshot(), conf, engine)
+    if record_ties:
+        ssn.selector.ties = {}
+    return ssn.run()
 
 
 def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano",
-                  engine: str = "vector") -> tuple[SessionResult, SchedulerCache]:
+                  engine: str = "vector", record_ties: bool = False) -> tuple[SessionResult, SchedulerCache]:
     cache = SchedulerCache.from_objects(objects, scheduler_name)
-    return run_session(cache, conf, engine), cache
+    return run_session(cache, conf, engine, record_ties), cache
 
 
 def result_json(result: SessionResult) -> dict[str, Any]:

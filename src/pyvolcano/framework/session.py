@@ -63,6 +63,8 @@ class SessionResult:
     #: wall time per action, and per (plugin, OnSessionOpen|OnSessionClose), for the scheduler's metrics
     action_seconds: dict[str, float] = field(default_factory=dict)
     plugin_seconds: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: with ``run_session(record_ties=True)``: per placed task, the nodes that scored as well as the chosen one
+    ties: dict[str, list[str]] = field(default_factory=dict)
 
 
 class Session:
@@ -135,10 +137,14 @@ class Session:
             self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason))
 
     def add_node_order(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
-                       template_safe: bool = True) -> None:
-        """A node score: ``vector(task, idx) -> float array`` and/or ``scalar(task, NodeInfo) -> float``."""
+                       template_safe: bool = True, normalize: str = "", weight: float = 1.0) -> None:
+        """A node score: ``vector(task, idx) -> float array`` and/or ``scalar(task, NodeInfo) -> float``.
+        ``normalize`` ("max" / "max-reverse"): the callbacks give a static raw score that is normalised over the
+        nodes compared in each decision and multiplied by ``weight`` (see ``ScoreReg``)."""
+        if normalize and not (static and template_safe):
+            raise ValueError("a normalised node score must be static and template-safe")
         if self._tier(plugin, POINTS["nodeOrder"].flag) is not None:
-            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe))
+            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, normalize, weight))
 
     def add_batch_node_order(self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]) -> None:
         if self._tier(plugin, POINTS["batchNodeOrder"].flag) is not None:
@@ -384,6 +390,9 @@ class Session:
                             evictions=list(self.evictions), skipped=dict(self.snapshot.skipped_jobs),
                             jobs=self.jobs, action_seconds=dict(self.action_seconds),
                             plugin_seconds=dict(self.plugin_seconds))
+        if self.selector.ties is not None:
+            names = self.nodes.names
+            out.ties = {uid: [names[i] for i in idx] for uid, idx in self.selector.ties.items()}
         for job in self.jobs.values():
             for t in job.index.get(TaskStatus.Pipelined, {}).values():
                 out.pipelined[t.uid] = t.node_name
