@@ -83,3 +83,18 @@ def test_nonzero_requests_fill_missing_container_requests() -> None:
     explicit_zero = {"spec": {"containers": [{"resources": {"requests": {"cpu": "0", "memory": "0"}}}]}}
     assert nonzero_requests(explicit_zero) == (0.0, 0.0)  # only *missing* requests get the defaults
     assert nonzero_requests({"spec": {"containers": [{}]}}) == (DEFAULT_MILLI_CPU, DEFAULT_MEMORY)
+
+
+def test_k8s_extra_only_for_pods_kubernetes_sees_differently() -> None:
+    from pyvolcano.api.k8s_requests import k8s_extra
+    pos = {"cpu": 0, "memory": 1, "pods": 2}
+    full = {"spec": {"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+    req = np.array([1000.0, GI, 1.0])
+    assert k8s_extra(full, pos, req, req) is None
+    no_memory = {"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}}
+    req = np.array([1000.0, 0.0, 1.0])
+    assert k8s_extra(no_memory, pos, req, req) == (0.0, 0.0, 0.0, 0.0, DEFAULT_MEMORY)
+    big_init = {"spec": {"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                         "initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]}}
+    req, init = np.array([1000.0, GI, 1.0]), np.array([2000.0, GI, 1.0])
+    assert k8s_extra(big_init, pos, req, init) == (1000.0, 0.0, 0.0, 1000.0, 0.0)

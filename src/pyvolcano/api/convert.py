@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.job_info import PodGroup, TaskInfo
+from pyvolcano.api.k8s_requests import k8s_extra
 from pyvolcano.api.node_info import NodeSpec
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import PODS, ResourceIndex, amount
@@ -170,6 +171,7 @@ def make_task(pod: dict[str, Any], res: ResourceIndex, job_uid: str, priority: i
         task_spec=task_role(annotations, labels), pod=pod, template_key=key,
         creation=parse_time(pod, md.get("creationTimestamp")),
         sch_gated=bool(spec.get("schedulingGates")),
+        k8s_extra=k8s_extra(pod, res.pos, resreq, init_resreq),
     )
 
 

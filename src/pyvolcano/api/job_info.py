@@ -34,8 +34,24 @@ class TaskInfo:
     """
 
     __slots__ = (
-        "best_effort", "creation", "init_resreq", "job", "last_status", "name", "namespace", "node_name",
-        "pod", "preemptable", "priority", "resreq", "sch_gated", "status", "task_spec", "template_key", "uid",
+        "best_effort",
+        "creation",
+        "init_resreq",
+        "job",
+        "k8s_extra",
+        "last_status",
+        "name",
+        "namespace",
+        "node_name",
+        "pod",
+        "preemptable",
+        "priority",
+        "resreq",
+        "sch_gated",
+        "status",
+        "task_spec",
+        "template_key",
+        "uid",
     )
 
     def __init__(
@@ -43,6 +59,7 @@ class TaskInfo:
         status: TaskStatus = TaskStatus.Pending, node_name: str = "", priority: int = 0,
         preemptable: bool = True, task_spec: str = "", pod: dict[str, Any] | None = None,
         template_key: Any = None, creation: float = 0.0, sch_gated: bool = False,
+        k8s_extra: tuple[float, float, float, float, float] | None = None,
     ) -> None:
         self.uid = uid
         self.name = name
@@ -60,6 +77,9 @@ class TaskInfo:
         self.template_key = template_key if template_key is not None else uid
         self.creation = creation
         self.sch_gated = sch_gated
+        #: how Kubernetes' scores see the pod's requests, relative to ``resreq`` (``api/k8s_requests.py``); None
+        #: when the same
+        self.k8s_extra = k8s_extra
         self.last_status: TaskStatus | None = None
 
     def clone(self) -> TaskInfo:
@@ -69,7 +89,7 @@ class TaskInfo:
         t.best_effort, t.creation, t.init_resreq, t.job = self.best_effort, self.creation, self.init_resreq, self.job
         t.last_status, t.name, t.namespace, t.node_name = self.last_status, self.name, self.namespace, self.node_name
         t.pod, t.preemptable, t.priority, t.resreq = self.pod, self.preemptable, self.priority, self.resreq
-        t.sch_gated, t.status, t.task_spec = self.sch_gated, self.status, self.task_spec
+        t.sch_gated, t.status, t.task_spec, t.k8s_extra = self.sch_gated, self.status, self.task_spec, self.k8s_extra
         t.template_key, t.uid = self.template_key, self.uid
         return t
 

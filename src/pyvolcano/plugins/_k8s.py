@@ -10,15 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.k8s_requests import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, nonzero_requests, nonzero_requests_or
 from pyvolcano.api.node_info import NodeArrays
-from pyvolcano.api.quantity import to_milli, to_units
-from pyvolcano.errors import QuantityError
+
+__all__ = ["DEFAULT_MEMORY", "DEFAULT_MILLI_CPU", "nonzero_requests", "nonzero_requests_or"]
 
 MAX_NODE_SCORE = 100
-#: Kubernetes' scoring defaults for a container that states no cpu / memory request (``pkg/scheduler/util``
-#: ``DefaultMilliCPURequest`` 100m and ``DefaultMemoryRequest`` 200 MiB), used by the NodeResourcesFit scores.
-DEFAULT_MILLI_CPU = 100.0
-DEFAULT_MEMORY = 200.0 * 1024 * 1024
 
 
 class LabelIndex:
@@ -136,39 +133,6 @@ def untolerated(pod: dict[str, Any], taints: list[dict[str, Any]], effects: tupl
 
 def taint_reason(taint: dict[str, Any]) -> str:
     return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"
-
-
-def _container_nonzero(c: Any) -> tuple[float, float]:
-    reqs = ((c or {}).get("resources") or {}).get("requests") or {}
-    try:
-        cpu = to_milli(reqs["cpu"]) if "cpu" in reqs else DEFAULT_MILLI_CPU
-        mem = to_units(reqs["memory"]) if "memory" in reqs else DEFAULT_MEMORY
-    except QuantityError:  # the cache has already rejected such a pod; count it as stated nothing
-        cpu, mem = DEFAULT_MILLI_CPU, DEFAULT_MEMORY
-    return cpu, mem
-
-
-def nonzero_requests(pod: dict[str, Any]) -> tuple[float, float]:
-    """(cpu millicores, memory bytes) the pod asks for as Kubernetes' scores count it: a container that states
-    no cpu or memory request counts the default for it (``resourcehelper.PodRequests`` with
-    ``NonMissingContainerRequests``, as ``noderesources`` and ``NodeInfo.NonZeroRequested`` use), containers
-    summed, the largest init container if larger, plus the pod overhead."""
-    spec = pod.get("spec") or {}
-    cpu = mem = 0.0
-    for c in spec.get("containers") or []:
-        a, b = _container_nonzero(c)
-        cpu += a
-        mem += b
-    for c in spec.get("initContainers") or []:
-        a, b = _container_nonzero(c)
-        cpu, mem = max(cpu, a), max(mem, b)
-    over = spec.get("overhead") or {}
-    try:
-        cpu += to_milli(over["cpu"]) if "cpu" in over else 0.0
-        mem += to_units(over["memory"]) if "memory" in over else 0.0
-    except QuantityError:
-        pass
-    return cpu, mem
 
 
 def default_normalize(raw: np.ndarray, reverse: bool) -> np.ndarray:

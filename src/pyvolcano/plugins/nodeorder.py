@@ -34,35 +34,44 @@ import math
 import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.k8s_requests import GPU
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
-from pyvolcano.plugins._k8s import LabelIndex, nonzero_requests, preferred_score, untolerated
+from pyvolcano.plugins._k8s import LabelIndex, preferred_score, untolerated
 
 MAX_NODE_SCORE = 100.0
 HALF = MAX_NODE_SCORE / 2
-GPU = "nvidia.com/gpu"
 
 
 class K8sNodeRequests:
     """Per node, what Kubernetes' ``NodeInfo`` in Volcano's session nodeMap holds: ``Requested`` (cpu, memory,
     GPU; columns of ``req``) and ``NonZeroRequested`` (cpu, memory; ``nz``), kept up to date by allocate /
     deallocate events when ``track`` (Volcano's predicates plugin updates the map; without it the map stays as
-    the session opened)."""
+    the session opened).
+
+    Built from the node accounting (``NodeArrays.used``, every pod on the node) corrected by the few pods whose
+    Kubernetes view differs (``TaskInfo.k8s_extra``): no per-pod arithmetic for the usual pod."""
 
     def __init__(self, ssn: Session, track: bool) -> None:
         nodes, pos = ssn.nodes, ssn.res.pos
         self.ssn = ssn
         self.dims = [pos["cpu"], pos["memory"]] + ([pos[GPU]] if GPU in pos else [])
-        n = len(nodes)
-        self.req = np.zeros((n, 3))
-        self.nz = np.zeros((n, 2))
-        self._nz: dict[str, tuple[float, float]] = {}
+        n, k = len(nodes), len(self.dims)
         self._where: dict[str, int] = {}
-        for i, tasks in enumerate(nodes.tasks):
-            for t in tasks.values():
-                self._add(i, t, 1.0)
+        self._vec: dict[object, np.ndarray] = {}
+        #: one row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update
+        #: per event); ``req`` and ``nz`` are views of it
+        self.both = np.zeros((n, 5))
+        self.req = self.both[:, :3]
+        self.nz = self.both[:, 3:]
+        self.req[:, :k] = nodes.used[:, self.dims]
+        self.nz[:] = nodes.used[:, self.dims[:2]]
+        fix = [(i, t.k8s_extra) for i, tasks in enumerate(nodes.tasks) for t in tasks.values() if t.k8s_extra]
+        if fix:
+            at = np.fromiter((i for i, _ in fix), np.int64, len(fix))
+            np.add.at(self.both, at, np.array([e for _, e in fix]))
         if track:
             ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
@@ -74,21 +83,25 @@ class K8sNodeRequests:
         return [float(r[d[0]]), float(r[d[1]]), float(r[d[2]]) if len(d) > 2 else 0.0]
 
     def pod_nz(self, task: TaskInfo) -> tuple[float, float]:
-        got = self._nz.get(task.uid)
-        if got is None:
-            got = self._nz[task.uid] = nonzero_requests(task.pod)
-        return got
+        """The pod's (cpu, memory) with Kubernetes' defaults for containers stating none."""
+        r, d, e = task.resreq, self.dims, task.k8s_extra
+        if e is None:
+            return float(r[d[0]]), float(r[d[1]])
+        return float(r[d[0]]) + e[3], float(r[d[1]]) + e[4]
+
+    def pod_key(self, task: TaskInfo) -> object:
+        """Pods of one template see the same requests unless Kubernetes sees them differently."""
+        return task.template_key if task.k8s_extra is None else task.uid
 
     def _add(self, i: int, task: TaskInfo, sign: float) -> None:
-        r = self.pod_req(task)
-        row = self.req[i]
-        row[0] += sign * r[0]
-        row[1] += sign * r[1]
-        row[2] += sign * r[2]
-        c, m = self.pod_nz(task)
-        nrow = self.nz[i]
-        nrow[0] += sign * c
-        nrow[1] += sign * m
+        key = self.pod_key(task)
+        v = self._vec.get(key)
+        if v is None:
+            v = self._vec[key] = np.array([*self.pod_req(task), *self.pod_nz(task)])
+        if sign > 0:
+            self.both[i] += v
+        else:
+            self.both[i] -= v
 
     def _on_allocate(self, task: TaskInfo) -> None:
         i = self.ssn.nodes.pos.get(task.node_name)
@@ -217,17 +230,32 @@ class NodeOrder(Plugin):
         alloc_all = ssn.nodes.allocatable
         dims = kr.dims
 
+        alloc_cm = np.ascontiguousarray(alloc_all[:, dims[:2]])
+        # every node has cpu and memory (the usual case): fewer NumPy calls, the same float operations
+        cm_ok = bool((alloc_cm > 0).all())
+
         def scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             s = np.zeros(len(idx))
             c, m, p, k = prep(task)
+            a = alloc_cm[idx]
             if least or most:
-                alloc = alloc_all[idx][:, dims[:2]]
-                req = kr.nz[idx] + np.array((c, m))
-                if least:
-                    s += least * least_allocated(alloc, req)
+                req = kr.nz[idx] + (c, m)
+                if least and cm_ok:
+                    per = np.floor_divide((a - req) * MAX_NODE_SCORE, a)
+                    per[req > a] = 0.0
+                    s += least * np.floor_divide(per[:, 0] * 50 + per[:, 1] * 50, 100.0)
+                elif least:
+                    s += least * least_allocated(a, req)
                 if most:
-                    s += most * most_allocated(alloc, req)
-            if balanced and k:
+                    s += most * most_allocated(a, req)
+            if balanced and k == 2 and cm_ok:
+                before = kr.req[idx, :2]
+                fa = np.minimum((before + np.array(p[:2])) / a, 1.0)
+                fb = np.minimum(before / a, 1.0)
+                w = np.floor((1 - np.abs((fa[:, 0] - fa[:, 1]) / 2)) * MAX_NODE_SCORE)
+                wo = np.floor((1 - np.abs((fb[:, 0] - fb[:, 1]) / 2)) * MAX_NODE_SCORE)
+                s += balanced * balance_change(w, wo)
+            elif balanced and k:
                 alloc = alloc_all[idx][:, dims[:k]]
                 before = kr.req[idx][:, :k]
                 after = before + np.array(p[:k])
@@ -238,15 +266,16 @@ class NodeOrder(Plugin):
         # with cpu and memory, a pod without GPUs) since it runs for every node a placement changes.
         col_c = alloc_all[:, dims[0]].tolist()
         col_m = alloc_all[:, dims[1]].tolist()
-        prepared: dict[str, tuple[float, float, list[float], int]] = {}
+        prepared: dict[object, tuple[float, float, list[float], int]] = {}
 
         def prep(task: TaskInfo) -> tuple[float, float, list[float], int]:
             """(cpu and memory with Kubernetes' defaults, the actual request, balance columns: 0 = no score)."""
-            got = prepared.get(task.uid)
+            key = kr.pod_key(task)
+            got = prepared.get(key)
             if got is None:
                 c, m = kr.pod_nz(task)
                 p = kr.pod_req(task)
-                got = prepared[task.uid] = (c, m, p, (3 if p[2] else 2) if (p[0] or p[1] or p[2]) else 0)
+                got = prepared[key] = (c, m, p, (3 if p[2] else 2) if (p[0] or p[1] or p[2]) else 0)
             return got
 
         def score(task: TaskInfo, node: NodeInfo) -> float:
@@ -254,10 +283,10 @@ class NodeOrder(Plugin):
             c, m, p, k = prep(task)
             a0, a1 = col_c[i], col_m[i]
             simple = a0 > 0 and a1 > 0
+            row = kr.both[i].tolist()  # Requested cpu, memory, GPU, NonZeroRequested cpu, memory
             s = 0.0
             if least or most:
-                row = kr.nz[i]
-                r0, r1 = float(row[0]) + c, float(row[1]) + m
+                r0, r1 = row[3] + c, row[4] + m
                 if least:
                     if simple:
                         l0 = 0.0 if r0 > a0 else ((a0 - r0) * MAX_NODE_SCORE) // a0
@@ -268,15 +297,14 @@ class NodeOrder(Plugin):
                 if most:
                     s += most * most_allocated1([a0, a1], [r0, r1])
             if balanced and k:
-                row = kr.req[i]
                 if k == 2 and simple:
-                    b0, b1 = float(row[0]), float(row[1])
+                    b0, b1 = row[0], row[1]
                     w = math.floor((1 - abs((min((b0 + p[0]) / a0, 1.0) - min((b1 + p[1]) / a1, 1.0)) / 2))
                                    * MAX_NODE_SCORE)
                     wo = math.floor((1 - abs((min(b0 / a0, 1.0) - min(b1 / a1, 1.0)) / 2)) * MAX_NODE_SCORE)
                 else:
                     alloc = [float(alloc_all[i, d]) for d in dims[:k]]
-                    before = [float(x) for x in row[:k]]
+                    before = row[:k]
                     w = balance1(alloc, [b + q for b, q in zip(before, p[:k], strict=True)])
                     wo = balance1(alloc, before)
                 s += balanced * (HALF + math.trunc((HALF + w - wo) / 2))
