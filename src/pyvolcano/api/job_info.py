@@ -158,6 +158,8 @@ class JobInfo:
         #: bumped by every change to the tasks or their statuses (and by the cache when it changes the job), so a
         #: snapshot can tell an unchanged job, and a session's clone that the session left alone
         self.version = 0
+        #: the ``version`` of the job this one was cloned from (-1: not a clone), for ``reuse``
+        self.cloned_from = -1
 
     # --- membership -----------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
@@ -349,9 +351,10 @@ class JobInfo:
 
     def elastic_resources(self) -> np.ndarray:
         """Allocated beyond minResources (Volcano's GetElasticResources)."""
-        if not self.has_min_resources():
+        floor = self.podgroup.min_resources if self.podgroup is not None else None
+        if floor is None:
             return np.zeros_like(self.allocated)
-        return np.maximum(self.allocated - self.podgroup.min_resources, 0.0)  # type: ignore[union-attr]
+        return np.maximum(self.allocated - floor, 0.0)
 
     def fit_error(self) -> str:
         """Volcano's JobInfo.FitError(): the job-level summary of why it is not ready."""

@@ -152,8 +152,8 @@ class NodeSelector:
         self.dyn_scores = [s for s in scores if s.template_safe and not s.static]
         self.fresh_scores = [s for s in scores if not s.template_safe]
         # few changed nodes are recomputed through the per-node forms when every dynamic callback has one
-        self.per_node = self.engine == "vector" and all(
-            r.scalar is not None for r in (*self.dyn_preds, *self.dyn_scores))
+        self.per_node = (self.engine == "vector" and all(r.scalar is not None for r in self.dyn_preds)
+                         and all(r.scalar is not None for r in self.dyn_scores))
         # nothing outside the cache takes part: the cached keys alone decide
         self.simple = not (self.fresh_preds or self.fresh_scores or self.ssn.batch_scores
                            or self.ssn.has("bestNode"))
