@@ -98,3 +98,32 @@ def test_k8s_extra_only_for_pods_kubernetes_sees_differently() -> None:
                          "initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]}}
     req, init = np.array([1000.0, GI, 1.0]), np.array([2000.0, GI, 1.0])
     assert k8s_extra(big_init, pos, req, init) == (1000.0, 0.0, 0.0, 1000.0, 0.0)
+
+
+def test_record_ties_lists_every_best_scored_node() -> None:
+    """Volcano picks among equally scored nodes at random; ``record_ties`` reports them all, and pyvolcano's own
+    choice (the first in node order) is one of them."""
+    from pyvolcano.conf.loader import load_conf
+    from pyvolcano.framework.cycle import cycle_objects
+
+    def node(name: str, cpu: str) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+
+    objs = [node("n1", "4"), node("n2", "8"), node("n3", "4"),
+            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 1}, "status": {"phase": "Inqueue"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns",
+             "annotations": {"scheduling.k8s.io/group-name": "pg"}},
+             "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+             "status": {"phase": "Pending"}}]
+    conf = load_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n'
+                     '    arguments: {leastrequested.weight: 0, balancedresource.weight: 0}\n')
+    for engine in ("vector", "scalar"):
+        result, _ = cycle_objects(objs, conf, engine=engine, record_ties=True)
+        assert result.ties == {"ns/p": ["n1", "n2", "n3"]}  # no resource scores: every node ties
+        assert result.binds == {"ns/p": "n1"}
+    conf = load_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n')
+    result, _ = cycle_objects(objs, conf, record_ties=True)
+    assert result.ties == {"ns/p": ["n2"]} and result.binds == {"ns/p": "n2"}  # the larger node is least requested
+    assert cycle_objects(objs, conf)[0].ties == {}  # off unless asked
