@@ -189,3 +189,46 @@ def test_clone_is_reused_only_while_neither_side_changed() -> None:
     c3 = j.clone()
     j.add_task(task("c"))
     assert not c3.reuse(j)
+
+
+# --- allocation continuation: Volcano master api/job_info.go NeedContinueAllocating / TaskHasFitErrors ------------
+def test_need_continue_stops_when_every_task_is_needed() -> None:
+    j = job(task("a"), task("b"), min_member=2)
+    j.record_fit_failure(j.tasks["ns/a"])
+    assert not j.need_continue_allocating()
+
+
+def test_need_continue_without_role_minimums_always_goes_on() -> None:
+    j = job(task("a"), task("b"), task("c"), min_member=2)
+    j.record_fit_failure(j.tasks["ns/a"])
+    assert j.need_continue_allocating()
+    assert not j.task_has_fit_errors(j.tasks["ns/b"])  # no role: never skipped
+
+
+def test_need_continue_non_binding_role_minimums_count_what_is_left() -> None:
+    # minimums add up to 3 > minMember 2: ready + pending tasks of roles that have not failed must reach 2
+    j = job(task("w0", spec="w"), task("w1", spec="w"), task("p0", spec="p"), min_member=2,
+            per_spec={"w": 2, "p": 1})
+    j.record_fit_failure(j.tasks["ns/w0"])
+    assert j.task_has_fit_errors(j.tasks["ns/w1"])
+    assert not j.need_continue_allocating()  # 0 ready + 1 pending p < 2
+    j.update_task_status(j.tasks["ns/w1"], S.Allocated)
+    assert j.need_continue_allocating()  # 1 ready + 1 pending p >= 2
+
+
+def test_need_continue_binding_role_minimum_of_a_failed_role() -> None:
+    j = job(task("w0", spec="w"), task("w1", spec="w"), task("w2", spec="w"), task("p0", spec="p"), min_member=3,
+            per_spec={"w": 1, "p": 1})
+    j.record_fit_failure(j.tasks["ns/w1"])
+    assert not j.need_continue_allocating()  # role w holds 0 < 1
+    j.update_task_status(j.tasks["ns/w0"], S.Allocated)
+    assert j.need_continue_allocating()  # role w holds its minimum
+    assert j.clone().fit_failed_roles == set()  # a session's clone starts afresh
+
+
+def test_task_role_annotation_then_label() -> None:
+    from pyvolcano.api.convert import task_role
+    key = "volcano.sh/task-spec"
+    assert task_role({key: "ps"}, {key: "worker"}) == "ps"
+    assert task_role({key: ""}, {key: "worker"}) == "worker"
+    assert task_role({}, {}) == ""

@@ -1,8 +1,10 @@
-"""allocate (``pkg/scheduler/actions/allocate/allocate.go``): place pending tasks of admitted jobs, a whole gang or nothing.
+"""allocate (Volcano ``pkg/scheduler/actions/allocate/allocate.go``): place pending tasks of admitted jobs, a
+whole gang or nothing.
 
 Namespaces (only when a plugin orders them), then queues (re-chosen every round, skipping overused ones, so
 shares shift as tasks land), then jobs, then tasks.  Each task goes to the best node whose idle resources
-fit (Allocate) or, failing that, whose future idle fits (Pipeline).  A job's tasks go into one statement:
+fit (Allocate) or, failing that, whose future idle fits (Pipeline).  A task that finds no node does not stop
+the job while its gang can still be met (see ``Allocate.allocate_job``).  A job's tasks go into one statement:
 committed when the job is ready, kept (not bound) when it is pipelined, discarded otherwise.  A ready job
 with tasks left goes back in its queue so other jobs get a turn.
 """
@@ -81,7 +83,14 @@ class Allocate(Action):
 
     def allocate_job(self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo],
                      jobs: PriorityQueue[JobInfo]) -> None:
+        """One turn of a job (Volcano ``allocateResourcesForTasks``).
+
+        A task that finds no node (or that a prePredicate refuses) does not end the turn: its role is recorded
+        as failed and, while ``JobInfo.need_continue_allocating`` says the gang can still be met, the job's
+        other tasks are tried; later tasks of a failed role are skipped without looking at nodes
+        (``TaskHasFitErrors``).  A task the queue has no room for is passed over without failing its role."""
         stmt = Statement(ssn)
+        explained: dict[object, tuple[int, FitErrors]] = {}  # per template: the last "why no node", while valid
         while not tasks.empty():
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
@@ -89,15 +98,26 @@ class Allocate(Action):
                 fe.set_error(f"queue {queue.name} has no room for the task (allocatable check failed)")
                 job.nodes_fit_errors[task.uid] = fe
                 continue
+            if job.task_has_fit_errors(task):
+                fe = FitErrors(len(ssn.nodes))
+                fe.set_error(f"Task {task.name} with role spec {task.task_spec} has already predicated failed, skip")
+                job.nodes_fit_errors[task.uid] = fe
+                continue
             objection = ssn.pre_predicate(task)
             if objection is not None:  # Volcano: every node fails with the prePredicate error
                 fe = FitErrors(len(ssn.nodes))
                 fe.add(str(objection), len(ssn.nodes))
                 job.nodes_fit_errors[task.uid] = fe
+                job.record_fit_failure(task)
+                if job.need_continue_allocating():
+                    continue
                 break
             node, now = ssn.select_node(task, job)
             if node is None:
-                job.nodes_fit_errors[task.uid] = ssn.explain(task, job)
+                job.nodes_fit_errors[task.uid] = self._explain(ssn, task, job, explained)
+                job.record_fit_failure(task)
+                if job.need_continue_allocating():
+                    continue
                 break
             if now:
                 stmt.allocate(task, node)
@@ -110,3 +130,18 @@ class Allocate(Action):
             stmt.commit()
         elif not ssn.job_pipelined(job):
             stmt.discard()
+
+    @staticmethod
+    def _explain(ssn: Session, task: TaskInfo, job: JobInfo, explained: dict[object, tuple[int, FitErrors]]
+                 ) -> FitErrors:
+        """``ssn.explain`` for a task that found no node, reused for the next task of the same pod template (and
+        queue) while no node has changed since: now that allocate goes on after a failure, a gang of identical
+        pods that fits nowhere would otherwise ask every node why, once per pod."""
+        key = (task.template_key, job.queue)
+        stamp = len(ssn.nodes.log)
+        got = explained.get(key)
+        if got is not None and got[0] == stamp:
+            return got[1]
+        fe = ssn.explain(task, job)
+        explained[key] = (stamp, fe)
+        return fe

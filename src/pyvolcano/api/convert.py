@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.job_info import PodGroup, TaskInfo
+from pyvolcano.api.k8s_requests import k8s_extra
 from pyvolcano.api.node_info import NodeSpec
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import PODS, ResourceIndex, amount
@@ -147,6 +148,12 @@ def constraints_key(pod: Mapping[str, Any]) -> str:
     )
 
 
+def task_role(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> str:
+    """The pod's role in its job: the ``volcano.sh/task-spec`` annotation, else the label of the same name (the
+    vcjob controller sets both), as Volcano's ``getTaskRole`` (``pkg/scheduler/api/job_info.go``)."""
+    return str(annotations.get(TASK_SPEC_ANNOTATION) or labels.get(TASK_SPEC_ANNOTATION) or "")
+
+
 def make_task(pod: dict[str, Any], res: ResourceIndex, job_uid: str, priority: int,
               req: dict[str, float], init: dict[str, float], queue: str) -> TaskInfo:
     md = pod["metadata"]
@@ -162,9 +169,10 @@ def make_task(pod: dict[str, Any], res: ResourceIndex, job_uid: str, priority: i
         uid=f"{ns}/{md['name']}", name=md["name"], namespace=ns, job=job_uid, resreq=resreq,
         init_resreq=init_resreq, status=task_status(pod), node_name=spec.get("nodeName") or "",
         priority=priority, preemptable=str(preempt).lower() != "false",
-        task_spec=annotations.get(TASK_SPEC_ANNOTATION, ""), pod=pod, template_key=key,
+        task_spec=task_role(annotations, labels), pod=pod, template_key=key,
         creation=parse_time(pod, md.get("creationTimestamp")),
         sch_gated=bool(spec.get("schedulingGates")),
+        k8s_extra=k8s_extra(pod, res.pos, resreq, init_resreq),
     )
 
 

@@ -34,8 +34,24 @@ class TaskInfo:
     """
 
     __slots__ = (
-        "best_effort", "creation", "init_resreq", "job", "last_status", "name", "namespace", "node_name",
-        "pod", "preemptable", "priority", "resreq", "sch_gated", "status", "task_spec", "template_key", "uid",
+        "best_effort",
+        "creation",
+        "init_resreq",
+        "job",
+        "k8s_extra",
+        "last_status",
+        "name",
+        "namespace",
+        "node_name",
+        "pod",
+        "preemptable",
+        "priority",
+        "resreq",
+        "sch_gated",
+        "status",
+        "task_spec",
+        "template_key",
+        "uid",
     )
 
     def __init__(
@@ -43,6 +59,7 @@ class TaskInfo:
         status: TaskStatus = TaskStatus.Pending, node_name: str = "", priority: int = 0,
         preemptable: bool = True, task_spec: str = "", pod: dict[str, Any] | None = None,
         template_key: Any = None, creation: float = 0.0, sch_gated: bool = False,
+        k8s_extra: tuple[float, float, float, float, float] | None = None,
     ) -> None:
         self.uid = uid
         self.name = name
@@ -60,6 +77,9 @@ class TaskInfo:
         self.template_key = template_key if template_key is not None else uid
         self.creation = creation
         self.sch_gated = sch_gated
+        #: how Kubernetes' scores see the pod's requests, relative to ``resreq`` (``api/k8s_requests.py``); None
+        #: when the same
+        self.k8s_extra = k8s_extra
         self.last_status: TaskStatus | None = None
 
     def clone(self) -> TaskInfo:
@@ -69,7 +89,7 @@ class TaskInfo:
         t.best_effort, t.creation, t.init_resreq, t.job = self.best_effort, self.creation, self.init_resreq, self.job
         t.last_status, t.name, t.namespace, t.node_name = self.last_status, self.name, self.namespace, self.node_name
         t.pod, t.preemptable, t.priority, t.resreq = self.pod, self.preemptable, self.priority, self.resreq
-        t.sch_gated, t.status, t.task_spec = self.sch_gated, self.status, self.task_spec
+        t.sch_gated, t.status, t.task_spec, t.k8s_extra = self.sch_gated, self.status, self.task_spec, self.k8s_extra
         t.template_key, t.uid = self.template_key, self.uid
         return t
 
@@ -129,12 +149,16 @@ class JobInfo:
         self.allocated = np.zeros(res_size)
         self.total_request = np.zeros(res_size)
         self.nodes_fit_errors: dict[str, FitErrors] = {}
+        #: task roles (``volcano.sh/task-spec``) with a task that found no node in this session (Volcano derives
+        #: them from NodesFitErrors, ``FitFailedRoles``; kept apart here because pyvolcano also records
+        #: queue-allocatable refusals as fit errors, which Volcano does not count as a failed role)
+        self.fit_failed_roles: set[str] = set()
         self.job_fit_errors = ""
         self.enqueue_reason = ""
         #: bumped by every change to the tasks or their statuses (and by the cache when it changes the job), so a
         #: snapshot can tell an unchanged job, and a session's clone that the session left alone
         self.version = 0
-        #: the ``version`` of the job this one was cloned from (``clone``/``reuse``); -1 for an original
+        #: the ``version`` of the job this one was cloned from (-1: not a clone), for ``reuse``
         self.cloned_from = -1
 
     # --- membership -----------------------------------------------------------------------------------
@@ -184,6 +208,7 @@ class JobInfo:
         j.allocated = self.allocated.copy()
         j.total_request = self.total_request.copy()
         j.nodes_fit_errors = {}
+        j.fit_failed_roles = set()
         j.cloned_from = self.version
         return j
 
@@ -196,7 +221,8 @@ class JobInfo:
         d = dict(src.__dict__)
         d.update(tasks=self.tasks, index=self.index, allocated=self.allocated, total_request=self.total_request,
                  podgroup=src.podgroup.clone() if src.podgroup else None,
-                 task_min_available=dict(src.task_min_available), nodes_fit_errors={}, cloned_from=src.version)
+                 task_min_available=dict(src.task_min_available), nodes_fit_errors={}, fit_failed_roles=set(),
+                 cloned_from=src.version)
         self.__dict__ = d
         return True
 
@@ -227,12 +253,9 @@ class JobInfo:
     def valid_task_num(self) -> int:
         return self.count(VALID)
 
-    def _check_per_spec(self, statuses: TaskStatus, pending_best_effort: bool) -> bool:
-        """Every task spec (pod annotation volcano.sh/task-spec) has at least its minTaskMember tasks in
-        ``statuses`` (plus pending BestEffort ones if asked).  Like Volcano, the check is skipped when the
-        per-spec minimums add up to more than minMember, since such a group could never be judged by them."""
-        if not self.task_min_available or self.min_available < sum(self.task_min_available.values()):
-            return True
+    def role_counts(self, statuses: TaskStatus, pending_best_effort: bool) -> dict[str, int]:
+        """Tasks per role (task spec) in ``statuses``, plus pending BestEffort ones if asked (Volcano's
+        ``getJobAllocatedRoles`` with ``READY`` and ``True``)."""
         counts: dict[str, int] = defaultdict(int)
         for s, bucket in self.index.items():
             if s & statuses:
@@ -242,6 +265,52 @@ class JobInfo:
                 for t in bucket.values():
                     if t.best_effort:
                         counts[t.task_spec] += 1
+        return counts
+
+    # --- allocation continuation (Volcano api/job_info.go) ------------------------------------------------
+    def record_fit_failure(self, task: TaskInfo) -> None:
+        """The task found no node (or a prePredicate refused it): its role counts as failed for the session."""
+        self.fit_failed_roles.add(task.task_spec)
+
+    def task_has_fit_errors(self, task: TaskInfo) -> bool:
+        """Volcano's ``TaskHasFitErrors``: a task of a role that already failed is skipped without trying nodes,
+        since its siblings would fail the same way.  Tasks without a role are always tried."""
+        return bool(task.task_spec) and task.task_spec in self.fit_failed_roles
+
+    def need_continue_allocating(self) -> bool:
+        """Volcano's ``NeedContinueAllocating``: after a task found no node, can the gang still be met by the
+        job's other tasks?
+
+        No when minMember is at least the number of tasks (every task is needed; Volcano's default sub-job
+        check ``subJob.MinAvailable >= len(subJob.Tasks)``).  When the per-role minimums add up to more than
+        minMember (so they do not bind), yes only if ready tasks plus pending tasks of roles that have not
+        failed still reach minMember.  Otherwise no only if a failed role has a minimum it does not yet hold
+        (allocated or finished tasks, plus its pending BestEffort ones); a job without per-role minimums
+        always goes on."""
+        if self.min_available >= len(self.tasks):
+            return False
+        failed = self.fit_failed_roles
+        if self.min_available < sum(self.task_min_available.values()):
+            pending = self.index.get(TaskStatus.Pending) or {}
+            left = sum(1 for t in pending.values() if t.task_spec not in failed)
+            return self.ready_task_num() + left >= self.min_available
+        held: dict[str, int] | None = None
+        for role in failed:
+            need = self.task_min_available.get(role, 0)
+            if need:
+                if held is None:
+                    held = self.role_counts(READY, True)
+                if held.get(role, 0) < need:
+                    return False
+        return True
+
+    def _check_per_spec(self, statuses: TaskStatus, pending_best_effort: bool) -> bool:
+        """Every task spec (pod annotation volcano.sh/task-spec) has at least its minTaskMember tasks in
+        ``statuses`` (plus pending BestEffort ones if asked).  Like Volcano, the check is skipped when the
+        per-spec minimums add up to more than minMember, since such a group could never be judged by them."""
+        if not self.task_min_available or self.min_available < sum(self.task_min_available.values()):
+            return True
+        counts = self.role_counts(statuses, pending_best_effort)
         return all(counts[spec] >= n for spec, n in self.task_min_available.items())
 
     def check_task_valid(self) -> bool:
@@ -282,10 +351,10 @@ class JobInfo:
 
     def elastic_resources(self) -> np.ndarray:
         """Allocated beyond minResources (Volcano's GetElasticResources)."""
-        if not self.has_min_resources():
+        floor = self.podgroup.min_resources if self.podgroup is not None else None
+        if floor is None:
             return np.zeros_like(self.allocated)
-        assert self.podgroup is not None and self.podgroup.min_resources is not None  # has_min_resources
-        return np.maximum(self.allocated - self.podgroup.min_resources, 0.0)
+        return np.maximum(self.allocated - floor, 0.0)
 
     def fit_error(self) -> str:
         """Volcano's JobInfo.FitError(): the job-level summary of why it is not ready."""

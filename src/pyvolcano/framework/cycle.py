@@ -18,18 +18,23 @@ class SnapshotSource(Protocol):
     def snapshot(self) -> Snapshot: ...
 
 
-def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vector") -> SessionResult:
+def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vector",
+                record_ties: bool = False) -> SessionResult:
     """Snapshot the cache, run every configured action, close, and return the decisions (not applied; see
     ``framework.result.apply``).  Every front-end -- ``cycle``, ``simulate``, ``bench``, ``queues`` and the
     Kubernetes scheduler -- runs its sessions through here (Volcano's ``Scheduler.runOnce``,
-    ``pkg/scheduler/scheduler.go``)."""
-    return Session(cache.snapshot(), conf, engine).run()
+    ``pkg/scheduler/scheduler.go``).  ``record_ties``: also fill ``SessionResult.ties`` (every best-scored node of
+    each placement), for comparing with Volcano, which picks among equal nodes at random."""
+    ssn = Session(cache.snapshot(), conf, engine)
+    if record_ties:
+        ssn.selector.ties = {}
+    return ssn.run()
 
 
 def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano",
-                  engine: str = "vector") -> tuple[SessionResult, SchedulerCache]:
+                  engine: str = "vector", record_ties: bool = False) -> tuple[SessionResult, SchedulerCache]:
     cache = SchedulerCache.from_objects(objects, scheduler_name)
-    return run_session(cache, conf, engine), cache
+    return run_session(cache, conf, engine, record_ties), cache
 
 
 def result_json(result: SessionResult) -> dict[str, Any]:

@@ -11,7 +11,7 @@ argmax instead of a full re-evaluation per pod.  Anything not template-safe is e
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from pyvolcano.api.fit_errors import FitError, FitErrors, insufficient_reason
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.resource import EPS
+from pyvolcano.plugins._k8s import MAX_NODE_SCORE, default_normalize
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -69,6 +70,11 @@ def passes(fn: ScalarPredicate, task: TaskInfo, node: NodeInfo) -> bool:
 
 @dataclass
 class ScoreReg:
+    """A node score.  With ``normalize`` set ("max" or "max-reverse") the callbacks give a *raw* score that is
+    static and template-safe, and the score that counts is Kubernetes' ``DefaultNormalizeScore`` of it over the
+    nodes being compared (the candidates of one decision), times ``weight``: what Volcano's nodeorder does for
+    the NodeAffinity and TaintToleration scores (``nodescore.CalculatePluginScore``)."""
+
     plugin: str
     vector: VectorScore | None = None
     scalar: ScalarScore | None = None
@@ -78,6 +84,8 @@ class ScoreReg:
     #: BatchNodeOrderFn): ``vector`` is always called with all of them, whatever the engine (it picks its own
     #: reference form for the scalar engine)
     batch: bool = False
+    normalize: str = ""
+    weight: float = 1.0
 
     def scores(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
         if self.vector is not None and (engine == "vector" or self.batch):
@@ -108,6 +116,9 @@ class _Entry:
     key_idle: np.ndarray
     key_future: np.ndarray
     pos: int = 0
+    #: normalised scores whose raw values differ between nodes: (registration, raw score of every node); their
+    #: share depends on which nodes compete, so such a template is scored per decision, not by the cached argmax
+    norm: list[tuple[ScoreReg, np.ndarray]] = field(default_factory=list)
 
 
 class NodeSelector:
@@ -123,6 +134,18 @@ class NodeSelector:
         #: more of the pod that a template-safe registration reads beyond ``template_key`` (container images
         #: for image locality): part of the cache key
         self.key_parts: list[Callable[[TaskInfo], Any]] = []
+        #: when a dict (``run_session(record_ties=True)``): per task, every node that scored as well as the chosen
+        #: one in its last decision.  Volcano picks one of them at random (``util.SelectBestNodeAndScore``);
+        #: pyvolcano takes the lowest node index, so a differential test must accept any of them.
+        self.ties: dict[str, list[int]] | None = None
+
+    def _record(self, task: TaskInfo, masked: np.ndarray, i: int) -> None:
+        """Remember the nodes tied with ``i`` in ``masked`` (scores, -inf for non-candidates).  Scores are sums
+        of whole numbers plus binpack's fraction, added in a different order than Volcano's, so "equal" allows
+        for rounding."""
+        if self.ties is not None:
+            best = masked[i]
+            self.ties[task.uid] = np.flatnonzero(np.abs(masked - best) <= 1e-9 * max(1.0, abs(best))).tolist()
 
     # registrations split once by kind
     def _split(self) -> None:
@@ -130,6 +153,8 @@ class NodeSelector:
         self.static_preds = [p for p in preds if p.template_safe and p.static]
         self.dyn_preds = [p for p in preds if p.template_safe and not p.static]
         self.fresh_preds = [p for p in preds if not p.template_safe]
+        self.norm_scores = [s for s in scores if s.normalize]
+        scores = [s for s in scores if not s.normalize]
         self.static_scores = [s for s in scores if s.template_safe and s.static]
         self.dyn_scores = [s for s in scores if s.template_safe and not s.static]
         self.fresh_scores = [s for s in scores if not s.template_safe]
@@ -219,8 +244,15 @@ class NodeSelector:
             ss = np.zeros(n)
             for sc in self.static_scores:
                 ss += sc.scores(ssn, task, idx, eng)
+            norm: list[tuple[ScoreReg, np.ndarray]] = []
+            for sc in self.norm_scores:
+                raw = sc.scores(ssn, task, idx, eng)
+                if n and raw.max() > 0:
+                    norm.append((sc, raw))
+                elif sc.normalize == "max-reverse":  # every raw score 0: 100 everywhere, whichever nodes compete
+                    ss += sc.weight * MAX_NODE_SCORE
             e = _Entry(sm, ss, np.ones(n, bool), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool),
-                       np.full(n, -np.inf), np.full(n, -np.inf), len(nodes.log))
+                       np.full(n, -np.inf), np.full(n, -np.inf), len(nodes.log), norm)
             self._compute(e, task, idx)
             if key is not None:
                 self.entries[key] = e
@@ -262,10 +294,14 @@ class NodeSelector:
         return all(bool(p.mask(self.ssn, task, idx, self.engine)[0]) for p in preds)
 
     def total_scores(self, task: TaskInfo, e: _Entry, cand: np.ndarray) -> np.ndarray:
+        """Every node score for the candidate nodes ``cand`` (a mask); normalised scores are normalised over
+        exactly those nodes, as Volcano's allocate scores one candidate gradient at a time."""
         total = e.score
-        if self.fresh_scores or self.ssn.batch_scores:
+        if self.fresh_scores or self.ssn.batch_scores or e.norm:
             idx = np.nonzero(cand)[0]
             extra = np.zeros(len(idx))
+            for reg, raw in e.norm:
+                extra += reg.weight * default_normalize(raw[idx], reg.normalize == "max-reverse")
             for sc in self.fresh_scores:
                 extra += sc.scores(self.ssn, task, idx, self.engine)
             views = [self.ssn.nodes.views[i] for i in idx]
@@ -280,31 +316,41 @@ class NodeSelector:
         """Best node for ``task``: (index, fits idle now) or (None, False) when no node can take it.
 
         Nodes whose idle resources fit come first (Allocate); otherwise nodes whose future idle fits
-        (Pipeline), as Volcano's allocate does with its two candidate gradients.  Ties go to the lowest index."""
+        (Pipeline), as Volcano's allocate does with its two candidate gradients.  Ties go to the lowest node
+        index (the snapshot's node order), where Volcano picks one of the best at random; see ``ties``."""
         if not len(self.all_idx):
             return None, False
         if self.simple:
             e = self.entry(task, job)
-            for key, now in ((e.key_idle, True), (e.key_future, False)):
-                i = int(key.argmax())
-                if key[i] > -np.inf:
-                    return i, now
-            if not (e.ok & e.fit_future).any():  # only a node scoring -inf could still be a candidate
-                return None, False
+            if not e.norm:
+                for key, now in ((e.key_idle, True), (e.key_future, False)):
+                    i = int(key.argmax())
+                    if key[i] > -np.inf:
+                        self._record(task, key, i)
+                        return i, now
+                if not (e.ok & e.fit_future).any():  # only a node scoring -inf could still be a candidate
+                    return None, False
         e, feas = self.feasible(task, job)
         for cand, now in ((feas & e.fit_idle, True), (feas & e.fit_future, False)):
             count = int(np.count_nonzero(cand))
             if count == 0:
                 continue
             if count == 1:
-                return int(np.argmax(cand)), now
+                i = int(np.argmax(cand))
+                if self.ties is not None:
+                    self.ties[task.uid] = [i]
+                return i, now
             total = self.total_scores(task, e, cand)
             best = self.ssn.best_node(task, cand, total)
             if best is not None:
+                if self.ties is not None:
+                    self.ties[task.uid] = [best]
                 return best, now
             masked = np.where(cand, total, -np.inf)
             i = int(np.argmax(masked))
-            return (i if cand[i] else int(np.argmax(cand))), now
+            i = i if cand[i] else int(np.argmax(cand))
+            self._record(task, masked, i)
+            return i, now
         return None, False
 
     def explain(self, task: TaskInfo, job: JobInfo | None) -> FitErrors:

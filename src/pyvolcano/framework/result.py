@@ -137,6 +137,8 @@ class SessionResult:
     fair_mask: np.ndarray | None = None
     nodes: int = 0
     pods: int = 0
+    #: with ``run_session(record_ties=True)``: per placed task, the nodes that scored as well as the chosen one
+    ties: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def action_seconds(self) -> dict[str, float]:

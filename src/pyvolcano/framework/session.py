@@ -125,14 +125,19 @@ class Session:
             self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason))
 
     def add_node_order(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
-                       template_safe: bool = True, batch: bool = False) -> None:
+                       template_safe: bool = True, batch: bool = False, normalize: str = "",
+                       weight: float = 1.0) -> None:
         """A node score: ``vector(task, idx) -> float array`` and/or ``scalar(task, NodeInfo) -> float``.
-        ``batch``: normalised over the candidate nodes (Volcano's BatchNodeOrderFn), so not template-safe and
-        always called through ``vector`` with every candidate."""
+        ``batch``: normalised over the candidate nodes by the plugin itself (Volcano's BatchNodeOrderFn), so not
+        template-safe and always called through ``vector`` with every candidate.  ``normalize`` ("max" /
+        "max-reverse"): the callbacks give a static raw score that the framework normalises over the nodes compared
+        in each decision and multiplies by ``weight`` (see ``ScoreReg``)."""
         if batch:
             template_safe = False
+        if normalize and not (static and template_safe):
+            raise ValueError("a normalised node score must be static and template-safe")
         if self._tier(plugin, POINTS["batchNodeOrder" if batch else "nodeOrder"].flag) is not None:
-            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch))
+            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch, normalize, weight))
 
     def add_batch_node_order(self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]) -> None:
         if self._tier(plugin, POINTS["batchNodeOrder"].flag) is not None:
@@ -390,6 +395,9 @@ class Session:
                             resource_names=list(self.res.names), total=self.total_resource,
                             used=nodes.used.sum(axis=0) if len(nodes) else self.res.zeros(),
                             fair_mask=self.res.fair_mask, nodes=len(nodes))
+        if self.selector.ties is not None:
+            names = self.nodes.names
+            out.ties = {uid: [names[i] for i in idx] for uid, idx in self.selector.ties.items()}
         held: dict[str, np.ndarray] = {}
         phases: dict[str, dict[str, int]] = {}
         tasks: dict[str, list[int]] = {}

@@ -1,52 +1,208 @@
-"""nodeorder (``pkg/scheduler/plugins/nodeorder/nodeorder.go``): Kubernetes' node scores, weighted and added.
+"""nodeorder: Kubernetes 1.36's node scores, weighted and added, as Volcano master's nodeorder plugin computes them.
 
-Scores are on Kubernetes' 0..100 scale, times the ``<name>.weight`` argument:
-``leastrequested`` (default weight 1): mean over cpu and memory of (allocatable - requested) / allocatable;
-``mostrequested`` (0): mean of requested / allocatable; ``balancedresource`` (1): 1 - |cpu fraction -
-memory fraction| / 2 (the standard deviation of two fractions); ``nodeaffinity`` (2): the raw sum of matching
-preferred-term weights, as Volcano adds it without normalising; ``tainttoleration`` (3): fewer untolerated
-PreferNoSchedule taints is better, normalised by the largest count (100 when none has any) over every node of the
-session, where Kubernetes and Volcano take the nodes that passed the filters (a fixed scale keeps it a per-node
-score, cached per template, with an exact per-node form).
-"requested" is what the node's pods request plus this pod; pods requesting nothing count as nothing
-(Kubernetes' non-zero defaults of 100m/200MB are not applied).
+Volcano (``pkg/scheduler/plugins/nodeorder/nodeorder.go``) runs the vendored Kubernetes score plugins in its
+BatchNodeOrderFn over the candidate nodes of one decision; each plugin's whole-number score (0..100) is
+multiplied by its integer weight (``nodescore.CalculatePluginScore``) and the products are added.  The scores
+(``k8s.io/kubernetes/pkg/scheduler/framework/plugins``, v1.36):
+
+- ``leastrequested`` (NodeResourcesFit, LeastAllocated; weight 1): per resource (cpu, memory; weight 50 each)
+  ``(allocatable - requested) * 100 / allocatable`` in integers (0 when requested exceeds allocatable), then the
+  weighted mean, again an integer division.  "requested" is the node's pods plus this one, counted with
+  Kubernetes' non-zero defaults (a container without a cpu / memory request counts 100m / 200Mi).
+- ``mostrequested`` (NodeResourcesFit, MostAllocated; weight 0): ``min(requested, allocatable) * 100 /
+  allocatable`` per resource, integer mean over cpu and memory; same "requested".
+- ``balancedresource`` (NodeResourcesBalancedAllocation; weight 1): over cpu, memory and ``nvidia.com/gpu`` (the
+  GPU only when the pod asks for it), each fraction requested / allocatable capped at 1, the balance is
+  ``int((1 - std) * 100)`` (std of two fractions is half their difference).  Kubernetes 1.36 scores the *change*
+  the pod makes: ``50 + (50 + balance with the pod - balance without it) / 2``.  Actual requests, no defaults;
+  a pod requesting none of them is not scored (PreScore Skip).
+- ``nodeaffinity`` (NodeAffinity; weight 2): the sum of the weights of the matching preferred terms, normalised
+  over the compared nodes so the best has 100 (``DefaultNormalizeScore``).
+- ``tainttoleration`` (TaintToleration; weight 3): the number of PreferNoSchedule taints the pod does not
+  tolerate, normalised reversed over the compared nodes (100 for the fewest; 100 everywhere when none has any).
+
+Resources "on the node" are those of the pods in Volcano's session nodeMap: the node's pods when the session
+opened, plus pods allocated or pipelined in the session and minus pods evicted, the last two only when the
+``predicates`` plugin is configured (its event handlers are what update that map in Volcano).
+Inter-pod affinity, topology spread and image locality scores are registered by their own modules.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.k8s_requests import GPU
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
-from pyvolcano.framework.session import Session
+from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._k8s import LabelIndex, preferred_score, untolerated
 from pyvolcano.plugins._podaffinity import register_scores
 
 MAX_NODE_SCORE = 100.0
+HALF = MAX_NODE_SCORE / 2
 
 
-def _fractions(ssn: Session, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """requested/allocatable for cpu and memory (each of len(idx)), including the task; 1 where nothing is
-    allocatable.  Column by column: this runs for every placed pod, usually on one node."""
-    nodes = ssn.nodes
-    out = []
+class K8sNodeRequests:
+    """Per node, what Kubernetes' ``NodeInfo`` in Volcano's session nodeMap holds: ``Requested`` (cpu, memory,
+    GPU; columns of ``req``) and ``NonZeroRequested`` (cpu, memory; ``nz``), kept up to date by allocate /
+    deallocate events when ``track`` (Volcano's predicates plugin updates the map; without it the map stays as
+    the session opened).
+
+    Built from the node accounting (``NodeArrays.used``, every pod on the node) corrected by the few pods whose
+    Kubernetes view differs (``TaskInfo.k8s_extra``): no per-pod arithmetic for the usual pod."""
+
+    def __init__(self, ssn: Session, track: bool) -> None:
+        nodes, pos = ssn.nodes, ssn.res.pos
+        self.ssn = ssn
+        self.dims = [pos["cpu"], pos["memory"]] + ([pos[GPU]] if GPU in pos else [])
+        n, k = len(nodes), len(self.dims)
+        self._where: dict[str, int] = {}
+        self._vec: dict[object, np.ndarray] = {}
+        #: one row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update
+        #: per event); ``req`` and ``nz`` are views of it
+        self.both = np.zeros((n, 5))
+        self.req = self.both[:, :3]
+        self.nz = self.both[:, 3:]
+        self.req[:, :k] = nodes.used[:, self.dims]
+        self.nz[:] = nodes.used[:, self.dims[:2]]
+        fix = [(i, t.k8s_extra) for i, tasks in enumerate(nodes.tasks) for t in tasks.values() if t.k8s_extra]
+        if fix:
+            at = np.fromiter((i for i, _ in fix), np.int64, len(fix))
+            np.add.at(self.both, at, np.array([e for _, e in fix]))
+        if track:
+            ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+
+    def pod_req(self, task: TaskInfo) -> list[float]:
+        """The pod's (cpu, memory, GPU) request as Kubernetes' PodRequests counts it (init containers and
+        overhead included: pyvolcano's ``init_resreq``)."""
+        r = task.init_resreq
+        d = self.dims
+        return [float(r[d[0]]), float(r[d[1]]), float(r[d[2]]) if len(d) > 2 else 0.0]
+
+    def pod_nz(self, task: TaskInfo) -> tuple[float, float]:
+        """The pod's (cpu, memory) with Kubernetes' defaults for containers stating none."""
+        r, d, e = task.resreq, self.dims, task.k8s_extra
+        if e is None:
+            return float(r[d[0]]), float(r[d[1]])
+        return float(r[d[0]]) + e[3], float(r[d[1]]) + e[4]
+
+    def pod_key(self, task: TaskInfo) -> object:
+        """Pods of one template see the same requests unless Kubernetes sees them differently."""
+        return task.template_key if task.k8s_extra is None else task.uid
+
+    def _add(self, i: int, task: TaskInfo, sign: float) -> None:
+        key = self.pod_key(task)
+        v = self._vec.get(key)
+        if v is None:
+            v = self._vec[key] = np.array([*self.pod_req(task), *self.pod_nz(task)])
+        if sign > 0:
+            self.both[i] += v
+        else:
+            self.both[i] -= v
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        i = self.ssn.nodes.pos.get(task.node_name)
+        if i is not None:
+            self._where[task.uid] = i
+            self._add(i, task, 1.0)
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        i = self._where.pop(task.uid, None)
+        if i is None:
+            i = self.ssn.nodes.pos.get(task.node_name)
+        if i is not None:
+            self._add(i, task, -1.0)
+
+
+# --- the score formulas, vector (many nodes) and per node, doing the same float operations in the same order ---
+def least_allocated(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """NodeResourcesFit LeastAllocated over cpu and memory (columns), weights 50/50; resources a node does not
+    have (allocatable 0) are left out of the mean."""
+    num = np.zeros(len(alloc))
+    wsum = np.zeros(len(alloc))
     for d in (0, 1):
-        alloc = nodes.allocatable[idx, d]
-        req = nodes.used[idx, d] + task.resreq[d]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out.append(np.where(alloc > 0, req / np.where(alloc > 0, alloc, 1), 1.0))
-    return out[0], out[1]
+        a, r = alloc[:, d], req[:, d]
+        has = a > 0
+        per = np.where(r > a, 0.0, np.floor_divide((a - r) * MAX_NODE_SCORE, np.where(has, a, 1.0)))
+        num += np.where(has, per * 50, 0.0)
+        wsum += np.where(has, 50.0, 0.0)
+    return np.where(wsum > 0, np.floor_divide(num, np.where(wsum > 0, wsum, 1.0)), 0.0)
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    """Clip to [0, 1] (np.clip costs twice as much on tiny arrays)."""
-    return np.minimum(np.maximum(x, 0.0), 1.0)
+def least_allocated1(alloc: list[float], req: list[float]) -> float:
+    num = wsum = 0.0
+    for a, r in zip(alloc, req, strict=True):
+        if a > 0:
+            num += (0.0 if r > a else ((a - r) * MAX_NODE_SCORE) // a) * 50
+            wsum += 50.0
+    return num // wsum if wsum > 0 else 0.0
 
 
-def _unit1(x: float) -> float:
-    return min(max(x, 0.0), 1.0)
+def most_allocated(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """NodeResourcesFit MostAllocated over cpu and memory, weights 1/1."""
+    num = np.zeros(len(alloc))
+    cnt = np.zeros(len(alloc))
+    for d in (0, 1):
+        a = alloc[:, d]
+        has = a > 0
+        per = np.floor_divide(np.minimum(req[:, d], a) * MAX_NODE_SCORE, np.where(has, a, 1.0))
+        num += np.where(has, per, 0.0)
+        cnt += has
+    return np.where(cnt > 0, np.floor_divide(num, np.where(cnt > 0, cnt, 1.0)), 0.0)
+
+
+def most_allocated1(alloc: list[float], req: list[float]) -> float:
+    num = cnt = 0.0
+    for a, r in zip(alloc, req, strict=True):
+        if a > 0:
+            num += (min(r, a) * MAX_NODE_SCORE) // a
+            cnt += 1
+    return num // cnt if cnt > 0 else 0.0
+
+
+def balance(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """Kubernetes' balancedResourceScore: ``int((1 - std(fractions)) * 100)`` over the resources the node has
+    (2 or 3 columns)."""
+    k = alloc.shape[1]
+    has = alloc > 0
+    f = np.where(has, np.minimum(req / np.where(has, alloc, 1.0), 1.0), 0.0)
+    cnt = has.sum(axis=1)
+    if k == 2:
+        first, second = f[:, 0], f[:, 1]
+    else:
+        first = np.where(has[:, 0], f[:, 0], f[:, 1])
+        second = np.where(has[:, 0] & has[:, 1], f[:, 1], f[:, 2])
+    std = np.where(cnt == 2, np.abs((first - second) / 2), 0.0)
+    if k == 3:
+        total = f[:, 0] + f[:, 1] + f[:, 2]
+        mean = total / 3
+        dev = (f[:, 0] - mean) * (f[:, 0] - mean) + (f[:, 1] - mean) * (f[:, 1] - mean)
+        dev = dev + (f[:, 2] - mean) * (f[:, 2] - mean)
+        std = np.where(cnt == 3, np.sqrt(dev / 3), std)
+    return np.floor((1 - std) * MAX_NODE_SCORE)
+
+
+def balance1(alloc: list[float], req: list[float]) -> float:
+    fr = [min(r / a, 1.0) for a, r in zip(alloc, req, strict=True) if a > 0]
+    std = 0.0
+    if len(fr) == 2:
+        std = abs((fr[0] - fr[1]) / 2)
+    elif len(fr) == 3:
+        mean = (fr[0] + fr[1] + fr[2]) / 3
+        dev = (fr[0] - mean) * (fr[0] - mean) + (fr[1] - mean) * (fr[1] - mean)
+        dev = dev + (fr[2] - mean) * (fr[2] - mean)
+        std = math.sqrt(dev / 3)
+    return float(math.floor((1 - std) * MAX_NODE_SCORE))
+
+
+def balance_change(with_pod: np.ndarray, without: np.ndarray) -> np.ndarray:
+    """Kubernetes 1.36 BalancedAllocation: ``MaxNodeScore/2 + (MaxNodeScore/2 + with - without) / 2`` in
+    integers (Go's division truncates toward zero)."""
+    return HALF + np.trunc((HALF + with_pod - without) / 2)
 
 
 @register_plugin
@@ -55,78 +211,124 @@ class NodeOrder(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         a = self.arguments
-        least = a.get_float("leastrequested.weight", 1)
-        most = a.get_float("mostrequested.weight", 0)
-        balanced = a.get_float("balancedresource.weight", 1)
-        affinity = a.get_float("nodeaffinity.weight", 2)
-        taint = a.get_float("tainttoleration.weight", 3)
+        least = a.get_int("leastrequested.weight", 1)
+        most = a.get_int("mostrequested.weight", 0)
+        balanced = a.get_int("balancedresource.weight", 1)
+        affinity = a.get_int("nodeaffinity.weight", 2)
+        taint = a.get_int("tainttoleration.weight", 3)
         li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
-
         if least or most or balanced:
-            # The vector and the per-node form do the same float operations in the same order, so they agree
-            # exactly (the vector engine uses the per-node form when only a few nodes changed).
-            def resource_scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-                fcpu, fmem = _fractions(ssn, task, idx)
-                s = np.zeros(len(idx))
-                if least:
-                    s += least * MAX_NODE_SCORE * ((_unit(1 - fcpu) + _unit(1 - fmem)) / 2)
-                if most:
-                    s += most * MAX_NODE_SCORE * ((_unit(fcpu) + _unit(fmem)) / 2)
-                if balanced:
-                    s += balanced * MAX_NODE_SCORE * (1 - np.abs(_unit(fcpu) - _unit(fmem)) / 2)
-                return s
-
-            alloc_all, used_all = ssn.nodes.allocatable, ssn.nodes.used
-
-            def resource_score(task: TaskInfo, node: NodeInfo) -> float:
-                i = node.index
-                a, b = float(alloc_all[i, 0]), float(alloc_all[i, 1])
-                fc = (float(used_all[i, 0]) + float(task.resreq[0])) / a if a > 0 else 1.0
-                fm = (float(used_all[i, 1]) + float(task.resreq[1])) / b if b > 0 else 1.0
-                s = 0.0
-                if least:
-                    s += least * MAX_NODE_SCORE * ((_unit1(1 - fc) + _unit1(1 - fm)) / 2)
-                if most:
-                    s += most * MAX_NODE_SCORE * ((_unit1(fc) + _unit1(fm)) / 2)
-                if balanced:
-                    s += balanced * MAX_NODE_SCORE * (1 - abs(_unit1(fc) - _unit1(fm)) / 2)
-                return s
-            ssn.add_node_order(self.name, vector=resource_scores, scalar=resource_score)
-
+            self._resource_scores(ssn, least, most, balanced)
         if affinity:
-            ssn.add_node_order(self.name, vector=lambda t, idx: affinity * preferred_score(li, t.pod, idx),
-                               static=True)
-
-        if taint and len(li.tainted):
-            nodes = ssn.nodes
-            top_count: dict[object, float] = {}  # per pod template: the largest untolerated count of the session
-
-            def count(task: TaskInfo, i: int) -> float:
-                return float(len(untolerated(task.pod, nodes.specs[i].taints, ("PreferNoSchedule",))))
-
-            def top(task: TaskInfo) -> float:
-                """Kubernetes normalises this score by the largest count among the nodes; here over every node
-                of the session, once per template, so the vector and the per-node form agree."""
-                key = task.template_key
-                if key not in top_count:
-                    top_count[key] = max((count(task, int(i)) for i in li.tainted), default=0.0)
-                return top_count[key]
-
-            def taint_scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-                counts = np.zeros(len(idx))
-                for j in np.nonzero(np.isin(idx, li.tainted))[0]:
-                    counts[j] = count(task, int(idx[j]))
-                t = top(task)
-                if t == 0:
-                    return np.full(len(idx), taint * MAX_NODE_SCORE)
-                return taint * (MAX_NODE_SCORE - counts * MAX_NODE_SCORE / t)
-
-            def taint_score(task: TaskInfo, node: NodeInfo) -> float:
-                t = top(task)
-                return taint * (MAX_NODE_SCORE - count(task, node.index) * MAX_NODE_SCORE / t) if t else \
-                    taint * MAX_NODE_SCORE
-            ssn.add_node_order(self.name, vector=taint_scores, scalar=taint_score, static=True)
-
+            ssn.add_node_order(self.name, vector=lambda t, idx: preferred_score(li, t.pod, idx), static=True,
+                               normalize="max", weight=affinity)
+        if taint:
+            self._taint_score(ssn, li, taint)
         # Kubernetes' InterPodAffinity, PodTopologySpread and ImageLocality scores (plugins/_podaffinity.py)
         register_scores(ssn, self.name, a.get_float("podaffinity.weight", 2),
                         a.get_float("podtopologyspread.weight", 2), a.get_float("imagelocality.weight", 1))
+
+    def _resource_scores(self, ssn: Session, least: int, most: int, balanced: int) -> None:
+        """LeastAllocated, MostAllocated and BalancedAllocation: per node, from the node's requests."""
+        kr = K8sNodeRequests(ssn, track="predicates" in ssn.conf.plugin_names)
+        alloc_all = ssn.nodes.allocatable
+        dims = kr.dims
+
+        alloc_cm = np.ascontiguousarray(alloc_all[:, dims[:2]])
+        # every node has cpu and memory (the usual case): fewer NumPy calls, the same float operations
+        cm_ok = bool((alloc_cm > 0).all())
+
+        def scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            s = np.zeros(len(idx))
+            c, m, p, k = prep(task)
+            a = alloc_cm[idx]
+            if least or most:
+                req = kr.nz[idx] + (c, m)
+                if least and cm_ok:
+                    per = np.floor_divide((a - req) * MAX_NODE_SCORE, a)
+                    per[req > a] = 0.0
+                    s += least * np.floor_divide(per[:, 0] * 50 + per[:, 1] * 50, 100.0)
+                elif least:
+                    s += least * least_allocated(a, req)
+                if most:
+                    s += most * most_allocated(a, req)
+            if balanced and k == 2 and cm_ok:
+                before = kr.req[idx, :2]
+                fa = np.minimum((before + np.array(p[:2])) / a, 1.0)
+                fb = np.minimum(before / a, 1.0)
+                w = np.floor((1 - np.abs((fa[:, 0] - fa[:, 1]) / 2)) * MAX_NODE_SCORE)
+                wo = np.floor((1 - np.abs((fb[:, 0] - fb[:, 1]) / 2)) * MAX_NODE_SCORE)
+                s += balanced * balance_change(w, wo)
+            elif balanced and k:
+                alloc = alloc_all[idx][:, dims[:k]]
+                before = kr.req[idx][:, :k]
+                after = before + np.array(p[:k])
+                s += balanced * balance_change(balance(alloc, after), balance(alloc, before))
+            return s
+
+        # The per-node form: the same float operations as the vector form, inlined for the usual case (a node
+        # with cpu and memory, a pod without GPUs) since it runs for every node a placement changes.
+        col_c = alloc_all[:, dims[0]].tolist()
+        col_m = alloc_all[:, dims[1]].tolist()
+        prepared: dict[object, tuple[float, float, list[float], int]] = {}
+
+        def prep(task: TaskInfo) -> tuple[float, float, list[float], int]:
+            """(cpu and memory with Kubernetes' defaults, the actual request, balance columns: 0 = no score)."""
+            key = kr.pod_key(task)
+            got = prepared.get(key)
+            if got is None:
+                c, m = kr.pod_nz(task)
+                p = kr.pod_req(task)
+                got = prepared[key] = (c, m, p, (3 if p[2] else 2) if (p[0] or p[1] or p[2]) else 0)
+            return got
+
+        def score(task: TaskInfo, node: NodeInfo) -> float:
+            i = node.index
+            c, m, p, k = prep(task)
+            a0, a1 = col_c[i], col_m[i]
+            simple = a0 > 0 and a1 > 0
+            row = kr.both[i].tolist()  # Requested cpu, memory, GPU, NonZeroRequested cpu, memory
+            s = 0.0
+            if least or most:
+                r0, r1 = row[3] + c, row[4] + m
+                if least:
+                    if simple:
+                        l0 = 0.0 if r0 > a0 else ((a0 - r0) * MAX_NODE_SCORE) // a0
+                        l1 = 0.0 if r1 > a1 else ((a1 - r1) * MAX_NODE_SCORE) // a1
+                        s += least * ((l0 * 50 + l1 * 50) // 100.0)
+                    else:
+                        s += least * least_allocated1([a0, a1], [r0, r1])
+                if most:
+                    s += most * most_allocated1([a0, a1], [r0, r1])
+            if balanced and k:
+                if k == 2 and simple:
+                    b0, b1 = row[0], row[1]
+                    w = math.floor((1 - abs((min((b0 + p[0]) / a0, 1.0) - min((b1 + p[1]) / a1, 1.0)) / 2))
+                                   * MAX_NODE_SCORE)
+                    wo = math.floor((1 - abs((min(b0 / a0, 1.0) - min(b1 / a1, 1.0)) / 2)) * MAX_NODE_SCORE)
+                else:
+                    alloc = [float(alloc_all[i, d]) for d in dims[:k]]
+                    before = row[:k]
+                    w = balance1(alloc, [b + q for b, q in zip(before, p[:k], strict=True)])
+                    wo = balance1(alloc, before)
+                s += balanced * (HALF + math.trunc((HALF + w - wo) / 2))
+            return s
+
+        ssn.add_node_order(self.name, vector=scores, scalar=score)
+
+    def _taint_score(self, ssn: Session, li: LabelIndex, weight: int) -> None:
+        """TaintToleration: raw = untolerated PreferNoSchedule taints, normalised reversed per decision."""
+        nodes = ssn.nodes
+
+        def count(task: TaskInfo, i: int) -> float:
+            return float(len(untolerated(task.pod, nodes.specs[i].taints, ("PreferNoSchedule",))))
+
+        def counts(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(idx))
+            if len(li.tainted):
+                for j in np.nonzero(np.isin(idx, li.tainted))[0]:
+                    out[j] = count(task, int(idx[j]))
+            return out
+
+        ssn.add_node_order(self.name, vector=counts, scalar=lambda t, node: count(t, node.index), static=True,
+                           normalize="max-reverse", weight=weight)
