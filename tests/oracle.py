@@ -41,8 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ORACLE = ROOT.parent / "shared" / "tools" / "volcano" / "vc-oracle"
 #: kinds the oracle accepts (``src/vc-oracle/main.go``); any other kind makes it exit 2.
 ORACLE_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode"})
-#: how long the oracle waits for no further bind/evict event (its ``-quiet``); binds arrive on a goroutine.
-QUIET = os.environ.get("PYVOLCANO_ORACLE_QUIET", "150ms")
+#: how long the oracle waits for no further bind/evict event (its ``-quiet``); binds arrive on a goroutine, and on
+#: a loaded machine 150 ms (and even the oracle's own 500 ms default) sometimes ended a run before its last bind.
+QUIET = os.environ.get("PYVOLCANO_ORACLE_QUIET", "1s")
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 
 
@@ -129,10 +130,14 @@ def dump(scenario: dict[str, Any]) -> str:
     return yaml.dump(scenario, Dumper=_Dumper, sort_keys=False)
 
 
-def run(objects: list[dict[str, Any]], config: str, *, keep: Path | None = None) -> dict[str, Any]:
+def run(objects: list[dict[str, Any]], config: str, *, keep: Path | None = None,
+        installer_queues: bool = True) -> dict[str, Any]:
     """One oracle run: its JSON output (binds, evictions, pipelined, podgroups; nodeScores etc. when
-    ``actions`` is empty). ``keep`` writes the exact scenario file given to the oracle there."""
-    scenario = {"name": "differential", "config": config, "objects": with_installer_queues(objects, config)}
+    ``actions`` is empty). ``keep`` writes the exact scenario file given to the oracle there.
+    ``installer_queues=False`` (a scenario's ``installerQueues: false``) runs the objects as they are, for a
+    situation the installer's queues would hide (a hierarchy without a ``root`` Queue)."""
+    objs = with_installer_queues(objects, config) if installer_queues else list(objects)
+    scenario = {"name": "differential", "config": config, "objects": objs}
     text = dump(scenario)
     if keep is not None:
         keep.write_text(text)

@@ -29,13 +29,16 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _match_nodes(got: dict[str, str], want: dict[str, str], what: str) -> list[str]:
+def _match_nodes(got: dict[str, str], want: dict[str, Any], what: str) -> list[str]:
+    """``want`` maps each pod to its node, ``"*"`` (any node) or a list of nodes (any of them: where Volcano picks
+    at random among equally scored nodes but some nodes must still be avoided)."""
     errs = []
     if set(got) != set(want):
         errs.append(f"{what}: got pods {sorted(got)}, want {sorted(want)}")
     for pod, node in want.items():
-        if pod in got and node != "*" and got[pod] != node:
-            errs.append(f"{what}: {pod} went to {got[pod]}, want {node}")
+        ok = node == "*" or (got.get(pod) in node if isinstance(node, list) else got.get(pod) == node)
+        if pod in got and not ok:
+            errs.append(f"{what}: {pod} went to {got[pod]}, want {'one of ' if isinstance(node, list) else ''}{node}")
     return errs
 
 

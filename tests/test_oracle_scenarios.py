@@ -27,31 +27,7 @@ FILES = scenario_files()
 
 #: scenario file stem -> (issue-13 rule number, or "new" for a difference no rule covers; what Volcano does)
 KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {
-    # Rule 5: inconsistent capacity hierarchies are warnings, not fatal.
-    "c09-hierarchy-invalid": ("5", "a child above its parent is a warning; Volcano still places x-0"),
-    "ch01-parent-deserved-must-cover-children": ("5", "children's deserved above the parent's is a warning; "
-                                                      "Volcano places x-0"),
-    "ch03-top-level-capability-above-cluster": ("5", "a capability above the cluster is a warning (and the root "
-                                                     "is unlimited, rule 15); Volcano places x-0"),
-    # Rule 7: greedy victims, node by node, in victim order (no kube-scheduler minimal-victim dry run).
-    "p10-lowest-highest-victim-priority": ("7", "Volcano evicts mid-0 on n1"),
-    "p11-smallest-priority-sum": ("7", "Volcano evicts a50-0 and b50-0 on n1"),
-    "p12-fewest-victims": ("7", "Volcano evicts t10-0 and z0-0 on n1"),
-    "p13-reprieve-highest-first": ("7", "Volcano evicts both l10-0 and l20-0 (no reprieve)"),
-    "r07-reclaim-picks-lower-priority-node": ("7", "Volcano reclaims on n1, the first node, evicting hi-0"),
-    # Rule 16: victim votes fall through tiers.
-    "r02-volcano-tier-quirk": ("16", "conformance's answer no longer ends the vote: proportion decides, "
-                                     "Volcano evicts x-2 and x-3 from the over-deserved q1"),
-    # Rule 17: reclaim is transactional per job (the statement is discarded unless the gang is pipelined).
-    "c01-capacity-reclaim-to-guarantee": ("17", "the gang cannot be pipelined in full: Volcano discards both "
-                                                "evictions"),
-    "c08-hierarchy-reclaim-keeps-parent-guarantee": ("17", "Volcano discards the partial reclaim"),
-    "h02-hdrf-reclaim": ("17", "Volcano discards the partial reclaim"),
-    "r01-reclaim-stops-at-deserved": ("17", "three of four reclaimed, gang not pipelined: Volcano discards all"),
-    "r03-weights-two-to-one": ("17", "Volcano discards the partial reclaim"),
     # Rule 12: node scores as Kubernetes 1.36 computes and weights them.
-    "nodeorder-nodeaffinity-weight-one": ("12", "Volcano puts a-0 on n2: its weighted nodeaffinity + "
-                                                "leastrequested sum differs"),
     "requests-init-containers-and-overhead": ("12", "Volcano puts b-0 on n1 (scores 66 vs 50 before a-0)"),
     # New findings: no issue-13 rule covers these.
     "predicates-notready-node": ("new", "Volcano ignores node conditions (api/node_info.go: setNodeState); a "
@@ -90,7 +66,8 @@ def _judge(path: Path) -> tuple[str | None, list[str]]:
     if why:
         return why, []
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda _: oracle.run(sc["objects"], sc["config"]), range(2)))
+        runs = list(pool.map(lambda _: oracle.run(sc["objects"], sc["config"],
+                                                  installer_queues=sc.get("installerQueues", True)), range(2)))
     errs: list[str] = []
     for i, result in enumerate(runs):
         errs += [f"run {i + 1}: {e}" for e in oracle.check_expect(result, sc["expect"])]
