@@ -344,8 +344,7 @@ class KubeScheduler:
         if stop is not None:
             self._stop = stop
         if self.elector is not None:
-            threading.Thread(target=self.elector.run, args=(self._stop, None, self._deposed), name="leader-election",
-                             daemon=True).start()
+            self.elector.start(self._stop, None, self._deposed)
         if not self.start_informers():
             return
         log.info("informers synced: %d nodes, %d pods, %d podgroups, %d queues", len(self.cache.nodes),
@@ -383,6 +382,8 @@ class KubeScheduler:
         self.wait_binds(10)
         self.binder.shutdown(wait=False, cancel_futures=True)
         self.writer.shutdown(5)
+        if self.elector is not None:  # its loop releases the Lease once it sees the stop: wait for that
+            self.elector.join(self.elector.retry_period + 15)
 
     def healthy(self) -> tuple[bool, str]:
         dead = [str(r.res) for r in self.reflectors if r._thread is not None and not r.alive]
