@@ -2,9 +2,7 @@
 
 ``kube_server`` starts one kube-apiserver + etcd for the run through ``../shared/tools/kube/kube-up`` (or uses
 ``PYVOLCANO_KUBECONFIG``) and always stops it again; without either the ``kube`` tests skip and say how to run
-them.  Every ``kube`` test is put in one pytest-xdist group, so under ``make test`` (``-n 2 --dist loadgroup``)
-they all run on one worker, one after another, against one server and one session-wide controller: two
-controllers on one server would both manage every Volcano Job (that is what broke the vcjob tests under ``-n 2``).
+them.  Under ``make test`` (``-n 2``) each worker that runs ``kube`` tests starts its own server.
 """
 
 from __future__ import annotations
@@ -21,18 +19,11 @@ from tests.kube import cluster, kubeserver
 from tests.kube.cluster import Env, wait
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("kube") is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group("kube"))
-
-
 @pytest.fixture(scope="session")
-def kube_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kubeserver.Server]:
+def kube_server() -> Iterator[kubeserver.Server]:
     if not kubeserver.available():
         pytest.skip(kubeserver.HOW_TO_RUN)
-    srv = kubeserver.session_server(tmp_path_factory.getbasetemp())
+    srv = kubeserver.session_server()
     cluster.KUBECONFIG = srv.kubeconfig
     try:
         yield srv
@@ -54,10 +45,17 @@ def api(kube_server: kubeserver.Server) -> KubeClient:
 
 @pytest.fixture(scope="session")
 def controller(api: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Proc]:
-    """One controller for the whole run (two would both manage every job)."""
+    """One controller per pytest process, with leader election: when xdist workers share one server
+    (``PYVOLCANO_KUBECONFIG``), only the Lease holder manages the jobs, as two controllers would both manage every
+    job (that broke the vcjob tests under ``-n 2``); a worker that finishes releases the Lease and another
+    worker's controller takes over at once."""
     log = tmp_path_factory.mktemp("controller") / "controller.log"
-    p = cluster.Proc(["controller", "--no-leader-elect", "--listen-address", ""], log)
-    wait(lambda: "controllers running" in p.text() or p.p.poll() is not None, 60, "the controller to start")
+    p = cluster.Proc(["controller", "--listen-address", "", "--lock-object-namespace", "kube-system",
+                      "--leader-elect-resource-name", "pyvolcano-test-controller",
+                      "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+                      "--leader-elect-retry-period", "250ms"], log)
+    wait(lambda: "controllers running" in p.text() or "waiting for the lease" in p.text() or p.p.poll() is not None,
+         60, "the controller to start")
     assert p.p.poll() is None, p.text()[-3000:]
     yield p
     p.stop()

@@ -4,9 +4,10 @@ project's tools (``../shared/tools/kube/kube-up``), else the tests skip and say 
 Why a module of its own: the integration tests (``tests/kube``), the fault tests and the race
 (``benchmarks/``) all need the same server handling, including the parts that must not go wrong on a shared
 CI machine: the server is always stopped (``kube-down``), also when a test fails or the run is interrupted,
-and every pytest-xdist worker that needs one gets its own DIR (session fixtures run once per worker).
-The suite puts all ``kube`` tests in one xdist group (``--dist loadgroup`` in the Makefile), so a ``make test``
-run starts exactly one server.
+and every pytest-xdist worker that runs ``kube`` tests gets a server of its own (session fixtures run once per
+worker), so workers never see each other's controllers or schedulers.  (One server shared through an xdist group
+was the first plan, but ``--dist loadgroup`` of pytest-xdist 3.8 groups nothing under pytest 9, whose node ids
+can no longer be rewritten.)
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +92,8 @@ class Server:
             return
         self._down = True
         subprocess.run([str(KUBE_DOWN), str(self.dir)], capture_output=True, timeout=120)
+        if self.dir.name.startswith("pyvolcano-kube-"):  # ours (new_dir): logs are the only thing left
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def up(directory: Path, *apiserver_flags: str) -> Server:
@@ -105,9 +110,16 @@ def up(directory: Path, *apiserver_flags: str) -> Server:
     return srv
 
 
-def session_server(base: Path) -> Server:
-    """The run's server: the one ``PYVOLCANO_KUBECONFIG`` names, or a fresh one in ``base/kube``."""
+def session_server() -> Server:
+    """The run's server: the one ``PYVOLCANO_KUBECONFIG`` names, or a fresh one in a new temporary DIR."""
     env = os.environ.get("PYVOLCANO_KUBECONFIG", "")
     if env:
         return Server(env)
-    return up(base / "kube")
+    return up(new_dir())
+
+
+def new_dir() -> Path:
+    """A DIR for kube-up that nothing else deletes while the server runs (not under pytest's basetemp: pytest
+    prunes old basetemps, also those of a run still going on when several runs share the machine, and
+    kube-down needs DIR's pid files); ``Server.down`` removes it again."""
+    return Path(tempfile.mkdtemp(prefix="pyvolcano-kube-"))

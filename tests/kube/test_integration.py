@@ -4,8 +4,8 @@
 Nodes are plain Node objects (no kubelet): ``Kubelet`` marks bound pods Running and finishes terminating ones.
 Every test has its own namespace and labelled nodes, and its scheduler only uses those nodes
 (``--node-selector``) and schedules only its own pods (a scheduler name of its own).  One controller process
-serves the whole run (two would both manage every job), so they run in one process: ``make test`` puts them
-in one xdist group; by hand, ``pytest -p no:xdist -m kube tests/kube``.
+serves each pytest process; under xdist with one shared server (``PYVOLCANO_KUBECONFIG``) the processes' controllers
+hold a Lease, so only one manages the jobs at a time (two would both manage every job).
 """
 
 from __future__ import annotations

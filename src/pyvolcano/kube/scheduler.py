@@ -402,6 +402,10 @@ class KubeScheduler:
             log.info("using the reloaded scheduler conf from the next session on")
         with self.lock:
             self._expire_assumed()
+            c, cache_gauge = self.cache, self.metrics.cache_objects
+            for kind, n in (("pods", len(c.tasks)), ("other_pods", len(c.other_tasks)), ("nodes", len(c.nodes)),
+                            ("podgroups", len(c.podgroups)), ("queues", len(c.queues))):
+                cache_gauge.labels(kind).set(n)
         result = run_session(_LockedCache(self), self.conf.conf)  # type: ignore[arg-type]
         self.apply(result)
         log.debug("session %d: %d binds, %d evictions, %d unschedulable jobs in %.1f ms", self.stats["sessions"],
