@@ -11,6 +11,7 @@ hold a Lease, so only one manages the jobs at a time (two would both manage ever
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import subprocess
 import sys
@@ -216,9 +217,11 @@ def test_scheduler_restart_mid_gang_resumes_within_a_period(api: KubeClient, env
     p = scheduler(tmp_path, "sched", "-v", env=env)
     procs.append(p)
     wait(lambda: "informers synced" in p.text(), 30, "the scheduler to sync")
-    synced = time.monotonic()
-    wait(lambda: "gang-2" in bound(api, env.ns), 5, "the rest of the gang")
-    assert time.monotonic() - synced < 0.2 + 1.5  # one 200ms period plus generous slack for a real server
+    wait(lambda: "gang-2" in bound(api, env.ns), 30, "the rest of the gang")
+    # "within a period" is checked by counting sessions, not by timing them: the first session after the sync
+    # (session 0) is the one that binds it (a wall-clock bound failed under `make test` on a loaded machine)
+    sessions = [(int(n), int(b)) for n, b in re.findall(r"session (\d+): (\d+) binds", p.text())]
+    assert sessions and sessions[0] == (0, 1), sessions[:5]
 
     # and a real crash in the middle of binding a bigger gang: nothing bound twice, everything bound
     mk_podgroup(api, env, "big", 20)
