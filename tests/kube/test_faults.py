@@ -307,18 +307,24 @@ def test_leader_failover_mid_drain(api: KubeClient, env: Env, procs: list[cluste
     wait(lambda: "informers synced" in b.text(), 30, "the standby to sync")
     watch = NodeWatch(api, env.ns)
     try:
-        backlog(api, env, 60)
+        # one gang of 150: nothing is bound before the last pod exists, then one session decides all 150 and
+        # the leader's single bind worker works through them
+        mk_podgroup(api, env, "big", 150)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: mk_pod(api, env, f"big-{i}", "big"), range(150)))
         wait(lambda: len(bound(api, env.ns)) >= 5, 60, "the leader's drain to start")
         a.kill()  # a crash mid-drain: binds queued in a are lost with it, b must wait out the lease
         t_kill = time.monotonic()
         at_kill = len(bound(api, env.ns))
+        assert at_kill < 150, "the leader finished before it was killed: the test did not exercise a failover"
         got = check_drained(api, env, pb, nodes, watch, replicas=2)
-        assert len(got) == 60
+        assert len(got) == 150
         took = time.monotonic() - t_kill
-        cached = cache_objects(pb)
-        assert cached["pods"] == 60 and cached["nodes"] == 10
+        # the standby's cache: its gauge is set at the start of each of its sessions (it leads by now)
+        wait(lambda: cache_objects(pb).get("pods") == 150 and cache_objects(pb).get("nodes") == 10, 30,
+             "the new leader's cache to hold every pod and node")
         assert api.get(LEASE, "vc-scheduler", env.ns)["spec"]["holderIdentity"] == "replica-b"
-        print(f"\nleader killed with {at_kill}/60 bound; the standby took the lease and all 60 were bound "
+        print(f"\nleader killed with {at_kill}/150 bound; the standby took the lease and all 150 were bound "
               f"{took:.1f} s later (lease 3 s)")
     finally:
         watch.close()
