@@ -1,6 +1,7 @@
-"""Kubernetes mode at scale on a real API server (``PYVOLCANO_KUBECONFIG``; skipped without one).
+"""Kubernetes mode at scale on a real API server (``PYVOLCANO_KUBECONFIG``, or one started with
+``../shared/tools/kube/kube-up``; skipped without either).
 
-Run by ``make bench`` when the variable is set.  What it measures is the whole path a user sees: objects
+Run by ``make bench``.  What it measures is the whole path a user sees: objects
 listed and watched from the API server, sessions, concurrent ``pods/binding`` calls, until every pod of a
 backlog is bound.  Nodes are plain Node objects and no kubelet runs, so the figures are the scheduler's and
 the API server's, not a node's.
@@ -14,25 +15,33 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from tests.kube import cluster
+from tests.kube import cluster, kubeserver
 from tests.kube.cluster import Env, mk_pod, mk_podgroup, scheduler
 
 from pyvolcano.kube.client import KubeClient
 from pyvolcano.kube.resources import NODE, POD
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.kube,
-    pytest.mark.skipif(not cluster.KUBECONFIG, reason="needs a real API server: set PYVOLCANO_KUBECONFIG"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.kube]
 
 NODES = 1000
 GANGS = 300
 GANG = 10
 
 
+@pytest.fixture(scope="module")
+def server() -> Iterator[kubeserver.Server]:
+    if not kubeserver.available():
+        pytest.skip(kubeserver.HOW_TO_RUN)
+    srv = kubeserver.session_server()
+    cluster.KUBECONFIG = srv.kubeconfig
+    try:
+        yield srv
+    finally:
+        srv.down()
+
+
 @pytest.fixture
-def env() -> Iterator[Env]:
+def env(server: kubeserver.Server) -> Iterator[Env]:
     e = Env(cluster.client())
     yield e
     e.cleanup()

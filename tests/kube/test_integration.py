@@ -1,74 +1,34 @@
-"""Integration tests against a real kube-apiserver + etcd (``PYVOLCANO_KUBECONFIG``); skipped without one.
+"""Integration tests against a real kube-apiserver + etcd: the one ``kube_server`` (conftest.py) starts with
+``../shared/tools/kube/kube-up`` or the one ``PYVOLCANO_KUBECONFIG`` names; skipped, saying how, without either.
 
 Nodes are plain Node objects (no kubelet): ``Kubelet`` marks bound pods Running and finishes terminating ones.
 Every test has its own namespace and labelled nodes, and its scheduler only uses those nodes
 (``--node-selector``) and schedules only its own pods (a scheduler name of its own).  One controller process
-serves the whole run (two would both manage every job), so run them in one process:
-``PYVOLCANO_KUBECONFIG=... pytest -p no:xdist -m kube tests/kube``.
+serves each pytest process; under xdist with one shared server (``PYVOLCANO_KUBECONFIG``) the processes' controllers
+hold a Lease, so only one manages the jobs at a time (two would both manage every job).
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pyvolcano.commands.install import apply_all, manifest_objects
+from pyvolcano.commands.install import apply_all
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import CRD, EVENT, LEASE, NAMESPACE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
+from pyvolcano.kube.resources import CRD, EVENT, LEASE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
 from tests.kube import cluster
 from tests.kube.cluster import Env, Kubelet, bound, mk_pod, mk_podgroup, scheduler, wait
 from tests.kube.helpers import PREEMPT_CONF
 
-pytestmark = [
-    pytest.mark.kube,
-    pytest.mark.skipif(not cluster.KUBECONFIG, reason="needs a real API server: set PYVOLCANO_KUBECONFIG"),
-]
-
-
-@pytest.fixture(scope="session")
-def api() -> KubeClient:
-    kc = cluster.client()
-    apply_all(kc, manifest_objects(crds_only=True))
-    for ns in kc.list(NAMESPACE, label_selector="pyvolcano-test")[0]:  # leftovers of an interrupted run
-        cluster.clean_namespace(kc, ns["metadata"]["name"])
-    for n in kc.list(NODE, label_selector="pyvolcano-test")[0]:
-        with contextlib.suppress(ApiError):
-            kc.delete(NODE, n["metadata"]["name"])
-    return kc
-
-
-@pytest.fixture(scope="session")
-def controller(api: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Proc]:
-    """One controller for the whole run (two would both manage every job)."""
-    log = tmp_path_factory.mktemp("controller") / "controller.log"
-    p = cluster.Proc(["controller", "--no-leader-elect", "--listen-address", ""], log)
-    wait(lambda: "controllers running" in p.text() or p.p.poll() is not None, 60, "the controller to start")
-    assert p.p.poll() is None, p.text()[-3000:]
-    yield p
-    p.stop()
-
-
-@pytest.fixture
-def env(api: KubeClient) -> Iterator[Env]:
-    e = Env(api)
-    yield e
-    e.cleanup()
-
-
-@pytest.fixture
-def procs() -> Iterator[list[cluster.Proc]]:
-    ps: list[cluster.Proc] = []
-    yield ps
-    for p in ps:
-        p.stop()
+pytestmark = [pytest.mark.kube]
 
 
 def mk_queue(api: KubeClient, name: str, weight: int = 1) -> None:
@@ -257,9 +217,11 @@ def test_scheduler_restart_mid_gang_resumes_within_a_period(api: KubeClient, env
     p = scheduler(tmp_path, "sched", "-v", env=env)
     procs.append(p)
     wait(lambda: "informers synced" in p.text(), 30, "the scheduler to sync")
-    synced = time.monotonic()
-    wait(lambda: "gang-2" in bound(api, env.ns), 5, "the rest of the gang")
-    assert time.monotonic() - synced < 0.2 + 1.5  # one 200ms period plus generous slack for a real server
+    wait(lambda: "gang-2" in bound(api, env.ns), 30, "the rest of the gang")
+    # "within a period" is checked by counting sessions, not by timing them: the first session after the sync
+    # (session 0) is the one that binds it (a wall-clock bound failed under `make test` on a loaded machine)
+    sessions = [(int(n), int(b)) for n, b in re.findall(r"session (\d+): (\d+) binds", p.text())]
+    assert sessions and sessions[0] == (0, 1), sessions[:5]
 
     # and a real crash in the middle of binding a bigger gang: nothing bound twice, everything bound
     mk_podgroup(api, env, "big", 20)
@@ -319,6 +281,9 @@ def test_two_replicas_only_the_leader_schedules(api: KubeClient, env: Env, procs
         mk_podgroup(api, env, f"j{i}", 1)
         mk_pod(api, env, f"j{i}-0", f"j{i}")
     wait(lambda: len(bound(api, env.ns)) == 5, 20, "the leader to bind")
+    # a pod's Scheduled Event is written after its binding, by another thread: wait for the Events themselves
+    # (reading them right after the binds made this test flaky under load)
+    wait(lambda: len(scheduled_events(api, env.ns)) >= 5, 20, "the leader's Scheduled events")
     time.sleep(0.5)
     sources = {e.get("reportingInstance") for e in scheduled_events(api, env.ns)}
     assert sources == {"replica-a"}
@@ -327,6 +292,7 @@ def test_two_replicas_only_the_leader_schedules(api: KubeClient, env: Env, procs
         mk_podgroup(api, env, f"j{i}", 1)
         mk_pod(api, env, f"j{i}-0", f"j{i}")
     wait(lambda: len(bound(api, env.ns)) == 8, 30, "the standby to take over")
+    wait(lambda: len(scheduled_events(api, env.ns)) >= 8, 20, "the new leader's Scheduled events")
     after = {e["involvedObject"]["name"]: e.get("reportingInstance") for e in scheduled_events(api, env.ns)}
     assert {after[f"j{i}-0"] for i in range(5, 8)} == {"replica-b"}
     assert {after[f"j{i}-0"] for i in range(5)} == {"replica-a"}

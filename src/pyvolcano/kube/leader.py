@@ -45,6 +45,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._last_renew: float | None = None
         self.transitions = 0
+        self._thread: threading.Thread | None = None
 
     # --- state ---------------------------------------------------------------------------------------
     @property
@@ -128,6 +129,29 @@ class LeaderElector:
             log.info("leader election: release failed: %s", exc)
 
     # --- loop ----------------------------------------------------------------------------------------
+    def start(self, stop: threading.Event, on_started: Callable[[], None] | None = None,
+              on_stopped: Callable[[], None] | None = None) -> threading.Thread:
+        """``run`` in a daemon thread; ``join`` waits for it to finish (and so for the Lease to be released)."""
+        self._thread = threading.Thread(target=self.run, args=(stop, on_started, on_stopped),
+                                        name="leader-election", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def join(self, timeout: float) -> bool:
+        """Wait until the ``start``-ed loop has ended, released the Lease included; True if it has.
+
+        Why: ``run`` releases the Lease only when its loop sees ``stop``, which may be up to ``retry_period``
+        later, and a renewal already in flight when ``stop`` is set may even re-take a Lease that was just
+        released elsewhere.  A process that exits without waiting for this leaves the Lease held, so a standby
+        waits a whole ``lease_duration`` instead of taking over at once (client-go's ``ReleaseOnCancel``
+        releases in the same goroutine that renews, after its renew loop has ended, for the same reason).
+        """
+        t = self._thread
+        if t is None:
+            return True
+        t.join(timeout)
+        return not t.is_alive()
+
     def run(self, stop: threading.Event, on_started: Callable[[], None] | None = None,
             on_stopped: Callable[[], None] | None = None) -> None:
         """Campaign until leader, then renew until deposed (calls ``on_stopped`` and campaigns again)."""

@@ -66,6 +66,11 @@ class SchedulerMetrics:
         self.relists = Gauge("pyvolcano_informer_lists", "Full lists done by each informer (1 + re-lists)",
                              ["resource"], registry=r)
         self.is_leader = Gauge("pyvolcano_leader", "1 while this replica holds the leader lease", registry=r)
+        #: what the scheduler's cache holds at each session: lets an operator (and the fault tests) check that
+        #: no pod or node went missing from the cache after watches expired or the API server came back
+        self.cache_objects = Gauge("pyvolcano_cache_objects", "Objects in the scheduler's cache at the last "
+                                   "session, by kind (pods: this scheduler's)", ["kind"],
+                                   registry=r)
         self._job_series: set[str] = set()
 
     def set_unschedulable(self, per_job: dict[str, int]) -> None:

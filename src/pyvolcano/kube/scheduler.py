@@ -214,8 +214,7 @@ class KubeScheduler:
         if stop is not None:
             self._stop = stop
         if self.elector is not None:
-            threading.Thread(target=self.elector.run, args=(self._stop, None, self._deposed), name="leader-election",
-                             daemon=True).start()
+            self.elector.start(self._stop, None, self._deposed)
         if not self.start_informers():
             return
         log.info("informers synced: %d nodes, %d pods, %d podgroups, %d queues", len(self.cache.nodes),
@@ -253,6 +252,8 @@ class KubeScheduler:
         self.wait_binds(10)
         self.binder.shutdown()
         self.writer.shutdown(5)
+        if self.elector is not None:  # its loop releases the Lease once it sees the stop: wait for that
+            self.elector.join(self.elector.retry_period + 15)
 
     def healthy(self) -> tuple[bool, str]:
         dead = [str(r.res) for r in self.reflectors if r._thread is not None and not r.alive]
@@ -271,6 +272,10 @@ class KubeScheduler:
             log.info("using the reloaded scheduler conf from the next session on")
         with self.lock:
             self.binder.expire_assumed(self.opts.assume_ttl)
+            c, cache_gauge = self.cache, self.metrics.cache_objects
+            for kind, n in (("pods", len(c.tasks)), ("other_pods", len(c.other_tasks)), ("nodes", len(c.nodes)),
+                            ("podgroups", len(c.podgroups)), ("queues", len(c.queues))):
+                cache_gauge.labels(kind).set(n)
         result = run_session(_LockedCache(self), self.conf.conf)
         self.apply(result)
         log.debug("session %d: %d binds, %d evictions, %d unschedulable jobs in %.1f ms", self.stats["sessions"],

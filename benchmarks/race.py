@@ -1,0 +1,479 @@
+"""The race: pyvolcano, real Volcano and kube-scheduler draining the same backlog on one real API server.
+
+    scripts/race                                       # the whole grid (docs/performance.md), ~15-25 min
+    scripts/race --nodes 1000 --pods 5000               # one row
+    scripts/race --nodes 1000 --pods 5000 --gang 8-64   # gangs of 8 to 64 pods
+    .venv/bin/python -m benchmarks.race --help
+
+What one row does (issue 16): ``../shared/tools/kube/kube-up`` starts etcd + kube-apiserver v1.32.6 on loopback;
+N fake Ready Node objects are created (16 CPU, 64 Gi, 110 pods); then for each scheduler in turn:
+
+1. a backlog of M pending pods is created *before* the scheduler starts, with the same requests for every
+   scheduler (a seeded mix of 250m-2 CPU, 256Mi-4Gi): in PodGroups (one per pod, or gangs with ``--gang``;
+   queue ``default``) and ``schedulerName: volcano`` for pyvolcano and Volcano, plain pods for kube-scheduler;
+2. the scheduler is started: ``pyvolcano scheduler``, ``../shared/tools/volcano/volcano-up`` (vc-scheduler and
+   vc-controller-manager, Volcano master ed72c7c8), or ``../shared/tools/kube/kube-scheduler-run``;
+3. a watch counts each pod's first bind; the clock runs from the scheduler process's start (its
+   ``/proc/PID/stat`` start time) to the last bind;
+4. CPU seconds (``/proc/PID/stat`` utime+stime) of the scheduler, of kube-apiserver and of etcd over that
+   interval, and the API server's own ``apiserver_request_total`` counters (what each scheduler sent);
+5. the scheduler is stopped and the backlog deleted (a ``deletecollection`` with grace period 0).
+
+Like for like: Events are on for all three (each writes a ``Scheduled`` Event per pod); pyvolcano and Volcano
+run the same ``volcano-scheduler.conf`` (Volcano's installer default) with the default 1 s period and no leader
+election; client QPS/burst is 5,000 for kube-scheduler (``kube-scheduler-run``) and for vc-scheduler
+(``--kube-api-qps/--kube-api-burst``); pyvolcano has no client-side rate limiter (16 concurrent bind workers).
+Everything (API server, etcd, the scheduler, this harness) shares the machine's cores, so the load the machine
+had is printed with the results; numbers within one run compare, numbers across machines do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.kube import kubeserver
+
+from pyvolcano.kube.client import ApiError, KubeClient
+from pyvolcano.kube.resources import EVENT, NAMESPACE, NODE, POD, PODGROUP
+
+SCHEDULERS = ("pyvolcano", "volcano", "kube-scheduler")
+GRID = ((1000, 5000, ""), (5000, 10000, ""), (1000, 5000, "8-64"))
+NS = "race"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+VOLCANO_CONF = kubeserver.TOOLS / "volcano" / "volcano-scheduler.conf"
+VOLCANO_UP = kubeserver.TOOLS / "volcano" / "volcano-up"
+VOLCANO_DOWN = kubeserver.TOOLS / "volcano" / "volcano-down"
+KUBE_SCHEDULER_RUN = kubeserver.TOOLS / "kube" / "kube-scheduler-run"
+CPU_MIX = ("250m", "500m", "1", "2")
+MEM_MIX = ("256Mi", "1Gi", "2Gi", "4Gi")
+#: seconds after the last bind to count the writes that follow it (Events, PodGroup status)
+SETTLE = 5.0
+
+
+# --- /proc ---------------------------------------------------------------------------------------------
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a live process (threads included), in seconds."""
+    f = _stat(pid)
+    return (int(f[11]) + int(f[12])) / CLK_TCK
+
+
+def start_time(pid: int) -> float:
+    """When the process started, on the CLOCK_BOOTTIME scale (``/proc/PID/stat`` field 22)."""
+    return int(_stat(pid)[19]) / CLK_TCK
+
+
+def now() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def load_note() -> str:
+    la = os.getloadavg()
+    return f"load average {la[0]:.1f} {la[1]:.1f} {la[2]:.1f} on {os.cpu_count()} CPUs"
+
+
+# --- the backlog ---------------------------------------------------------------------------------------
+@dataclass
+class Backlog:
+    """The pods of one row: (group name, pod names) in creation order, and each pod's (cpu, memory)."""
+
+    groups: list[tuple[str, list[str]]]
+    requests: dict[str, tuple[str, str]]
+
+    @property
+    def pods(self) -> int:
+        return len(self.requests)
+
+
+def make_backlog(pods: int, gang: str, seed: int = 1) -> Backlog:
+    rng = random.Random(seed)
+    lo, hi = (int(x) for x in gang.split("-")) if gang else (1, 1)
+    groups: list[tuple[str, list[str]]] = []
+    requests: dict[str, tuple[str, str]] = {}
+    n = 0
+    while n < pods:
+        size = min(rng.randint(lo, hi), pods - n)
+        g = f"g{len(groups)}"
+        names = [f"{g}-{i}" for i in range(size)]
+        groups.append((g, names))
+        for p in names:
+            requests[p] = (rng.choice(CPU_MIX), rng.choice(MEM_MIX))
+        n += size
+    return Backlog(groups, requests)
+
+
+def pod_body(name: str, group: str | None, cpu: str, mem: str, scheduler_name: str) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": NS, "labels": {"race": "1"}}
+    if group:
+        md["annotations"] = {"scheduling.k8s.io/group-name": group}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": {
+        "schedulerName": scheduler_name, "terminationGracePeriodSeconds": 0, "containers": [
+            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]}}
+
+
+def create_backlog(api: KubeClient, b: Backlog, volcano: bool, workers: int = 24) -> None:
+    def one(item: tuple[str, list[str]]) -> None:
+        g, names = item
+        if volcano:
+            api.create(PODGROUP, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                                  "metadata": {"name": g, "namespace": NS},
+                                  "spec": {"minMember": len(names), "queue": "default"}}, NS)
+        for p in names:
+            cpu, mem = b.requests[p]
+            api.create(POD, pod_body(p, g if volcano else None, cpu, mem,
+                                     "volcano" if volcano else "default-scheduler"), NS)
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, b.groups))
+
+
+def delete_backlog(api: KubeClient) -> None:
+    """Remove every pod, PodGroup and Event of the race namespace (grace 0: there is no kubelet)."""
+    for res in (POD, PODGROUP, EVENT):
+        with contextlib.suppress(ApiError):
+            api.request("DELETE", res.path(NS), {"gracePeriodSeconds": 0})
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if not api.list(POD, NS, page_size=50)[0] and not api.list(PODGROUP, NS, page_size=50)[0]:
+            return
+        time.sleep(1)
+    raise RuntimeError("the race namespace did not empty in 300 s")
+
+
+def create_nodes(api: KubeClient, n: int, workers: int = 24) -> None:
+    def one(i: int) -> None:
+        name = f"race-n{i:05d}"
+        alloc = {"cpu": "16", "memory": "64Gi", "pods": "110"}
+        api.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": {"race": "1", "kubernetes.io/hostname": name}},
+            "status": {"capacity": alloc, "allocatable": alloc,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, range(n)))
+
+
+# --- watching the binds --------------------------------------------------------------------------------
+class BindWatch:
+    """Counts each pod's first bind from a pods watch, with the time it was seen (CLOCK_BOOTTIME)."""
+
+    def __init__(self, api: KubeClient, expect: int) -> None:
+        self.api = api
+        self.expect = expect
+        self.bound: dict[str, str] = {}
+        self.rebound: list[str] = []  # a pod seen on a second node: a double bind
+        self.last = 0.0
+        self.done = threading.Event()
+        self._stop = False
+        _, self.rv = api.list(POD, NS, page_size=1, label_selector="race=none")
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop:
+            try:
+                w = self.api.watch(POD, self.rv, NS, timeout_seconds=600)
+                for typ, obj in w:
+                    if self._stop:
+                        w.close()
+                        return
+                    md = obj.get("metadata") or {}
+                    if typ == "BOOKMARK":
+                        self.rv = md.get("resourceVersion", self.rv)
+                        continue
+                    self.rv = md.get("resourceVersion", self.rv)
+                    node = (obj.get("spec") or {}).get("nodeName")
+                    if not node or typ == "DELETED":
+                        continue
+                    name = md["name"]
+                    old = self.bound.get(name)
+                    if old is None:
+                        self.bound[name] = node
+                        self.last = now()
+                        if len(self.bound) >= self.expect:
+                            self.done.set()
+                    elif old != node:
+                        self.rebound.append(name)
+            except ApiError as exc:
+                if exc.gone:
+                    raise RuntimeError("the bind watch expired (410); rerun") from exc
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._stop = True
+
+
+# --- API server request counters -----------------------------------------------------------------------
+_METRIC = re.compile(r'^apiserver_request_total\{(.*)\} ([0-9.e+]+)$')
+
+
+def request_counts(api: KubeClient) -> Counter[str]:
+    """``apiserver_request_total`` summed by verb and resource/subresource (the server's view of the load)."""
+    raw = api._send("GET", "/metrics", timeout=(10.0, 60.0))
+    text = raw.data.decode()
+    raw.release_conn()
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        m = _METRIC.match(line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        res = labels.get("resource", "")
+        if labels.get("subresource"):
+            res += "/" + labels["subresource"]
+        out[f"{labels.get('verb', '')} {res}"] += int(float(m.group(2)))
+    return out
+
+
+# --- the schedulers ------------------------------------------------------------------------------------
+@dataclass
+class Running:
+    pid: int  # the scheduler process
+    stop: Any
+    extra_pids: dict[str, int] = field(default_factory=dict)  # e.g. vc-controller-manager
+
+
+def start_pyvolcano(kubeconfig: str, work: Path) -> Running:
+    log = (work / "pyvolcano-scheduler.log").open("ab")
+    p = subprocess.Popen([sys.executable, "-m", "pyvolcano.cli", "scheduler", "--kubeconfig", kubeconfig,
+                          "--scheduler-conf", str(VOLCANO_CONF), "--no-leader-elect", "--listen-address", ""],
+                         stdout=log, stderr=subprocess.STDOUT)
+
+    def stop() -> None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+        log.close()
+
+    return Running(p.pid, stop)
+
+
+def start_volcano(kubeconfig: str, work: Path) -> Running:
+    d = work / "volcano"
+    r = subprocess.run([str(VOLCANO_UP), kubeconfig, str(d), "--conf", str(VOLCANO_CONF), "--",
+                        "--kube-api-qps=5000", "--kube-api-burst=5000"], capture_output=True, text=True, timeout=180)
+    if r.returncode != 0:
+        raise RuntimeError(f"volcano-up failed: {r.stderr[-2000:]}")
+    pid = int((d / "vc-scheduler.pid").read_text())
+    cm = int((d / "vc-controller-manager.pid").read_text())
+    return Running(pid, lambda: subprocess.run([str(VOLCANO_DOWN), str(d)], capture_output=True, timeout=120),
+                   {"vc-controller-manager": cm})
+
+
+def start_kube_scheduler(kubeconfig: str, work: Path) -> Running:
+    log = (work / "kube-scheduler.log").open("ab")
+    p = subprocess.Popen([str(KUBE_SCHEDULER_RUN), kubeconfig], stdout=log, stderr=subprocess.STDOUT)
+
+    def stop() -> None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+        log.close()
+
+    return Running(p.pid, stop)
+
+
+STARTERS = {"pyvolcano": start_pyvolcano, "volcano": start_volcano, "kube-scheduler": start_kube_scheduler}
+
+
+# --- one run, one row ----------------------------------------------------------------------------------
+@dataclass
+class Result:
+    scheduler: str
+    nodes: int
+    pods: int
+    gang: str
+    bound: int
+    seconds: float  # scheduler process start to the last bind
+    pods_per_s: float
+    scheduler_cpu_s: float
+    apiserver_cpu_s: float
+    etcd_cpu_s: float
+    other_cpu_s: dict[str, float]
+    double_binds: int
+    requests: dict[str, int]  # API server requests from the start to the last bind, by verb and resource
+    load: str
+    requests_settled: dict[str, int]  # ... and until SETTLE seconds after the last bind
+    scheduler_cpu_settled_s: float
+    apiserver_cpu_settled_s: float
+
+
+def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog, nodes: int, gang: str,
+            work: Path, timeout: float) -> Result:
+    volcano = name != "kube-scheduler"
+    delete_backlog(api)
+    create_backlog(api, backlog, volcano)
+    assert srv.dir is not None
+    apiserver = srv.apiserver_pid()
+    etcd = int((srv.dir / "etcd.pid").read_text())
+    time.sleep(2)  # let the API server settle after the bulk creation
+    watch = BindWatch(api, backlog.pods)
+    load = load_note()
+    before = request_counts(api)
+    api0, etcd0 = cpu_seconds(apiserver), cpu_seconds(etcd)
+    t_start = now()
+    running = STARTERS[name](srv.kubeconfig, work)
+    try:
+        t0 = start_time(running.pid)
+        others0 = {k: cpu_seconds(p) for k, p in running.extra_pids.items()}
+        if not watch.done.wait(timeout):
+            print(f"  {name}: only {len(watch.bound)}/{backlog.pods} bound after {timeout:.0f} s", file=sys.stderr)
+        t_end = watch.last if watch.bound else now()
+        sched_cpu = cpu_seconds(running.pid)
+        api1, etcd1 = cpu_seconds(apiserver), cpu_seconds(etcd)
+        others = {k: round(cpu_seconds(p) - others0[k], 2) for k, p in running.extra_pids.items()}
+        after = request_counts(api)
+        # the writes a scheduler makes after its last bind (Events, PodGroup status): give them SETTLE seconds
+        time.sleep(SETTLE)
+        settled = request_counts(api)
+        sched_cpu_settled = cpu_seconds(running.pid)
+        api_settled = cpu_seconds(apiserver)
+    finally:
+        watch.stop()
+        running.stop()
+    t0 = max(min(t0, t_start + 1), t_start - 1)  # the start time has 10 ms ticks; never before we launched it
+    seconds = max(t_end - t0, 1e-3)
+    reqs = {k: v for k, v in sorted((after - before).items(), key=lambda kv: -kv[1]) if v}
+    reqs_settled = {k: v for k, v in sorted((settled - before).items(), key=lambda kv: -kv[1]) if v}
+    return Result(name, nodes, backlog.pods, gang, len(watch.bound), round(seconds, 2),
+                  round(len(watch.bound) / seconds, 1), round(sched_cpu, 2), round(api1 - api0, 2),
+                  round(etcd1 - etcd0, 2), others, len(watch.rebound), reqs, load, reqs_settled,
+                  round(sched_cpu_settled, 2), round(api_settled - api0, 2))
+
+
+def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work: Path,
+            timeout: float) -> Iterator[Result]:
+    srv = kubeserver.up(work / "kube")
+    try:
+        api = KubeClient.from_config(srv.kubeconfig)
+        # Volcano's CRDs and the root/default queues: start Volcano once and stop it at once
+        vdir = work / "volcano"
+        r = subprocess.run([str(VOLCANO_UP), srv.kubeconfig, str(vdir)], capture_output=True, text=True,
+                           timeout=180)
+        if r.returncode != 0:
+            raise RuntimeError(f"volcano-up failed: {r.stderr[-2000:]}")
+        subprocess.run([str(VOLCANO_DOWN), str(vdir)], capture_output=True, timeout=120)
+        api.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        t = time.monotonic()
+        create_nodes(api, nodes)
+        print(f"  {nodes} nodes created in {time.monotonic() - t:.0f} s", file=sys.stderr)
+        backlog = make_backlog(pods, gang)
+        for name in schedulers:
+            t = time.monotonic()
+            res = run_one(name, srv, api, backlog, nodes, gang, work, timeout)
+            print(f"  {name}: {res.bound} bound in {res.seconds} s ({res.pods_per_s} pods/s), scheduler CPU "
+                  f"{res.scheduler_cpu_s} s, kube-apiserver CPU {res.apiserver_cpu_s} s "
+                  f"[run {time.monotonic() - t:.0f} s]", file=sys.stderr)
+            yield res
+    finally:
+        srv.down()
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = ["| nodes | pods | gangs | scheduler | last bind after | pods/s | scheduler CPU s | kube-apiserver CPU s "
+             "| etcd CPU s | API requests (top 3) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        top = ", ".join(f"{k} {v}" for k, v in list(r["requests"].items())[:3])
+        other = "".join(f" (+{k} {v})" for k, v in r["other_cpu_s"].items())
+        lines.append(f"| {r['nodes']:,} | {r['pods']:,} | {r['gang'] or '1'} | {r['scheduler']} | "
+                     f"{r['seconds']} s | **{r['pods_per_s']:.0f}** | {r['scheduler_cpu_s']}{other} | "
+                     f"{r['apiserver_cpu_s']} | {r['etcd_cpu_s']} | {top} |")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted({(r["nodes"], r["pods"], r["gang"]) for r in results}, key=lambda x: (x[2], x[0]))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(SCHEDULERS)
+    for i, s in enumerate(SCHEDULERS):
+        ys = [next((r["pods_per_s"] for r in results if (r["nodes"], r["pods"], r["gang"]) == row
+                    and r["scheduler"] == s), 0) for row in rows]
+        ax.bar([j + i * width for j in range(len(rows))], ys, width, label=s)
+    ax.set_xticks([j + width for j in range(len(rows))])
+    ax.set_xticklabels([f"{n:,} nodes\n{p:,} pods" + (f"\ngangs {g}" if g else "") for n, p, g in rows])
+    ax.set_ylabel("pods bound per second (start to last bind)")
+    ax.set_title("Draining one backlog on one kube-apiserver v1.32.6 (2 shared cores)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="race", description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, help="one row: this many nodes (default: the whole grid)")
+    ap.add_argument("--pods", type=int, help="one row: this many pods")
+    ap.add_argument("--gang", default="", help="gang sizes LO-HI (e.g. 8-64); default: one pod per PodGroup")
+    ap.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma-separated, run in this order")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds to wait for one scheduler's drain")
+    ap.add_argument("--json", type=Path, help="append the results to this JSON file")
+    ap.add_argument("--plot", type=Path, help="write a bar chart of the JSON file's results here")
+    ap.add_argument("--work", type=Path, help="keep logs (API server, schedulers) in this directory")
+    a = ap.parse_args(argv)
+    if not kubeserver.tools_available():
+        print(f"race: {kubeserver.HOW_TO_RUN}", file=sys.stderr)
+        return 2
+    schedulers = tuple(s for s in a.schedulers.split(",") if s)
+    for s in schedulers:
+        if s not in STARTERS:
+            print(f"race: unknown scheduler {s!r} (choose from {', '.join(SCHEDULERS)})", file=sys.stderr)
+            return 2
+    if bool(a.nodes) != bool(a.pods):
+        print("race: --nodes and --pods go together", file=sys.stderr)
+        return 2
+    if a.gang and not re.fullmatch(r"[1-9][0-9]*-[1-9][0-9]*", a.gang):
+        print(f"race: --gang {a.gang!r}: expected LO-HI, e.g. 8-64", file=sys.stderr)
+        return 2
+    grid = [(a.nodes, a.pods, a.gang)] if a.nodes else list(GRID)
+    previous: list[dict[str, Any]] = json.loads(a.json.read_text()) if a.json and a.json.exists() else []
+    results: list[dict[str, Any]] = []
+    for nodes, pods, gang in grid:
+        print(f"race: {nodes} nodes, {pods} pods{f', gangs {gang}' if gang else ''}; {load_note()}", file=sys.stderr)
+        with contextlib.ExitStack() as stack:
+            if a.work:
+                tmp = str(a.work / f"{nodes}-{pods}-{gang or 1}")
+                Path(tmp).mkdir(parents=True, exist_ok=True)
+            else:
+                tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="race-"))
+            for res in run_row(nodes, pods, gang, schedulers, Path(tmp), a.timeout):
+                results.append(asdict(res))
+                if a.json:
+                    a.json.write_text(json.dumps(previous + results, indent=1) + "\n")
+    print(table(results))
+    if a.plot:
+        plot(previous + results, a.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
