@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyvolcano.plugins._k8s import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, default_normalize, nonzero_requests
+from pyvolcano.framework.scores import default_normalize
+from pyvolcano.plugins._k8s import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, nonzero_requests
 from pyvolcano.plugins.nodeorder import (
     balance,
     balance1,

@@ -20,7 +20,7 @@ from pyvolcano.api.fit_errors import FitError, FitErrors, insufficient_reason
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.resource import EPS
-from pyvolcano.plugins._k8s import MAX_NODE_SCORE, default_normalize
+from pyvolcano.framework.scores import MAX_NODE_SCORE, default_normalize
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session

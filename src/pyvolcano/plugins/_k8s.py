@@ -15,7 +15,6 @@ from pyvolcano.api.node_info import NodeArrays
 
 __all__ = ["DEFAULT_MEMORY", "DEFAULT_MILLI_CPU", "nonzero_requests", "nonzero_requests_or"]
 
-MAX_NODE_SCORE = 100
 
 
 class LabelIndex:
@@ -135,12 +134,3 @@ def taint_reason(taint: dict[str, Any]) -> str:
     return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"
 
 
-def default_normalize(raw: np.ndarray, reverse: bool) -> np.ndarray:
-    """Kubernetes' ``helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores)`` over the scored nodes: scale
-    so the largest raw score is 100 (integer division), reversed as 100 - that when asked; with every raw score
-    0, all become 100 when reversed and stay 0 otherwise."""
-    top = float(raw.max()) if len(raw) else 0.0
-    if top == 0:
-        return np.full(len(raw), float(MAX_NODE_SCORE) if reverse else 0.0)
-    scaled = np.floor_divide(MAX_NODE_SCORE * raw, top)
-    return MAX_NODE_SCORE - scaled if reverse else scaled

@@ -32,6 +32,7 @@ import numpy as np
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.scores import MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler
 from pyvolcano.plugins._k8s import LabelIndex, selector_mask, untolerated
 
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 HOSTNAME = "kubernetes.io/hostname"
-MAX_NODE_SCORE = 100
 MB = 1024 * 1024
 MIN_IMAGE_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB

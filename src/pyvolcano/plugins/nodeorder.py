@@ -38,11 +38,12 @@ from pyvolcano.api.k8s_requests import GPU
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.scores import MAX_NODE_SCORE as K8S_MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._k8s import LabelIndex, preferred_score, untolerated
 from pyvolcano.plugins._podaffinity import register_scores
 
-MAX_NODE_SCORE = 100.0
+MAX_NODE_SCORE = float(K8S_MAX_NODE_SCORE)  # float: the scores are computed in NumPy floats
 HALF = MAX_NODE_SCORE / 2
 
 
