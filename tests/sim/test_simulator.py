@@ -135,3 +135,17 @@ def test_reusing_unchanged_job_clones_changes_nothing(conf: str | None) -> None:
         outcomes.append((metrics.job_rows(res), res.evictions, res.rollbacks, res.cycles))
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][3] > 50  # a real run, many cycles
+
+
+def test_utilisation_is_exact_between_sessions() -> None:
+    # As above: a holds 2x2 cpu and 2x1Gi from its bind at t=1 until it finishes at 102; b from 103 to 154; the
+    # run ends at 154. Sessions stop while nothing is pending (102-103 aside), but utilisation is integrated over
+    # every bind and finish: cpu (4*101 + 4*51) / (4*154), memory (2*101 + 2*51) / (16*154).
+    _, res = run([JobSpec("a", 0, tasks=2, min_available=2, cpu="2", memory="1Gi", duration=100),
+                  JobSpec("b", 0, tasks=2, min_available=2, cpu="2", memory="1Gi", duration=50)])
+    s = metrics.summary(res, metrics.job_rows(res))
+    assert res.end_time == 154
+    assert s["utilisation"]["cpu"] == pytest.approx(round((4 * 101 + 4 * 51) / (4 * 154), 4))
+    assert s["utilisation"]["memory"] == pytest.approx(round((2 * 101 + 2 * 51) / (16 * 154), 4))
+    assert s["utilisation"]["gpu"] == 0
+    assert res.usage.total.at(50).tolist() == [4.0, 2.0, 0.0] and res.usage.total.at(102.5).tolist() == [0, 0, 0]

@@ -40,6 +40,7 @@ from pyvolcano.framework.result import (
     apply,
     podgroup_status_body,
 )
+from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
 
@@ -81,6 +82,9 @@ class SimResult:
     end_time: float
     interrupted: bool = False
     problems: list[str] = field(default_factory=list)
+    #: what pods held (cpu cores, memory GiB, gpus), recorded at every bind, finish and deletion: utilisation is
+    #: its exact integral (``samples`` are taken only after sessions)
+    usage: UsageLedger = field(default_factory=lambda: UsageLedger(3))
 
 
 class SimAPI:
@@ -109,6 +113,8 @@ class SimAPI:
     def delete(self, kind: str, namespace: str, name: str) -> bool:
         obj = self.objects.pop(self._k(kind, namespace, name), None)
         if obj is not None:
+            if kind == "Pod":
+                self.sim.usage.release(self.sim.now, f"{namespace}/{name}")
             self.sim.cache.delete(obj)
             self.sim.changed = True
         return True  # the simulator has no graceful termination
@@ -151,6 +157,8 @@ class SimWriter:
             return
         pod["spec"]["nodeName"] = node
         sim.api.update(pod)
+        rec = sim.records.get(sim._job_of(pod)[0])
+        sim.usage.hold(sim.now, task.uid, rec.queue if rec is not None else "", sim._pick(task.resreq))
         sim._push(sim.now + sim.start_latency, "running", (task.uid, pod["metadata"]["uid"]))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
@@ -233,6 +241,7 @@ class Simulator:
         self.writer = SimWriter(self)
         self.records: dict[str, JobRecord] = {}
         self.samples: list[Sample] = []
+        self.usage = UsageLedger(3)
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
         self.changed = True
@@ -372,6 +381,7 @@ class Simulator:
             return
         pod["status"] = {"phase": "Succeeded"}
         self.api.update(pod)
+        self.usage.release(self.now, key)  # a finished pod holds nothing on its node
         job_key, task = self._job_of(pod)
         rec = self.records.get(job_key)
         if rec is not None:
@@ -509,7 +519,7 @@ class Simulator:
         self._sample(None)
         return SimResult(self.records, self.samples, self.capacity, self.cycles, self.cycle_seconds, self.events,
                          self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
-                         self.problems + [f"skipped {p}" for p in self.cache.problems])
+                         self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage)
 
     def _dispatch(self, kind: str, payload: Any) -> None:
         if kind == "arrive":

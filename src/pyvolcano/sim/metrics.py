@@ -37,16 +37,18 @@ def _stats(values: list[float]) -> dict[str, float | None]:
 
 
 def time_weighted(result: SimResult) -> tuple[np.ndarray, float, list[float]]:
-    """(mean utilisation of cpu/memory/gpu, mean Jain index over time, per-sample Jain values)."""
+    """(mean utilisation of cpu/memory/gpu, mean Jain index over time, per-sample Jain values).
+
+    Utilisation is exact: what pods held (``result.usage``, recorded at every bind, finish and deletion) integrated
+    over [0, end of the run] and divided by the cluster's capacity; it no longer depends on when sessions ran.  The
+    Jain index of queue shares is time-weighted over the session samples (shares change only in sessions)."""
+    util = result.usage.utilisation(result.capacity, 0.0, result.end_time) if result.end_time > 0 else np.zeros(3)
     s = result.samples
     if len(s) < 2:
-        return np.zeros(3), 1.0, []
+        return util, 1.0, []
     t = np.array([x.t for x in s])
     dt = np.diff(t)
-    used = np.array([x.used for x in s[:-1]])
-    cap = np.where(result.capacity > 0, result.capacity, 1)
     span = t[-1] - t[0]
-    util = (used * dt[:, None]).sum(axis=0) / cap / span if span > 0 else used.mean(axis=0) / cap
     jains = []
     for x in s[:-1]:
         shares = [a / d for a, d in x.queues.values() if d > 0]

@@ -31,11 +31,12 @@ def _hours(t: np.ndarray) -> np.ndarray:
 def plots(result: SimResult, rows: list[dict[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     s = result.samples
-    t = _hours(np.array([x.t for x in s])) if s else np.zeros(0)
     cap = np.where(result.capacity > 0, result.capacity, 1)
     fig, ax = plt.subplots(figsize=(9, 3.2))
-    if s:
-        used = np.array([x.used for x in s]) / cap
+    steps = result.usage.total  # every bind, finish and deletion: the exact step function, to the run's end
+    if steps.times:
+        t = _hours(np.array([*steps.times, max(result.end_time, steps.times[-1])]))
+        used = np.array([*steps.values, steps.values[-1]]).reshape(len(t), 3) / cap
         for i, name in enumerate(("cpu", "memory", "gpu")):
             if result.capacity[i] > 0:
                 ax.step(t, used[:, i] * 100, where="post", label=name)
