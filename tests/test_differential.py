@@ -29,21 +29,15 @@ REPROS = sorted((Path(__file__).parent / "differential" / "repros").glob("*.yaml
 #: family -> what blocks it: the issue-13 rules (or "new" findings) whose absence makes it disagree today, from the
 #: sweep recorded in docs/volcano-differences.md ("How agreement is checked"). Enabling a family = deleting its row.
 BLOCKED_FAMILIES: dict[str, str] = {
-    "default": "rule 12: node scores as Kubernetes 1.36 computes them (LeastAllocated/BalancedAllocation)",
-    "binpack": "rule 12: binpack and nodeorder scores as Kubernetes 1.36 computes them (integers, weights)",
-    "roles": "rule 12 (node scores; the multi-role gangs themselves agree)",
-    "affinity": "rule 9: inter-pod affinity, anti-affinity and topology spread in predicates and nodeorder",
-    "preempt": "rules 7, 8, 12; new: preempt's within-job pass pipelines a gang's tasks one by one",
-    "reclaim": "rules 7, 12, 17: greedy victims node by node, per-job statement",
-    "capacity": "rules 7, 12, 17; new: reclaim skips a node without victims even when the task fits its idle",
-    "hierarchy": "rules 5, 15: hierarchy inconsistencies are warnings; the root is unlimited",
-    "queue-priority": "rules 2, 12, 17",
-    "one-node-pods": "rule 13 (pods in queue shares); new: proportion's elastic is allocated - spec.minResources",
-    "one-node-preempt": "rules 7, 8; new: preempt's within-job pass pipelines a gang's tasks one by one",
-    "one-node-reclaim": "rules 7, 17",
+    # re-swept after rules 1-17 landed (seeds 0-19, 2026-11-24): these still disagree on some seeds
+    "affinity": "rule 9: 2 of 20 seeds (inter-pod affinity and spread)",
+    "preempt": "rules 7, 8, 16: 2 of 20 seeds (preempt victims; preempt-besteffort-preemptor repro)",
+    "queue-priority": "rule 12 (a node-score case) and the enqueue-elastic-without-minresources finding: 2 of 20",
+    "one-node-reclaim": "rules 7, 13, 17: 1 of 20 seeds (reclaim victims)",
 }
-#: seeds per enabled family in ``make test`` (about 1 s each: pyvolcano and two oracle runs at once)
-FAST_CASES = 40
+#: seeds per enabled family in ``make test`` (about 2 s each: pyvolcano and two oracle runs at once, each oracle
+#: run waiting ``oracle.QUIET`` for stragglers); nine families, so this keeps ``make test`` well under 10 minutes
+FAST_CASES = 10
 #: seeds per family in ``make bench`` (``PYVOLCANO_DIFF_BENCH_CASES`` overrides it, e.g. for a quick look)
 BENCH_CASES = int(os.environ.get("PYVOLCANO_DIFF_BENCH_CASES", "100"))
 
