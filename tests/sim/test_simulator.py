@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,25 @@ def test_utilisation_is_exact_between_sessions() -> None:
     assert s["utilisation"]["memory"] == pytest.approx(round((2 * 101 + 2 * 51) / (16 * 154), 4))
     assert s["utilisation"]["gpu"] == 0
     assert res.usage.total.at(50).tolist() == [4.0, 2.0, 0.0] and res.usage.total.at(102.5).tolist() == [0, 0, 0]
+
+
+def test_compared_runs_share_one_time_window(tmp_path: Path) -> None:
+    """--compare and the demo average utilisation over the longest run's window: a run that ends early counts as
+    idle until the other ends (it was averaged over its own makespan, so the two were not comparable)."""
+    from pyvolcano.sim.run import Inputs, Run, common_window, run_one
+
+    def inputs(duration: float) -> Inputs:
+        wl = from_specs([JobSpec("a", 0, cpu="2", memory="1Gi", duration=duration)])
+        return Inputs(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), QUEUE, wl)
+
+    runs: list[Run] = []
+    short = run_one(inputs(49), load_conf_file(None), "short", tmp_path / "short", progress=False, keep=runs)
+    run_one(inputs(199), load_conf_file(None), "long", tmp_path / "long", progress=False, keep=runs)
+    # one pod of 2 cpu on 4: enqueued at t=0, bound at 1 (holding its cpu), running at 2, done at 51 (short) or
+    # 201 (long)
+    assert short["window_s"] == 51 and short["utilisation"]["cpu"] == pytest.approx(round(2 * 50 / (4 * 51), 4))
+    both = common_window(runs)
+    assert [s["window_s"] for s in both] == [201, 201]
+    assert both[0]["utilisation"]["cpu"] == pytest.approx(round(2 * 50 / (4 * 201), 4))
+    assert both[1]["utilisation"]["cpu"] == pytest.approx(round(2 * 200 / (4 * 201), 4))
+    assert json.loads((tmp_path / "short" / "summary.json").read_text())["window_s"] == 201

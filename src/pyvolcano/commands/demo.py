@@ -10,7 +10,7 @@ import click
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
 from pyvolcano.sim import alibaba
 from pyvolcano.sim.compare import compare_table
-from pyvolcano.sim.run import alibaba_inputs, run_one
+from pyvolcano.sim.run import Run, alibaba_inputs, common_window, run_one
 
 RECLAIM_PREEMPT = DEFAULT_CONF.replace('actions: "enqueue, allocate, backfill"',
                                        'actions: "enqueue, allocate, preempt, reclaim, backfill"').replace(
@@ -31,11 +31,11 @@ def register(group: click.Group) -> None:
                    f"{len(inputs.nodes)} nodes, queues {', '.join(sorted(inputs.workload.queues))}")
         runs = [("default", load_conf(DEFAULT_CONF, "default conf")),
                 ("reclaim-preempt", load_conf(RECLAIM_PREEMPT, "reclaim-preempt conf"))]
-        summaries = []
+        done: list[Run] = []
         for name, conf in runs:
-            s = run_one(inputs, conf, name, Path(out) / name, progress=not no_progress,
-                        title=f"pyvolcano demo: Alibaba openb trace, {name} conf")
-            summaries.append(s)
+            run_one(inputs, conf, name, Path(out) / name, progress=not no_progress,
+                    title=f"pyvolcano demo: Alibaba openb trace, {name} conf", keep=done)
+        summaries = common_window(done)  # both runs' utilisation over the same window
         compare_table(summaries)
         for name, _ in runs:
             click.echo(f"report: {Path(out) / name / 'report.html'}")

@@ -13,7 +13,9 @@ from pyvolcano.sim import alibaba
 from pyvolcano.sim.compare import compare_table
 from pyvolcano.sim.run import (
     Inputs,
+    Run,
     alibaba_inputs,
+    common_window,
     load_cluster,
     load_conf_arg,
     load_queues,
@@ -145,12 +147,15 @@ def register(group: click.Group) -> None:
         confs = [config, *compare]
         loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
         summaries = []
+        runs: list[Run] = []
         for i, (c, (conf, name)) in enumerate(zip(confs, loaded, strict=True)):
             d = Path(out) if len(confs) == 1 else Path(out) / f"run{i}-{Path(c).stem if c else 'default'}"
             s = run_one(inputs, conf, name, d, period=period, start_latency=start_latency, grace=grace,
-                        until=until, progress=not no_progress, warn=warn)
+                        until=until, progress=not no_progress, warn=warn, keep=runs)
             summaries.append(s)
             click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
+        if len(runs) > 1:  # compared side by side: one time window for all
+            summaries = common_window(runs)
         if output in ("json", "yaml"):
             data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
             emit(data[0] if len(data) == 1 else {"runs": data}, output)

@@ -36,13 +36,15 @@ def _stats(values: list[float]) -> dict[str, float | None]:
             "p95": round(float(np.percentile(a, 95)), 3), "p99": round(float(np.percentile(a, 99)), 3)}
 
 
-def time_weighted(result: SimResult) -> tuple[np.ndarray, float, list[float]]:
+def time_weighted(result: SimResult, horizon: float | None = None) -> tuple[np.ndarray, float, list[float]]:
     """(mean utilisation of cpu/memory/gpu, mean Jain index over time, per-sample Jain values).
 
     Utilisation is exact: what pods held (``result.usage``, recorded at every bind, finish and deletion) integrated
-    over [0, end of the run] and divided by the cluster's capacity; it no longer depends on when sessions ran.  The
-    Jain index of queue shares is time-weighted over the session samples (shares change only in sessions)."""
-    util = result.usage.utilisation(result.capacity, 0.0, result.end_time) if result.end_time > 0 else np.zeros(3)
+    over [0, end of the run] (or ``horizon``, when runs compared side by side share one window) and divided by the
+    cluster's capacity; it no longer depends on when sessions ran.  The Jain index of queue shares is time-weighted
+    over the session samples (shares change only in sessions)."""
+    end = max(result.end_time, horizon or 0.0)
+    util = result.usage.utilisation(result.capacity, 0.0, end) if end > 0 else np.zeros(3)
     s = result.samples
     if len(s) < 2:
         return util, 1.0, []
@@ -64,8 +66,10 @@ def jain(x: list[float]) -> float:
     return float(a.sum() ** 2 / den) if den > 0 else 1.0
 
 
-def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "") -> dict[str, Any]:
-    util, fairness, _ = time_weighted(result)
+def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
+            horizon: float | None = None) -> dict[str, Any]:
+    """The run's figures; utilisation over [0, max(end of run, ``horizon``)] (``window_s``)."""
+    util, fairness, _ = time_weighted(result, horizon)
     completed = [r for r in rows if r["phase"] == "Completed"]
     per_queue: dict[str, Any] = {}
     for q in sorted({r["queue"] for r in rows}):
@@ -83,6 +87,7 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "") 
         "wait_s": _stats([r["wait"] for r in rows if r["wait"] is not None]),
         "jct_s": _stats([r["jct"] for r in rows if r["jct"] is not None]),
         "per_queue": per_queue,
+        "window_s": round(max(result.end_time, horizon or 0.0), 3),
         "utilisation": {"cpu": round(float(util[0]), 4), "memory": round(float(util[1]), 4),
                         "gpu": round(float(util[2]), 4)},
         "jain_fairness_queue_shares": round(fairness, 4),
@@ -99,7 +104,7 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "") 
     }
 
 
-def write(out: Path, result: SimResult, conf_name: str = "") -> dict[str, Any]:
+def write(out: Path, result: SimResult, conf_name: str = "", horizon: float | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     rows = job_rows(result)
     with (out / "jobs.csv").open("w", newline="") as f:
@@ -107,6 +112,6 @@ def write(out: Path, result: SimResult, conf_name: str = "") -> dict[str, Any]:
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if v is None else (round(v, 3) if isinstance(v, float) else v)) for k, v in r.items()})
-    s = summary(result, rows, conf_name)
+    s = summary(result, rows, conf_name, horizon)
     (out / "summary.json").write_text(json.dumps(s, indent=2))
     return s

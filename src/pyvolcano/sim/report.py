@@ -28,14 +28,14 @@ def _hours(t: np.ndarray) -> np.ndarray:
     return t / 3600.0
 
 
-def plots(result: SimResult, rows: list[dict[str, Any]]) -> dict[str, str]:
+def plots(result: SimResult, rows: list[dict[str, Any]], window: float = 0.0) -> dict[str, str]:
     out: dict[str, str] = {}
     s = result.samples
     cap = np.where(result.capacity > 0, result.capacity, 1)
     fig, ax = plt.subplots(figsize=(9, 3.2))
     steps = result.usage.total  # every bind, finish and deletion: the exact step function, to the run's end
     if steps.times:
-        t = _hours(np.array([*steps.times, max(result.end_time, steps.times[-1])]))
+        t = _hours(np.array([*steps.times, max(result.end_time, window, steps.times[-1])]))
         used = np.array([*steps.values, steps.values[-1]]).reshape(len(t), 3) / cap
         for i, name in enumerate(("cpu", "memory", "gpu")):
             if result.capacity[i] > 0:
@@ -98,7 +98,7 @@ def _table(summary: dict[str, Any]) -> str:
 
 
 def write(out: Path, result: SimResult, rows: list[dict[str, Any]], summary: dict[str, Any], title: str) -> Path:
-    imgs = plots(result, rows)
+    imgs = plots(result, rows, float(summary.get("window_s") or 0.0))
     figs = "".join(f'<h2>{html.escape(k.replace("_", " "))}</h2><img alt="{k}" src="data:image/png;base64,{v}">'
                    for k, v in imgs.items())
     problems = "".join(f"<li>{html.escape(p)}</li>" for p in summary.get("problems", []))

@@ -14,7 +14,7 @@ from pyvolcano.conf.loader import SchedulerConf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
-from pyvolcano.sim.engine import Simulator
+from pyvolcano.sim.engine import SimResult, Simulator
 from pyvolcano.sim.workload import Workload, seconds
 
 
@@ -125,7 +125,8 @@ def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
 
 def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, period: float = 1.0,
             start_latency: float = 1.0, grace: float = 5.0, until: float | None = None, progress: bool = True,
-            title: str = "pyvolcano simulation", warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+            title: str = "pyvolcano simulation", warn: Callable[[str], None] | None = None,
+            keep: list[Run] | None = None) -> dict[str, Any]:
     """One simulation into ``out``; its summary.  ``warn`` is called with every problem found (the workload's,
     the jobs the simulator refuses on this cluster, and those found while running), each once per call."""
     import copy
@@ -169,7 +170,32 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
     summ = metrics.write(out, result, conf_name)
     rows = metrics.job_rows(result)
     report.write(out, result, rows, summ, title)
+    if keep is not None:
+        keep.append(Run(out, result, conf_name, title))
     return summ
+
+
+@dataclass
+class Run:
+    """A finished simulation and where it was written (for :func:`common_window`)."""
+
+    out: Path
+    result: SimResult
+    conf_name: str
+    title: str
+
+
+def common_window(runs: list[Run]) -> list[dict[str, Any]]:
+    """Rewrite each run's summary.json and report.html over one window, [0, the longest run's end], so that runs
+    compared side by side (``--compare``, ``make demo``) average utilisation over the same time: a run that
+    finished early counts as idle until the others end."""
+    horizon = max((r.result.end_time for r in runs), default=0.0)
+    out = []
+    for r in runs:
+        summ = metrics.write(r.out, r.result, r.conf_name, horizon)
+        report.write(r.out, r.result, metrics.job_rows(r.result), summ, r.title)
+        out.append(summ)
+    return out
 
 
 def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:
