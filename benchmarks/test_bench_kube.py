@@ -30,14 +30,8 @@ GANG = 10
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[kubeserver.Server]:
-    if not kubeserver.available():
-        pytest.skip(kubeserver.HOW_TO_RUN)
-    srv = kubeserver.session_server()
-    cluster.KUBECONFIG = srv.kubeconfig
-    try:
+    with kubeserver.serving() as srv:
         yield srv
-    finally:
-        srv.down()
 
 
 @pytest.fixture

@@ -21,14 +21,8 @@ from tests.kube.cluster import Env, wait
 
 @pytest.fixture(scope="session")
 def kube_server() -> Iterator[kubeserver.Server]:
-    if not kubeserver.available():
-        pytest.skip(kubeserver.HOW_TO_RUN)
-    srv = kubeserver.session_server()
-    cluster.KUBECONFIG = srv.kubeconfig
-    try:
+    with kubeserver.serving() as srv:
         yield srv
-    finally:
-        srv.down()
 
 
 @pytest.fixture(scope="session")

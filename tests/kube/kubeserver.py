@@ -20,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,3 +124,21 @@ def new_dir() -> Path:
     prunes old basetemps, also those of a run still going on when several runs share the machine, and
     kube-down needs DIR's pid files); ``Server.down`` removes it again."""
     return Path(tempfile.mkdtemp(prefix="pyvolcano-kube-"))
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[Server]:
+    """A real API server for a test session or module (the kube tests' fixture and the kube benchmark's): skips
+    with how to run the tests when there is none, points ``tests.kube.cluster`` at it, and always tears it down."""
+    import pytest
+
+    from tests.kube import cluster
+
+    if not available():
+        pytest.skip(HOW_TO_RUN)
+    srv = session_server()
+    cluster.KUBECONFIG = srv.kubeconfig
+    try:
+        yield srv
+    finally:
+        srv.down()
