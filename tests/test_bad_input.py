@@ -270,6 +270,19 @@ def test_configmap_errors_point_into_the_configmap_file() -> None:
           "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
               {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["many"]}]}]}}}}},
      "matchExpressions[0].values"),
+    ({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+      "spec": {"containers": [{"name": "c"}], "affinity": {"nodeAffinity": {
+          "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+              {"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["²"]}]}]}}}}},
+     "matchExpressions[0].values"),
+    ({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+      "spec": {"containers": [{"name": "c"}], "affinity": {"podAntiAffinity": {
+          "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {
+              "matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]}}]}}}},
+     "labelSelector.matchExpressions[0].operator"),
+    ({"kind": "Node", "metadata": {"name": "n"}, "status": {"conditions": []}}, "status.allocatable"),
+    ({"kind": "Queue", "metadata": {"name": "q"}, "status": {"state": "Sleeping"}}, "status.state"),
+    ({"kind": "Namespace", "metadata": {"name": "team", "labels": {"a": ["b"]}}}, "metadata.labels.a"),
 ])
 def test_one_bad_object_is_skipped_naming_object_and_field(obj: dict, field: str) -> None:
     good = [node("n1"), podgroup("pg"), pod("p", group="pg")]

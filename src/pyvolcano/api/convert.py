@@ -1,13 +1,14 @@
 """Kubernetes manifests (dicts, as ``kubectl get -o yaml`` prints them) to scheduler info objects.
 
-Every check names the object and the field, so a bad manifest gives one clear line instead of a traceback.
+Conversion only: every object reaching here has passed ``api/models.py: validate`` (the one validated boundary,
+which names the object and the field of a mistake), so shapes and numbers are trusted and nothing is re-checked.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
@@ -25,65 +26,63 @@ from pyvolcano.api.types import (
     QueueState,
     TaskStatus,
 )
-from pyvolcano.api.validate import check_node, string_map
-from pyvolcano.errors import ManifestError, QuantityError
 
 DEFAULT_NODE_PODS = 110  # kubelet's default --max-pods, used when a Node reports no pods allocatable
 
 
-def ref(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    md: Mapping[str, Any] = meta if isinstance(meta, dict) else {}
-    ns = md.get("namespace")
-    name = md.get("name") or "<unnamed>"
-    return f"{obj.get('kind', '?')} {f'{ns}/' if ns else ''}{name}"
-
-
 def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    md = obj.get("metadata")
-    if not isinstance(md, dict):
-        raise ManifestError(ref(obj), "metadata", "is required (a mapping with name)")
-    for field in ("name", "namespace"):
-        if field in md and md[field] is not None and not isinstance(md[field], str):
-            raise ManifestError(ref(obj), f"metadata.{field}", f"must be a string, got {md[field]!r}")
-    if not md.get("name"):
-        raise ManifestError(ref(obj), "metadata.name", "is required")
-    for field in ("labels", "annotations"):
-        if md.get(field) is not None and not isinstance(md[field], dict):
-            raise ManifestError(ref(obj), f"metadata.{field}", f"must be a mapping, got {type(md[field]).__name__}")
+    md: dict[str, Any] = obj["metadata"]
     return md
 
 
-def _dict(obj: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ManifestError(ref(obj), path, f"must be a mapping, got {type(value).__name__}")
-    return value
+def _d(value: Any) -> dict[str, Any]:
+    return value or {}
+
+
+def label_value(value: Any) -> str:
+    """A label or selector value as Kubernetes stores it (YAML ``true`` -> ``"true"``, ``4`` -> ``"4"``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def string_map(value: Any) -> dict[str, str]:
+    """Labels, annotations or a nodeSelector as the strings the API server stores (the model allows scalars)."""
+    return {str(k): label_value(v) for k, v in _d(value).items()}
+
+
+def normalise_pod_spec(spec: dict[str, Any]) -> None:
+    """Selector values written without quotes (``ssd: true``, ``values: [4]``) become the strings Kubernetes
+    would store, so that predicates compare strings with node labels.  Shapes were checked by ``api/models.py``."""
+    if spec.get("nodeSelector") is not None:
+        spec["nodeSelector"] = string_map(spec["nodeSelector"])
+    na = _d(_d(spec.get("affinity")).get("nodeAffinity"))
+    terms = list(_d(na.get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms") or [])
+    terms += [_d(p).get("preference") for p in na.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+    for term in terms:
+        for field in ("matchExpressions", "matchFields"):
+            for e in _d(term).get(field) or []:
+                if e.get("values") is not None:
+                    e["values"] = [label_value(v) for v in e["values"]]
 
 
 def parse_time(obj: Mapping[str, Any], value: Any, field: str = "metadata.creationTimestamp") -> float:
+    """A time as seconds; ``api/models.py`` (``_time``) has checked it is RFC 3339 or a finite number."""
+    del obj, field
     if value in (None, ""):
         return 0.0
     if isinstance(value, datetime):
         return value.timestamp()
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
     if isinstance(value, int | float):
         return float(value)
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError as exc:
-        raise ManifestError(ref(obj), field, f"{value!r} is not an RFC 3339 time") from exc
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
 
 
-def resource_list(obj: Mapping[str, Any], path: str, rl: Any) -> dict[str, float]:
-    """A ResourceList in internal amounts; a quantity that does not parse names its field."""
-    out: dict[str, float] = {}
-    for name, q in _dict(obj, path, rl).items():
-        try:
-            out[str(name)] = amount(str(name), q)
-        except QuantityError as exc:
-            raise ManifestError(ref(obj), f"{path}.{name}", str(exc)) from exc
-    return out
+def resource_list(rl: Any) -> dict[str, float]:
+    """A ResourceList in internal amounts (quantities checked by ``api/models.py``)."""
+    return {str(name): amount(str(name), q) for name, q in _d(rl).items()}
 
 
 def _add(a: dict[str, float], b: Mapping[str, float]) -> None:
@@ -93,21 +92,15 @@ def _add(a: dict[str, float], b: Mapping[str, float]) -> None:
 
 def pod_requests(pod: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
     """(Resreq, InitResreq): containers summed; init containers' max; overhead added to both."""
-    spec = _dict(pod, "spec", pod.get("spec"))
-    containers = spec.get("containers")
-    if not isinstance(containers, list) or not containers:
-        raise ManifestError(ref(pod), "spec.containers", "must list at least one container")
+    spec = pod["spec"]
     req: dict[str, float] = {}
-    for i, c in enumerate(containers):
-        res = _dict(pod, f"spec.containers[{i}].resources", (c or {}).get("resources"))
-        _add(req, resource_list(pod, f"spec.containers[{i}].resources.requests", res.get("requests")))
+    for c in spec["containers"]:
+        _add(req, resource_list(_d(_d(c).get("resources")).get("requests")))
     init = dict(req)
-    for i, c in enumerate(spec.get("initContainers") or []):
-        res = _dict(pod, f"spec.initContainers[{i}].resources", (c or {}).get("resources"))
-        r = resource_list(pod, f"spec.initContainers[{i}].resources.requests", res.get("requests"))
-        for k, v in r.items():
+    for c in spec.get("initContainers") or []:
+        for k, v in resource_list(_d(_d(c).get("resources")).get("requests")).items():
             init[k] = max(init.get(k, 0.0), v)
-    overhead = resource_list(pod, "spec.overhead", spec.get("overhead"))
+    overhead = resource_list(spec.get("overhead"))
     _add(req, overhead)
     _add(init, overhead)
     req[PODS] = 1.0
@@ -178,15 +171,12 @@ def make_task(pod: dict[str, Any], res: ResourceIndex, job_uid: str, priority: i
 
 def node_spec(node: dict[str, Any], res: ResourceIndex) -> NodeSpec:
     md = meta(node)
-    spec = _dict(node, "spec", node.get("spec"))
-    status = _dict(node, "status", node.get("status"))
-    alloc = resource_list(node, "status.allocatable", status.get("allocatable") or status.get("capacity"))
-    cap = resource_list(node, "status.capacity", status.get("capacity") or status.get("allocatable"))
-    if not alloc:
-        raise ManifestError(ref(node), "status.allocatable", "is required (no resources to schedule on)")
+    spec = _d(node.get("spec"))
+    status = _d(node.get("status"))
+    alloc = resource_list(status.get("allocatable") or status.get("capacity"))
+    cap = resource_list(status.get("capacity") or status.get("allocatable"))
     alloc.setdefault(PODS, DEFAULT_NODE_PODS)
     cap.setdefault(PODS, alloc[PODS])
-    check_node(node, spec, status)
     taints = spec.get("taints") or []
     ready = True
     for cond in status.get("conditions") or []:
@@ -194,42 +184,29 @@ def node_spec(node: dict[str, Any], res: ResourceIndex) -> NodeSpec:
             ready = False
     return NodeSpec(
         name=md["name"], allocatable=res.vector(alloc), capacity=res.vector(cap),
-        labels=string_map(node, "metadata.labels", md.get("labels")), taints=list(taints),
+        labels=string_map(md.get("labels")), taints=list(taints),
         unschedulable=bool(spec.get("unschedulable")),
         ready=ready, manifest=node,
     )
 
 
-def _int(obj: Mapping[str, Any], path: str, value: Any, default: int, minimum: int = 0) -> int:
-    if value is None:
-        return default
-    try:
-        v = int(value)
-    except (TypeError, ValueError) as exc:
-        raise ManifestError(ref(obj), path, f"{value!r} is not an integer") from exc
-    if v < minimum:
-        raise ManifestError(ref(obj), path, f"must be >= {minimum}, got {v}")
-    return v
+def _int(value: Any, default: int) -> int:
+    return default if value is None else int(value)
 
 
 def podgroup(pg: dict[str, Any], res: ResourceIndex) -> PodGroup:
     md = meta(pg)
-    spec = _dict(pg, "spec", pg.get("spec"))
-    status = _dict(pg, "status", pg.get("status"))
+    spec = _d(pg.get("spec"))
+    status = _d(pg.get("status"))
     min_res = spec.get("minResources")
-    mtm = _dict(pg, "spec.minTaskMember", spec.get("minTaskMember"))
-    phase = status.get("phase") or "Pending"
-    try:
-        phase_v = PodGroupPhase(phase)
-    except ValueError as exc:
-        raise ManifestError(ref(pg), "status.phase", f"unknown phase {phase!r} (known: "
-                            f"{', '.join(p.value for p in PodGroupPhase)})") from exc
+    mtm = _d(spec.get("minTaskMember"))
+    phase_v = PodGroupPhase(status.get("phase") or "Pending")
     return PodGroup(
         name=md["name"], namespace=md.get("namespace") or "default",
-        min_member=_int(pg, "spec.minMember", spec.get("minMember"), 1),
-        min_task_member={str(k): _int(pg, f"spec.minTaskMember.{k}", v, 0) for k, v in mtm.items()},
+        min_member=_int(spec.get("minMember"), 1),
+        min_task_member={str(k): _int(v, 0) for k, v in mtm.items()},
         queue=spec.get("queue") or DEFAULT_QUEUE, priority_class=spec.get("priorityClassName") or "",
-        min_resources=None if min_res is None else res.vector(resource_list(pg, "spec.minResources", min_res)),
+        min_resources=None if min_res is None else res.vector(resource_list(min_res)),
         phase=phase_v, conditions=list(status.get("conditions") or []),
         creation=parse_time(pg, md.get("creationTimestamp")), annotations=dict(md.get("annotations") or {}),
         labels=dict(md.get("labels") or {}), manifest=pg,
@@ -238,29 +215,24 @@ def podgroup(pg: dict[str, Any], res: ResourceIndex) -> PodGroup:
 
 def queue(q: dict[str, Any], res: ResourceIndex) -> QueueInfo:
     md = meta(q)
-    spec = _dict(q, "spec", q.get("spec"))
-    status = _dict(q, "status", q.get("status"))
-    cap = resource_list(q, "spec.capability", spec.get("capability"))
-    guarantee_spec = _dict(q, "spec.guarantee", spec.get("guarantee"))
-    guar = resource_list(q, "spec.guarantee.resource", guarantee_spec.get("resource"))
-    des = resource_list(q, "spec.deserved", spec.get("deserved"))
-    state = status.get("state") or spec.get("state") or "Open"
-    try:
-        state_v = QueueState(state)
-    except ValueError as exc:
-        raise ManifestError(ref(q), "status.state", f"unknown state {state!r}") from exc
+    spec = _d(q.get("spec"))
+    status = _d(q.get("status"))
+    cap = resource_list(spec.get("capability"))
+    guar = resource_list(_d(spec.get("guarantee")).get("resource"))
+    des = resource_list(spec.get("deserved"))
+    state_v = QueueState(status.get("state") or spec.get("state") or "Open")
     reclaimable = spec.get("reclaimable")
     ann = md.get("annotations") or {}
     return QueueInfo(
-        name=md["name"], weight=_int(q, "spec.weight", spec.get("weight"), 1),
+        name=md["name"], weight=_int(spec.get("weight"), 1),
         capability=res.vector(cap, default=np.inf) if cap else None,
         guarantee=res.vector(guar) if guar else None,
         deserved=res.vector(des) if des else None,
         reclaimable=True if reclaimable is None else bool(reclaimable), state=state_v,
         parent=spec.get("parent") or "", hierarchy=ann.get("volcano.sh/hierarchy", ""),
         weights=ann.get("volcano.sh/hierarchy-weights", ""),
-        priority=_int(q, "spec.priority", spec.get("priority"), 0, minimum=-(2**31)),
-        affinity=_dict(q, "spec.affinity", spec.get("affinity")),
+        priority=_int(spec.get("priority"), 0),
+        affinity=_d(spec.get("affinity")),
         creation=parse_time(q, md.get("creationTimestamp")), manifest=q,
         capability_set=frozenset(cap), guarantee_set=frozenset(guar), deserved_set=frozenset(des),
     )

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import ManifestError, QuantityError
@@ -169,12 +169,46 @@ class Node(_Obj):
     spec: NodeSpecM | None = None
     status: NodeStatus | None = None
 
+    @model_validator(mode="after")
+    def _has_resources(self) -> Node:
+        if not (self.status and (self.status.allocatable or self.status.capacity)):
+            raise ValueError("status.allocatable: is required (no resources to schedule on)")
+        return self
+
 
 # --- Pod ----------------------------------------------------------------------------------------------
 class Requirement(_M):
+    """A node selector requirement (``core/v1 NodeSelectorRequirement``), validated as apimachinery's
+    ``ValidateNodeSelectorRequirement`` does: In/NotIn need values, Gt/Lt exactly one integer."""
+
     key: str = Field(min_length=1)
-    operator: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: list[Scalar] | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> Requirement:
+        values = self.values or []
+        if self.operator in ("Gt", "Lt"):
+            if len(values) != 1 or not str(values[0]).lstrip("-").isdigit() or not str(values[0]).isascii():
+                raise ValueError(f"values: {self.operator} needs exactly one integer value")
+        elif self.operator in ("In", "NotIn") and not values:
+            raise ValueError(f"values: {self.operator} needs at least one value")
+        return self
+
+
+class LabelRequirement(_M):
+    """A label selector requirement (``metav1.LabelSelectorRequirement``): no Gt/Lt, In/NotIn need values
+    (apimachinery's ``ValidateLabelSelectorRequirement``)."""
+
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[Scalar] | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"values: {self.operator} needs at least one value")
+        return self
 
 
 class SelectorTerm(_M):
@@ -198,7 +232,7 @@ class NodeAffinity(_M):
 
 class LabelSelector(_M):
     matchLabels: StringMap | None = None
-    matchExpressions: list[Requirement] | None = None
+    matchExpressions: list[LabelRequirement] | None = None
 
 
 class PodAffinityTerm(_M):
@@ -281,7 +315,7 @@ class PodGroupSpec(_M):
 
 
 class PodGroupStatus(_M):
-    phase: str | None = None
+    phase: Literal["Pending", "Inqueue", "Running", "Unknown", "Completed", ""] | None = None
     conditions: list[dict[str, Any]] | None = None
 
 
@@ -303,11 +337,11 @@ class QueueSpec(_M):
     parent: str | None = None
     priority: Int32 | None = None
     affinity: dict[str, Any] | None = None
-    state: str | None = None
+    state: Literal["Open", "Closed", "Closing", "Unknown", ""] | None = None
 
 
 class QueueStatus(_M):
-    state: str | None = None
+    state: Literal["Open", "Closed", "Closing", "Unknown", ""] | None = None
 
 
 class Queue(_Obj):
@@ -351,9 +385,13 @@ class ResourceQuota(_Obj):
     status: QuotaStatus | None = None
 
 
+class Namespace(_Obj):
+    """Only its labels are read (a pod affinity term's ``namespaceSelector``)."""
+
+
 MODELS: dict[str, type[_Obj]] = {
     "Node": Node, "Pod": Pod, "PodGroup": PodGroup, "Queue": Queue, "PriorityClass": PriorityClass,
-    "PodDisruptionBudget": PodDisruptionBudget, "ResourceQuota": ResourceQuota,
+    "PodDisruptionBudget": PodDisruptionBudget, "ResourceQuota": ResourceQuota, "Namespace": Namespace,
 }
 
 
@@ -392,7 +430,12 @@ def validate(obj: Mapping[str, Any]) -> None:
         model.model_validate(obj)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        raise ManifestError(ref(obj), _path(tuple(err["loc"])) or "(object)", _message(err)) from None
+        path, msg = _path(tuple(err["loc"])), _message(err)
+        if err["type"] == "value_error" and ": " in msg and " " not in msg.split(": ", 1)[0]:
+            # a model-level check names the field it is about: "status.allocatable: is required"
+            sub, msg = msg.split(": ", 1)
+            path = f"{path}.{sub}" if path else sub
+        raise ManifestError(ref(obj), path or "(object)", msg) from None
 
 
 _WANT = {"dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",

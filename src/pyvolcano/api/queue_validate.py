@@ -242,8 +242,11 @@ def validate_conf(conf: SchedulerConf) -> list[Problem]:
 
 def validate_queue_object(obj: dict[str, Any], queues: Mapping[str, QueueInfo], total: np.ndarray,
                           res: ResourceIndex, *, hierarchy: bool = False) -> list[Problem]:
-    """Admission: the problems a new or changed Queue manifest would introduce, given the others."""
+    """Admission: the problems a new or changed Queue manifest would introduce, given the others (a malformed
+    manifest raises ManifestError from ``api/models.py``, the one validated boundary)."""
+    from pyvolcano.api import models
     from pyvolcano.api.convert import queue as to_queue
+    models.validate(obj)
     q = to_queue(obj, res)
     merged = dict(queues)
     merged[q.name] = q

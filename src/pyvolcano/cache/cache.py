@@ -26,7 +26,6 @@ from pyvolcano.api.types import (
     QUEUE_NAME_ANNOTATION,
     TaskStatus,
 )
-from pyvolcano.api.validate import check_pod_spec
 from pyvolcano.errors import ManifestError
 
 #: statuses that hold nothing on a node; a set: membership is cheap, IntFlag "&" runs Python code (the snapshot
@@ -176,10 +175,7 @@ class SchedulerCache:
 
     def _upsert_priorityclass(self, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
-        try:
-            value = int(obj.get("value", 0))
-        except (TypeError, ValueError):
-            raise ManifestError(convert.ref(obj), "value", f"{obj.get('value')!r} is not an integer") from None
+        value = int(obj.get("value", 0))
         self.priority_classes[name] = value
         if obj.get("globalDefault"):
             self.global_default = (name, value)
@@ -226,19 +222,11 @@ class SchedulerCache:
         md = pod["metadata"]
         ns = md.get("namespace") or "default"
         uid = f"{ns}/{md['name']}"
-        spec = pod.get("spec")
-        if not isinstance(spec, dict):
-            raise ManifestError(convert.ref(pod), "spec", "is required")
-        check_pod_spec(pod, spec)
-        convert.parse_time(pod, md.get("creationTimestamp"))  # fail before the old version is removed
+        spec = pod["spec"]
+        convert.normalise_pod_spec(spec)
         req, init = convert.pod_requests(pod)
         prio = spec.get("priority")
-        if prio is None:
-            prio = self._class_priority(spec.get("priorityClassName") or "")
-        try:
-            prio = int(prio)
-        except (TypeError, ValueError):
-            raise ManifestError(convert.ref(pod), "spec.priority", f"{prio!r} is not an integer") from None
+        prio = self._class_priority(spec.get("priorityClassName") or "") if prio is None else int(prio)
         self._remove_task(uid)
         ours = (spec.get("schedulerName") or "default-scheduler") == self.scheduler_name
         if not ours:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
-import numpy as np
 
-from pyvolcano.api.types import TaskStatus
 from pyvolcano.cache.cache import KINDS, SchedulerCache
 from pyvolcano.cache.manifests import load_snapshot
 from pyvolcano.commands._output import console, emit, output_option, pick_file
-from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
+from pyvolcano.conf.loader import load_conf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import result_json, run_session
-from pyvolcano.framework.session import Session, SessionResult
+from pyvolcano.framework.explain import ScoreBreakdown
+from pyvolcano.framework.result import SessionResult
 
 
 def rows(result: SessionResult) -> list[tuple[str, str, str, str]]:
@@ -58,50 +56,21 @@ def table(result: SessionResult, problems: list[str], wide: bool) -> None:
         c.print(f"[yellow]skipped object:[/] {p}", highlight=False)
 
 
-def explain_scores(cache: SchedulerCache, conf: SchedulerConf, engine: str, top: int = 3) -> dict[str, Any]:
-    """Per pending pod, the ``top`` best nodes that pass every predicate with each plugin's score, as the
-    session's node-order registrations compute them when it opens (before this session places anything), the
-    way kube-scheduler-simulator shows a score breakdown: a user sees why a node won."""
-    ssn = Session(cache.snapshot(), conf, engine).open()
-    out: dict[str, Any] = {}
-    names = [v.name for v in ssn.nodes.views]
-    for job in ssn.jobs.values():
-        for task in job.tasks.values():
-            if task.status != TaskStatus.Pending:
-                continue
-            _, mask = ssn.selector.feasible(task, job)
-            idx = np.nonzero(mask)[0]
-            per: dict[str, np.ndarray] = {}
-            for sc in ssn.scores:
-                per[sc.plugin] = per.get(sc.plugin, np.zeros(len(idx))) + sc.scores(ssn, task, idx, engine)
-            views = [ssn.nodes.views[i] for i in idx]
-            for fn in ssn.batch_scores:
-                got = fn(task, views) or {}
-                per["batch"] = per.get("batch", np.zeros(len(idx))) + np.array(
-                    [float(got.get(v.name, 0.0)) for v in views])
-            total = sum(per.values(), np.zeros(len(idx)))
-            best = np.argsort(-total, kind="stable")[:top]
-            out[task.uid] = {"feasibleNodes": len(idx), "best": [
-                {"node": names[idx[k]], "total": round(float(total[k]), 4),
-                 "plugins": {p: round(float(v[k]), 4) for p, v in per.items()}} for k in best]}
-    return out
-
-
-def print_scores(scores: dict[str, Any]) -> None:
+def print_scores(scores: dict[str, ScoreBreakdown]) -> None:
     from rich.table import Table
 
     c = console()
     for uid, s in sorted(scores.items()):
-        if not s["best"]:
+        if not s.best:
             c.print(f"{uid}: no node passes the predicates", highlight=False)
             continue
-        plugins = sorted({p for b in s["best"] for p in b["plugins"]})
-        c.print(f"[bold]{uid}[/]: best of {s['feasibleNodes']} node(s) passing the predicates", highlight=False)
+        plugins = sorted({p for b in s.best for p in b.plugins})
+        c.print(f"[bold]{uid}[/]: best of {s.feasible_nodes} node(s) passing the predicates", highlight=False)
         t = Table()
         for col in ("Node", "Total", *plugins):
             t.add_column(col, overflow="fold", justify="left" if col == "Node" else "right")
-        for b in s["best"]:
-            t.add_row(b["node"], f"{b['total']:g}", *(f"{b['plugins'].get(p, 0.0):g}" for p in plugins))
+        for b in s.best:
+            t.add_row(b.node, f"{b.total:g}", *(f"{b.plugins.get(p, 0.0):g}" for p in plugins))
         c.print(t)
 
 
@@ -143,20 +112,19 @@ def register(group: click.Group) -> None:
         if strict and cache.problems:
             raise UserError(f"{len(cache.problems)} malformed object(s) in {snap.source}: "
                             + "; ".join(cache.problems))
-        scores = explain_scores(cache, conf, engine) if verbose else None
-        result = run_session(cache, conf, engine)
+        result = run_session(cache, conf, engine, explain=3 if verbose else 0)
         if output in ("json", "yaml"):  # the table shows these itself
             for p in cache.problems:
                 print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
             for uid, why in result.skipped.items():
                 print(f"pyvolcano: warning: job {uid} not scheduled: {why}", file=sys.stderr)
             data = result_json(result)
-            if scores is not None:
-                data["scores"] = scores
+            if verbose:
+                data["scores"] = {uid: s.as_dict() for uid, s in sorted(result.scores.items())}
             emit(data, output)
         else:
             table(result, cache.problems, output == "wide")
-            if scores is not None:
-                print_scores(scores)
+            if verbose:
+                print_scores(result.scores)
         if cache.problems:  # the rest was scheduled and printed; the mistake still fails the command
             sys.exit(2)

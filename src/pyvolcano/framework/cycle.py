@@ -19,16 +19,17 @@ class SnapshotSource(Protocol):
 
 
 def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vector",
-                record_ties: bool = False) -> SessionResult:
+                record_ties: bool = False, explain: int = 0) -> SessionResult:
     """Snapshot the cache, run every configured action, close, and return the decisions (not applied; see
     ``framework.result.apply``).  Every front-end -- ``cycle``, ``simulate``, ``bench``, ``queues`` and the
     Kubernetes scheduler -- runs its sessions through here (Volcano's ``Scheduler.runOnce``,
     ``pkg/scheduler/scheduler.go``).  ``record_ties``: also fill ``SessionResult.ties`` (every best-scored node of
-    each placement), for comparing with Volcano, which picks among equal nodes at random."""
+    each placement), for comparing with Volcano, which picks among equal nodes at random.  ``explain``: also fill
+    ``SessionResult.scores`` with each pending pod's ``explain`` best nodes and every plugin's score on them."""
     ssn = Session(cache.snapshot(), conf, engine)
     if record_ties:
         ssn.selector.ties = {}
-    return ssn.run()
+    return ssn.run(explain)
 
 
 def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano",

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.framework.explain import ScoreBreakdown
 
 #: Volcano's ``api.AllNodeUnavailableMsg`` (``pkg/scheduler/api/unschedule_info.go``): the pod condition's message
 #: when nothing more specific is known
@@ -139,6 +140,9 @@ class SessionResult:
     pods: int = 0
     #: with ``run_session(record_ties=True)``: per placed task, the nodes that scored as well as the chosen one
     ties: dict[str, list[str]] = field(default_factory=dict)
+    #: with ``run_session(explain=N)``: per pending pod, the N best nodes with each plugin's score
+    #: (``framework/explain.py``, what ``pyvolcano cycle -v`` shows)
+    scores: dict[str, ScoreBreakdown] = field(default_factory=dict)
 
     @property
     def action_seconds(self) -> dict[str, float]:

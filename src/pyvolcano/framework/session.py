@@ -27,6 +27,7 @@ from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.framework import registry
+from pyvolcano.framework.explain import score_breakdown
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import POINTS, Rule, combine
@@ -364,11 +365,13 @@ class Session:
         self.selector.reset()
         return self
 
-    def run(self) -> SessionResult:
-        """Open, run every configured action in order, close."""
+    def run(self, explain: int = 0) -> SessionResult:
+        """Open, run every configured action in order, close.  ``explain``: also report, per pending pod, the
+        ``explain`` best nodes with each plugin's score as the session opens (``SessionResult.scores``)."""
         t0 = time.perf_counter()
         self.open()
         opened = time.perf_counter() - t0
+        scores = score_breakdown(self, explain) if explain > 0 else {}
         for name in self.conf.actions:
             action = registry.action_class(name)(self.conf.action_args(name))
             t0 = time.perf_counter()
@@ -377,6 +380,7 @@ class Session:
         t0 = time.perf_counter()
         out = self.close()
         out.stats.open_seconds, out.stats.close_seconds = opened, time.perf_counter() - t0
+        out.scores = scores
         return out
 
     def close(self) -> SessionResult:

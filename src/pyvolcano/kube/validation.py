@@ -76,7 +76,7 @@ def validate_queue_tree(name: str, queues: Mapping[str, Mapping[str, Any]]) -> l
         return []
     import numpy as np
 
-    from pyvolcano.api import convert
+    from pyvolcano.api import convert, models
     from pyvolcano.api.queue_validate import validate_hierarchy
     from pyvolcano.api.resource import ResourceIndex
     from pyvolcano.errors import UserError
@@ -85,6 +85,7 @@ def validate_queue_tree(name: str, queues: Mapping[str, Mapping[str, Any]]) -> l
     infos = {}
     for qname, obj in queues.items():
         try:
+            models.validate(obj)
             infos[qname] = convert.queue(dict(obj), res)
         except (UserError, ValueError):
             continue  # its own problems are reported by validate_queue
