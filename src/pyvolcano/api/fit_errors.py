@@ -6,7 +6,8 @@ from collections import Counter
 
 
 class FitErrors:
-    """Per-node reasons for one task (a node filter's reasons come from its ``api.status.Status``); ``str()`` is ``0/3 nodes are available: 2 Insufficient cpu, ...``."""
+    """Per-node reasons for one task (a node filter's come from its ``api.status.Status``); ``str()`` is
+    ``0/3 nodes are available: 2 Insufficient cpu, ...``."""
 
     def __init__(self, total_nodes: int = 0) -> None:
         self.total_nodes = total_nodes
