@@ -382,3 +382,14 @@ def test_mypy_rejects_wrong_shaped_callbacks_and_state(tmp_path: Path) -> None:
     assert len(want) == 11 and len(good) == 5
     assert want <= flagged, f"mypy missed lines {sorted(want - flagged)}:\n{out}{err}"
     assert not flagged & good, f"mypy flagged good lines:\n{out}"
+
+
+def test_add_fn_by_name_says_which_constant_to_use() -> None:
+    """A plugin still written for the untyped ``add_fn("jobOrder", ...)`` fails at once, naming the typed point."""
+    ssn = session('actions: "allocate"\n')
+    with pytest.raises(TypeError, match=r"plugin p: add_fn takes ssn.add_fn\(points.VICTIM_QUEUE_ORDER, ...\)"):
+        ssn.add_fn("victimQueueOrder", "p", lambda a, b, c: 0)  # the old, untyped way
+    from pyvolcano.framework.points import JOB_ORDER
+
+    ssn.add_fn(JOB_ORDER, "p", lambda a, b: 0)
+    assert [n for n, _ in ssn.fns["jobOrder"][0]] == ["p"]

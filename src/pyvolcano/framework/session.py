@@ -168,6 +168,10 @@ class Session:
         Volcano-style per-node functions go to the node selector: ``PREDICATE`` and ``NODE_ORDER`` take
         ``fn(task, NodeInfo)`` (registered as scalar, not template-safe, so evaluated for every task), and
         ``BATCH_NODE_ORDER`` takes ``fn(task, [NodeInfo]) -> {node name: score}``."""
+        if not isinstance(point, Point):  # a plugin written for the untyped ``add_fn("jobOrder", ...)``
+            known = POINTS.get(str(point))
+            hint = f"ssn.add_fn(points.{_constant(known.name)}, ...)" if known else "a pyvolcano.framework.points.Point"
+            raise TypeError(f"plugin {plugin}: add_fn takes {hint}, not {point!r}")
         if point is PREDICATE:
             return self.add_predicate(plugin, scalar=fn, template_safe=False)
         if point is NODE_ORDER:
@@ -644,6 +648,11 @@ class Session:
 
 #: Volcano's AllocatedStatus (api/helpers.go) besides Running: what a queue's ``status.allocated`` counts
 _HELD = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Allocated)
+
+
+def _constant(name: str) -> str:
+    """``jobOrder`` -> ``JOB_ORDER``: a point's constant in ``points``."""
+    return "".join(f"_{c}" if c.isupper() else c.upper() for c in name)
 
 
 def _fallback(lc: float, rc: float, lu: str, ru: str) -> int:
