@@ -95,3 +95,56 @@ def test_without_the_module_on_the_path_the_conf_is_rejected(monkeypatch: pytest
     sys.modules.pop("fewest_pods", None)
     with pytest.raises(ConfigError, match=r"line 1: action 'fewest_pods:FewestPods': cannot import it"):
         load_conf(CONF)
+
+
+# --- the plugin example of docs/extending.md (examples/plugins/keep_batch_off_latency.py) ------------------------
+LATENCY_CONF = """\
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: keep_batch_off_latency:KeepBatchOffLatency
+    arguments: {penalty: 10}
+- plugins:
+  - name: predicates
+"""
+
+
+def latency_cluster(nodes: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": labels},
+         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}} for n, labels in nodes.items()]
+    objs.append(pod("x1", "500m", node=next(iter(nodes))))  # one pod on the first node
+    for q in ("batch", "web"):
+        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q},
+                     "spec": {"weight": 1}})
+        group = pg(q, 1, 0 if q == "batch" else 1)
+        group["spec"]["queue"] = q
+        objs += [group, pod(f"{q}-0", "1", q)]
+    return objs
+
+
+def test_keep_batch_off_latency_places_and_explains(monkeypatch: pytest.MonkeyPatch) -> None:
+    """n1 (latency, one pod), n2 (latency), n3 (one pod): batch may use only n3; web takes the node with fewest pods
+    (n2, the first of the empty ones).  With latency nodes only, the batch job's reason names the filter's
+    Status reason for each node."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    lat = {"tier": "latency"}
+    nodes = {"n1": lat, "n2": lat, "n3": {}}
+    result, _ = cycle_objects(latency_cluster(nodes), load_conf(LATENCY_CONF))
+    assert result_json(result)["binds"] == {"ns/batch-0": "n3", "ns/web-0": "n2"}
+    result, _ = cycle_objects(latency_cluster({"n1": lat, "n2": lat}), load_conf(LATENCY_CONF))
+    out = result_json(result)
+    assert out["binds"] == {"ns/web-0": "n2"}
+    assert "0/2 nodes are available: 2 node(s) are kept for latency work." in out["unschedulable"]["ns/batch"]
+
+
+def test_example_plugins_type_check() -> None:
+    """The examples are what plugin authors copy: they must pass mypy with the project's settings."""
+    from mypy import api
+
+    root = EXAMPLES.parents[1]
+    out, err, code = api.run([str(EXAMPLES / "keep_batch_off_latency.py"), str(EXAMPLES / "fewest_pods.py"),
+                              "--config-file", str(root / "pyproject.toml"), "--cache-dir",
+                              str(root / ".mypy_cache")])
+    assert code == 0, out + err

@@ -15,6 +15,7 @@ from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.plugins._podaffinity import (
     NOTHING,
+    POD_AFFINITY,
     PodAffinityState,
     normalize_affinity,
     normalize_spread,
@@ -104,7 +105,7 @@ def test_discarded_statement_restores_counts_and_answers() -> None:
             pod("a-0", {"app": "a"}, group="a", affinity=ANTI_A), pod("a-1", {"app": "a"}, group="a", affinity=ANTI_A),
             pod("b", {"app": "b"}, group="b")]
     ssn = session(objs)
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st: PodAffinityState = ssn.state.read(POD_AFFINITY)
     a0, a1 = task(ssn, "ns/a-0"), task(ssn, "ns/a-1")
     idx = np.arange(2)
     assert st.anti_ok(a1, idx).tolist() == [True, True]
@@ -123,7 +124,7 @@ def test_evicted_pod_stops_counting_and_unevict_restores() -> None:
     objs = [node("n1", "z1"), node("n2", "z1"), pg("run"), pod("r", {"app": "a"}, node_name="n1", group="run"),
             pg("new"), pod("p", {"app": "p"}, group="new", affinity=ANTI_A)]
     ssn = session(objs)
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st: PodAffinityState = ssn.state.read(POD_AFFINITY)
     r, p = task(ssn, "ns/r"), task(ssn, "ns/p")
     idx = np.arange(2)
     assert st.anti_ok(p, idx).tolist() == [False, False]
@@ -146,7 +147,7 @@ def test_terminating_pod_counts_for_affinity_but_not_for_spread() -> None:
             pod("x", {"app": "x"}, group="x", affinity=ANTI_A),
             pod("y", {"app": "a"}, group="y", topologySpreadConstraints=spread)]
     ssn = session(objs)
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st: PodAffinityState = ssn.state.read(POD_AFFINITY)
     idx = np.arange(2)
     assert st.anti_ok(task(ssn, "ns/x"), idx).tolist() == [False, True]
     assert st.spread_ok(task(ssn, "ns/y"), idx).tolist() == [True, True]
@@ -163,7 +164,7 @@ def test_spread_min_domains_and_node_affinity_policy() -> None:
         cons = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
                  "labelSelector": {"matchLabels": {"app": "s"}}, **c.pop("extra", {})}]
         ssn = session([*base, pod("p", {"app": "s"}, group="new", topologySpreadConstraints=cons, **c)])
-        st: PodAffinityState = ssn.state["podaffinity"]
+        st: PodAffinityState = ssn.state.read(POD_AFFINITY)
         t = task(ssn, "ns/p")
         return (st.spread_ok(t, np.arange(3)) & st.spread_labels_ok(t, np.arange(3))).tolist()
 
@@ -183,7 +184,7 @@ def test_match_label_keys_narrow_the_spread_selector() -> None:
             pod("old2", {"app": "s", "rev": "1"}, node_name="n1", group="run"),
             pod("p", {"app": "s", "rev": "2"}, group="new", topologySpreadConstraints=cons)]
     ssn = session(objs)
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st: PodAffinityState = ssn.state.read(POD_AFFINITY)
     assert st.spread_ok(task(ssn, "ns/p"), np.arange(2)).tolist() == [True, True]  # rev 1 pods do not count
 
 
@@ -222,7 +223,7 @@ def test_image_locality_matches_volcano(order: list[str], want: dict[str, list[i
     objs: list[Obj] = [node(n, "z", IMAGES[n]) for n in order] + [pg("pg", 1)]
     objs += [pod(name, {}, **spec) for name, spec in PODS.items()]
     ssn = session(objs)
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st: PodAffinityState = ssn.state.read(POD_AFFINITY)
     for name, scores in want.items():
         got = dict(zip(ssn.nodes.names, st.image_scores(st.parse(task(ssn, f"ns/{name}")).images).tolist(),
                        strict=True))

@@ -3,10 +3,13 @@ that take a plugin's function off a point."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from pyvolcano.api.status import SUCCESS, Code, Status, ok, reject_if, unschedulable
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.plugin import Plugin
@@ -211,10 +214,11 @@ class NodePicky(Plugin):
     name = "node-picky"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn("predicate", self.name, lambda task, node: "node(s) are n1" if node.name == "n1" else None)
-        ssn.add_fn("nodeOrder", self.name, lambda task, node: 1000.0 if node.name == "n3" else 0.0)
-        ssn.add_fn("prePredicate", self.name, lambda task: "no GPUs in this cluster" if task.name.startswith("gpu")
-                   else None)
+        ssn.add_predicate_fn(self.name, lambda task, node: unschedulable("node(s) are n1") if node.name == "n1"
+                             else None)
+        ssn.add_node_order_fn(self.name, lambda task, node: 1000.0 if node.name == "n3" else 0.0)
+        ssn.add_pre_predicate_fn(self.name, lambda task: unschedulable("no GPUs in this cluster")
+                                 if task.name.startswith("gpu") else SUCCESS)
 
 
 def picky_cycle(flags: str = "") -> dict:
@@ -245,3 +249,147 @@ def test_flags_apply_to_a_plugin_named_module_class() -> None:
     out = picky_cycle("    enableNodeOrder: false\n    enablePredicate: false\n")
     assert set(out["binds"]) == {"ns/web", "ns/gpu-job"}  # no prePredicate, no filter
     assert out["binds"]["ns/web"] in {"n1", "n2", "n3"}
+
+
+# --- Status answers and the FIRST_FAILURE rule (prePredicate, jobValid) ---------------------------------------
+def test_first_failure_skips_none_and_success() -> None:
+    no, later = unschedulable("no", "a"), unschedulable("later", "b")
+    assert combine(Rule.FIRST_FAILURE, fns([None, SUCCESS, no], [later])) is no
+    assert combine(Rule.FIRST_FAILURE, fns([None, SUCCESS], [SUCCESS])) is None
+    assert combine(Rule.FIRST_FAILURE, []) is None
+    assert POINTS["prePredicate"].rule is POINTS["jobValid"].rule is Rule.FIRST_FAILURE
+
+
+def test_status_codes_are_volcanos() -> None:
+    """pkg/scheduler/api/types.go: Success, Error, Unschedulable, UnschedulableAndUnresolvable, Wait, Skip (iota)."""
+    assert [(c.name, int(c)) for c in Code] == [
+        ("SUCCESS", 0), ("ERROR", 1), ("UNSCHEDULABLE", 2), ("UNSCHEDULABLE_AND_UNRESOLVABLE", 3), ("WAIT", 4),
+        ("SKIP", 5)]
+    st = Status(Code.UNSCHEDULABLE, ("a", "b"), "p")
+    assert not st.is_success() and str(st) == st.message == "a, b"
+    assert ok(None) and ok(SUCCESS) and not ok(st)
+    assert reject_if(None) is None and reject_if("why", "p") == Status(Code.UNSCHEDULABLE, ("why",), "p")
+
+
+class ManyReasons(Plugin):
+    """A per-node filter answering with every Status shape: a success, a rejection with two reasons, one with
+    none, and Volcano's UnschedulableAndUnresolvable."""
+
+    name = "many-reasons"
+
+    def on_session_open(self, ssn: Session) -> None:
+        answers = {"n1": Status(Code.UNSCHEDULABLE, ("too hot", "too loud"), self.name), "n2": Status(Code.ERROR),
+                   "n3": SUCCESS, "n4": unschedulable("no way", self.name, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)}
+        ssn.add_predicate_fn(self.name, lambda task, node: answers[node.name])
+
+
+def test_status_reasons_in_the_fit_summary() -> None:
+    """Each reason of a rejecting Status is counted once for its node (Kubernetes' FitError.Error); a rejection
+    without reasons names the plugin; a success passes."""
+    from pyvolcano.framework.cycle import cycle_objects, result_json
+
+    objs: list[dict] = [{"kind": "Node", "metadata": {"name": n}, "status": {"allocatable": {"cpu": "4"}}}
+                        for n in ("n1", "n2", "n3", "n4")]
+    objs.append({"kind": "PodGroup", "metadata": {"name": "big", "namespace": "ns"}, "spec": {"minMember": 1},
+                 "status": {"phase": "Inqueue"}})
+    objs.append({"kind": "Pod", "metadata": {"name": "big", "namespace": "ns",
+                                             "annotations": {"scheduling.k8s.io/group-name": "big"}},
+                 "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {
+                     "requests": {"cpu": "8"}}}]}, "status": {"phase": "Pending"}})
+    objs.append({"kind": "PodGroup", "metadata": {"name": "small", "namespace": "ns"}, "spec": {"minMember": 1},
+                 "status": {"phase": "Inqueue"}})
+    objs.append({"kind": "Pod", "metadata": {"name": "small", "namespace": "ns",
+                                             "annotations": {"scheduling.k8s.io/group-name": "small"}},
+                 "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {
+                     "requests": {"cpu": "1"}}}]}, "status": {"phase": "Pending"}})
+    conf = load_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+                     '  - name: tests.test_points:ManyReasons\n')
+    result, _ = cycle_objects(objs, conf)
+    out = result_json(result)
+    assert out["binds"] == {"ns/small": "n3"}
+    assert "0/4 nodes are available: 4 Insufficient cpu." in out["unschedulable"]["ns/big"]
+    from pyvolcano.framework.session import Session as S
+
+    ssn = S(SchedulerCache.from_objects(objs).snapshot(), conf).open()
+    fe = ssn.explain(next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == "small"))
+    assert str(fe) == ("0/4 nodes are available: 1 no way, 1 node(s) rejected by many-reasons, 1 too hot, "
+                       "1 too loud.")
+
+
+# --- typed extension points: the declaration is the one mypy checks registrations against ------------------------
+def test_every_point_is_a_typed_constant_with_its_session_method() -> None:
+    """Each row of POINTS is a module constant (``JOB_ORDER`` for jobOrder) and has a typed registration
+    ``Session.add_job_order_fn``, so the signature is declared once and every registration is checked."""
+    from pyvolcano.framework import points
+
+    for name, p in POINTS.items():
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+        assert getattr(points, snake.upper()) is p
+        assert callable(getattr(Session, f"add_{snake}_fn"))
+
+
+MYPY_SNIPPET = '''
+from pyvolcano.api.job_info import JobInfo
+from pyvolcano.api.status import Status, unschedulable
+from pyvolcano.framework.points import JOB_ORDER, JOB_VALID, PERMIT, Vote
+from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import PROPORTION_QUEUES, StateKey
+from pyvolcano.plugins._k8s import LABELS
+
+def register(ssn: Session) -> None:
+    def old_valid(job: JobInfo) -> str | None:
+        return None
+    def new_valid(job: JobInfo) -> Status | None:
+        return unschedulable("no")
+    def order(left: JobInfo, right: JobInfo) -> int:
+        return 0
+    def enqueueable(job: JobInfo) -> Vote:
+        return PERMIT
+    ssn.add_job_valid_fn("p", new_valid)                              # OK
+    ssn.add_fn(JOB_ORDER, "p", order)                                 # OK
+    ssn.add_job_enqueueable_fn("p", enqueueable)                      # OK
+    ssn.add_job_ready_fn("p", lambda job: job.is_ready())             # OK
+    n: int = ssn.state.read(LABELS).tainted.size                      # OK
+    ssn.add_job_valid_fn("p", old_valid)                              # E: a str answer
+    ssn.add_fn(JOB_VALID, "p", old_valid)                             # E: the same through the generic add_fn
+    ssn.add_job_order_fn("p", lambda left: 0)                         # E: one argument short
+    ssn.add_job_order_fn("p", lambda left, right: left.nope)          # E: JobInfo has no "nope"
+    ssn.add_job_enqueueable_fn("p", lambda job: True)                 # E: a bool is no Vote
+    ssn.add_preemptable_fn("p", lambda t, cands: cands)               # E: victims without a vote
+    ssn.add_predicate_fn("p", lambda task, node: "node(s) are busy")  # E: a reason string is no Status
+    ssn.state.write(LABELS, 3)                                        # E: the key holds a LabelIndex
+    s: str = ssn.state.read(PROPORTION_QUEUES)                        # E: it reads a mapping
+    ssn.state.read("proportion")                                      # E: keys are typed objects
+    k: StateKey[int] = StateKey("n")
+    ssn.state.write(k, "one")                                         # E: an int key
+'''
+
+
+def test_mypy_rejects_wrong_shaped_callbacks_and_state(tmp_path: Path) -> None:
+    """The registration methods and state keys are typed: mypy reports every line marked ``# E`` in the snippet
+    and nothing on the lines marked ``# OK``."""
+    from mypy import api
+
+    root = Path(__file__).resolve().parents[1]
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(MYPY_SNIPPET)
+    out, err, _ = api.run([str(snippet), "--config-file", str(root / "pyproject.toml"), "--no-error-summary",
+                           "--cache-dir", str(root / ".mypy_cache"), "--hide-error-context"])
+    lines = MYPY_SNIPPET.splitlines()
+    flagged = {int(m.group(1)) for m in re.finditer(r"snippet\.py:(\d+): error", out)}
+    want = {i + 1 for i, line in enumerate(lines) if line.rstrip().split("# ")[-1].startswith("E:")}
+    good = {i + 1 for i, line in enumerate(lines) if line.rstrip().endswith("# OK")}
+    assert len(want) == 11 and len(good) == 5
+    assert want <= flagged, f"mypy missed lines {sorted(want - flagged)}:\n{out}{err}"
+    assert not flagged & good, f"mypy flagged good lines:\n{out}"
+
+
+def test_add_fn_by_name_says_which_constant_to_use() -> None:
+    """A plugin still written for the untyped ``add_fn("jobOrder", ...)`` fails at once, naming the typed point."""
+    ssn = session('actions: "allocate"\n')
+    with pytest.raises(TypeError, match=r"plugin p: add_fn takes ssn.add_fn\(points.VICTIM_QUEUE_ORDER, ...\)"):
+        ssn.add_fn("victimQueueOrder", "p", lambda a, b, c: 0)  # the old, untyped way
+    from pyvolcano.framework.points import JOB_ORDER
+
+    ssn.add_fn(JOB_ORDER, "p", lambda a, b: 0)
+    assert [n for n, _ in ssn.fns["jobOrder"][0]] == ["p"]

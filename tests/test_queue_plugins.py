@@ -14,6 +14,7 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.errors import ConfigError
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import CAPACITY_QUEUES, PROPORTION_QUEUES, QUEUE_PROBLEMS
 from pyvolcano.plugins._queue_res import (
     deserved_share,
     gt_partly_relevant,
@@ -21,6 +22,7 @@ from pyvolcano.plugins._queue_res import (
     le_partly_zero_filtered,
     le_with_dimension,
 )
+from pyvolcano.plugins.capacity import FATAL_PROBLEMS
 from tests.scenario_check import OWN, load
 
 RES = ResourceIndex.of(["nvidia.com/gpu"])  # cpu, memory, pods, nvidia.com/gpu
@@ -82,7 +84,7 @@ def scenario_session(name: str) -> tuple[Session, dict[str, Any]]:
 
 def test_proportion_share_counts_pods() -> None:
     ssn, _ = scenario_session("vq11-proportion-pods-count-in-share")
-    attrs = ssn.state["proportion"]
+    attrs = ssn.state.read(PROPORTION_QUEUES)
     pods = ssn.res.pos["pods"]
     assert attrs["q2"].deserved[pods] == 6 and attrs["q1"].deserved[pods] == 2
     assert attrs["q2"].share == pytest.approx(5 / 6) and attrs["q1"].share == pytest.approx(0.5)
@@ -91,13 +93,13 @@ def test_proportion_share_counts_pods() -> None:
 
 def test_proportion_queue_priority_before_share() -> None:
     ssn, _ = scenario_session("vq01-proportion-queue-priority-first")
-    assert ssn.state["proportion"]["q2"].share > ssn.state["proportion"]["q1"].share
+    assert ssn.state.read(PROPORTION_QUEUES)["q2"].share > ssn.state.read(PROPORTION_QUEUES)["q1"].share
     assert ssn.queue_cmp(ssn.queues["q2"], ssn.queues["q1"]) < 0
 
 
 def test_capacity_best_effort_share_and_tie() -> None:
     ssn, _ = scenario_session("vq03-capacity-equal-share-deserved-first")
-    attrs = ssn.state["capacity"]
+    attrs = ssn.state.read(CAPACITY_QUEUES)
     assert attrs["q1"].share == 1.0 and attrs["q2"].share == 1.0
     assert ssn.queue_cmp(ssn.queues["q2"], ssn.queues["q1"]) < 0
 
@@ -141,17 +143,17 @@ def test_immediate_victim_spared_under_shared_ancestor(level: int | None, spared
 
 def test_hierarchy_inconsistencies_are_warnings_and_missing_root_is_fatal() -> None:
     ssn, _ = scenario_session("c09-hierarchy-child-above-parent-warns")
-    assert ssn.state["capacity-fatal"] == []
-    assert any("dev" in p.message and "capability" in p.message for p in ssn.state["capacity-problems"])
-    attrs = ssn.state["capacity"]
+    assert ssn.state.read(FATAL_PROBLEMS) == []
+    assert any("dev" in p.message and "capability" in p.message for p in ssn.state.read(QUEUE_PROBLEMS))
+    attrs = ssn.state.read(CAPACITY_QUEUES)
     assert np.isinf(attrs["root"].real_capability[0]) and attrs["dev"].real_capability[0] == 2000
     ssn, _ = scenario_session("c09b-hierarchy-without-root")
-    assert [p.queue for p in ssn.state["capacity-fatal"]] == ["root"]
+    assert [p.queue for p in ssn.state.read(FATAL_PROBLEMS)] == ["root"]
 
 
 def test_hierarchy_root_sums_and_child_deserved_floor() -> None:
     ssn, _ = scenario_session("c08-hierarchy-reclaim-checks-leaf-guarantee")
-    attrs = ssn.state["capacity"]
+    attrs = ssn.state.read(CAPACITY_QUEUES)
     assert attrs["eng"].deserved[0] == 3000  # max(spec 2, guarantee 3)
     assert attrs["root"].deserved[0] == 5000 and attrs["root"].guarantee[0] == 3000
 

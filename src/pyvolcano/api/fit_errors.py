@@ -5,17 +5,9 @@ from __future__ import annotations
 from collections import Counter
 
 
-class FitError(Exception):
-    """One node rejected one task; ``reason`` is the Kubernetes-style phrase (``Insufficient cpu``)."""
-
-    def __init__(self, reason: str, node: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.node = node
-
-
 class FitErrors:
-    """Per-node reasons for one task; ``str()`` is ``0/3 nodes are available: 2 Insufficient cpu, ...``."""
+    """Per-node reasons for one task (a node filter's come from its ``api.status.Status``); ``str()`` is
+    ``0/3 nodes are available: 2 Insufficient cpu, ...``."""
 
     def __init__(self, total_nodes: int = 0) -> None:
         self.total_nodes = total_nodes

@@ -1,11 +1,13 @@
 """Choosing a node for a task: vectorised predicates and scores, cached per pod template.
 
 Predicates and node scores are registered by plugins in a vector form (all given nodes at once) and/or a
-scalar form (one ``NodeInfo``, Volcano's signature).  Registrations say whether they are *static* (depend
-only on the pod template and the node's labels/taints, so computed once per session) and *template-safe*
-(the same for every pod of a template).  For template-safe ones, each template keeps its masks and scores
-across the session and recomputes only the nodes listed in ``NodeArrays.log`` since it last looked: a cached
-argmax instead of a full re-evaluation per pod.  Anything not template-safe is evaluated fresh each time.
+scalar form (one ``NodeInfo``, Volcano's signature), both declared with their points in ``framework/points.py``
+(``PREDICATE``, ``NODE_ORDER``, ``BATCH_NODE_ORDER``), whose rules this module applies element-wise.
+Registrations say whether they are *static* (depend only on the pod template and the node's labels/taints, so
+computed once per session) and *template-safe* (the same for every pod of a template).  For template-safe ones,
+each template keeps its masks and scores across the session and recomputes only the nodes listed in
+``NodeArrays.log`` since it last looked: a cached argmax instead of a full re-evaluation per pod.  Anything not
+template-safe is evaluated fresh each time.
 """
 
 from __future__ import annotations
@@ -16,26 +18,38 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pyvolcano.api.fit_errors import FitError, FitErrors, insufficient_reason
+from pyvolcano.api.fit_errors import FitErrors, insufficient_reason
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.resource import EPS
+from pyvolcano.api.status import Code, Status
+from pyvolcano.framework.points import (
+    BATCH_NODE_ORDER,
+    NODE_ORDER,
+    PREDICATE,
+    NodeOrderFn,
+    PredicateFn,
+    Rule,
+    VectorPredicateFn,
+    VectorScoreFn,
+)
 from pyvolcano.framework.scores import MAX_NODE_SCORE, default_normalize
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-VectorPredicate = Callable[[TaskInfo, np.ndarray], np.ndarray]
-ScalarPredicate = Callable[[TaskInfo, NodeInfo], Any]
-VectorScore = Callable[[TaskInfo, np.ndarray], np.ndarray]
-ScalarScore = Callable[[TaskInfo, NodeInfo], float]
+# The selector combines filters by and-ing their masks and scores by adding their arrays: the rules the point
+# table declares.  A change to the table that this module does not implement must not pass silently.
+if PREDICATE.rule is not Rule.ALL_PASS or NODE_ORDER.rule is not Rule.SUM or BATCH_NODE_ORDER.rule is not Rule.SUM:
+    raise ImportError("node_select combines predicates with ALL_PASS and node scores with SUM; points.py says "
+                      f"{PREDICATE.rule.name}/{NODE_ORDER.rule.name}/{BATCH_NODE_ORDER.rule.name}")
 
 
 @dataclass
 class PredicateReg:
     plugin: str
-    vector: VectorPredicate | None = None
-    scalar: ScalarPredicate | None = None
+    vector: VectorPredicateFn | None = None
+    scalar: PredicateFn | None = None
     static: bool = False
     template_safe: bool = True
     #: the rejection's text when it is the same for every node (explain then counts nodes without asking each)
@@ -48,24 +62,22 @@ class PredicateReg:
             return np.fromiter((passes(self.scalar, task, ssn.nodes.views[i]) for i in idx), bool, len(idx))
         return np.fromiter((bool(self.vector(task, np.array([i]))[0]) for i in idx), bool, len(idx))  # type: ignore[misc]
 
-    def explain(self, ssn: Session, task: TaskInfo, i: int) -> str | None:
+    def explain(self, ssn: Session, task: TaskInfo, i: int) -> tuple[str, ...]:
+        """The reasons node ``i`` rejects the task for (empty: it passes); a rejection without reasons, or by a
+        vector-only filter, reads "node(s) rejected by <plugin>"."""
         if self.scalar is not None:
-            try:
-                r = self.scalar(task, ssn.nodes.views[i])
-            except FitError as exc:
-                return exc.reason
-            return None if r in (None, True) else (r if isinstance(r, str) else f"node(s) rejected by {self.plugin}")
+            st = self.scalar(task, ssn.nodes.views[i])
+            if st is None or st.code == Code.SUCCESS:
+                return ()
+            return st.reasons or (f"node(s) rejected by {self.plugin}",)
         ok = bool(self.vector(task, np.array([i]))[0])  # type: ignore[misc]
-        return None if ok else f"node(s) rejected by {self.plugin}"
+        return () if ok else (f"node(s) rejected by {self.plugin}",)
 
 
-def passes(fn: ScalarPredicate, task: TaskInfo, node: NodeInfo) -> bool:
-    """A scalar predicate passes when it returns None/True and raises no FitError."""
-    try:
-        r = fn(task, node)
-    except FitError:
-        return False
-    return r is None or r is True
+def passes(fn: PredicateFn, task: TaskInfo, node: NodeInfo) -> bool:
+    """A scalar predicate passes when it returns None or a success (Volcano: a nil or successful Status)."""
+    st: Status | None = fn(task, node)
+    return st is None or st.code == Code.SUCCESS
 
 
 @dataclass
@@ -76,8 +88,8 @@ class ScoreReg:
     the NodeAffinity and TaintToleration scores (``nodescore.CalculatePluginScore``)."""
 
     plugin: str
-    vector: VectorScore | None = None
-    scalar: ScalarScore | None = None
+    vector: VectorScoreFn | None = None
+    scalar: NodeOrderFn | None = None
     static: bool = False
     template_safe: bool = True
     #: scores normalised over the nodes asked about together (Kubernetes' NormalizeScore, Volcano's
@@ -379,6 +391,7 @@ class NodeSelector:
                     fe.add(p.reason, int(np.count_nonzero(~ok)))
             else:
                 for i in left[~ok].tolist():
-                    fe.add(p.explain(self.ssn, task, i) or f"node(s) rejected by {p.plugin}")
+                    for reason in p.explain(self.ssn, task, i) or (f"node(s) rejected by {p.plugin}",):
+                        fe.add(reason)
             left = left[ok]
         return fe

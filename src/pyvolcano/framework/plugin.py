@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 class Plugin:
     """A scheduling policy: registers callbacks on extension points when a session opens.
 
-    Subclasses set ``name`` and implement ``on_session_open`` (register with ``ssn.add_fn`` and friends);
+    Subclasses set ``name`` and implement ``on_session_open`` (register with the typed ``ssn.add_*_fn``
+    methods, one per extension point of ``framework/points.py``);
     ``on_session_close`` may write status.  A new instance is built for every session, as in Volcano.
     """
 

@@ -1,21 +1,88 @@
-"""Extension points, each declared once with the rule that combines its plugins' answers.
+"""Extension points, each declared once: its name, the PluginOption flag that switches it, the rule that combines
+its plugins' answers and the signature of its callbacks.
 
-Volcano's session_plugins.go writes one tier loop per extension point.  Here a point is a row in ``POINTS``
-(name, the PluginOption flag that switches it, the combination rule) and ``combine`` implements each rule
-once.  ``tiers`` is always a list of tiers, each a list of ``(plugin_name, fn)`` in conf order, already
-filtered by the plugin's enable flag.
+Volcano's session_plugins.go writes one tier loop per extension point and one ``Add...Fn`` per point.  Here a point
+is a typed constant (``JOB_ORDER: Point[JobOrderFn]``): the ``Point``'s type parameter is the callback's signature,
+so ``Session.add_fn(JOB_ORDER, name, fn)`` and the per-point ``Session.add_job_order_fn(name, fn)`` reject a
+wrong-shaped ``fn`` under mypy.  ``combine`` implements each rule once.  ``tiers`` is always a list of tiers, each a
+list of ``(plugin_name, fn)`` in conf order, already filtered by the plugin's enable flag.
+
+The node points (``predicate``, ``nodeOrder``, ``batchNodeOrder``) are declared here too, with Volcano's per-node
+signatures; their vector forms (``VectorPredicateFn``, ``VectorScoreFn``: all nodes at once) are registered with
+``Session.add_predicate`` / ``add_node_order`` and combined by ``framework/node_select.py`` with the same rules,
+element-wise (``ALL_PASS``: the masks are and-ed; ``SUM``: the score arrays are added), which that module checks
+against this table when it is imported.
+
+Answers come in four shapes, each Volcano's: an ``int`` comparison (orders), a ``bool`` (jobReady, allocatable,
+overused ...), a ``Vote`` (jobPipelined, jobEnqueueable; with a victim list for preemptable/reclaimable) and a
+``Status`` (``predicate``, ``prePredicate``, ``jobValid``: ``api/status.py``; ``None`` is a success).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
-from typing import Any
+from enum import Enum, IntEnum
+from typing import Any, Generic, TypeVar
 
+import numpy as np
+
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.queue_info import QueueInfo
+from pyvolcano.api.status import Code, Status
 from pyvolcano.conf.flags import FLAGS
 
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
+
+class Vote(IntEnum):
+    """Volcano's ``util.Permit`` / ``Abstain`` / ``Reject`` (``pkg/scheduler/util/scheduler_helper.go``)."""
+
+    REJECT = -1
+    ABSTAIN = 0
+    PERMIT = 1
+
+
+PERMIT, ABSTAIN, REJECT = Vote.PERMIT, Vote.ABSTAIN, Vote.REJECT
+
+# --- callback signatures (Volcano's api/types.go: CompareFn, ValidateFn, VoteFn, EvictableFn, PredicateFn ...) ----
+#: orders: negative puts ``left`` first, 0 is no opinion
+JobOrderFn = Callable[[JobInfo, JobInfo], int]
+QueueOrderFn = Callable[[QueueInfo, QueueInfo], int]
+TaskOrderFn = Callable[[TaskInfo, TaskInfo], int]
+NamespaceOrderFn = Callable[[str, str], int]
+ClusterOrderFn = Callable[[object, object], int]
+#: (left, right, the preemptor's queue): negative evicts ``left``'s victims first
+VictimQueueOrderFn = Callable[[QueueInfo, QueueInfo, QueueInfo], int]
+#: Volcano's per-node filter: ``None`` or a success passes, any other status rejects with its reasons
+PredicateFn = Callable[[TaskInfo, NodeInfo], Status | None]
+#: a filter over the nodes at positions ``idx``: a boolean array, True where the node passes
+VectorPredicateFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+#: a status that is not a success rejects the task on every node
+PrePredicateFn = Callable[[TaskInfo], Status | None]
+#: Volcano's per-node score
+NodeOrderFn = Callable[[TaskInfo, NodeInfo], float]
+#: scores of the nodes at positions ``idx``: a float array
+VectorScoreFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+#: scores of the given nodes by node name (Volcano's BatchNodeOrderFn)
+BatchNodeOrderFn = Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]
+#: the node to take among the candidates grouped by total score, or None for the top score
+BestNodeFn = Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]
+#: a status that is not a success makes every action skip the job (Volcano's ValidateExFn)
+JobValidFn = Callable[[JobInfo], Status | None]
+JobReadyFn = Callable[[JobInfo], bool]
+JobStarvingFn = Callable[[JobInfo], bool]
+JobVoteFn = Callable[[JobInfo], Vote]
+JobEnqueuedFn = Callable[[JobInfo], None]
+#: may the queue take this task (allocatable), may the queue reclaim for it (preemptive)
+QueueTaskFn = Callable[[QueueInfo, TaskInfo], bool]
+OverusedFn = Callable[[QueueInfo], bool]
+#: (preemptor or reclaimer, candidates) -> (the candidates this plugin lets go, PERMIT or ABSTAIN)
+EvictableFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], Vote]]
+VictimTasksFn = Callable[[list[TaskInfo]], list[TaskInfo]]
+TargetJobFn = Callable[[list[JobInfo]], JobInfo | None]
+ReservedNodesFn = Callable[[], None]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 Tiers = Sequence[Sequence[tuple[str, Callable[..., Any]]]]
 
@@ -29,45 +96,54 @@ class Rule(Enum):
     ANY = "any plugin saying yes makes it yes (overused)"
     INTERSECT = "victims: intersect within a tier; the first tier ending with victims wins, an empty tier defers"
     UNION = "victims: union within a tier, first tier with any wins"
-    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, jobValid, prePredicate)"
+    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob)"
+    FIRST_FAILURE = "first Status that is not a success wins (jobValid, prePredicate); None and Success pass on"
     CALL_ALL = "every plugin is called; no answer (events, jobEnqueued, reservedNodes)"
 
 
 @dataclass(frozen=True)
-class Point:
+class Point(Generic[F]):
+    """One extension point; ``F`` is its callbacks' signature (checked by mypy where they are registered)."""
+
     name: str
     flag: str | None
     rule: Rule
 
 
-POINTS: dict[str, Point] = {p.name: p for p in [
-    Point("jobOrder", "enableJobOrder", Rule.FIRST_DECIDES),
-    Point("queueOrder", "enableQueueOrder", Rule.FIRST_DECIDES),
-    Point("taskOrder", "enableTaskOrder", Rule.FIRST_DECIDES),
-    Point("namespaceOrder", "enableNamespaceOrder", Rule.FIRST_DECIDES),
-    Point("clusterOrder", "enableClusterOrder", Rule.FIRST_DECIDES),
-    Point("victimOrder", "enableTaskOrder", Rule.FIRST_DECIDES),
-    Point("victimQueueOrder", None, Rule.FIRST_DECIDES),
-    Point("predicate", "enablePredicate", Rule.ALL_PASS),
-    Point("prePredicate", "enablePredicate", Rule.FIRST_RESULT),
-    Point("nodeOrder", "enableNodeOrder", Rule.SUM),
-    Point("batchNodeOrder", "enableNodeOrder", Rule.SUM),
-    Point("bestNode", "enableBestNode", Rule.FIRST_RESULT),
-    Point("jobValid", None, Rule.FIRST_RESULT),
-    Point("jobReady", "enableJobReady", Rule.ALL_PASS),
-    Point("jobPipelined", "enableJobPipelined", Rule.VOTE),
-    Point("jobStarving", "enableJobStarving", Rule.TIER_ALL),
-    Point("jobEnqueueable", "enableJobEnqueued", Rule.VOTE),
-    Point("jobEnqueued", "enableJobEnqueued", Rule.CALL_ALL),
-    Point("allocatable", "enabledAllocatable", Rule.ALL_PASS),
-    Point("overused", "enabledOverused", Rule.ANY),
-    Point("preemptable", "enablePreemptable", Rule.INTERSECT),
-    Point("reclaimable", "enableReclaimable", Rule.INTERSECT),
-    Point("preemptive", "enablePreemptive", Rule.ALL_PASS),
-    Point("victimTasks", "enabledVictim", Rule.UNION),
-    Point("targetJob", "enableTargetJob", Rule.FIRST_RESULT),
-    Point("reservedNodes", "enableReservedNodes", Rule.CALL_ALL),
-]}
+JOB_ORDER: Point[JobOrderFn] = Point("jobOrder", "enableJobOrder", Rule.FIRST_DECIDES)
+QUEUE_ORDER: Point[QueueOrderFn] = Point("queueOrder", "enableQueueOrder", Rule.FIRST_DECIDES)
+TASK_ORDER: Point[TaskOrderFn] = Point("taskOrder", "enableTaskOrder", Rule.FIRST_DECIDES)
+NAMESPACE_ORDER: Point[NamespaceOrderFn] = Point("namespaceOrder", "enableNamespaceOrder", Rule.FIRST_DECIDES)
+CLUSTER_ORDER: Point[ClusterOrderFn] = Point("clusterOrder", "enableClusterOrder", Rule.FIRST_DECIDES)
+VICTIM_ORDER: Point[TaskOrderFn] = Point("victimOrder", "enableTaskOrder", Rule.FIRST_DECIDES)
+VICTIM_QUEUE_ORDER: Point[VictimQueueOrderFn] = Point("victimQueueOrder", None, Rule.FIRST_DECIDES)
+PREDICATE: Point[PredicateFn] = Point("predicate", "enablePredicate", Rule.ALL_PASS)
+PRE_PREDICATE: Point[PrePredicateFn] = Point("prePredicate", "enablePredicate", Rule.FIRST_FAILURE)
+NODE_ORDER: Point[NodeOrderFn] = Point("nodeOrder", "enableNodeOrder", Rule.SUM)
+BATCH_NODE_ORDER: Point[BatchNodeOrderFn] = Point("batchNodeOrder", "enableNodeOrder", Rule.SUM)
+BEST_NODE: Point[BestNodeFn] = Point("bestNode", "enableBestNode", Rule.FIRST_RESULT)
+JOB_VALID: Point[JobValidFn] = Point("jobValid", None, Rule.FIRST_FAILURE)
+JOB_READY: Point[JobReadyFn] = Point("jobReady", "enableJobReady", Rule.ALL_PASS)
+JOB_PIPELINED: Point[JobVoteFn] = Point("jobPipelined", "enableJobPipelined", Rule.VOTE)
+JOB_STARVING: Point[JobStarvingFn] = Point("jobStarving", "enableJobStarving", Rule.TIER_ALL)
+JOB_ENQUEUEABLE: Point[JobVoteFn] = Point("jobEnqueueable", "enableJobEnqueued", Rule.VOTE)
+JOB_ENQUEUED: Point[JobEnqueuedFn] = Point("jobEnqueued", "enableJobEnqueued", Rule.CALL_ALL)
+ALLOCATABLE: Point[QueueTaskFn] = Point("allocatable", "enabledAllocatable", Rule.ALL_PASS)
+OVERUSED: Point[OverusedFn] = Point("overused", "enabledOverused", Rule.ANY)
+PREEMPTABLE: Point[EvictableFn] = Point("preemptable", "enablePreemptable", Rule.INTERSECT)
+RECLAIMABLE: Point[EvictableFn] = Point("reclaimable", "enableReclaimable", Rule.INTERSECT)
+PREEMPTIVE: Point[QueueTaskFn] = Point("preemptive", "enablePreemptive", Rule.ALL_PASS)
+VICTIM_TASKS: Point[VictimTasksFn] = Point("victimTasks", "enabledVictim", Rule.UNION)
+TARGET_JOB: Point[TargetJobFn] = Point("targetJob", "enableTargetJob", Rule.FIRST_RESULT)
+RESERVED_NODES: Point[ReservedNodesFn] = Point("reservedNodes", "enableReservedNodes", Rule.CALL_ALL)
+
+_DECLARED: list[Point[Any]] = [
+    JOB_ORDER, QUEUE_ORDER, TASK_ORDER, NAMESPACE_ORDER, CLUSTER_ORDER, VICTIM_ORDER, VICTIM_QUEUE_ORDER,
+    PREDICATE, PRE_PREDICATE, NODE_ORDER, BATCH_NODE_ORDER, BEST_NODE, JOB_VALID, JOB_READY, JOB_PIPELINED,
+    JOB_STARVING, JOB_ENQUEUEABLE, JOB_ENQUEUED, ALLOCATABLE, OVERUSED, PREEMPTABLE, RECLAIMABLE, PREEMPTIVE,
+    VICTIM_TASKS, TARGET_JOB, RESERVED_NODES,
+]
+POINTS: dict[str, Point[Any]] = {p.name: p for p in _DECLARED}
 
 _unknown = sorted({p.flag for p in POINTS.values() if p.flag} - set(FLAGS))
 if _unknown:  # a point switched by a flag the conf loader would reject as unknown
@@ -125,6 +201,13 @@ def combine(rule: Rule, tiers: Tiers, *args: Any) -> Any:
             for _, fn in tier:
                 r = fn(*args)
                 if r is not None:
+                    return r
+        return None
+    if rule is Rule.FIRST_FAILURE:
+        for tier in tiers:
+            for _, fn in tier:
+                r = fn(*args)
+                if r is not None and r.code != Code.SUCCESS:
                     return r
         return None
     for tier in tiers:  # CALL_ALL

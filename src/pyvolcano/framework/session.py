@@ -1,8 +1,10 @@
 """Session: one scheduling cycle over a snapshot, with the plugins' callbacks and the decisions made.
 
-Plugins register callbacks on extension points (``add_fn``) when the session opens; actions ask the session
-(``job_ready``, ``preemptable``, ``select_node`` ...) and the session combines the callbacks with the rule
-declared for that point in ``points.POINTS`` -- one mechanism for every point.  Decisions are collected in
+Plugins register callbacks on extension points (``add_job_order_fn`` ..., one typed method per point, or
+``add_fn(points.JOB_ORDER, ...)``) when the session opens; actions ask the session (``job_ready``,
+``preemptable``, ``select_node`` ...) and the session combines the callbacks with the rule declared for that point
+in ``points.POINTS`` -- one mechanism for every point.  Plugins share per-session data through ``state``, a
+``SessionState`` of typed keys (``framework/state.py``).  Decisions are collected in
 ``binds``/``evictions`` and handed back by ``close()``; the caller (``cycle``, the simulator or the
 Kubernetes binder) applies them.  Nothing here knows where the snapshot came from.
 """
@@ -22,6 +24,7 @@ from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import resource_list
+from pyvolcano.api.status import Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
@@ -30,7 +33,63 @@ from pyvolcano.framework import registry
 from pyvolcano.framework.explain import score_breakdown
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import POINTS, Rule, combine
+from pyvolcano.framework.points import (
+    ALLOCATABLE,
+    BATCH_NODE_ORDER,
+    BEST_NODE,
+    CLUSTER_ORDER,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    JOB_ORDER,
+    JOB_PIPELINED,
+    JOB_READY,
+    JOB_STARVING,
+    JOB_VALID,
+    NAMESPACE_ORDER,
+    NODE_ORDER,
+    OVERUSED,
+    POINTS,
+    PRE_PREDICATE,
+    PREDICATE,
+    PREEMPTABLE,
+    PREEMPTIVE,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+    RESERVED_NODES,
+    TARGET_JOB,
+    TASK_ORDER,
+    VICTIM_ORDER,
+    VICTIM_QUEUE_ORDER,
+    VICTIM_TASKS,
+    BatchNodeOrderFn,
+    BestNodeFn,
+    ClusterOrderFn,
+    EvictableFn,
+    F,
+    JobEnqueuedFn,
+    JobOrderFn,
+    JobReadyFn,
+    JobStarvingFn,
+    JobValidFn,
+    JobVoteFn,
+    NamespaceOrderFn,
+    NodeOrderFn,
+    OverusedFn,
+    Point,
+    PredicateFn,
+    PrePredicateFn,
+    QueueOrderFn,
+    QueueTaskFn,
+    ReservedNodesFn,
+    Rule,
+    TargetJobFn,
+    TaskOrderFn,
+    VectorPredicateFn,
+    VectorScoreFn,
+    VictimQueueOrderFn,
+    VictimTasksFn,
+    combine,
+)
 from pyvolcano.framework.result import (
     ALL_NODES_UNAVAILABLE,
     Eviction,
@@ -40,6 +99,7 @@ from pyvolcano.framework.result import (
     SessionResult,
     SessionStats,
 )
+from pyvolcano.framework.state import CAPACITY_QUEUES, PROPORTION_QUEUES, QUEUE_PROBLEMS, SessionState
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -75,7 +135,7 @@ class Session:
             p: [[] for _ in range(n_tiers)] for p in POINTS}
         self.predicates: list[PredicateReg] = []
         self.scores: list[ScoreReg] = []
-        self.batch_scores: list[Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]] = []
+        self.batch_scores: list[BatchNodeOrderFn] = []
         self.event_handlers: list[EventHandler] = []
         self.plugins: dict[str, Plugin] = {}
         self.binds: dict[str, str] = {}
@@ -85,9 +145,10 @@ class Session:
         self.pg_conditions: dict[str, dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
-        #: per-session state plugins share (e.g. proportion's queue attributes); read only inside the framework
-        #: and the plugins: ``close`` turns what a front-end needs into the ``SessionResult``
-        self.state: dict[str, Any] = {}
+        #: per-session state plugins share, under typed keys (e.g. proportion's queue attributes under
+        #: ``state.PROPORTION_QUEUES``); read only inside the framework and the plugins: ``close`` turns what a
+        #: front-end needs into the ``SessionResult``
+        self.state = SessionState()
         #: statements discarded (gang roll-backs)
         self.rollbacks = 0
         self.action_seconds: dict[str, float] = {}
@@ -100,49 +161,137 @@ class Session:
             return None
         return min(ti, len(self.fns["jobOrder"]) - 1)
 
-    def add_fn(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
-        """Register ``fn`` on extension point ``point`` unless the plugin's enable flag switches it off.
+    def add_fn(self, point: Point[F], plugin: str, fn: F) -> None:
+        """Register ``fn`` on extension point ``point`` (a ``points`` constant, whose type parameter is the
+        callback's signature) unless the plugin's enable flag switches it off.  The typed ``add_*_fn`` methods
+        below are the same with the signature spelled out, which lets mypy check a lambda's body too.
 
-        Volcano-style per-node functions are accepted too: ``predicate`` and ``nodeOrder`` take
+        Volcano-style per-node functions go to the node selector: ``PREDICATE`` and ``NODE_ORDER`` take
         ``fn(task, NodeInfo)`` (registered as scalar, not template-safe, so evaluated for every task), and
-        ``batchNodeOrder`` takes ``fn(task, [NodeInfo]) -> {node name: score}``."""
-        if point == "predicate":
+        ``BATCH_NODE_ORDER`` takes ``fn(task, [NodeInfo]) -> {node name: score}``."""
+        if not isinstance(point, Point):  # a plugin written for the untyped ``add_fn("jobOrder", ...)``
+            known = POINTS.get(str(point))
+            hint = f"ssn.add_fn(points.{_constant(known.name)}, ...)" if known else "a pyvolcano.framework.points.Point"
+            raise TypeError(f"plugin {plugin}: add_fn takes {hint}, not {point!r}")
+        if point is PREDICATE:
             return self.add_predicate(plugin, scalar=fn, template_safe=False)
-        if point == "nodeOrder":
+        if point is NODE_ORDER:
             return self.add_node_order(plugin, scalar=fn, template_safe=False)
-        if point == "batchNodeOrder":
-            return self.add_batch_node_order(plugin, fn)
-        ti = self._tier(plugin, POINTS[point].flag)
+        if point is BATCH_NODE_ORDER:
+            if self._tier(plugin, point.flag) is not None:
+                self.batch_scores.append(fn)
+            return None
+        ti = self._tier(plugin, point.flag)
         if ti is not None:
-            self.fns[point][ti].append((plugin, fn))
+            self.fns[point.name][ti].append((plugin, fn))
 
-    def add_predicate(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
-                      template_safe: bool = True, reason: str | None = None) -> None:
-        """A node filter: ``vector(task, idx) -> bool array`` and/or ``scalar(task, NodeInfo)`` returning
-        None/True to pass, or raising ``FitError``/returning a reason string to reject.  ``reason``: the
-        rejection's text when it never depends on the node (fit errors are then counted without asking
-        the scalar form node by node)."""
-        if self._tier(plugin, POINTS["predicate"].flag) is not None:
+    # one typed registration per point (Volcano's ``Session.Add...Fn``, framework/session_plugins.go)
+    def add_job_order_fn(self, plugin: str, fn: JobOrderFn) -> None:
+        self.add_fn(JOB_ORDER, plugin, fn)
+
+    def add_queue_order_fn(self, plugin: str, fn: QueueOrderFn) -> None:
+        self.add_fn(QUEUE_ORDER, plugin, fn)
+
+    def add_task_order_fn(self, plugin: str, fn: TaskOrderFn) -> None:
+        self.add_fn(TASK_ORDER, plugin, fn)
+
+    def add_namespace_order_fn(self, plugin: str, fn: NamespaceOrderFn) -> None:
+        self.add_fn(NAMESPACE_ORDER, plugin, fn)
+
+    def add_cluster_order_fn(self, plugin: str, fn: ClusterOrderFn) -> None:
+        self.add_fn(CLUSTER_ORDER, plugin, fn)
+
+    def add_victim_order_fn(self, plugin: str, fn: TaskOrderFn) -> None:
+        self.add_fn(VICTIM_ORDER, plugin, fn)
+
+    def add_victim_queue_order_fn(self, plugin: str, fn: VictimQueueOrderFn) -> None:
+        self.add_fn(VICTIM_QUEUE_ORDER, plugin, fn)
+
+    def add_predicate_fn(self, plugin: str, fn: PredicateFn) -> None:
+        """Volcano's per-node filter (not template-safe); ``add_predicate`` takes the vectorised form."""
+        self.add_fn(PREDICATE, plugin, fn)
+
+    def add_pre_predicate_fn(self, plugin: str, fn: PrePredicateFn) -> None:
+        self.add_fn(PRE_PREDICATE, plugin, fn)
+
+    def add_node_order_fn(self, plugin: str, fn: NodeOrderFn) -> None:
+        """Volcano's per-node score (not template-safe); ``add_node_order`` takes the vectorised form."""
+        self.add_fn(NODE_ORDER, plugin, fn)
+
+    def add_batch_node_order_fn(self, plugin: str, fn: BatchNodeOrderFn) -> None:
+        self.add_fn(BATCH_NODE_ORDER, plugin, fn)
+
+    def add_best_node_fn(self, plugin: str, fn: BestNodeFn) -> None:
+        self.add_fn(BEST_NODE, plugin, fn)
+
+    def add_job_valid_fn(self, plugin: str, fn: JobValidFn) -> None:
+        self.add_fn(JOB_VALID, plugin, fn)
+
+    def add_job_ready_fn(self, plugin: str, fn: JobReadyFn) -> None:
+        self.add_fn(JOB_READY, plugin, fn)
+
+    def add_job_pipelined_fn(self, plugin: str, fn: JobVoteFn) -> None:
+        self.add_fn(JOB_PIPELINED, plugin, fn)
+
+    def add_job_starving_fn(self, plugin: str, fn: JobStarvingFn) -> None:
+        self.add_fn(JOB_STARVING, plugin, fn)
+
+    def add_job_enqueueable_fn(self, plugin: str, fn: JobVoteFn) -> None:
+        self.add_fn(JOB_ENQUEUEABLE, plugin, fn)
+
+    def add_job_enqueued_fn(self, plugin: str, fn: JobEnqueuedFn) -> None:
+        self.add_fn(JOB_ENQUEUED, plugin, fn)
+
+    def add_allocatable_fn(self, plugin: str, fn: QueueTaskFn) -> None:
+        self.add_fn(ALLOCATABLE, plugin, fn)
+
+    def add_overused_fn(self, plugin: str, fn: OverusedFn) -> None:
+        self.add_fn(OVERUSED, plugin, fn)
+
+    def add_preemptable_fn(self, plugin: str, fn: EvictableFn) -> None:
+        self.add_fn(PREEMPTABLE, plugin, fn)
+
+    def add_reclaimable_fn(self, plugin: str, fn: EvictableFn) -> None:
+        self.add_fn(RECLAIMABLE, plugin, fn)
+
+    def add_preemptive_fn(self, plugin: str, fn: QueueTaskFn) -> None:
+        self.add_fn(PREEMPTIVE, plugin, fn)
+
+    def add_victim_tasks_fn(self, plugin: str, fn: VictimTasksFn) -> None:
+        self.add_fn(VICTIM_TASKS, plugin, fn)
+
+    def add_target_job_fn(self, plugin: str, fn: TargetJobFn) -> None:
+        self.add_fn(TARGET_JOB, plugin, fn)
+
+    def add_reserved_nodes_fn(self, plugin: str, fn: ReservedNodesFn) -> None:
+        self.add_fn(RESERVED_NODES, plugin, fn)
+
+    # the node points' vectorised forms
+    def add_predicate(self, plugin: str, *, vector: VectorPredicateFn | None = None,
+                      scalar: PredicateFn | None = None, static: bool = False, template_safe: bool = True,
+                      reason: str | None = None) -> None:
+        """A node filter (point ``PREDICATE``): ``vector(task, idx) -> bool array`` and/or Volcano's
+        ``scalar(task, NodeInfo) -> Status | None`` (``None`` or a success passes; a rejection's reasons go into
+        the fit errors).  ``reason``: the rejection's text when it never depends on the node (fit errors are then
+        counted without asking the scalar form node by node)."""
+        if self._tier(plugin, PREDICATE.flag) is not None:
             self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason))
 
-    def add_node_order(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
-                       template_safe: bool = True, batch: bool = False, normalize: str = "",
+    def add_node_order(self, plugin: str, *, vector: VectorScoreFn | None = None, scalar: NodeOrderFn | None = None,
+                       static: bool = False, template_safe: bool = True, batch: bool = False, normalize: str = "",
                        weight: float = 1.0) -> None:
-        """A node score: ``vector(task, idx) -> float array`` and/or ``scalar(task, NodeInfo) -> float``.
-        ``batch``: normalised over the candidate nodes by the plugin itself (Volcano's BatchNodeOrderFn), so not
-        template-safe and always called through ``vector`` with every candidate.  ``normalize`` ("max" /
-        "max-reverse"): the callbacks give a static raw score that the framework normalises over the nodes compared
-        in each decision and multiplies by ``weight`` (see ``ScoreReg``)."""
+        """A node score (point ``NODE_ORDER``): ``vector(task, idx) -> float array`` and/or
+        ``scalar(task, NodeInfo) -> float``.
+        ``batch``: normalised over the candidate nodes by the plugin itself (Volcano's BatchNodeOrderFn, point
+        ``BATCH_NODE_ORDER``), so not template-safe and always called through ``vector`` with every candidate.
+        ``normalize`` ("max" / "max-reverse"): the callbacks give a static raw score that the framework normalises
+        over the nodes compared in each decision and multiplies by ``weight`` (see ``ScoreReg``)."""
         if batch:
             template_safe = False
         if normalize and not (static and template_safe):
             raise ValueError("a normalised node score must be static and template-safe")
-        if self._tier(plugin, POINTS["batchNodeOrder" if batch else "nodeOrder"].flag) is not None:
+        if self._tier(plugin, (BATCH_NODE_ORDER if batch else NODE_ORDER).flag) is not None:
             self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch, normalize, weight))
-
-    def add_batch_node_order(self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]) -> None:
-        if self._tier(plugin, POINTS["batchNodeOrder"].flag) is not None:
-            self.batch_scores.append(fn)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -182,16 +331,18 @@ class Session:
         return r if r else -self.task_cmp(left, right)
 
     # --- job and queue predicates ----------------------------------------------------------------------
-    def job_valid(self, job: JobInfo) -> str | None:
-        """The first jobValid plugin's objection, or None.  Actions skip a job with an objection; the message
-        is remembered and added to the job's unschedulable reason when the session closes."""
-        msg = self.call("jobValid", job)
-        if msg is not None:
-            self.invalid[job.uid] = msg
-        return msg
+    def job_valid(self, job: JobInfo) -> Status | None:
+        """The first jobValid plugin's objection (a Status that is not a success), or None (Volcano's
+        ``Session.JobValid``).  Actions skip a job with an objection; its message is remembered and added to the
+        job's unschedulable reason when the session closes."""
+        st: Status | None = self.call("jobValid", job)
+        if st is not None:
+            self.invalid[job.uid] = st.message
+        return st
 
-    def pre_predicate(self, task: TaskInfo) -> str | None:
-        """The first prePredicate objection to the task (a reason; every node then fails with it), or None."""
+    def pre_predicate(self, task: TaskInfo) -> Status | None:
+        """The first prePredicate objection to the task (a Status that is not a success; every node then fails
+        with its message, ``str(status)``), or None (Volcano's ``Session.PrePredicateFn``)."""
         return self.call("prePredicate", task)
 
     def job_ready(self, job: JobInfo) -> bool:
@@ -466,18 +617,19 @@ class Session:
                 held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
         out.pods = pods
         out.queues = self._queue_statuses(held, phases, tasks)
-        out.queue_problems = list(self.state.get("capacity-problems", []))
+        problems = self.state.get(QUEUE_PROBLEMS)
+        out.queue_problems = list(problems) if problems else []
         return out
 
     def _queue_statuses(self, held: dict[str, np.ndarray], phases: dict[str, dict[str, int]],
                         tasks: dict[str, list[int]]) -> dict[str, QueueStatus]:
         """Each queue's status: ``allocated`` as Volcano's ``updateQueueStatus`` (framework/session.go) sums it,
         PodGroup counts by phase, and the fairness plugin's deserved/allocated/share (proportion's or
-        capacity's queue attributes, which they keep in ``state`` under their name)."""
+        capacity's queue attributes, which they keep in ``state`` under ``CAPACITY_QUEUES`` / ``PROPORTION_QUEUES``)."""
         fair = None
-        for plugin in ("capacity", "proportion"):
+        for plugin, key in (("capacity", CAPACITY_QUEUES), ("proportion", PROPORTION_QUEUES)):
             if plugin in self.plugins:
-                fair = self.state.get(plugin)
+                fair = self.state.get(key)
                 break
         res = self.res
         zeros = res.zeros()
@@ -500,6 +652,11 @@ class Session:
 
 #: Volcano's AllocatedStatus (api/helpers.go) besides Running: what a queue's ``status.allocated`` counts
 _HELD = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Allocated)
+
+
+def _constant(name: str) -> str:
+    """``jobOrder`` -> ``JOB_ORDER``: a point's constant in ``points``."""
+    return "".join(f"_{c}" if c.isupper() else c.upper() for c in name)
 
 
 def _fallback(lc: float, rc: float, lu: str, ru: str) -> int:

@@ -12,6 +12,7 @@ import numpy as np
 
 from pyvolcano.api.k8s_requests import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, nonzero_requests, nonzero_requests_or
 from pyvolcano.api.node_info import NodeArrays
+from pyvolcano.framework.state import StateKey
 
 __all__ = ["DEFAULT_MEMORY", "DEFAULT_MILLI_CPU", "nonzero_requests", "nonzero_requests_or"]
 
@@ -31,6 +32,10 @@ class LabelIndex:
             c = np.array([s.labels.get(key) for s in self.nodes.specs] + [None], dtype=object)[:-1]
             self._cols[key] = c
         return c
+
+
+#: the session's label index, shared by the node filters and scores that read labels
+LABELS: StateKey[LabelIndex] = StateKey("labels")
 
 
 def _expr_mask(li: LabelIndex, expr: dict[str, Any], idx: np.ndarray, field: bool = False) -> np.ndarray:

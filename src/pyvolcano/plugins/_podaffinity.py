@@ -24,6 +24,7 @@ checks that both agree exactly.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +32,13 @@ import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.status import Status, reject_if
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.points import PredicateFn
 from pyvolcano.framework.scores import MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler
-from pyvolcano.plugins._k8s import LabelIndex, selector_mask, untolerated
+from pyvolcano.framework.state import StateKey
+from pyvolcano.plugins._k8s import LABELS, LabelIndex, selector_mask, untolerated
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -266,7 +270,7 @@ class PodAffinityState:
         self.ssn = ssn
         self.nodes = ssn.nodes
         self.n = len(self.nodes)
-        self.li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
+        self.li: LabelIndex = ssn.state.read_or_init(LABELS, lambda: LabelIndex(ssn.nodes))
         self.terms: dict[str, PodTerms] = {}
         self.placed: dict[str, tuple[int, TaskInfo]] = {}
         self.counters: dict[Any, np.ndarray] = {}
@@ -552,12 +556,18 @@ class PodAffinityState:
         return bool(self._image_nodes)
 
 
+#: the session's pod-affinity state (shared by the filters and scores the predicates and nodeorder plugins register)
+POD_AFFINITY: StateKey[PodAffinityState] = StateKey("podaffinity")
+#: the per-node reference forms' maps, kept while no node changes (``_memo``)
+REF_MEMO: StateKey[dict[Any, Any]] = StateKey("podaffinity_ref")
+
+
 # --- per-node reference forms (the scalar engine) ------------------------------------------------------------
 # These recount from ``NodeArrays.tasks`` with plain dicts, the way Kubernetes' PreFilter/PreScore build their
 # maps (topology pair -> count), with no incremental state.  The maps are kept only while no node changes (the
 # length of ``NodeArrays.log`` is the version), so one pod's pass over the nodes builds each map once.
 def _memo(ssn: Session, key: Any, build: Any) -> Any:
-    memo: dict[Any, Any] = ssn.state.setdefault("podaffinity_ref", {})
+    memo = ssn.state.read_or_init(REF_MEMO, dict)
     version = len(ssn.nodes.log)
     if memo.get("version") != version:
         memo.clear()
@@ -568,7 +578,7 @@ def _memo(ssn: Session, key: Any, build: Any) -> Any:
 
 
 def _pods_on(ssn: Session, i: int) -> list[PodTerms]:
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st = ssn.state.read(POD_AFFINITY)
     return [st.parse(t) for t in ssn.nodes.tasks[i].values() if counted(t)]
 
 
@@ -591,7 +601,7 @@ def _pair_counts(ssn: Session, key: str, m: _TermMatch | _SpreadMatch,
 
 
 def ref_affinity(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st = ssn.state.read(POD_AFFINITY)
     pt = st.parse(task)
     if not pt.req_aff:
         return None
@@ -611,7 +621,7 @@ def ref_affinity(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
 
 
 def ref_anti(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
-    pt: PodTerms = ssn.state["podaffinity"].parse(task)
+    pt: PodTerms = ssn.state.read(POD_AFFINITY).parse(task)
     for t in pt.req_anti:
         v = _label(ssn, node.index, t.key)
         if v is not None and _pair_counts(ssn, t.key, _TermMatch((t,))).get(v, 0) > 0:
@@ -623,7 +633,7 @@ def _anti_pairs(ssn: Session) -> list[tuple[Term, str]]:
     """(required anti-affinity term, its pod's node's value of the term's key) for every placed pod."""
     def build() -> list[tuple[Term, str]]:
         out = []
-        st: PodAffinityState = ssn.state["podaffinity"]
+        st = ssn.state.read(POD_AFFINITY)
         for j in range(len(ssn.nodes)):
             if not st.anti_open[j]:
                 continue
@@ -637,7 +647,7 @@ def _anti_pairs(ssn: Session) -> list[tuple[Term, str]]:
 
 
 def ref_existing_anti(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
-    pt: PodTerms = ssn.state["podaffinity"].parse(task)
+    pt: PodTerms = ssn.state.read(POD_AFFINITY).parse(task)
     for t, v in _anti_pairs(ssn):
         if _label(ssn, node.index, t.key) == v and t.matches(pt.ns, pt.labels):
             return EXISTING_ANTI_REASON
@@ -645,7 +655,7 @@ def ref_existing_anti(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | Non
 
 
 def ref_spread_labels(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
-    pt: PodTerms = ssn.state["podaffinity"].parse(task)
+    pt: PodTerms = ssn.state.read(POD_AFFINITY).parse(task)
     return SPREAD_LABEL_REASON if any(_label(ssn, node.index, c.key) is None for c in pt.hard) else None
 
 
@@ -658,7 +668,7 @@ class _Eligible:
 
     def __call__(self, j: int) -> bool:
         ssn, task, c = self.ssn, self.task, self.c
-        st: PodAffinityState = ssn.state["podaffinity"]
+        st = ssn.state.read(POD_AFFINITY)
         if any(_label(ssn, j, k) is None for k in self.keys):
             return False
         if c.affinity_honor and not bool(selector_mask(st.li, task.pod, np.array([j]))[0]):
@@ -668,7 +678,7 @@ class _Eligible:
 
 
 def ref_spread(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
-    pt: PodTerms = ssn.state["podaffinity"].parse(task)
+    pt: PodTerms = ssn.state.read(POD_AFFINITY).parse(task)
     keys = tuple(c.key for c in pt.hard)
     for c in pt.hard:
         v = _label(ssn, node.index, c.key)
@@ -687,7 +697,7 @@ def ref_spread(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
 def ref_affinity_raw(ssn: Session, task: TaskInfo, node: NodeInfo) -> float:
     """interpodaffinity: the topologyScore map (key -> value -> score) built from every placed pod, then the
     node's entries added up."""
-    st: PodAffinityState = ssn.state["podaffinity"]
+    st = ssn.state.read(POD_AFFINITY)
     pt = st.parse(task)
     own = bool(pt.pref_aff or pt.pref_anti)
 
@@ -716,7 +726,7 @@ def ref_affinity_raw(ssn: Session, task: TaskInfo, node: NodeInfo) -> float:
 
 def ref_spread_raw(ssn: Session, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """spread_raw recomputed node by node (the candidates are needed for the domains and the weights)."""
-    pt: PodTerms = ssn.state["podaffinity"].parse(task)
+    pt: PodTerms = ssn.state.read(POD_AFFINITY).parse(task)
     keys = tuple(c.key for c in pt.soft)
     cands = [int(i) for i in idx]
     ign = np.array([any(_label(ssn, i, k) is None for k in keys) for i in cands], bool)
@@ -765,15 +775,13 @@ def normalize_spread(raw: np.ndarray, ignored: np.ndarray) -> np.ndarray:
 
 # --- registration ------------------------------------------------------------------------------------------------
 def state_of(ssn: Session) -> PodAffinityState:
-    st = ssn.state.get("podaffinity")
-    if st is None:
-        st = ssn.state["podaffinity"] = PodAffinityState(ssn)
-    return st
+    return ssn.state.read_or_init(POD_AFFINITY, lambda: PodAffinityState(ssn))
 
 
-def _scalar(ref: Any, ssn: Session) -> Any:
-    def fn(task: TaskInfo, node: NodeInfo) -> str | None:
-        return ref(ssn, task, node)
+def _scalar(ref: Callable[[Session, TaskInfo, NodeInfo], str | None], ssn: Session, plugin: str) -> PredicateFn:
+    """Volcano's per-node form of a reference check that returns its objection as text."""
+    def fn(task: TaskInfo, node: NodeInfo) -> Status | None:
+        return reject_if(ref(ssn, task, node), plugin)
     return fn
 
 
@@ -784,16 +792,16 @@ def register_predicates(ssn: Session, plugin: str, pod_affinity: bool, spread: b
     if (pod_affinity and st.any_required) or (spread and st.any_hard):
         st.activate()
     if pod_affinity and st.any_required:
-        ssn.add_predicate(plugin, vector=st.affinity_ok, scalar=_scalar(ref_affinity, ssn), template_safe=False,
+        ssn.add_predicate(plugin, vector=st.affinity_ok, scalar=_scalar(ref_affinity, ssn, plugin), template_safe=False,
                           reason=AFFINITY_REASON)
-        ssn.add_predicate(plugin, vector=st.anti_ok, scalar=_scalar(ref_anti, ssn), template_safe=False,
+        ssn.add_predicate(plugin, vector=st.anti_ok, scalar=_scalar(ref_anti, ssn, plugin), template_safe=False,
                           reason=ANTI_AFFINITY_REASON)
-        ssn.add_predicate(plugin, vector=st.existing_anti_ok, scalar=_scalar(ref_existing_anti, ssn),
+        ssn.add_predicate(plugin, vector=st.existing_anti_ok, scalar=_scalar(ref_existing_anti, ssn, plugin),
                           template_safe=False, reason=EXISTING_ANTI_REASON)
     if spread and st.any_hard:
-        ssn.add_predicate(plugin, vector=st.spread_labels_ok, scalar=_scalar(ref_spread_labels, ssn),
+        ssn.add_predicate(plugin, vector=st.spread_labels_ok, scalar=_scalar(ref_spread_labels, ssn, plugin),
                           template_safe=False, reason=SPREAD_LABEL_REASON)
-        ssn.add_predicate(plugin, vector=st.spread_ok, scalar=_scalar(ref_spread, ssn), template_safe=False,
+        ssn.add_predicate(plugin, vector=st.spread_ok, scalar=_scalar(ref_spread, ssn, plugin), template_safe=False,
                           reason=SPREAD_REASON)
 
 

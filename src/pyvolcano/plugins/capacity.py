@@ -50,9 +50,10 @@ from pyvolcano.api.queue_validate import Problem, validate_parents
 from pyvolcano.api.resource import EPS, ResourceIndex, is_empty, less_equal
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, REJECT
+from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
+from pyvolcano.framework.state import CAPACITY_QUEUES, QUEUE_PROBLEMS, StateKey
 from pyvolcano.framework.victims import victims_queue
 from pyvolcano.plugins._queue_res import (
     PODS,
@@ -281,6 +282,10 @@ def compare_share_with_deserved(left: QueueAttr, right: QueueAttr) -> int:
     return -1 if left.share < right.share else 1
 
 
+#: the queue-tree problems that stop capacity from admitting or allocating anything this session
+FATAL_PROBLEMS: StateKey[list[Problem]] = StateKey("capacity-fatal")
+
+
 @register_plugin
 class Capacity(Plugin):
     name = "capacity"
@@ -293,9 +298,9 @@ class Capacity(Plugin):
         attrs, tree, fatal, warnings = build_capacity(ssn, hierarchy)
         for w in warnings:  # Volcano logs these at every session open; pyvolcano queues lists them
             log.info("capacity: %s", w.message)
-        ssn.state["capacity"] = attrs
-        ssn.state["capacity-problems"] = fatal + warnings
-        ssn.state["capacity-fatal"] = fatal
+        ssn.state.write(CAPACITY_QUEUES, attrs)
+        ssn.state.write(QUEUE_PROBLEMS, fatal + warnings)
+        ssn.state.write(FATAL_PROBLEMS, fatal)
         self.attrs, self.tree, self.problems = attrs, tree, fatal + warnings
         ready = not fatal
         reason = fatal[0].message if fatal else ""
@@ -334,7 +339,7 @@ class Capacity(Plugin):
             lp = attrs[la.ancestors[lev + 1]] if lev + 1 < len(la.ancestors) else la
             rp = attrs[ra.ancestors[lev + 1]] if lev + 1 < len(ra.ancestors) else ra
             return compare_share_with_deserved(lp, rp)
-        ssn.add_fn("queueOrder", self.name, queue_order)
+        ssn.add_queue_order_fn(self.name, queue_order)
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
             if not queue.is_open() or not ready or not leaf(queue.name):
@@ -342,7 +347,7 @@ class Capacity(Plugin):
             need = task.resreq
             return all(not le_with_dimension(a.allocated + need, a.real_capability, need)
                        for a in chain(queue.name))
-        ssn.add_fn("allocatable", self.name, allocatable)
+        ssn.add_allocatable_fn(self.name, allocatable)
 
         def preemptive(queue: QueueInfo, task: TaskInfo) -> bool:
             a = attrs.get(queue.name)
@@ -362,7 +367,7 @@ class Capacity(Plugin):
                 if le_partly_zero_filtered(b.allocated + need, b.deserved, need):
                     return True
             return False
-        ssn.add_fn("preemptive", self.name, preemptive)
+        ssn.add_preemptive_fn(self.name, preemptive)
 
         def shares_ancestor(x: CapacityAttr, y: CapacityAttr) -> bool:
             """Volcano's sharesAnyNonRootAncestorWithinLevel."""
@@ -374,7 +379,7 @@ class Capacity(Plugin):
             """Volcano's hasRelevantDeserved: the task uses a resource (pods included) that deserved names."""
             return intersects(req, deserved, ignore_pods=False)
 
-        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             if not ready:
                 return [], REJECT
             rj = ssn.jobs.get(reclaimer.job)
@@ -425,9 +430,9 @@ class Capacity(Plugin):
                     balloc -= t.resreq
                 out.append(t)
             return out, PERMIT
-        ssn.add_fn("reclaimable", self.name, reclaimable)
+        ssn.add_reclaimable_fn(self.name, reclaimable)
 
-        def enqueueable(job: JobInfo) -> int:
+        def enqueueable(job: JobInfo) -> Vote:
             if not ready:
                 job.enqueue_reason = f"queue hierarchy is invalid: {reason}"
                 return REJECT
@@ -452,7 +457,7 @@ class Capacity(Plugin):
             for a in chain(job.queue):
                 a.inqueue += need
             return PERMIT
-        ssn.add_fn("jobEnqueueable", self.name, enqueueable)
+        ssn.add_job_enqueueable_fn(self.name, enqueueable)
 
         def change(task: TaskInfo, sign: float) -> None:
             """Volcano's event handlers: the leaf's allocated and share, and its ancestors' allocated (their

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.types import SYSTEM_CRITICAL
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
@@ -21,7 +21,7 @@ class Conformance(Plugin):
     name = "conformance"
 
     def on_session_open(self, ssn: Session) -> None:
-        def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             return [t for t in preemptees if not is_critical(t)], PERMIT
-        ssn.add_fn("preemptable", self.name, victims)
-        ssn.add_fn("reclaimable", self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims)
+        ssn.add_reclaimable_fn(self.name, victims)

@@ -17,7 +17,7 @@ from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import share
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._hdrf import HierarchicalDRF
@@ -54,9 +54,9 @@ class DRF(Plugin):
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = shares.get(left.uid, 0.0), shares.get(right.uid, 0.0)
             return 0 if ls == rs else (-1 if ls < rs else 1)
-        ssn.add_fn("jobOrder", self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order)
 
-        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             ls = share(alloc.get(preemptor.job, ssn.res.zeros()) + preemptor.resreq, total, mask)
             left: dict[str, np.ndarray] = {}
             out = []
@@ -68,7 +68,7 @@ class DRF(Plugin):
                 if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                     out.append(t)
             return out, PERMIT
-        ssn.add_fn("preemptable", self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims)
 
         def change(task: TaskInfo, sign: float) -> None:
             a = alloc.get(task.job)
@@ -99,9 +99,9 @@ class DRF(Plugin):
         def queue_order(left: QueueInfo, right: QueueInfo) -> int:
             r = fresh().compare(left.name, right.name)
             return -1 if r < 0 else (1 if r > 0 else 0)
-        ssn.add_fn("queueOrder", self.name, queue_order)
+        ssn.add_queue_order_fn(self.name, queue_order)
 
-        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             rj = ssn.jobs.get(reclaimer.job)
             out: list[TaskInfo] = []
             if rj is None:
@@ -123,6 +123,6 @@ class DRF(Plugin):
                     trial[t.job] = before
             dirty[0] = True
             return out, PERMIT
-        ssn.add_fn("reclaimable", self.name, reclaimable)
+        ssn.add_reclaimable_fn(self.name, reclaimable)
         ssn.add_event_handler(EventHandler(lambda t: dirty.__setitem__(0, True),
                                            lambda t: dirty.__setitem__(0, True)))

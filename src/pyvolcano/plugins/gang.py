@@ -9,8 +9,9 @@ At session close every job that is not ready gets an Unschedulable condition wit
 from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.status import Status, unschedulable
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, REJECT
+from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import SCHEDULED, UNSCHEDULABLE, Session
 
@@ -20,16 +21,17 @@ class Gang(Plugin):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
-        def valid(job: JobInfo) -> str | None:
+        def valid(job: JobInfo) -> Status | None:
             if not job.check_task_valid():
-                return "Not enough valid pods of each task for gang-scheduling"
+                return unschedulable("Not enough valid pods of each task for gang-scheduling", self.name)
             vtn = job.valid_task_num()
             if vtn < job.min_available:
-                return f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}"
+                return unschedulable(f"Not enough valid tasks for gang-scheduling, valid: {vtn}, "
+                                     f"min: {job.min_available}", self.name)
             return None
-        ssn.add_fn("jobValid", self.name, valid)
+        ssn.add_job_valid_fn(self.name, valid)
 
-        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             occupied: dict[str, int] = {}
             out = []
             for t in preemptees:
@@ -42,20 +44,20 @@ class Gang(Plugin):
                     occupied[t.job] -= 1
                     out.append(t)
             return out, PERMIT
-        ssn.add_fn("preemptable", self.name, victims)
-        ssn.add_fn("reclaimable", self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims)
+        ssn.add_reclaimable_fn(self.name, victims)
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             lr, rr = left.is_ready(), right.is_ready()
             if lr == rr:
                 return 0
             return 1 if lr else -1
-        ssn.add_fn("jobOrder", self.name, job_order)
-        ssn.add_fn("jobReady", self.name, lambda j: j.check_task_ready() and j.is_ready())
-        ssn.add_fn("jobPipelined", self.name,
+        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_ready_fn(self.name, lambda j: j.check_task_ready() and j.is_ready())
+        ssn.add_job_pipelined_fn(self.name,
                    lambda j: PERMIT if j.check_task_pipelined() and j.is_pipelined() else REJECT)
         # Volcano: in preemption only minMember matters, not the per-spec minimums
-        ssn.add_fn("jobStarving", self.name, lambda j: j.is_starving())
+        ssn.add_job_starving_fn(self.name, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():

@@ -22,6 +22,7 @@ import numpy as np
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
+from pyvolcano.api.status import Status, reject_if
 from pyvolcano.api.types import NODEGROUP_LABEL
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
@@ -98,7 +99,7 @@ class NodeGroup(Plugin):
             a = affinity.get(job.queue) if job else None
             return a if a is not None and (a.required or a.preferred or a.anti_required or a.anti_preferred) else None
 
-        def scalar_pred(task: TaskInfo, node: NodeInfo) -> str | None:
+        def reject(task: TaskInfo, node: NodeInfo) -> str | None:
             group = groups[node.index]
             a = queue_of(task)
             if group is None:
@@ -122,6 +123,9 @@ class NodeGroup(Plugin):
 
         def scalar_score(task: TaskInfo, node: NodeInfo) -> float:
             return float(vector_score(task, np.array([node.index]))[0])
+
+        def scalar_pred(task: TaskInfo, node: NodeInfo) -> Status | None:
+            return reject_if(reject(task, node), self.name)
 
         # depends only on the task's queue and the node's labels: static, and the cache key includes the queue
         ssn.add_predicate(self.name, vector=vector_pred, scalar=scalar_pred, static=True)

@@ -40,7 +40,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.scores import MAX_NODE_SCORE as K8S_MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler, Session
-from pyvolcano.plugins._k8s import LabelIndex, preferred_score, untolerated
+from pyvolcano.plugins._k8s import LABELS, LabelIndex, preferred_score, untolerated
 from pyvolcano.plugins._podaffinity import register_scores
 
 MAX_NODE_SCORE = float(K8S_MAX_NODE_SCORE)  # float: the scores are computed in NumPy floats
@@ -217,7 +217,7 @@ class NodeOrder(Plugin):
         balanced = a.get_int("balancedresource.weight", 1)
         affinity = a.get_int("nodeaffinity.weight", 2)
         taint = a.get_int("tainttoleration.weight", 3)
-        li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
+        li = ssn.state.read_or_init(LABELS, lambda: LabelIndex(ssn.nodes))
         if least or most or balanced:
             self._resource_scores(ssn, least, most, balanced)
         if affinity:

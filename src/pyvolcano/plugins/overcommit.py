@@ -11,7 +11,7 @@ from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.resource import less_equal_with_dimension
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, REJECT
+from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
@@ -59,7 +59,7 @@ class Overcommit(Plugin):
         inqueue = reservations(list(ssn.jobs.values()), ssn.res.size)[0].sum(axis=0) * mask
         state = {"inqueue": inqueue}
 
-        def enqueueable(job: JobInfo) -> int:
+        def enqueueable(job: JobInfo) -> Vote:
             if not job.has_min_resources():
                 return PERMIT
             need = job.min_resources(ssn.res.size) * mask
@@ -72,5 +72,5 @@ class Overcommit(Plugin):
         def enqueued(job: JobInfo) -> None:
             if job.has_min_resources():
                 state["inqueue"] = state["inqueue"] + job.min_resources(ssn.res.size) * mask
-        ssn.add_fn("jobEnqueueable", self.name, enqueueable)
-        ssn.add_fn("jobEnqueued", self.name, enqueued)
+        ssn.add_job_enqueueable_fn(self.name, enqueueable)
+        ssn.add_job_enqueued_fn(self.name, enqueued)

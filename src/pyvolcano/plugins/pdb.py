@@ -22,9 +22,10 @@ from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.labels import selector_matches
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
 
 
 def _labels(task: TaskInfo) -> dict[str, str]:
@@ -96,15 +97,16 @@ def all_tasks(ssn: Session) -> list[TaskInfo]:
     return [t for j in ssn.jobs.values() for t in j.tasks.values()]
 
 
+#: the session's disruption budgets (``session_budgets``)
+BUDGETS: StateKey[Budgets] = StateKey("pdb-budgets")
+
+
 def session_budgets(ssn: Session) -> Budgets | None:
     """The budgets as the snapshot shows them, computed once per session (like Volcano, which reads the PDB
     status from the API server, evictions decided in this session do not change them)."""
     if not ssn.snapshot.pdbs:
         return None
-    b = ssn.state.get("pdb-budgets")
-    if b is None:
-        b = ssn.state["pdb-budgets"] = Budgets(ssn.snapshot.pdbs, all_tasks(ssn))
-    return b
+    return ssn.state.read_or_init(BUDGETS, lambda: Budgets(ssn.snapshot.pdbs, all_tasks(ssn)))
 
 
 @register_plugin
@@ -112,11 +114,11 @@ class PDB(Plugin):
     name = "pdb"
 
     def on_session_open(self, ssn: Session) -> None:
-        def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             base = session_budgets(ssn)
             if base is None:  # Volcano lists no PDB: every labelled pod passes, unlabelled ones never do
                 return [t for t in preemptees if _labels(t)], PERMIT
             b = base.copy()
             return [t for t in preemptees if _labels(t) and b.take(t)], PERMIT
-        ssn.add_fn("preemptable", self.name, victims)
-        ssn.add_fn("reclaimable", self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims)
+        ssn.add_reclaimable_fn(self.name, victims)

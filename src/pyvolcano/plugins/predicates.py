@@ -21,10 +21,12 @@ import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.status import Code, Status, reject_if
 from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.points import PredicateFn, VectorPredicateFn
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
-from pyvolcano.plugins._k8s import LabelIndex, selector_mask, taint_reason, untolerated
+from pyvolcano.plugins._k8s import LABELS, LabelIndex, selector_mask, taint_reason, untolerated
 from pyvolcano.plugins._podaffinity import register_predicates
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -32,6 +34,9 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 UNSCHEDULABLE_REASON = "node(s) were unschedulable"
 AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+#: Kubernetes' NodeUnschedulable, NodeAffinity and TaintToleration filters reject with this code: evicting pods
+#: cannot change labels or taints
+UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 def host_ports(pod: dict[str, Any]) -> set[tuple[int, str, str]]:
@@ -48,13 +53,15 @@ def ports_conflict(want: set[tuple[int, str, str]], used: set[tuple[int, str, st
     return False
 
 
-def _per_node(check: Callable[[TaskInfo, int], str | None]) -> tuple[Any, Any]:
-    """(vector, scalar) forms from one per-node check returning a reason or None."""
+def _per_node(check: Callable[[TaskInfo, int], str | None], code: Code = Code.UNSCHEDULABLE
+              ) -> tuple[VectorPredicateFn, PredicateFn]:
+    """(vector, scalar) forms from one per-node check returning a reason or None; the scalar form answers with a
+    ``Status`` of ``code``."""
     def vector(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         return np.fromiter((check(task, int(i)) is None for i in idx), bool, len(idx))
 
-    def scalar(task: TaskInfo, node: NodeInfo) -> str | None:
-        return check(task, node.index)
+    def scalar(task: TaskInfo, node: NodeInfo) -> Status | None:
+        return reject_if(check(task, node.index), Predicates.name, code)
     return vector, scalar
 
 
@@ -65,7 +72,7 @@ class Predicates(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         a = self.arguments
         nodes = ssn.nodes
-        li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(nodes))
+        li = ssn.state.read_or_init(LABELS, lambda: LabelIndex(nodes))
 
         def unschedulable(task: TaskInfo, i: int) -> str | None:
             if not nodes.unschedulable[i]:
@@ -80,7 +87,7 @@ class Predicates(Plugin):
                 m[:] = True
             return m
 
-        ssn.add_predicate(self.name, vector=unsched_vec, scalar=_per_node(unschedulable)[1], static=True,
+        ssn.add_predicate(self.name, vector=unsched_vec, scalar=_per_node(unschedulable, UNRESOLVABLE)[1], static=True,
                           reason=UNSCHEDULABLE_REASON)
 
         if a.get_bool("predicate.NodeAffinityEnable", True):
@@ -88,7 +95,7 @@ class Predicates(Plugin):
                 ok = selector_mask(li, task.pod, np.array([i]))[0]
                 return None if ok else AFFINITY_REASON
             ssn.add_predicate(self.name, vector=lambda t, idx: selector_mask(li, t.pod, idx),
-                              scalar=_per_node(affinity)[1], static=True, reason=AFFINITY_REASON)
+                              scalar=_per_node(affinity, UNRESOLVABLE)[1], static=True, reason=AFFINITY_REASON)
 
         if a.get_bool("predicate.TaintTolerationEnable", True):
             def taints(task: TaskInfo, i: int) -> str | None:
@@ -102,7 +109,8 @@ class Predicates(Plugin):
                     for j in pos:
                         m[j] = taints(task, int(idx[j])) is None
                 return m
-            ssn.add_predicate(self.name, vector=taints_vec, scalar=_per_node(taints)[1], static=True)
+            ssn.add_predicate(self.name, vector=taints_vec, scalar=_per_node(taints, UNRESOLVABLE)[1],
+                              static=True)
 
         if a.get_bool("predicate.NodePortsEnable", True):
             wanted: dict[object, set[tuple[int, str, str]]] = {}  # host ports are part of the template key
@@ -162,6 +170,6 @@ class Predicates(Plugin):
 
         reason = f"proportional of resource {'/'.join(n for n, *_ in rates)} check failed"
 
-        def scalar(task: TaskInfo, node: NodeInfo) -> str | None:
-            return None if vector(task, np.array([node.index]))[0] else reason
+        def scalar(task: TaskInfo, node: NodeInfo) -> Status | None:
+            return None if vector(task, np.array([node.index]))[0] else Status(Code.UNSCHEDULABLE, (reason,), self.name)
         ssn.add_predicate(self.name, vector=vector, scalar=scalar, reason=reason)

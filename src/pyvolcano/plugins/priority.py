@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT
+from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
@@ -20,10 +20,10 @@ class Priority(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn("taskOrder", self.name, lambda a, b: _higher_first(a.priority, b.priority))
-        ssn.add_fn("jobOrder", self.name, lambda a, b: _higher_first(a.priority, b.priority))
+        ssn.add_task_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
+        ssn.add_job_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
 
-        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             pj = ssn.jobs.get(preemptor.job)
             out = []
             for t in preemptees:
@@ -37,8 +37,8 @@ class Priority(Plugin):
                     continue
                 out.append(t)
             return out, PERMIT
-        ssn.add_fn("preemptable", self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims)
 
         def starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
-        ssn.add_fn("jobStarving", self.name, starving)
+        ssn.add_job_starving_fn(self.name, starving)

@@ -34,9 +34,10 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import is_empty, less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, REJECT
+from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
+from pyvolcano.framework.state import PROPORTION_QUEUES
 from pyvolcano.plugins._queue_res import deserved_share, le_with_dimension
 from pyvolcano.plugins.overcommit import reservations
 
@@ -182,7 +183,7 @@ class Proportion(Plugin):
         deserved_loop(attrs, ssn.total_resource)
         for a in attrs.values():
             a.update_share()
-        ssn.state["proportion"] = attrs
+        ssn.state.write(PROPORTION_QUEUES, attrs)
         self.attrs = attrs
 
         def queue_order(left: QueueInfo, right: QueueInfo) -> int:
@@ -192,9 +193,9 @@ class Proportion(Plugin):
             la, ra = attrs.get(left.name), attrs.get(right.name)
             ls, rs = (la.share if la else 0.0), (ra.share if ra else 0.0)
             return 0 if ls == rs else (-1 if ls < rs else 1)
-        ssn.add_fn("queueOrder", self.name, queue_order)
+        ssn.add_queue_order_fn(self.name, queue_order)
 
-        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             out = []
             left: dict[str, np.ndarray] = {}
             for t in reclaimees:
@@ -209,12 +210,12 @@ class Proportion(Plugin):
                     alloc -= t.resreq
                     out.append(t)
             return out, PERMIT
-        ssn.add_fn("reclaimable", self.name, reclaimable)
+        ssn.add_reclaimable_fn(self.name, reclaimable)
 
         def overused(queue: QueueInfo) -> bool:
             a = attrs.get(queue.name)
             return a is not None and less_equal(a.deserved, a.allocated)
-        ssn.add_fn("overused", self.name, overused)
+        ssn.add_overused_fn(self.name, overused)
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
             if not queue.is_open():
@@ -223,11 +224,11 @@ class Proportion(Plugin):
             if a is None:
                 return True
             return not le_with_dimension(a.allocated + task.resreq, a.deserved, task.resreq)
-        ssn.add_fn("allocatable", self.name, allocatable)
+        ssn.add_allocatable_fn(self.name, allocatable)
         # Volcano 1.11+: a queue may reclaim for a task only while the task still fits its deserved share.
-        ssn.add_fn("preemptive", self.name, allocatable)
+        ssn.add_preemptive_fn(self.name, allocatable)
 
-        def enqueueable(job: JobInfo) -> int:
+        def enqueueable(job: JobInfo) -> Vote:
             queue = ssn.queues.get(job.queue)
             if queue is not None and not queue.is_open():
                 job.enqueue_reason = f"queue {job.queue} is {queue.state}, not Open"
@@ -245,7 +246,7 @@ class Proportion(Plugin):
             job.enqueue_reason = (f"queue {job.queue} resource quota insufficient ({names}): needs "
                                   f"{ssn.res.format(r)}, real capability {ssn.res.format(a.real_capability)}")
             return REJECT
-        ssn.add_fn("jobEnqueueable", self.name, enqueueable)
+        ssn.add_job_enqueueable_fn(self.name, enqueueable)
 
         def change(task: TaskInfo, sign: float) -> None:
             job = ssn.jobs.get(task.job)

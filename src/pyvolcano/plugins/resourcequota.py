@@ -21,7 +21,7 @@ from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.resource import EPS, amount
 from pyvolcano.api.types import ALLOCATED
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, REJECT
+from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
@@ -50,7 +50,7 @@ class ResourceQuota(Plugin):
                 held[t.namespace] = held.get(t.namespace, res.zeros()) + t.resreq
         pending: dict[str, np.ndarray] = {}
 
-        def enqueueable(job: JobInfo) -> int:
+        def enqueueable(job: JobInfo) -> Vote:
             quotas = [q for q in ssn.snapshot.quotas
                       if ((q.get("metadata") or {}).get("namespace") or "default") == job.namespace]
             if not quotas or not job.has_min_resources():
@@ -80,4 +80,4 @@ class ResourceQuota(Plugin):
                     return REJECT
             pending[job.namespace] = pending.get(job.namespace, res.zeros()) + need
             return PERMIT
-        ssn.add_fn("jobEnqueueable", self.name, enqueueable)
+        ssn.add_job_enqueueable_fn(self.name, enqueueable)

@@ -18,7 +18,7 @@ from pyvolcano.api.types import SLA_WAITING_TIME
 from pyvolcano.errors import ManifestError
 from pyvolcano.framework.arguments import parse_duration
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import ABSTAIN, PERMIT
+from pyvolcano.framework.points import ABSTAIN, PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
@@ -66,10 +66,10 @@ class SLA(Plugin):
             if rd is None:
                 return -1
             return 0 if ld == rd else (-1 if ld < rd else 1)
-        ssn.add_fn("jobOrder", self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order)
 
-        def waited(job: JobInfo) -> int:
+        def waited(job: JobInfo) -> Vote:
             d = deadline(job)
             return PERMIT if d is not None and now >= d else ABSTAIN
-        ssn.add_fn("jobEnqueueable", self.name, waited)
-        ssn.add_fn("jobPipelined", self.name, waited)
+        ssn.add_job_enqueueable_fn(self.name, waited)
+        ssn.add_job_pipelined_fn(self.name, waited)
