@@ -442,7 +442,10 @@ class Simulator:
 
     def _cancel(self, key: str) -> None:
         st = self.controller.jobs.get(key)
-        if st is None or st.phase in FINAL:
+        if st is None:
+            self.problems.append(f"cancel {key} at {self.now:g} s: the job has not arrived yet; nothing cancelled")
+            return
+        if st.phase in FINAL:
             return
         self.controller.execute(st, "AbortJob")
         self._after_controller(key)
