@@ -366,7 +366,8 @@ class JobController:
             return False
         if phase in ("", "Pending"):
             return False
-        self._create_pods(st)
+        if len(st.pods) < self._replicas(st.job):  # every pod there: nothing to create (the common case)
+            self._create_pods(st)
         return True
 
     @staticmethod
