@@ -92,4 +92,4 @@ def test_simulate_output_formats(tmp_path: Path) -> None:
     assert r.exit_code == 0 and yaml.safe_load(r.stdout)["jobs"] == 5
     assert "report:" in r.stderr and "report:" not in r.stdout
     code, out = run(*args)
-    assert code == 0 and "completed / jobs" in out
+    assert code == 0 and "completed" in out and "never started" in out

@@ -60,9 +60,15 @@ def started() -> tuple[JobController, GracefulAPI, str]:
 def test_restart_creates_every_replacement_even_while_the_old_pods_terminate() -> None:
     ctrl, api, key = started()
     st = ctrl.jobs[key]
-    ctrl._restart(st, "default")
-    # each replacement is handed to the API at once (a cluster adapter parks it until its predecessor is gone)
-    assert len(api.created) == 6 and st.phase == "Restarting" and len(st.terminating) == 3
+    ctrl.execute(st, "RestartJob")
+    # killJob deleted the PodGroup; the sync re-created it Pending, so nothing is created before enqueue admits it
+    assert len(api.created) == 3 and st.phase == "Restarting" and len(st.terminating) == 3
+    pg = api.objs[("PodGroup", "default", "tensorflow-benchmark")]
+    assert pg["status"]["phase"] == "Pending"
+    ctrl.on_podgroup(key, "Inqueue")
+    # each replacement is handed to the API at once (a cluster adapter parks it until its predecessor is gone);
+    # Restarting lasts while total - terminating < minAvailable (restartingUpdateStatus)
+    assert len(api.created) == 6 and st.phase == "Restarting"
     for name in sorted(st.terminating):
         ctrl.on_pod_gone(key, name)
     assert st.phase == "Pending" and api.status["terminating"] == 0 and len(st.pods) == 3
@@ -71,7 +77,7 @@ def test_restart_creates_every_replacement_even_while_the_old_pods_terminate() -
 def test_abort_is_aborting_until_the_last_pod_is_gone() -> None:
     ctrl, api, key = started()
     st = ctrl.jobs[key]
-    ctrl._finish(st, "default", "Aborted")
+    ctrl.execute(st, "AbortJob")
     assert st.phase == "Aborting" and len(st.terminating) == 3
     names = sorted(st.terminating)
     for name in names[:-1]:

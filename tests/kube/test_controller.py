@@ -167,7 +167,10 @@ def test_resume_while_aborting_replaces_each_pod_once_it_is_gone(world: World) -
     job_command(world.api, "abort", "AbortJob")
     eventually(lambda: world.phase() == "Aborting")
     job_command(world.api, "resume", "ResumeJob")  # Volcano accepts ResumeJob in Aborting
-    eventually(lambda: world.job()["status"].get("version") == 1, what="the resume")
+    # state/aborting.go: ResumeJob kills (keeping finished pods), counts a retry and restarts: Restarting while the
+    # old pods terminate (total - terminating < minAvailable)
+    eventually(lambda: world.job()["status"].get("retryCount") == 1 and world.phase() == "Restarting",
+               what="the resume")
     world.kubelet_on = True
     eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3
                and not any(p["metadata"].get("deletionTimestamp") for p in world.pods().values()),

@@ -15,7 +15,9 @@ from pyvolcano.sim.run import (
     Inputs,
     Run,
     alibaba_inputs,
+    check_targets,
     common_window,
+    has_gpus,
     load_cluster,
     load_conf_arg,
     load_queues,
@@ -70,14 +72,15 @@ def register(group: click.Group) -> None:
     @click.option("--csv", "csv_path", help="Generic CSV workload (see docs/simulator.md).")
     @click.option("--synthetic", "synth", type=click.IntRange(1, 1_000_000), default=None,
                   help="Generate this many synthetic jobs (queues drawn by weight from --queues).")
-    @click.option("--rate", type=Number(0, lo_open=True), default=0.2, show_default=True,
+    @click.option("--rate", type=Number(1e-6, 1e6), default=0.2, show_default=True,
                   help="Synthetic: Poisson arrivals per second.")
     @click.option("--gang-sizes", default="1,1,2,4,8", show_default=True,
                   help="Synthetic: gang sizes drawn uniformly from this list (repeat a size to weigh it more).")
     @click.option("--mean-duration", type=Number(0, 1e9, lo_open=True), default=600.0, show_default=True,
                   help="Synthetic: mean of the exponential pod durations (s; at least 1 s each).")
-    @click.option("--gpu-fraction", type=Number(0, 1), default=0.5, show_default=True,
-                  help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu.")
+    @click.option("--gpu-fraction", type=Number(0, 1), default=None,
+                  help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu [default: 0.5, or 0 on a "
+                       "cluster without GPUs].")
     @click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace.")
     @click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy).")
     @click.option("--ali-nodes", type=click.IntRange(1, 100_000), default=120,
@@ -97,6 +100,9 @@ def register(group: click.Group) -> None:
     @click.option("--start-latency", type=Number(0, 1e6), default=1.0, show_default=True)
     @click.option("--grace", type=Number(0, 1e6), default=5.0, show_default=True, help="Eviction grace period (s).")
     @click.option("--until", type=Number(0, 1e12), default=None, help="Stop at this simulated time (s).")
+    @click.option("--horizon", type=Number(0, 1e12, lo_open=True), default=None,
+                  help="Average utilisation over [0, SECONDS] (every run of --compare alike); default: the end of "
+                       "the run, or of the longest compared run.")
     @click.option("--node-failures", help="TIME:NODE:DOWNTIME,... node failures.")
     @click.option("--cancel", help="TIME:[NS/]JOB,... job cancellations.")
     @click.option("--seed", type=int, default=0, show_default=True,
@@ -105,12 +111,12 @@ def register(group: click.Group) -> None:
     @click.option("--no-progress", is_flag=True)
     @output_option()
     def simulate(cluster: str | None, queues_arg: str | None, workload: str | None, csv_path: str | None,
-                 synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float,
+                 synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float | None,
                  use_alibaba: bool, trace_dir: str | None, ali_nodes: int, ali_pods: int, compress: float,
                  duration_scale: float, gang_window: float, max_gang: int, config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
-                 node_failures: str | None, cancel: str | None, seed: int, out: str, no_progress: bool,
-                 output: str) -> None:
+                 horizon: float | None, node_failures: str | None, cancel: str | None, seed: int, out: str,
+                 no_progress: bool, output: str) -> None:
         """Simulate a workload (one of --workload, --csv, --synthetic, --alibaba) and write jobs.csv,
         summary.json and report.html into --out."""
         sources = [x for x in (workload, csv_path, synth, use_alibaba or None) if x]
@@ -124,17 +130,24 @@ def register(group: click.Group) -> None:
         else:
             if not cluster:
                 raise UserError("--cluster is required (a Node YAML or a spec like '10x{cpu: 32, memory: 128Gi}')")
+            nodes = load_cluster(cluster)
             if workload:
                 wl = from_manifests(load_objects(workload))
             elif csv_path:
                 wl = load_csv(csv_path)
             else:
+                if gpu_fraction is None:  # GPU jobs on a cluster without GPUs could never run
+                    gpu_fraction = 0.5 if has_gpus(nodes) else 0.0
+                elif gpu_fraction > 0 and not has_gpus(nodes):
+                    raise UserError(f"--gpu-fraction {gpu_fraction:g}: the cluster has no nvidia.com/gpu; "
+                                    "use --gpu-fraction 0")
                 wl = synthetic(seed=seed, jobs=int(synth or 0), rate=rate, queues=queue_weights(queues_arg),
                                gang_sizes=parse_gang_sizes(gang_sizes), mean_duration=mean_duration,
                                gpu_fraction=gpu_fraction)
-            inputs = Inputs(load_cluster(cluster), load_queues(queues_arg, wl), wl)
+            inputs = Inputs(nodes, load_queues(queues_arg, wl), wl)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
+        check_targets(inputs)
         seen: set[str] = set()
 
         def warn(p: str) -> None:  # each problem once, even when --compare finds it in every run
@@ -151,11 +164,11 @@ def register(group: click.Group) -> None:
         for i, (c, (conf, name)) in enumerate(zip(confs, loaded, strict=True)):
             d = Path(out) if len(confs) == 1 else Path(out) / f"run{i}-{Path(c).stem if c else 'default'}"
             s = run_one(inputs, conf, name, d, period=period, start_latency=start_latency, grace=grace,
-                        until=until, progress=not no_progress, warn=warn, keep=runs)
+                        until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon)
             summaries.append(s)
             click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
         if len(runs) > 1:  # compared side by side: one time window for all
-            summaries = common_window(runs)
+            summaries = common_window(runs, horizon)
         if output in ("json", "yaml"):
             data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
             emit(data[0] if len(data) == 1 else {"runs": data}, output)

@@ -6,12 +6,30 @@ What Volcano's job controller does, reduced to what scheduling outcomes depend o
   priority class and minResources (the requests of the first minAvailable pods, tasks in spec order);
 - pods are created only once the PodGroup has left Pending (enqueue admitted it), named
   ``<job>-<task>-<index>`` with Volcano's labels/annotations and env ``VK_TASK_INDEX``;
-- lifecycle policies: on PodEvicted / PodFailed / TaskCompleted (job or task level, or ``Any``) the action
-  RestartJob / AbortJob / CompleteJob / TerminateJob; no policy: an evicted or failed pod is recreated, a job
-  whose pods all succeeded completes; RestartJob counts retries and fails the job once they reach ``maxRetry`` (default 3);
-- job phases Pending, Running, Restarting, Completed, Failed, Aborted, Terminated and status counts; on a cluster,
-  where deleted pods terminate gracefully, Volcano's Aborting, Terminating and Completing while the job's pods
-  are still going away (``status.terminating`` counts them).  The simulator deletes at once, so it never shows them.
+- events: PodEvicted (a pod deleted by someone else: preemption, reclaim, a failed node), PodFailed, TaskCompleted
+  (every replica of a task succeeded); the job's lifecycle policy (task level first, then job level, ``*`` for any)
+  names the action, otherwise the job is synced (a missing pod is re-created);
+- the actions as Volcano's state machine runs them (``state/*.go``, ``killJob``/``killTarget``):
+
+  - RestartJob: every pod is deleted, Succeeded and Failed ones too (at the last retry, ``retryCount >= maxRetry
+    - 1``, the finished ones stay); the PodGroup is deleted and re-created Pending, so the job is enqueued again;
+    retryCount +1; Restarting, then Pending once the pods are re-created, or Failed when retryCount has reached
+    maxRetry (default 3);
+  - RestartTask / RestartPod / RestartPartition: the task's pods / the pod / the pods of its partition are
+    deleted whatever their phase; the PodGroup stays; retryCount +1; Restarting, then Pending;
+  - AbortJob / TerminateJob / CompleteJob: Pending and Running pods are deleted (Succeeded and Failed stay), the
+    PodGroup too; Aborting / Terminating / Completing while pods terminate, then Aborted / Terminated / Completed;
+  - ResumeJob (Aborting or Aborted): as a restart that keeps finished pods: retryCount +1, Restarting.
+
+  In Restarting no further retry is counted; the job's version (pod annotation ``volcano.sh/job-version``) goes
+  up with every whole-job kill;
+- a Running job completes when all its pods have finished and at least minAvailable (or ``minSuccess``) succeeded,
+  fails otherwise (or when a task with minAvailable has fewer successes), and goes back to Pending when more pods
+  are pending than replicas - minAvailable.
+
+On a cluster, where deleted pods terminate gracefully, ``status.terminating`` counts them and the ending phases
+last until they are gone; the simulator deletes at once (``ClusterAPI.delete`` returns True), so it passes through
+them in the same step.
 """
 
 from __future__ import annotations
@@ -30,6 +48,16 @@ FINAL = ("Completed", "Failed", "Aborted", "Terminated")
 #: the phase a job shows while the pods it killed are still terminating, and the one it reaches when they are gone
 ENDING = {"Aborted": "Aborting", "Terminated": "Terminating", "Completed": "Completing"}
 ENDED = {v: k for k, v in ENDING.items()}
+#: the job-level action that ends a job -> the phase it ends in (Volcano's ``state/running.go``, ``pending.go``)
+END_ACTIONS = {"AbortJob": "Aborted", "TerminateJob": "Terminated", "CompleteJob": "Completed"}
+#: the actions that kill a target (one task's pods, one pod, one partition) instead of the whole job (``killTarget``)
+TARGET_ACTIONS = ("RestartTask", "RestartPod", "RestartPartition")
+#: pod phases ``killJob`` keeps: none for a restart, the finished ones for abort/terminate/complete
+#: (``state/factory.go``: PodRetainPhaseNone, PodRetainPhaseSoft)
+RETAIN_NONE: frozenset[str] = frozenset()
+RETAIN_SOFT: frozenset[str] = frozenset({"Succeeded", "Failed"})
+#: Volcano's webhook sets ``maxRetry`` to this when a Job leaves it 0 or unset (``mutate_job.go``: DefaultMaxRetry)
+DEFAULT_MAX_RETRY = 3
 
 
 def validate_job(job: dict[str, Any], queues: set[str] | None = None) -> None:
@@ -59,20 +87,31 @@ class JobState:
     pods: dict[str, str] = field(default_factory=dict)  # pod name -> phase
     evicted: int = 0
     terminating: set[str] = field(default_factory=set)  # pods deleted by the controller, not yet gone
+    #: ``status.terminating`` as the last kill stored it: Volcano recounts it only when it syncs the pods, which it
+    #: does not while the (re-created) PodGroup is Pending, so a Restarting job judges its restart by this number
+    killed: int = 0
 
     @property
     def key(self) -> str:
         md = self.job["metadata"]
         return f"{md.get('namespace') or 'default'}/{md['name']}"
 
+    @property
+    def max_retry(self) -> int:
+        return int(self.job["spec"].get("maxRetry") or DEFAULT_MAX_RETRY)
+
 
 class JobController:
     """Reconciles vcjobs through a ClusterAPI.  Call ``add_job`` for a new Job, ``on_podgroup`` when a PodGroup's
     phase changes and ``on_pod`` when a pod changes phase or is evicted/deleted."""
 
-    def __init__(self, api: ClusterAPI) -> None:
+    def __init__(self, api: ClusterAPI, keep_finished_pods: bool = True) -> None:
         self.api = api
         self.jobs: dict[str, JobState] = {}
+        self.keep_finished_pods = keep_finished_pods
+        #: each job's PodGroup phase as last reported (``on_podgroup``) or set by the controller creating or
+        #: deleting it: Volcano reads its PodGroup lister, not the API server
+        self.pg_phase: dict[str, str] = {}
 
     # --- helpers ------------------------------------------------------------------------------------------
     @staticmethod
@@ -148,38 +187,208 @@ class JobController:
             "terminating": len(st.terminating),
             "minAvailable": st.job["spec"].get("minAvailable")})
 
-    # --- reconcile -----------------------------------------------------------------------------------------
+    # --- events --------------------------------------------------------------------------------------------
     def add_job(self, job: dict[str, Any]) -> JobState:
         st = JobState(job)
         self.jobs[st.key] = st
         self.api.create(self._podgroup(st))
+        self.pg_phase[st.key] = "Pending"
         self._status(st)
         return st
 
     def on_podgroup(self, job_key: str, phase: str) -> None:
+        """The PodGroup's phase changed: Volcano's controller syncs the job (pods are created once the scheduler
+        has admitted the PodGroup, i.e. it left Pending)."""
+        self.pg_phase[job_key] = phase or "Pending"
         st = self.jobs.get(job_key)
         if st is None or st.phase in FINAL or st.phase in ENDED:
             return
-        if phase != "Pending" and st.phase in ("Pending", "Restarting") and not st.pods:
+        self._settle(st)
+        self._status(st)
+
+    def on_pod(self, job_key: str, pod_name: str, task: str, phase: str, evicted: bool = False) -> str | None:
+        """A pod reached ``phase`` (Running, Succeeded, Failed) or was evicted and is gone (``evicted``).  Raises
+        Volcano's event for it (``job_controller_handler.go``: updatePod, deletePod): PodEvicted for a pod deleted
+        by someone else, PodFailed, TaskCompleted when the pod's whole task has succeeded; the job's lifecycle
+        policy picks the action (``applyPolicies``), otherwise the job is synced.  Returns the action taken."""
+        st = self.jobs.get(job_key)
+        if st is None or st.phase in FINAL or pod_name not in st.pods:
+            return None
+        event: str | None = None
+        if evicted:
+            st.evicted += 1
+            st.pods.pop(pod_name, None)
+            event = "PodEvicted"
+        else:
+            st.pods[pod_name] = phase
+            if phase == "Failed":
+                event = "PodFailed"
+            elif phase == "Succeeded" and self._task_completed(st, task):
+                event = "TaskCompleted"
+        action = self._policy(st, event, task) if event else None
+        self.execute(st, action or "SyncJob", task=task, pod=pod_name)
+        return action
+
+    def on_pod_gone(self, job_key: str, pod_name: str) -> None:
+        """A pod the controller deleted has finished terminating (its DELETED event): Volcano syncs the job, so an
+        ending job ends when its last one is gone and a restarting job takes its new pods."""
+        st = self.jobs.get(job_key)
+        if st is None or pod_name not in st.terminating:
+            return
+        st.terminating.discard(pod_name)
+        if st.phase not in FINAL:
+            self._settle(st)
+        self._status(st)
+
+    def _task_completed(self, st: JobState, task: str) -> bool:
+        """Volcano's ``jobCache.TaskCompleted``: every replica of the task has a Succeeded pod."""
+        replicas = next((int(t.get("replicas", 1)) for t in self._tasks(st.job) if t["name"] == task), 0)
+        prefix = f"{st.job['metadata']['name']}-{task}-"
+        done = sum(1 for n, p in st.pods.items() if p == "Succeeded" and n.startswith(prefix))
+        return replicas > 0 and done >= replicas
+
+    # --- Volcano's job state machine (pkg/controllers/job/state/*.go) --------------------------------------
+    def execute(self, st: JobState, action: str, task: str | None = None, pod: str | None = None) -> None:
+        """Run ``action`` (a lifecycle policy's, a bus Command's, or ``SyncJob``) in the job's current phase, as
+        Volcano's ``State.Execute`` does, then let the job settle (the pod deletions and creations that follow
+        reach the controller as further events, each a sync).  ``task``/``pod``: the event's pod, the target of
+        RestartTask / RestartPod / RestartPartition."""
+        ns = st.job["metadata"].get("namespace") or "default"
+        phase = st.phase
+        if action == "SyncJob":
+            pass
+        elif phase in ("Pending", "Running"):  # state/pending.go, state/running.go
+            if action == "RestartJob":
+                self._kill_job(st, ns, RETAIN_NONE)
+                st.retries += 1
+                st.phase = "Restarting"
+            elif action in TARGET_ACTIONS:
+                if self._kill_target(st, ns, action, task, pod):
+                    st.retries += 1
+                    st.phase = "Restarting"
+            elif action in END_ACTIONS:
+                self._kill_job(st, ns, RETAIN_SOFT)
+                st.phase = ENDING[END_ACTIONS[action]]
+            # ResumeJob and anything else: a sync
+        elif phase == "Restarting":  # state/restarting.go: no further retry is counted while restarting
+            if action in TARGET_ACTIONS:
+                self._kill_target(st, ns, action, task, pod)
+            else:
+                self._kill_job(st, ns, RETAIN_NONE)
+        elif phase in ("Aborting", "Aborted") and action == "ResumeJob":  # state/aborting.go, aborted.go
+            self._kill_job(st, ns, RETAIN_SOFT)
+            st.retries += 1
+            st.phase = "Restarting"
+        # Aborting, Terminating, Completing and the finished phases only kill (below, in _settle)
+        self._settle(st)
+        self._status(st)
+
+    def _settle(self, st: JobState) -> None:
+        """Sync the job until its phase stops changing (at most a few steps: each is one of Volcano's syncs)."""
+        for _ in range(6):
+            before = st.phase
+            self._sync(st)
+            if st.phase == before:
+                return
+
+    def _sync(self, st: JobState) -> None:
+        """One sync in the job's phase: ``syncJob`` with the phase's status rule (Pending, Running, Restarting), or
+        ``killJob`` keeping finished pods (ending and finished phases)."""
+        ns = st.job["metadata"].get("namespace") or "default"
+        phase = st.phase
+        if phase in ENDED or phase in FINAL:
+            self._kill_job(st, ns, RETAIN_SOFT)
+            alive = st.terminating or any(p in ("Pending", "Running") for p in st.pods.values())
+            if phase in ENDED and not alive:
+                st.phase = ENDED[phase]
+            if st.phase in FINAL:
+                self._finished(st, ns)
+            return
+        if phase == "Restarting" and st.retries >= st.max_retry:  # restartingUpdateStatus
+            st.phase = "Failed"
+            self._sync(st)
+            return
+        synced = self._sync_pods(st, ns)
+        phases = list(st.pods.values())
+        running, succeeded, failed = phases.count("Running"), phases.count("Succeeded"), phases.count("Failed")
+        total = self._replicas(st.job)
+        min_av = int(st.job["spec"].get("minAvailable", total))
+        if phase == "Restarting":
+            terminating = len(st.terminating) if synced else st.killed
+            if total - terminating >= min_av:
+                st.phase = "Pending"
+        elif phase == "Pending":
+            if min_av <= running + succeeded + failed and synced:
+                st.phase = "Running"
+        elif phase == "Running" and synced:
+            self._running_status(st, total, min_av, succeeded, failed, phases.count("Pending"))
+
+    def _running_status(self, st: JobState, total: int, min_av: int, succeeded: int, failed: int,
+                        pending: int) -> None:
+        """``state/running.go``: complete or fail once every pod has finished, go back to Pending when more pods
+        are pending than the job can spare."""
+        if total == 0:
+            return
+        min_success = st.job["spec"].get("minSuccess")
+        if min_success is not None and succeeded >= int(min_success):
+            st.phase = "Completed"
+            return
+        if succeeded + failed >= total and not any(p in ("Pending", "Running") for p in st.pods.values()):
+            tasks = self._tasks(st.job)
+            task_min = sum(int(t["minAvailable"]) if t.get("minAvailable") is not None else int(t.get("replicas", 1))
+                           for t in tasks)
+            if min_av >= task_min:
+                for t in tasks:
+                    if t.get("minAvailable") is None:
+                        continue
+                    prefix = f"{st.job['metadata']['name']}-{t['name']}-"
+                    ok = sum(1 for n, p in st.pods.items() if p == "Succeeded" and n.startswith(prefix))
+                    if any(n.startswith(prefix) for n in st.pods) and ok < int(t["minAvailable"]):
+                        st.phase = "Failed"
+                        return
+            if min_success is not None and succeeded < int(min_success):
+                st.phase = "Failed"
+            elif succeeded >= min_av:
+                st.phase = "Completed"
+            else:
+                st.phase = "Failed"
+        elif pending > total - min_av:
+            st.phase = "Pending"
+
+    def _sync_pods(self, st: JobState, ns: str) -> bool:
+        """``syncJob``'s pod half: (re)create the PodGroup if a kill deleted it; once it has left Pending, create
+        every missing pod (``<job>-<task>-<index>``).  False while the PodGroup waits for the scheduler (Volcano
+        then only updates the status)."""
+        phase = self.pg_phase.get(st.key)
+        if phase is None:
+            self.api.create(self._podgroup(st))
+            self.pg_phase[st.key] = "Pending"
+            return False
+        if phase in ("", "Pending"):
+            return False
+        if len(st.pods) < self._replicas(st.job):  # every pod there: nothing to create (the common case)
             self._create_pods(st)
+        return True
+
+    @staticmethod
+    def _replicas(job: dict[str, Any]) -> int:
+        return sum(int(t.get("replicas", 1)) for t in job["spec"]["tasks"])
 
     def _create_pods(self, st: JobState) -> None:
         ns = st.job["metadata"].get("namespace") or "default"
         for task in self._tasks(st.job):
             for i in range(int(task.get("replicas", 1))):
-                pod = self._pod(st, task, i)
-                name = pod["metadata"]["name"]
+                name = f"{st.job['metadata']['name']}-{task['name']}-{i}"
                 if name in st.pods:
                     continue
                 cur = self.api.get("Pod", ns, name)
                 if cur is not None and not (cur["metadata"].get("deletionTimestamp") or name in st.terminating):
                     continue  # already there (a recovered job): a terminating predecessor is replaced instead
                 st.pods[name] = "Pending"
-                self.api.create(pod)
-        st.phase = "Pending"
-        self._status(st)
+                self.api.create(self._pod(st, task, i))
 
     def _policy(self, st: JobState, event: str, task: str) -> str | None:
+        """``applyPolicies``: the task's policies first, then the job's; ``*`` matches every event."""
         for t in self._tasks(st.job):
             if t["name"] == task:
                 for p in t.get("policies") or []:
@@ -190,95 +399,69 @@ class JobController:
                 return p.get("action")
         return None
 
-    def on_pod(self, job_key: str, pod_name: str, task: str, phase: str, evicted: bool = False) -> str | None:
-        """A pod reached ``phase`` (Running, Succeeded, Failed) or was evicted and is gone (``evicted``).
-        Returns the lifecycle action taken, if any."""
-        st = self.jobs.get(job_key)
-        if st is None or st.phase in FINAL or pod_name not in st.pods:
-            return None
-        ns = st.job["metadata"].get("namespace") or "default"
-        action: str | None = None
-        if evicted:
-            st.evicted += 1
-            st.pods.pop(pod_name, None)
-            action = self._policy(st, "PodEvicted", task)
-            if action is None:  # Volcano's sync recreates the missing pod
-                tasks = {t["name"]: t for t in self._tasks(st.job)}
-                idx = int(pod_name.rsplit("-", 1)[1])
-                pod = self._pod(st, tasks[task], idx)
-                st.pods[pod_name] = "Pending"
-                self.api.create(pod)
-        else:
-            st.pods[pod_name] = phase
-            if phase == "Failed":
-                action = self._policy(st, "PodFailed", task)
-            elif phase == "Succeeded":
-                done = [n for n, p in st.pods.items() if n.startswith(f"{st.job['metadata']['name']}-{task}-")]
-                if all(st.pods[n] == "Succeeded" for n in done):
-                    action = self._policy(st, "TaskCompleted", task)
-        if action in ("RestartJob", "RestartTask", "RestartPod"):
-            self._restart(st, ns)
-        elif action == "AbortJob":
-            self._finish(st, ns, "Aborted")
-        elif action == "TerminateJob":
-            self._finish(st, ns, "Terminated")
-        elif action == "CompleteJob":
-            self._finish(st, ns, "Completed")
-        else:
-            self._update_phase(st, ns)
-        self._status(st)
-        return action
+    # --- killing (job_controller_actions.go: killJob, killTarget, killPods) ---------------------------------
+    def _delete_pod(self, st: JobState, ns: str, name: str) -> None:
+        if not self.api.delete("Pod", ns, name):
+            st.terminating.add(name)
+        st.pods.pop(name, None)
 
-    def on_pod_gone(self, job_key: str, pod_name: str) -> None:
-        """A pod the controller deleted has finished terminating; an ending job ends when its last one is gone."""
-        st = self.jobs.get(job_key)
-        if st is None or pod_name not in st.terminating:
-            return
-        st.terminating.discard(pod_name)
-        if not st.terminating and st.phase in ENDED:
-            st.phase = ENDED[st.phase]
-        elif not st.terminating and st.phase == "Restarting" and st.pods:
-            st.phase = "Pending"  # Volcano: the old pods are gone, the new ones (created or waiting) take over
-        self._status(st)
-
-    def _update_phase(self, st: JobState, ns: str) -> None:
-        phases = list(st.pods.values())
-        min_av = int(st.job["spec"].get("minAvailable", len(phases)))
-        all_done = bool(phases) and all(p == "Succeeded" for p in phases)
-        enough_done = phases.count("Succeeded") >= min_av and "Running" not in phases and "Pending" not in phases
-        if all_done or enough_done:
-            self._finish(st, ns, "Completed")
-        elif phases.count("Failed") and phases.count("Failed") + phases.count("Succeeded") == len(phases):
-            self._finish(st, ns, "Failed")
-        elif phases.count("Running") + phases.count("Succeeded") >= min_av and min_av > 0:
-            st.phase = "Running"
-
-    def _kill_pods(self, st: JobState, ns: str, finished: bool = False) -> None:
-        """Delete the job's live pods; a finished job's completed pods go too (the simulator keeps no history
-        in the cluster, and a real cluster's garbage collection follows the owner reference)."""
+    def _kill_job(self, st: JobState, ns: str, retain: frozenset[str]) -> None:
+        """``killJob``: delete every pod whose phase is not retained (at the last retry, ``retryCount >=
+        maxRetry - 1``, the finished ones are kept whatever the action), bump the job's version and delete its
+        PodGroup (the next sync re-creates it, so a restarted job is enqueued again).  Pods already terminating
+        count as terminating."""
+        if st.retries >= st.max_retry - 1:
+            retain = RETAIN_SOFT
+        before = set(st.terminating)
+        killed = 0
         for name, phase in list(st.pods.items()):
-            if (finished or phase in ("Pending", "Running")) and not self.api.delete("Pod", ns, name):
-                st.terminating.add(name)
-        st.pods.clear()
-
-    def _restart(self, st: JobState, ns: str) -> None:
-        st.retries += 1
-        max_retry = int(st.job["spec"].get("maxRetry", 3))
-        if st.retries >= max_retry:  # Volcano's restarting state: retryCount reaching maxRetry fails the job
-            self._finish(st, ns, "Failed")
-            return
-        self._kill_pods(st, ns)
+            if phase not in retain:
+                self._delete_pod(st, ns, name)
+                killed += 1
+        st.killed = killed + len(before)
         st.version += 1
-        st.phase = "Restarting"
-        pg = self.api.get("PodGroup", ns, st.job["metadata"]["name"])
-        if pg is not None and (pg.get("status") or {}).get("phase") != "Pending":
-            self._create_pods(st)
-            st.phase = "Restarting"
-
-    def _finish(self, st: JobState, ns: str, phase: str) -> None:
-        self._kill_pods(st, ns, finished=True)
-        st.phase = ENDING[phase] if st.terminating and phase in ENDING else phase
+        self.pg_phase.pop(st.key, None)
         self.api.delete("PodGroup", ns, st.job["metadata"]["name"])
+
+    def _kill_target(self, st: JobState, ns: str, action: str, task: str | None, pod: str | None) -> bool:
+        """``killTarget``: delete the target's pods whatever their phase (RestartTask: every pod of the task;
+        RestartPod: the pod; RestartPartition: the pods of the task in the pod's partition).  The version and the
+        PodGroup stay.  False when a partition restart names a task without a partition policy (Volcano then
+        does nothing at all)."""
+        prefix = f"{st.job['metadata']['name']}-{task}-"
+        if action == "RestartTask":
+            names = [n for n in st.pods if n.startswith(prefix)]
+        elif action == "RestartPod":
+            names = [pod] if pod in st.pods else []
+        else:
+            spec = next((t for t in self._tasks(st.job) if t["name"] == task), None)
+            size = ((spec or {}).get("partitionPolicy") or {}).get("partitionSize")
+            if spec is None or not (spec.get("partitionPolicy") or {}) or pod is None:
+                return False
+            part = partition_of(pod, size)
+            names = [n for n in st.pods if n.startswith(prefix) and partition_of(n, size) == part]
+        for name in names:
+            self._delete_pod(st, ns, name)
+        st.killed = len(names) + len(st.terminating - set(names))
+        return True
+
+    def _finished(self, st: JobState, ns: str) -> None:
+        """A finished job keeps its Succeeded and Failed pods (Volcano deletes them with the Job); a controller
+        made with ``keep_finished_pods=False`` (the simulator: nothing reads them afterwards, and every snapshot
+        would carry them) deletes them at once, as ``ttlSecondsAfterFinished: 0`` would."""
+        if not self.keep_finished_pods:
+            for name in list(st.pods):
+                self._delete_pod(st, ns, name)
+
+
+def partition_of(pod_name: str, size: Any) -> int:
+    """The partition of a pod (``createJobPod``: index // partitionSize, 0 without a positive size)."""
+    idx = int(pod_name.rsplit("-", 1)[1])
+    try:
+        n = int(size)
+    except (TypeError, ValueError):
+        return 0
+    return idx // n if n > 0 else 0
 
 
 def qty_string(name: str, v: float) -> str:

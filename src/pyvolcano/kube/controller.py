@@ -185,7 +185,8 @@ class JobRunner:
         pg = self.pg_phase.get(st.key)
         if pg is None:
             self.capi.create(self.ctrl._podgroup(st))
-        elif pg != "Pending" and not st.pods:
+            self.ctrl.pg_phase[st.key] = "Pending"
+        else:
             self.ctrl.on_podgroup(st.key, pg)
 
     def _cleanup(self, job: dict[str, Any]) -> None:
@@ -266,20 +267,5 @@ class JobRunner:
             log.info("command %s for unknown job %s ignored", action, key)
             return
         log.info("command %s on job %s (phase %s)", action, key, st.phase)
-        if action == "ResumeJob" and st.phase in ("Aborted", "Aborting"):
-            st.version += 1  # Volcano resumes an aborting job too; new pods wait for their predecessors
-            st.phase = "Pending"
-            self.capi.create(self.ctrl._podgroup(st))  # the scheduler admits it again, then pods are created
-        elif st.phase in ENDED:  # Volcano's Terminating/Completing states only finish
-            log.info("command %s does not apply to job %s in phase %s", action, key, st.phase)
-            return
-        elif action in ("AbortJob", "TerminateJob", "CompleteJob") and st.phase not in FINAL:
-            self.ctrl._finish(st, ns, {"AbortJob": "Aborted", "TerminateJob": "Terminated",
-                                       "CompleteJob": "Completed"}[action])
-        elif action == "RestartJob" and st.phase not in FINAL:
-            self.ctrl._restart(st, ns)
-        else:
-            log.info("command %s does not apply to job %s in phase %s", action, key, st.phase)
-            return
-        self.ctrl._status(st)
+        self.ctrl.execute(st, action)  # Volcano's state machine: what an action does depends on the phase
         self.recorder.event(st.job, "Normal", "CommandIssued", f"{action} applied; job is {st.phase}")

@@ -31,6 +31,11 @@ def parse_cluster_spec(spec: str, prefix: str = "node") -> list[dict[str, Any]]:
             raise UserError(f"cluster spec group {gi + 1}: more than {MAX_NODES} nodes in all")
         labels = res.pop("labels", {}) or {}
         taints = res.pop("taints", []) or []
+        if not isinstance(labels, dict):
+            raise UserError(f"cluster spec group {gi + 1}: labels: expected a mapping, e.g. {{pool: gpu}}, "
+                            f"got {labels!r}")
+        if int(m.group(1)) < 1:
+            raise UserError(f"cluster spec group {gi + 1} {part.strip()!r}: the count must be at least 1")
         res.setdefault("pods", 110)
         alloc = {k: str(v) for k, v in res.items()}
         for _ in range(int(m.group(1))):

@@ -22,7 +22,10 @@ def compare_table(summaries: list[dict[str, Any]], wide: bool = True) -> None:
             v = get(s)
             vals.append("-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else str(v)))
         t.add_row(name, *vals)
-    row("completed / jobs", lambda s: f"{s['completed']} / {s['jobs']}")
+    row("jobs", lambda s: s["jobs"])
+    for k in ("completed", "failed", "aborted", "unfinished"):  # these add up to the jobs
+        row(f"  {k}", lambda s, k=k: s.get(k, 0))
+    row("never started", lambda s: s.get("never_started", 0))  # no wait: not in the wait rows
     for k in ("mean", "p50", "p95", "p99") if wide else ("mean", "p95"):
         row(f"wait {k} (s)", lambda s, k=k: s["wait_s"][k])
     for k in ("mean", "p95") if wide else ("mean",):

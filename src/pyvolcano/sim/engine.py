@@ -104,6 +104,8 @@ class SimAPI:
         md.setdefault("creationTimestamp", self.sim.now)
         md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
         self.objects[self._k(obj["kind"], ns, md["name"])] = obj
+        if obj["kind"] == "PodGroup" and hasattr(self.sim, "writer"):  # a re-created group (RestartJob) starts over
+            self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
         self.sim.cache.upsert(obj)
         self.sim.changed = True
 
@@ -237,7 +239,7 @@ class Simulator:
         self.heap: list[tuple[float, int, str, Any]] = []
         self.cache = SchedulerCache(reuse_clones=True)  # each session's result is applied before the next
         self.api = SimAPI(self)
-        self.controller = JobController(self.api)
+        self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
         self.records: dict[str, JobRecord] = {}
         self.samples: list[Sample] = []
@@ -403,9 +405,9 @@ class Simulator:
         before = st.retries if st else 0
         self.controller.on_pod(job_key, pod["metadata"]["name"], task, "Failed", evicted=True)
         if rec is not None and st is not None and st.retries > before:
-            rec.restarts += 1
-            rec.running = 0
-            rec.all_started = None
+            rec.restarts += st.retries - before
+            # the pods the restart deleted no longer run (all_started keeps the gang's first start: wait ends there)
+            rec.running = sum(1 for p in st.pods.values() if p == "Running")
         self._after_controller(job_key)
 
     def _after_controller(self, job_key: str) -> None:
@@ -425,7 +427,8 @@ class Simulator:
         n["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
         self.api.update(n)
         for (kind, key), pod in list(self.api.objects.items()):
-            if kind == "Pod" and (pod.get("spec") or {}).get("nodeName") == node:
+            if kind == "Pod" and (pod.get("spec") or {}).get("nodeName") == node and \
+                    (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):  # finished pods lose nothing
                 pod["metadata"]["deletionTimestamp"] = self.now
                 self.api.update(pod)
                 self._push(self.now, "release", (key, pod["metadata"]["uid"]))
@@ -439,10 +442,12 @@ class Simulator:
 
     def _cancel(self, key: str) -> None:
         st = self.controller.jobs.get(key)
-        if st is None or st.phase in FINAL:
+        if st is None:
+            self.problems.append(f"cancel {key} at {self.now:g} s: the job has not arrived yet; nothing cancelled")
             return
-        ns = key.split("/", 1)[0]
-        self.controller._finish(st, ns, "Aborted")
+        if st.phase in FINAL:
+            return
+        self.controller.execute(st, "AbortJob")
         self._after_controller(key)
 
     # --- the scheduler ---------------------------------------------------------------------------------------

@@ -1,4 +1,12 @@
-"""What a simulation produced: jobs.csv and summary.json."""
+"""What a simulation produced: jobs.csv and summary.json.
+
+Definitions (docs/simulator.md, "Metrics"): a job's **wait** is the time from its submission until its gang first
+started (minAvailable pods Running at once, ``all_started``); a job whose gang never started has no wait and is
+counted in ``never_started`` instead of the wait statistics, whatever its end.  **JCT** is submission to completion
+of Completed jobs.  Every job is in exactly one of ``completed``, ``failed``, ``aborted`` (Aborted or Terminated) and
+``unfinished`` (still pending or running when the run stopped), overall and per queue.  Utilisation is the exact
+time average of what bound pods held over the window [0, ``window_s``].
+"""
 
 from __future__ import annotations
 
@@ -18,8 +26,7 @@ JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enq
 def job_rows(result: SimResult) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(result.records.values(), key=lambda r: (r.submit, r.key)):
-        wait = None if r.all_started is None and r.first_start is None else \
-            (r.all_started if r.all_started is not None else r.first_start) - r.submit  # type: ignore[operator]
+        wait = None if r.all_started is None else r.all_started - r.submit
         jct = None if r.finished is None or r.phase != "Completed" else r.finished - r.submit
         rows.append({"job": r.key, "queue": r.queue, "tasks": r.tasks, "min_available": r.min_available,
                      "phase": r.phase, "submit": r.submit, "enqueued": r.enqueued, "first_start": r.first_start,
@@ -36,14 +43,20 @@ def _stats(values: list[float]) -> dict[str, float | None]:
             "p95": round(float(np.percentile(a, 95)), 3), "p99": round(float(np.percentile(a, 99)), 3)}
 
 
+def window(result: SimResult, horizon: float | None = None) -> float:
+    """The end of the averaging window: ``horizon`` when given (``--horizon``, or the longest run when runs are
+    compared side by side), else the end of the run."""
+    return float(horizon) if horizon is not None else result.end_time
+
+
 def time_weighted(result: SimResult, horizon: float | None = None) -> tuple[np.ndarray, float, list[float]]:
     """(mean utilisation of cpu/memory/gpu, mean Jain index over time, per-sample Jain values).
 
     Utilisation is exact: what pods held (``result.usage``, recorded at every bind, finish and deletion) integrated
-    over [0, end of the run] (or ``horizon``, when runs compared side by side share one window) and divided by the
-    cluster's capacity; it no longer depends on when sessions ran.  The Jain index of queue shares is time-weighted
-    over the session samples (shares change only in sessions)."""
-    end = max(result.end_time, horizon or 0.0)
+    over [0, end of the run] (or [0, ``horizon``]: runs compared side by side share one window; what happens after
+    it does not count) and divided by the cluster's capacity; it does not depend on when sessions ran.  The Jain
+    index of queue shares is time-weighted over the session samples (shares change only in sessions)."""
+    end = window(result, horizon)
     util = result.usage.utilisation(result.capacity, 0.0, end) if end > 0 else np.zeros(3)
     s = result.samples
     if len(s) < 2:
@@ -70,24 +83,22 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
             horizon: float | None = None) -> dict[str, Any]:
     """The run's figures; utilisation over [0, max(end of run, ``horizon``)] (``window_s``)."""
     util, fairness, _ = time_weighted(result, horizon)
-    completed = [r for r in rows if r["phase"] == "Completed"]
     per_queue: dict[str, Any] = {}
     for q in sorted({r["queue"] for r in rows}):
         qr = [r for r in rows if r["queue"] == q]
-        per_queue[q] = {"jobs": len(qr), "completed": sum(r["phase"] == "Completed" for r in qr),
+        per_queue[q] = {"jobs": len(qr), **outcomes(qr),
                         "wait": _stats([r["wait"] for r in qr if r["wait"] is not None]),
                         "jct": _stats([r["jct"] for r in qr if r["jct"] is not None])}
     cs = result.cycle_seconds
+    out = outcomes(rows)
     return {
-        "config": conf_name, "jobs": len(rows), "completed": len(completed),
-        "unfinished": sum(r["finished"] is None for r in rows),
-        "failed_or_aborted": sum(r["phase"] in ("Failed", "Aborted", "Terminated") for r in rows),
-        "makespan_s": round(max((r["finished"] for r in rows if r["finished"] is not None), default=0.0)
-                            - min((r["submit"] for r in rows), default=0.0), 3),
+        "config": conf_name, "jobs": len(rows), **out,
+        "failed_or_aborted": out["failed"] + out["aborted"],
+        "makespan_s": makespan(rows),
         "wait_s": _stats([r["wait"] for r in rows if r["wait"] is not None]),
         "jct_s": _stats([r["jct"] for r in rows if r["jct"] is not None]),
         "per_queue": per_queue,
-        "window_s": round(max(result.end_time, horizon or 0.0), 3),
+        "window_s": round(window(result, horizon), 3),
         "utilisation": {"cpu": round(float(util[0]), 4), "memory": round(float(util[1]), 4),
                         "gpu": round(float(util[2]), 4)},
         "jain_fairness_queue_shares": round(fairness, 4),
@@ -102,6 +113,23 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
         "events_per_second": round(result.events / result.wall_seconds, 1) if result.wall_seconds else None,
         "interrupted": result.interrupted, "problems": result.problems[:50], "problem_count": len(result.problems),
     }
+
+
+def makespan(rows: list[dict[str, Any]]) -> float:
+    """First submission to last finish (0 when no job finished)."""
+    ends = [r["finished"] for r in rows if r["finished"] is not None]
+    return round(max(ends) - min(r["submit"] for r in rows), 3) if ends else 0.0
+
+
+def outcomes(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How the jobs ended: completed + failed + aborted (Aborted or Terminated) + unfinished = all of them; and
+    apart from that, how many never had their gang started (they have no wait)."""
+    unfinished = sum(r["finished"] is None for r in rows)
+    done = [r for r in rows if r["finished"] is not None]
+    completed = sum(r["phase"] == "Completed" for r in done)
+    failed = sum(r["phase"] == "Failed" for r in done)
+    return {"completed": completed, "failed": failed, "aborted": len(done) - completed - failed,
+            "unfinished": unfinished, "never_started": sum(r["wait"] is None for r in rows)}
 
 
 def write(out: Path, result: SimResult, conf_name: str = "", horizon: float | None = None) -> dict[str, Any]:

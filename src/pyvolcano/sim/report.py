@@ -77,7 +77,8 @@ def plots(result: SimResult, rows: list[dict[str, Any]], window: float = 0.0) ->
 def _table(summary: dict[str, Any]) -> str:
     def f(v: Any) -> str:
         return "-" if v is None else (f"{v:,.1f}" if isinstance(v, float) else str(v))
-    rows = [("jobs", summary["jobs"]), ("completed", summary["completed"]), ("unfinished", summary["unfinished"]),
+    rows = [("jobs", summary["jobs"]), *((k, summary.get(k, 0)) for k in ("completed", "failed", "aborted", "unfinished")),
+            ("never started (no wait)", summary.get("never_started", 0)),
             ("makespan (s)", summary["makespan_s"]), ("wait mean / p50 / p95 / p99 (s)",
              " / ".join(f(summary["wait_s"][k]) for k in ("mean", "p50", "p95", "p99"))),
             ("JCT mean / p50 / p95 / p99 (s)", " / ".join(f(summary["jct_s"][k]) for k in ("mean", "p50", "p95", "p99"))),
@@ -91,10 +92,12 @@ def _table(summary: dict[str, Any]) -> str:
     body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(f(v))}</td></tr>" for k, v in rows)
     q = "".join(
         f"<tr><td>{html.escape(name)}</td><td>{d['jobs']}</td><td>{d['completed']}</td>"
+        f"<td>{d.get('failed', 0)}</td><td>{d.get('aborted', 0)}</td><td>{d.get('unfinished', 0)}</td>"
         f"<td>{f(d['wait']['mean'])}</td><td>{f(d['wait']['p95'])}</td><td>{f(d['jct']['mean'])}</td></tr>"
         for name, d in summary["per_queue"].items())
     return (f"<table>{body}</table><h2>Per queue</h2><table><tr><th>queue</th><th>jobs</th><th>completed</th>"
-            f"<th>wait mean (s)</th><th>wait p95 (s)</th><th>JCT mean (s)</th></tr>{q}</table>")
+            f"<th>failed</th><th>aborted</th><th>unfinished</th><th>wait mean (s)</th><th>wait p95 (s)</th>"
+            f"<th>JCT mean (s)</th></tr>{q}</table>")
 
 
 def write(out: Path, result: SimResult, rows: list[dict[str, Any]], summary: dict[str, Any], title: str) -> Path:

@@ -100,35 +100,75 @@ def parse_gang_sizes(arg: str) -> tuple[int, ...]:
 
 
 def parse_failures(arg: str | None) -> list[tuple[float, str, float]]:
+    """``TIME:NODE:DOWNTIME,...`` (seconds >= 0, finite; a node name)."""
     out = []
     for part in (arg or "").split(","):
         if part.strip():
+            fields = part.strip().split(":")
+            if len(fields) != 3 or not fields[1].strip():
+                raise UserError(f"--node-failures: {part.strip()!r}: expected TIME:NODE:DOWNTIME")
             try:
-                t, node, down = part.strip().split(":")
-                out.append((seconds(t), node, seconds(down)))
-            except ValueError:
-                raise UserError(f"--node-failures: {part!r}: expected TIME:NODE:DOWNTIME") from None
+                out.append((seconds(fields[0]), fields[1].strip(), seconds(fields[2])))
+            except ValueError as exc:
+                raise UserError(f"--node-failures: {part.strip()!r}: {exc} (expected TIME:NODE:DOWNTIME, times in "
+                                "seconds)") from None
     return out
 
 
 def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
+    """``TIME:[NAMESPACE/]JOB,...`` (seconds >= 0, finite; the namespace defaults to ``default``)."""
     out = []
     for part in (arg or "").split(","):
         if part.strip():
             t, _, key = part.strip().partition(":")
+            key = key.strip()
+            if not key or key.endswith("/") or key.startswith("/"):
+                raise UserError(f"--cancel: {part.strip()!r}: expected TIME:[NAMESPACE/]JOB")
             try:
                 out.append((seconds(t), key if "/" in key else f"default/{key}"))
-            except ValueError:
-                raise UserError(f"--cancel: {part!r}: expected TIME:[NAMESPACE/]JOB") from None
+            except ValueError as exc:
+                raise UserError(f"--cancel: {part.strip()!r}: {exc} (expected TIME:[NAMESPACE/]JOB, the time in "
+                                "seconds)") from None
     return out
+
+
+def has_gpus(nodes: list[dict[str, Any]]) -> bool:
+    """Whether any node offers ``nvidia.com/gpu``."""
+    for n in nodes:
+        alloc = ((n.get("status") or {}).get("allocatable") or {})
+        v = alloc.get("nvidia.com/gpu")
+        try:
+            if v is not None and float(str(v)) > 0:
+                return True
+        except ValueError:
+            return True  # a quantity such as "8k": validated elsewhere; it is a GPU all the same
+    return False
+
+
+def check_targets(inputs: Inputs) -> None:
+    """``--node-failures`` must name nodes of the cluster and ``--cancel`` jobs of the workload (a typo would
+    otherwise silently inject nothing): UserError naming the first unknown one and what exists."""
+    names = {n["metadata"]["name"] for n in inputs.nodes}
+    for t, node, _ in inputs.node_failures:
+        if node not in names:
+            some = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+            raise UserError(f"--node-failures: {t:g}:{node}: no node {node!r} in the cluster ({len(names)} nodes: "
+                            f"{some})")
+    jobs = {f"{(j.get('metadata') or {}).get('namespace') or 'default'}/{(j.get('metadata') or {}).get('name')}"
+            for _, j in inputs.workload.jobs}
+    for t, key in inputs.cancellations:
+        if key not in jobs:
+            some = ", ".join(sorted(jobs)[:3]) + (", ..." if len(jobs) > 3 else "")
+            raise UserError(f"--cancel: {t:g}:{key}: no job {key!r} in the workload ({len(jobs)} jobs: {some})")
 
 
 def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, period: float = 1.0,
             start_latency: float = 1.0, grace: float = 5.0, until: float | None = None, progress: bool = True,
             title: str = "pyvolcano simulation", warn: Callable[[str], None] | None = None,
-            keep: list[Run] | None = None) -> dict[str, Any]:
+            keep: list[Run] | None = None, horizon: float | None = None) -> dict[str, Any]:
     """One simulation into ``out``; its summary.  ``warn`` is called with every problem found (the workload's,
-    the jobs the simulator refuses on this cluster, and those found while running), each once per call."""
+    the jobs the simulator refuses on this cluster, and those found while running), each once per call.
+    ``horizon``: utilisation is averaged over [0, horizon] instead of [0, end of the run]."""
     import copy
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
@@ -167,7 +207,7 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
     if warn is not None:
         for p in result.problems[known:]:
             warn(p)
-    summ = metrics.write(out, result, conf_name)
+    summ = metrics.write(out, result, conf_name, horizon)
     rows = metrics.job_rows(result)
     report.write(out, result, rows, summ, title)
     if keep is not None:
@@ -185,11 +225,12 @@ class Run:
     title: str
 
 
-def common_window(runs: list[Run]) -> list[dict[str, Any]]:
-    """Rewrite each run's summary.json and report.html over one window, [0, the longest run's end], so that runs
-    compared side by side (``--compare``, ``make demo``) average utilisation over the same time: a run that
-    finished early counts as idle until the others end."""
-    horizon = max((r.result.end_time for r in runs), default=0.0)
+def common_window(runs: list[Run], horizon: float | None = None) -> list[dict[str, Any]]:
+    """Rewrite each run's summary.json and report.html over one window, [0, ``horizon``] or else [0, the longest
+    run's end], so that runs compared side by side (``--compare``, ``make demo``) average utilisation over the same
+    time: a run that finished early counts as idle until the others end."""
+    if horizon is None:
+        horizon = max((r.result.end_time for r in runs), default=0.0)
     out = []
     for r in runs:
         summ = metrics.write(r.out, r.result, r.conf_name, horizon)

@@ -600,6 +600,7 @@ METRICS: dict[str, tuple[tuple[str, ...], str]] = {
     "restarts": (("restarts",), "job restarts"),
     "failed": (("failed_or_aborted",), "jobs failed or aborted"),
     "unfinished": (("unfinished",), "jobs unfinished at the end"),
+    "never_started": (("never_started",), "jobs whose gang never started (no wait)"),
     "completed": (("completed",), "jobs completed"),
     "fairness": (("jain_fairness_queue_shares",), "Jain index of queue shares (1 = fair)"),
     "makespan": (("makespan_s",), "first arrival to last finish (s)"),

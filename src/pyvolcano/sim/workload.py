@@ -95,6 +95,10 @@ def from_specs(specs: Iterable[JobSpec], problems: list[str] | None = None) -> W
     return Workload(jobs, pcs, problems)
 
 
+#: the largest time or duration a workload or option may name (about 31,700 years)
+MAX_SECONDS = 1e12
+
+
 def seconds(value: object) -> float:
     """A duration or time in seconds: a finite number >= 0 (ValueError naming the value otherwise)."""
     if isinstance(value, bool):
@@ -107,6 +111,8 @@ def seconds(value: object) -> float:
         raise ValueError(f"{value!r} is not a finite number of seconds")
     if x < 0:
         raise ValueError(f"{value!r} is negative")
+    if x > MAX_SECONDS:  # beyond it float time stops advancing by a second (t + 1 == t) and runs lose meaning
+        raise ValueError(f"{value!r} is more than {MAX_SECONDS:g} seconds")
     return x
 
 

@@ -1,0 +1,121 @@
+"""Every figure of summary.json and jobs.csv on a run made by hand, each worked out in the comments
+(``sim/metrics.py``; the definitions are in docs/simulator.md, "Metrics")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyvolcano.sim import metrics
+from pyvolcano.sim.engine import JobRecord, Sample, SimResult
+from pyvolcano.sim.usage import UsageLedger
+
+#: (name, queue, submit, all_started, finished, phase, restarts)
+JOBS = [
+    ("a", "q1", 0, 10, 110, "Completed", 0),   # wait 10, JCT 110
+    ("b", "q1", 5, 25, 65, "Completed", 0),    # wait 20, JCT 60
+    ("c", "q2", 10, 40, 50, "Failed", 3),      # wait 30 (the gang did start), no JCT
+    ("d", "q2", 20, None, 30, "Aborted", 0),   # never started: no wait
+    ("e", "q2", 30, None, None, "Pending", 0),  # unfinished and never started
+    ("f", "q1", 40, 80, None, "Running", 0),   # unfinished, wait 40
+    ("g", "q1", 50, 60, 70, "Terminated", 0),  # aborted (terminated), wait 10
+]
+
+
+def result() -> SimResult:
+    records = {}
+    for name, q, submit, started, finished, phase, restarts in JOBS:
+        key = f"default/{name}"
+        records[key] = JobRecord(key, q, 1, 1, float(submit), first_start=started, all_started=started,
+                                 finished=finished, phase=phase, restarts=restarts)
+    # capacity 10 cpu, 100 GiB, no GPU.  Pod p1 holds (4 cpu, 40 GiB) over [10, 60], p2 (2 cpu, 10 GiB) over [30, 110]
+    usage = UsageLedger(3)
+    usage.hold(10, "p1", "q1", np.array([4.0, 40.0, 0.0]))
+    usage.hold(30, "p2", "q1", np.array([2.0, 10.0, 0.0]))
+    usage.release(60, "p1")
+    usage.release(110, "p2")
+    # sessions at 0 and 30: queue (allocated, deserved) shares; the last sample closes the run at 120
+    samples = [Sample(0, np.zeros(3), {"q1": (0.2, 0.4), "q2": (0.2, 0.2)}),
+               Sample(30, np.zeros(3), {"q1": (0.3, 0.3), "q2": (0.3, 0.3)}),
+               Sample(120, np.zeros(3), {})]
+    return SimResult(records, samples, np.array([10.0, 100.0, 0.0]), cycles=4, cycle_seconds=[0.1, 0.3, 0.2, 0.2],
+                     events=40, rollbacks=2, evictions=5, wall_seconds=2.0, end_time=120.0, usage=usage)
+
+
+@pytest.fixture
+def summary() -> dict[str, object]:
+    res = result()
+    return metrics.summary(res, metrics.job_rows(res), "hand")
+
+
+def test_outcomes_add_up_to_the_jobs(summary: dict) -> None:
+    assert (summary["jobs"], summary["completed"], summary["failed"], summary["aborted"], summary["unfinished"]) == \
+        (7, 2, 1, 2, 2)
+    assert summary["never_started"] == 2 and summary["failed_or_aborted"] == 3
+
+
+def test_wait_until_the_gang_started_and_never_started_apart(summary: dict) -> None:
+    rows = {r["job"]: r for r in metrics.job_rows(result())}
+    assert rows["default/d"]["wait"] is None and rows["default/e"]["wait"] is None
+    assert rows["default/c"]["wait"] == 30  # a failed gang that had started: its wait is defined
+    # waits 10, 20, 30, 40, 10 -> sorted 10 10 20 30 40: mean 22, median 20, p95 at rank 0.95 * 4 = 3.8: 30 + 0.8 * 10
+    assert summary["wait_s"] == {"mean": 22.0, "p50": 20.0, "p95": 38.0, "p99": 39.6}
+
+
+def test_jct_of_completed_jobs_only(summary: dict) -> None:
+    # JCTs 110 and 60: mean 85; p95 = 60 + 0.95 * 50
+    assert summary["jct_s"] == {"mean": 85.0, "p50": 85.0, "p95": 107.5, "p99": 109.5}
+    rows = {r["job"]: r for r in metrics.job_rows(result())}
+    assert [rows[f"default/{n}"]["jct"] for n in "abcdefg"] == [110, 60, None, None, None, None, None]
+
+
+def test_makespan_is_first_submission_to_last_finish(summary: dict) -> None:
+    assert summary["makespan_s"] == 110.0
+    assert metrics.makespan([{"submit": 3.0, "finished": None}]) == 0.0  # nothing finished
+
+
+def test_per_queue(summary: dict) -> None:
+    q1, q2 = summary["per_queue"]["q1"], summary["per_queue"]["q2"]
+    assert {k: q1[k] for k in ("jobs", "completed", "failed", "aborted", "unfinished", "never_started")} == \
+        {"jobs": 4, "completed": 2, "failed": 0, "aborted": 1, "unfinished": 1, "never_started": 0}
+    assert {k: q2[k] for k in ("jobs", "completed", "failed", "aborted", "unfinished", "never_started")} == \
+        {"jobs": 3, "completed": 0, "failed": 1, "aborted": 1, "unfinished": 1, "never_started": 2}
+    assert (q1["wait"]["mean"], q1["wait"]["p50"]) == (20.0, 15.0)  # 10, 20, 40, 10
+    assert q2["wait"]["mean"] == 30.0 and q2["jct"]["mean"] is None
+
+
+def test_utilisation_is_the_exact_time_average_over_the_window(summary: dict) -> None:
+    # cpu held: 4 * 50 + 2 * 80 = 360 cpu-s over 10 cpu * 120 s = 0.3; memory 40 * 50 + 10 * 80 = 2800 / 12000;
+    # a resource the cluster lacks is 0
+    assert summary["window_s"] == 120.0
+    assert summary["utilisation"] == {"cpu": 0.3, "memory": round(2800 / 12000, 4), "gpu": 0.0}
+
+
+@pytest.mark.parametrize(("horizon", "cpu"), [(200.0, 360 / 2000), (60.0, (4 * 50 + 2 * 30) / 600)])
+def test_a_horizon_moves_the_window(horizon: float, cpu: float) -> None:
+    # a longer window counts idle time; a shorter one stops counting at its end (p1 10..60, p2 30..60)
+    res = result()
+    s = metrics.summary(res, metrics.job_rows(res), "hand", horizon)
+    assert (s["window_s"], s["utilisation"]["cpu"]) == (horizon, round(cpu, 4))
+
+
+def test_jain_index_of_queue_shares_is_time_weighted(summary: dict) -> None:
+    # t 0..30: shares 0.2/0.4 = 0.5 and 1.0: (1.5)^2 / (2 * 1.25) = 0.9; t 30..120: equal shares, 1.0
+    # -> (0.9 * 30 + 1.0 * 90) / 120 = 0.975
+    assert summary["jain_fairness_queue_shares"] == 0.975
+    assert metrics.jain([1.0, 0.0]) == 0.5 and metrics.jain([]) == 1.0
+
+
+def test_counters_and_cost(summary: dict) -> None:
+    assert (summary["restarts"], summary["evictions"], summary["gangs_rolled_back"], summary["cycles"]) == (3, 5, 2, 4)
+    assert summary["scheduler_seconds_per_cycle"] == {"mean": 0.2, "max": 0.3, "total": 0.8}
+    assert (summary["events"], summary["simulated_seconds"], summary["events_per_second"]) == (40, 120.0, 20.0)
+
+
+def test_jobs_csv_writes_every_row(tmp_path: Path) -> None:
+    metrics.write(tmp_path, result(), "hand")
+    lines = (tmp_path / "jobs.csv").read_text().splitlines()
+    assert lines[0].split(",") == list(metrics.JOB_COLUMNS) and len(lines) == 8
+    assert lines[4] == "default/d,q2,1,1,Aborted,20.0,,,,30,,,0,0"  # never started: empty wait
