@@ -16,6 +16,7 @@ from pyvolcano.sim.run import (
     Run,
     alibaba_inputs,
     common_window,
+    compare_page,
     load_cluster,
     load_conf_arg,
     load_queues,
@@ -126,13 +127,18 @@ def register(group: click.Group) -> None:
                 raise UserError("--cluster is required (a Node YAML or a spec like '10x{cpu: 32, memory: 128Gi}')")
             if workload:
                 wl = from_manifests(load_objects(workload))
+                source = {"workload": f"Job manifests {workload}"}
             elif csv_path:
                 wl = load_csv(csv_path)
+                source = {"workload": f"CSV {csv_path}"}
             else:
                 wl = synthetic(seed=seed, jobs=int(synth or 0), rate=rate, queues=queue_weights(queues_arg),
                                gang_sizes=parse_gang_sizes(gang_sizes), mean_duration=mean_duration,
                                gpu_fraction=gpu_fraction)
-            inputs = Inputs(load_cluster(cluster), load_queues(queues_arg, wl), wl)
+                source = {"workload": f"synthetic, {synth} jobs", "synthetic knobs":
+                          f"rate={rate:g}/s, gang sizes {gang_sizes}, mean duration {mean_duration:g} s, "
+                          f"gpu fraction {gpu_fraction:g}, seed {seed}"}
+            inputs = Inputs(load_cluster(cluster), load_queues(queues_arg, wl), wl, settings=source)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
         seen: set[str] = set()
@@ -154,8 +160,12 @@ def register(group: click.Group) -> None:
                         until=until, progress=not no_progress, warn=warn, keep=runs)
             summaries.append(s)
             click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
-        if len(runs) > 1:  # compared side by side: one time window for all
-            summaries = common_window(runs)
+        summaries = common_window(runs)  # writes each report.html; compared runs share one time window
+        if len(runs) > 1:
+            page = compare_page(runs, summaries, Path(out) / "compare.html",
+                                f"pyvolcano simulate --compare: {len(runs)} confs on one workload",
+                                [f"run{i}-{Path(c).stem if c else 'default'}" for i, c in enumerate(confs)])
+            click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
         if output in ("json", "yaml"):
             data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
             emit(data[0] if len(data) == 1 else {"runs": data}, output)
