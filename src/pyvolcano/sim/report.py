@@ -42,6 +42,7 @@ RESOURCES = ("cpu", "memory", "gpu")
 MAX_EVICTION_ROWS = 200
 MAX_JOB_ROWS = 300
 #: runs first (blue, orange, green, ...), then queues in the eviction plot (matplotlib's tab10)
+QUEUE_COLOURS = ("#d62728", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#e377c2", "#8c564b", "#000000")
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
 
@@ -90,7 +91,7 @@ def plot_utilisation(runs: list[RunData], window: float) -> str:
     """Cluster utilisation per resource, every run overlaid: the exact step functions of what pods held."""
     cap = runs[0].result.capacity
     shown = [i for i, _ in enumerate(RESOURCES) if cap[i] > 0]
-    fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.9 * len(shown) + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(shown), 1, figsize=(11, 1.9 * len(shown) + 0.6), sharex=True, squeeze=False)
     for ax, i in zip(axes[:, 0], shown, strict=True):
         for k, r in enumerate(runs):
             times, vals = r.result.usage.total.arrays()
@@ -114,7 +115,7 @@ def plot_queues(runs: list[RunData], queues: list[str], window: float) -> str | 
     if not queues:
         return None
     cap = runs[0].result.capacity
-    fig, axes = plt.subplots(len(queues), 1, figsize=(10, 1.9 * len(queues) + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(queues), 1, figsize=(11, 1.9 * len(queues) + 0.6), sharex=True, squeeze=False)
     for ax, q in zip(axes[:, 0], queues, strict=True):
         for k, r in enumerate(runs):
             led = r.result.usage
@@ -143,7 +144,7 @@ def plot_wait_cdfs(runs: list[RunData], queues: list[str]) -> str:
     started are in the denominator, so a curve that stops below 1 shows them."""
     cols = 2 if len(queues) > 1 else 1
     nrows = max(1, (len(queues) + cols - 1) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(10, 2.8 * nrows + 0.4), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(11, 2.8 * nrows + 0.4), squeeze=False)
     for j, q in enumerate(queues or [""]):
         ax = axes[j // cols, j % cols]
         for k, r in enumerate(runs):
@@ -174,7 +175,7 @@ def plot_wait_cdfs(runs: list[RunData], queues: list[str]) -> str:
 
 def plot_throughput(runs: list[RunData], window: float) -> str:
     """Jobs finished over time: completed (solid) and failed or aborted (dashed), per run."""
-    fig, ax = plt.subplots(figsize=(10, 3.0))
+    fig, ax = plt.subplots(figsize=(11, 3.0))
     for k, r in enumerate(runs):
         done = np.sort([x["finished"] for x in r.rows if x["finished"] is not None and x["phase"] == "Completed"])
         bad = np.sort([x["finished"] for x in r.rows if x["finished"] is not None and x["phase"] in FAILED])
@@ -192,7 +193,7 @@ def plot_throughput(runs: list[RunData], window: float) -> str:
 
 def plot_wait_stages(runs: list[RunData], queues: list[str]) -> str:
     """Mean admission wait and mean placement wait, stacked, per queue and run."""
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(queues) * len(runs) + 1.2))
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(queues) * len(runs) + 1.2))
     labels, y = [], 0
     for q in queues:
         for k, r in enumerate(runs):
@@ -218,9 +219,12 @@ def plot_evictions(runs: list[RunData], queues: list[str], window: float) -> str
         return None
     rows = [(k, q) for k, _ in enumerate(runs) for q in queues]
     ypos = {kq: i for i, kq in enumerate(rows)}
-    qcol = {q: _colour(i + 3) for i, q in enumerate(queues)}
+    qcol = {q: QUEUE_COLOURS[i % len(QUEUE_COLOURS)] for i, q in enumerate(queues)}
+    times = [e.t for r in runs for e in r.result.eviction_log]
+    pad = max((max(times) - min(times)) * 0.05, 60.0)
+    lo, hi = max(min(times) - pad, 0.0), min(max(times) + pad, max(window, max(times)))
     markers = {"preempt": "o", "reclaim": "s", "node failure": "x"}
-    fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.4))
+    fig, ax = plt.subplots(figsize=(11, 0.35 * len(rows) + 1.4))
     seen: set[tuple[str, str]] = set()
     for k, r in enumerate(runs):
         qof = {key: rec.queue for key, rec in r.result.records.items()}
@@ -231,10 +235,10 @@ def plot_evictions(runs: list[RunData], queues: list[str], window: float) -> str
             label = f"{e.cause}, {label_key[0]}" if label_key not in seen else None
             seen.add(label_key)
             ax.scatter(e.t / 3600, ypos.get((k, e.queue), 0), color=colour, marker=markers.get(e.cause, "^"),
-                       s=18, label=label)
+                       s=22, alpha=0.7, label=label)
     ax.set_yticks(range(len(rows)), [f"{runs[k].name}: victims in {q}" for k, q in rows], fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set(xlabel="simulated time (h)", xlim=(0, window / 3600 or None),
+    ax.set(xlabel="simulated time (h; the span with evictions)", xlim=(lo / 3600, hi / 3600),
            title="Eviction timeline: victims' queue (row), the queue they were evicted for (colour)")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
