@@ -225,17 +225,17 @@ def plot_evictions(runs: list[RunData], queues: list[str], window: float) -> str
     lo, hi = max(min(times) - pad, 0.0), min(max(times) + pad, max(window, max(times)))
     markers = {"preempt": "o", "reclaim": "s", "node failure": "x"}
     fig, ax = plt.subplots(figsize=(11, 0.35 * len(rows) + 1.4))
-    seen: set[tuple[str, str]] = set()
+    groups: dict[tuple[str, str], tuple[list[float], list[int]]] = {}  # (cause, preemptor queue) -> points
     for k, r in enumerate(runs):
         qof = {key: rec.queue for key, rec in r.result.records.items()}
         for e in r.result.eviction_log:
             by = {qof.get(j, "?") for j in e.by}
-            colour = qcol.get(next(iter(by)), "black") if len(by) == 1 else "grey"
-            label_key = ("by queue " + next(iter(by)) if len(by) == 1 else "by several/none", e.cause)
-            label = f"{e.cause}, {label_key[0]}" if label_key not in seen else None
-            seen.add(label_key)
-            ax.scatter(e.t / 3600, ypos.get((k, e.queue), 0), color=colour, marker=markers.get(e.cause, "^"),
-                       s=22, alpha=0.7, label=label)
+            xs, ys = groups.setdefault((e.cause, next(iter(by)) if len(by) == 1 else ""), ([], []))
+            xs.append(e.t / 3600)
+            ys.append(ypos.get((k, e.queue), 0))
+    for (cause, by_q), (xs, ys) in sorted(groups.items()):
+        ax.scatter(xs, ys, color=qcol.get(by_q, "grey"), marker=markers.get(cause, "^"), s=22, alpha=0.7,
+                   label=f"{cause}, " + (f"for queue {by_q}" if by_q else "for several jobs or none"))
     ax.set_yticks(range(len(rows)), [f"{runs[k].name}: victims in {q}" for k, q in rows], fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set(xlabel="simulated time (h; the span with evictions)", xlim=(lo / 3600, hi / 3600),
@@ -520,8 +520,8 @@ def write(out: Path, result: SimResult, rows: list[dict[str, Any]], summary: dic
           conf: str = "", settings: dict[str, Any] | None = None) -> Path:
     """``out/report.html`` for one run."""
     path = out / "report.html"
-    path.write_text(page([RunData(str(summary.get("config") or "run"), result, rows, summary, conf)], title,
-                         settings))
+    name = str(summary.get("config") or "run").rsplit("/", 1)[-1]  # a conf's file name, not its whole path
+    path.write_text(page([RunData(name, result, rows, summary, conf)], title, settings))
     return path
 
 

@@ -187,5 +187,9 @@ def _mean_of(times: np.ndarray, values: np.ndarray, t0: float, t1: float) -> flo
     """The time average over [t0, t1] of the step function ``values[i]`` from ``times[i]`` (zero before)."""
     if not len(times):
         return 0.0
-    s = Steps(1, list(times), [np.array([v]) for v in values])
-    return float(s.mean(t0, t1)[0])
+    if t1 <= t0:
+        i = int(np.searchsorted(times, t0, side="right")) - 1
+        return float(values[i]) if i >= 0 else 0.0
+    ends = np.append(times[1:], np.inf)
+    dt = np.clip(np.minimum(ends, t1) - np.maximum(times, t0), 0.0, None)
+    return float((values * dt).sum() / (t1 - t0))
