@@ -99,10 +99,10 @@ def test_comparison_page_renders_offline(tmp_path: Path) -> None:
 
     from pyvolcano.sim.run import Run, common_window, compare_page
 
-    wl = synthetic(seed=3, jobs=60, rate=0.5, queues=queue_weights("a:1,b:2"), gang_sizes=(1, 2, 4),
+    wl = synthetic(seed=3, jobs=30, rate=0.5, queues=queue_weights("a:1,b:2"), gang_sizes=(1, 2, 4),
                    mean_duration=200)
     inputs = Inputs(load_cluster("4x{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}"), load_queues("a:1,b:2", wl), wl,
-                    settings={"workload": "synthetic, 60 jobs"})
+                    settings={"workload": "synthetic, 30 jobs"})
     runs: list[Run] = []
     root = Path(__file__).resolve().parents[2]
     for name, conf in (("default", None), ("reclaim-preempt", str(root / "examples/confs/reclaim-preempt.conf"))):

@@ -68,7 +68,7 @@ def conf_text(conf: SchedulerConf) -> str:
 
 def _png(fig: Any) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode()
 
@@ -134,8 +134,9 @@ def plot_queues(runs: list[RunData], queues: list[str], window: float) -> str | 
         ax.set_title(f"queue {q}", fontsize=10, loc="left")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right", fontsize=7, ncol=2)
-    axes[0, 0].set_title("Allocated (solid) vs deserved (dashed), dominant resource", fontsize=11)
+    fig.suptitle("Allocated (solid) vs deserved (dashed) share of the cluster, dominant resource", fontsize=11)
     axes[-1, 0].set_xlabel("simulated time (h)")
+    fig.tight_layout()
     return _png(fig)
 
 
