@@ -147,7 +147,9 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             title: str = "pyvolcano simulation", warn: Callable[[str], None] | None = None,
             keep: list[Run] | None = None) -> dict[str, Any]:
     """One simulation into ``out``; its summary.  ``warn`` is called with every problem found (the workload's,
-    the jobs the simulator refuses on this cluster, and those found while running), each once per call."""
+    the jobs the simulator refuses on this cluster, and those found while running), each once per call.  Writes
+    jobs.csv, evictions.csv, summary.json and report.html; with ``keep`` the run is appended there instead of its
+    report.html being written: :func:`common_window` writes it (over the window of all kept runs)."""
     import copy
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
