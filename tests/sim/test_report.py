@@ -76,6 +76,11 @@ def test_queue_shares_over_every_event() -> None:
     assert shares["a"]["share"] == round((100 + 2 * 5 + 101 + 795 + 0.5 * 206) / 1208, 4)
     # a's deserved dominant share: 0 on 0..1, then 1 (4 of 4 cpu) except 0.5 on 101..207
     assert shares["a"]["deserved"] == round((100 + 0.5 * 106 + 1001) / 1208, 4)
+    # b deserves (2 cpu, 2 GiB) from the session at 101 until the one at 207, where y has completed and b has no job
+    # left: proportion gives a queue without jobs nothing (it leaves it out of its queue attributes)
+    assert led.deserved["b"].times == [100.0, 101.0, 207.0]
+    assert [x.tolist() for x in led.deserved["b"].values] == [[0, 0, 0], [2, 2, 0], [0, 0, 0]]
+    assert shares["b"]["deserved"] == round(0.5 * 106 / 1208, 4)
 
 
 def compared(tmp_path: Path) -> tuple[Path, list[Run]]:

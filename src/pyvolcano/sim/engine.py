@@ -493,6 +493,8 @@ class Simulator:
                         queues[name] = (float(np.max(q.fair.allocated[mask] / total[mask], initial=0.0)),
                                         float(np.max(q.fair.deserved[mask] / total[mask], initial=0.0)))
                         self.usage.set_deserved(self.now, name, np.minimum(self._pick(q.fair.deserved), self.capacity))
+                    elif name in self.usage.deserved:  # no job of it in the session: proportion deserves it nothing
+                        self.usage.set_deserved(self.now, name, np.zeros(3))
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
