@@ -216,5 +216,6 @@ def test_cli_compare_several_confs(tmp_path: Path, form: str) -> None:
     r = cli(tmp_path, "--synthetic", "4", "--gpu-fraction", "0", "--mean-duration", "5", "--cluster", CLUSTER,
             *confs, "--period", "1")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run0-default", "run1-reclaim-preempt", "run2-b"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
+        ["compare.html", "run0-default", "run1-reclaim-preempt", "run2-b"]
     assert "b.conf" in r.stdout

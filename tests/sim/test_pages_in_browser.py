@@ -21,8 +21,9 @@ pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH (De
                                                         "`make test` installs it when it can)")
 
 
-def open_page(path: Path) -> dict[str, Any]:
-    """Load ``path`` in headless chromium; what the page showed and did."""
+def open_page(path: Path, screenshot: Path | None = None) -> dict[str, Any]:
+    """Load ``path`` in headless chromium; what the page showed and did.  Every request is intercepted: the page's
+    own file is served, anything else is recorded and refused (so a page that fetches nothing loads the same)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra has it)")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=BROWSER, args=["--no-sandbox"])
@@ -33,18 +34,32 @@ def open_page(path: Path) -> dict[str, Any]:
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
             page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
             page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.resolve().as_uri(), wait_until="load")
+            own = path.resolve().as_uri()
+            refused: list[str] = []
+
+            def route(r: Any) -> None:
+                if r.request.url == own:
+                    r.continue_()
+                else:
+                    refused.append(r.request.url)
+                    r.abort()
+            page.route("**/*", route)
+            page.goto(own, wait_until="load")
             images = page.eval_on_selector_all("img", "els => els.map(e => [e.alt, e.complete, e.naturalWidth])")
             text = page.inner_text("body")
             height = page.evaluate("document.body.scrollHeight")
+            if screenshot is not None:
+                page.screenshot(path=str(screenshot), full_page=True)
         finally:
             browser.close()
-    return {"console": console, "requests": requests, "images": images, "text": text, "height": height}
+    return {"console": console, "requests": requests, "images": images, "text": text, "height": height,
+            "refused": refused}
 
 
 def check(seen: dict[str, Any], path: Path) -> None:
     assert seen["console"] == [], seen["console"]
     assert seen["requests"] == [path.resolve().as_uri()], f"requests leave the page: {seen['requests']}"
+    assert seen["refused"] == [], f"requests leave the page: {seen['refused']}"
     assert seen["images"], "no plot on the page"
     for alt, complete, width in seen["images"]:
         assert complete and width > 0, f"plot {alt!r} did not decode"
@@ -74,3 +89,34 @@ def test_sweep_page_renders_offline(tmp_path: Path) -> None:
     check(seen, page)
     assert "Best for min wait_p95" in seen["text"]
     assert "metrics against rate" in seen["text"]
+
+
+def test_comparison_page_renders_offline(tmp_path: Path) -> None:
+    """The --compare / demo page: two confs on one contended workload (preempt+reclaim evicts), rendered in
+    chromium with every request intercepted; the screenshot is kept for a person to look at
+    (``PYVOLCANO_SCREENSHOT=path`` copies it there)."""
+    import os
+
+    from pyvolcano.sim.run import Run, common_window, compare_page
+
+    wl = synthetic(seed=3, jobs=30, rate=0.5, queues=queue_weights("a:1,b:2"), gang_sizes=(1, 2, 4),
+                   mean_duration=200)
+    inputs = Inputs(load_cluster("4x{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}"), load_queues("a:1,b:2", wl), wl,
+                    settings={"workload": "synthetic, 30 jobs"})
+    runs: list[Run] = []
+    root = Path(__file__).resolve().parents[2]
+    for name, conf in (("default", None), ("reclaim-preempt", str(root / "examples/confs/reclaim-preempt.conf"))):
+        run_one(inputs, load_conf_file(conf), name, tmp_path / name, progress=False, keep=runs)
+    page = compare_page(runs, common_window(runs), tmp_path / "compare.html", "compare", ["default", "reclaim-preempt"])
+    assert runs[1].result.eviction_log, "the workload must make preempt+reclaim evict"
+    shot = tmp_path / "compare.png"
+    seen = open_page(page, shot)
+    check(seen, page)
+    assert [alt for alt, _, _ in seen["images"]] == ["utilisation", "queues", "wait_cdf", "throughput", "wait_stages",
+                                                     "evictions"]
+    for words in ("At a glance: p95 wait per queue, and what it cost", "Conf diff: default", "GPU-hours thrown away",
+                  "Evictions: who displaced whom", "reclaim-preempt vs default"):
+        assert words in seen["text"], words
+    assert shot.stat().st_size > 50_000 and seen["height"] > 3000
+    if os.environ.get("PYVOLCANO_SCREENSHOT"):
+        shutil.copy(shot, os.environ["PYVOLCANO_SCREENSHOT"])

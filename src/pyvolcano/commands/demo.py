@@ -10,7 +10,7 @@ import click
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
 from pyvolcano.sim import alibaba
 from pyvolcano.sim.compare import compare_table
-from pyvolcano.sim.run import Run, alibaba_inputs, common_window, run_one
+from pyvolcano.sim.run import Run, alibaba_inputs, common_window, compare_page, run_one
 
 RECLAIM_PREEMPT = DEFAULT_CONF.replace('actions: "enqueue, allocate, backfill"',
                                        'actions: "enqueue, allocate, preempt, reclaim, backfill"').replace(
@@ -37,5 +37,9 @@ def register(group: click.Group) -> None:
                     title=f"pyvolcano demo: Alibaba openb trace, {name} conf", keep=done)
         summaries = common_window(done)  # both runs' utilisation over the same window
         compare_table(summaries)
+        page = compare_page(done, summaries, Path(out) / "compare.html",
+                            "pyvolcano demo: what changes with preempt+reclaim (Alibaba openb trace)",
+                            [name for name, _ in runs])
         for name, _ in runs:
             click.echo(f"report: {Path(out) / name / 'report.html'}")
+        click.echo(f"comparison: {page}")

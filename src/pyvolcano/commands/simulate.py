@@ -17,6 +17,7 @@ from pyvolcano.sim.run import (
     alibaba_inputs,
     check_targets,
     common_window,
+    compare_page,
     has_gpus,
     load_cluster,
     load_conf_arg,
@@ -133,8 +134,10 @@ def register(group: click.Group) -> None:
             nodes = load_cluster(cluster)
             if workload:
                 wl = from_manifests(load_objects(workload))
+                source = {"workload": f"Job manifests {workload}"}
             elif csv_path:
                 wl = load_csv(csv_path)
+                source = {"workload": f"CSV {csv_path}"}
             else:
                 if gpu_fraction is None:  # GPU jobs on a cluster without GPUs could never run
                     gpu_fraction = 0.5 if has_gpus(nodes) else 0.0
@@ -144,7 +147,10 @@ def register(group: click.Group) -> None:
                 wl = synthetic(seed=seed, jobs=int(synth or 0), rate=rate, queues=queue_weights(queues_arg),
                                gang_sizes=parse_gang_sizes(gang_sizes), mean_duration=mean_duration,
                                gpu_fraction=gpu_fraction)
-            inputs = Inputs(nodes, load_queues(queues_arg, wl), wl)
+                source = {"workload": f"synthetic, {synth} jobs", "synthetic knobs":
+                          f"rate={rate:g}/s, gang sizes {gang_sizes}, mean duration {mean_duration:g} s, "
+                          f"gpu fraction {gpu_fraction:g}, seed {seed}"}
+            inputs = Inputs(nodes, load_queues(queues_arg, wl), wl, settings=source)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
         check_targets(inputs)
@@ -167,8 +173,12 @@ def register(group: click.Group) -> None:
                         until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon)
             summaries.append(s)
             click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
-        if len(runs) > 1:  # compared side by side: one time window for all
-            summaries = common_window(runs, horizon)
+        summaries = common_window(runs, horizon)  # writes each report.html; compared runs share one time window
+        if len(runs) > 1:
+            page = compare_page(runs, summaries, Path(out) / "compare.html",
+                                f"pyvolcano simulate --compare: {len(runs)} confs on one workload",
+                                [f"run{i}-{Path(c).stem if c else 'default'}" for i, c in enumerate(confs)])
+            click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
         if output in ("json", "yaml"):
             data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
             emit(data[0] if len(data) == 1 else {"runs": data}, output)

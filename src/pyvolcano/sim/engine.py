@@ -40,6 +40,7 @@ from pyvolcano.framework.result import (
     apply,
     podgroup_status_body,
 )
+from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
@@ -85,6 +86,8 @@ class SimResult:
     #: what pods held (cpu cores, memory GiB, gpus), recorded at every bind, finish and deletion: utilisation is
     #: its exact integral (``samples`` are taken only after sessions)
     usage: UsageLedger = field(default_factory=lambda: UsageLedger(3))
+    #: every evicted pod: when, why, the job it was evicted for (``sim/evictions.py``) and what it threw away
+    eviction_log: list[EvictionRecord] = field(default_factory=list)
 
 
 class SimAPI:
@@ -115,8 +118,10 @@ class SimAPI:
     def delete(self, kind: str, namespace: str, name: str) -> bool:
         obj = self.objects.pop(self._k(kind, namespace, name), None)
         if obj is not None:
-            if kind == "Pod":
-                self.sim.usage.release(self.sim.now, f"{namespace}/{name}")
+            if kind == "Pod":  # deleted while holding resources (not succeeded): its work is thrown away
+                key = f"{namespace}/{name}"
+                log = self.sim.eviction_log
+                log.released(key, self.sim.usage.release(self.sim.now, key, log.cause(key) or "deleted by its job"))
             self.sim.cache.delete(obj)
             self.sim.changed = True
         return True  # the simulator has no graceful termination
@@ -174,6 +179,7 @@ class SimWriter:
         job_key, _ = sim._job_of(pod)
         if job_key in sim.records:
             sim.records[job_key].preempted += 1
+        sim._log_eviction(task.uid, pod, reason)
         sim._push(sim.now + sim.grace, "release", (task.uid, pod["metadata"]["uid"]))
 
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
@@ -244,6 +250,7 @@ class Simulator:
         self.records: dict[str, JobRecord] = {}
         self.samples: list[Sample] = []
         self.usage = UsageLedger(3)
+        self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
         self.changed = True
@@ -298,6 +305,12 @@ class Simulator:
     def _job_of(self, pod: dict[str, Any]) -> tuple[str, str]:
         md = pod["metadata"]
         return f"{md['namespace']}/{md['labels']['volcano.sh/job-name']}", md["annotations"][TASK_SPEC_ANNOTATION]
+
+    def _log_eviction(self, key: str, pod: dict[str, Any], cause: str) -> None:
+        job_key = self._job_of(pod)[0]
+        rec = self.records.get(job_key)
+        self.eviction_log.evicted(self.now, key, job_key, rec.queue if rec is not None else "",
+                                  pod["spec"].get("nodeName") or "", cause)
 
     # --- checks ----------------------------------------------------------------------------------------------
     def job_problem(self, job: dict[str, Any]) -> str | None:
@@ -429,6 +442,8 @@ class Simulator:
         for (kind, key), pod in list(self.api.objects.items()):
             if kind == "Pod" and (pod.get("spec") or {}).get("nodeName") == node and \
                     (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):  # finished pods lose nothing
+                if not pod["metadata"].get("deletionTimestamp"):
+                    self._log_eviction(key, pod, "node failure")
                 pod["metadata"]["deletionTimestamp"] = self.now
                 self.api.update(pod)
                 self._push(self.now, "release", (key, pod["metadata"]["uid"]))
@@ -465,6 +480,7 @@ class Simulator:
         self.cycles += 1
         self.rollbacks += result.stats.rollbacks
         self.changed = False
+        self.eviction_log.on_session(result)
         apply(result, self.writer)
         self._sample(result)
 
@@ -481,6 +497,9 @@ class Simulator:
                     if q.fair is not None:
                         queues[name] = (float(np.max(q.fair.allocated[mask] / total[mask], initial=0.0)),
                                         float(np.max(q.fair.deserved[mask] / total[mask], initial=0.0)))
+                        self.usage.set_deserved(self.now, name, np.minimum(self._pick(q.fair.deserved), self.capacity))
+                    elif name in self.usage.deserved:  # no job of it in the session: proportion deserves it nothing
+                        self.usage.set_deserved(self.now, name, np.zeros(3))
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
@@ -524,7 +543,8 @@ class Simulator:
         self._sample(None)
         return SimResult(self.records, self.samples, self.capacity, self.cycles, self.cycle_seconds, self.events,
                          self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
-                         self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage)
+                         self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage,
+                         self.eviction_log.records)
 
     def _dispatch(self, kind: str, payload: Any) -> None:
         if kind == "arrive":

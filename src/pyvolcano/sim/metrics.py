@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.sim import figures
 from pyvolcano.sim.engine import SimResult
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
@@ -112,6 +113,7 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
         "wall_seconds": round(result.wall_seconds, 3),
         "events_per_second": round(result.events / result.wall_seconds, 1) if result.wall_seconds else None,
         "interrupted": result.interrupted, "problems": result.problems[:50], "problem_count": len(result.problems),
+        **figures.summary_extra(result, rows, max(result.end_time, horizon or 0.0)),  # per-queue shares, cost
     }
 
 

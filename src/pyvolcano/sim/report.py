@@ -1,10 +1,27 @@
-"""report.html: a self-contained page (plots embedded as PNG) that a person opens in a browser."""
+"""The pages a person opens: ``report.html`` for one run and ``compare.html`` for runs compared side by side
+(``simulate --compare``, ``pyvolcano demo``).  Both are one page built by :func:`page`, so the single-run page has the
+same plots as the comparison.
+
+The page answers "what changes if I turn on preempt/reclaim?" at a glance: its headline is each queue's p95 wait per
+run (and the change against the first run) beside the cost (evictions by cause, restarts, failed and aborted jobs, the
+GPU- and cpu-hours held by pods whose work was thrown away).  Below: the workload, cluster and simulation settings and
+the conf diff; the overlaid utilisation of every run on one time axis (exact step functions, ``sim/usage.py``); each
+queue's allocated vs deserved dominant share; wait CDFs per queue, one curve per run; jobs finished over time;
+admission wait (until the PodGroup left Pending) split from placement wait (until the gang had started); an eviction
+timeline saying which job displaced which (``sim/evictions.py``); every failed, aborted or unfinished job.  Failed and
+aborted jobs are counted in every table.
+
+Self-contained and offline: matplotlib PNGs embedded as data URIs, a little CSS, no script, nothing fetched
+(``tests/sim/test_pages_in_browser.py`` checks it in headless chromium).
+"""
 
 from __future__ import annotations
 
 import base64
+import difflib
 import html
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,106 +30,504 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+import yaml
 
+from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.sim.engine import SimResult
+from pyvolcano.sim.figures import FAILED, stage_waits, stats
+from pyvolcano.sim.usage import dominant
+
+RESOURCES = ("cpu", "memory", "gpu")
+#: eviction-table rows shown per run (all of them are in evictions.csv)
+MAX_EVICTION_ROWS = 200
+MAX_JOB_ROWS = 300
+#: runs first (blue, orange, green, ...), then queues in the eviction plot (matplotlib's tab10)
+QUEUE_COLOURS = ("#d62728", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#e377c2", "#8c564b", "#000000")
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+
+
+@dataclass
+class RunData:
+    """One run as a page shows it."""
+
+    name: str
+    result: SimResult
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    #: the conf as ``conf_text`` prints it
+    conf: str = ""
+
+
+def conf_text(conf: SchedulerConf) -> str:
+    """The conf in volcano-scheduler.conf form, without defaults (what a diff between two runs should show)."""
+    d = conf.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+    d["actions"] = ", ".join(conf.actions)
+    return yaml.safe_dump(d, sort_keys=False, default_flow_style=False)
 
 
 def _png(fig: Any) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _hours(t: np.ndarray) -> np.ndarray:
-    return t / 3600.0
+def _colour(i: int) -> str:
+    return str(COLOURS[i % len(COLOURS)])
 
 
-def plots(result: SimResult, rows: list[dict[str, Any]], window: float = 0.0) -> dict[str, str]:
-    out: dict[str, str] = {}
-    s = result.samples
-    cap = np.where(result.capacity > 0, result.capacity, 1)
-    fig, ax = plt.subplots(figsize=(9, 3.2))
-    steps = result.usage.total  # every bind, finish and deletion: the exact step function, to the run's end
-    if steps.times:
-        t = _hours(np.array([*steps.times, max(result.end_time, window, steps.times[-1])]))
-        used = np.array([*steps.values, steps.values[-1]]).reshape(len(t), 3) / cap
-        for i, name in enumerate(("cpu", "memory", "gpu")):
-            if result.capacity[i] > 0:
-                ax.step(t, used[:, i] * 100, where="post", label=name)
-    ax.set(xlabel="simulated time (h)", ylabel="allocated (% of cluster)", ylim=(0, 105),
-           title="Utilisation over time")
-    ax.legend(loc="upper right")
+def _window(runs: list[RunData]) -> float:
+    return max(max(float(r.summary.get("window_s") or 0.0), r.result.end_time) for r in runs)
+
+
+def _queues(runs: list[RunData]) -> list[str]:
+    return sorted({row["queue"] for r in runs for row in r.rows} | {q for r in runs for q in r.result.usage.queues
+                                                                     if q})
+
+
+# --- plots ------------------------------------------------------------------------------------------------------
+def plot_utilisation(runs: list[RunData], window: float) -> str:
+    """Cluster utilisation per resource, every run overlaid: the exact step functions of what pods held."""
+    cap = runs[0].result.capacity
+    shown = [i for i, _ in enumerate(RESOURCES) if cap[i] > 0]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(11, 1.9 * len(shown) + 0.6), sharex=True, squeeze=False)
+    for ax, i in zip(axes[:, 0], shown, strict=True):
+        for k, r in enumerate(runs):
+            times, vals = r.result.usage.total.arrays()
+            if not len(times):
+                continue
+            t = np.append(times, max(window, times[-1])) / 3600
+            v = np.append(vals[:, i], vals[-1, i]) / cap[i] * 100
+            mean = r.summary.get("utilisation", {}).get(RESOURCES[i])
+            label = r.name + (f" (mean {mean * 100:.1f}%)" if isinstance(mean, float | int) else "")
+            ax.step(t, v, where="post", color=_colour(k), label=label, linewidth=1.2)
+        ax.set(ylabel=f"{RESOURCES[i]} %", ylim=(0, 105), xlim=(0, window / 3600 or None))
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8)
+    axes[0, 0].set_title("Utilisation over time: allocated share of the cluster, every run on one time axis")
+    axes[-1, 0].set_xlabel("simulated time (h)")
+    return _png(fig)
+
+
+def plot_queues(runs: list[RunData], queues: list[str], window: float) -> str | None:
+    """Each queue's allocated (solid) and deserved (dashed) dominant share of the cluster, every run overlaid."""
+    if not queues:
+        return None
+    cap = runs[0].result.capacity
+    fig, axes = plt.subplots(len(queues), 1, figsize=(11, 1.9 * len(queues) + 0.6), sharex=True, squeeze=False)
+    for ax, q in zip(axes[:, 0], queues, strict=True):
+        for k, r in enumerate(runs):
+            led = r.result.usage
+            times, alloc, des = led.queue_series(q)
+            if not len(times):
+                continue
+            t = np.append(times, max(window, times[-1])) / 3600
+            a = dominant(alloc, cap) * 100
+            ax.step(t, np.append(a, a[-1]), where="post", color=_colour(k), linewidth=1.2,
+                    label=f"{r.name}: allocated")
+            if q in led.deserved:
+                d = dominant(des, cap) * 100
+                ax.step(t, np.append(d, d[-1]), where="post", color=_colour(k), linestyle="--", linewidth=1,
+                        label=f"{r.name}: deserved")
+        ax.set(ylabel="% of cluster", xlim=(0, window / 3600 or None))
+        ax.set_title(f"queue {q}", fontsize=10, loc="left")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right", fontsize=7, ncol=2)
+    fig.suptitle("Allocated (solid) vs deserved (dashed) share of the cluster, dominant resource", fontsize=11)
+    axes[-1, 0].set_xlabel("simulated time (h)")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def plot_wait_cdfs(runs: list[RunData], queues: list[str]) -> str:
+    """Per queue, the fraction of its jobs whose gang had started within t, one curve per run.  Jobs that never
+    started are in the denominator, so a curve that stops below 1 shows them."""
+    cols = 2 if len(queues) > 1 else 1
+    nrows = max(1, (len(queues) + cols - 1) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(11, 2.8 * nrows + 0.4), squeeze=False)
+    for j, q in enumerate(queues or [""]):
+        ax = axes[j // cols, j % cols]
+        for k, r in enumerate(runs):
+            qr = [x for x in r.rows if x["queue"] == q]
+            w = np.sort([x["wait"] for x in qr if x["wait"] is not None])
+            if not qr:
+                continue
+            never = len(qr) - len(w)
+            p95 = stats(list(w))["p95"]
+            label = f"{r.name}: p95 {_f(p95)} s" + (f", {never} never started" if never else "")
+            if len(w):
+                ax.step(np.maximum(np.append(w, w[-1] * 1.5 + 1), 0.1), np.append(np.arange(1, len(w) + 1),
+                        len(w)) / len(qr), where="post", color=_colour(k), label=label)
+            else:
+                ax.plot([], [], color=_colour(k), label=label)
+        ax.set(xscale="log", ylim=(0, 1.02), ylabel="fraction of jobs")
+        ax.set_title(f"queue {q}", fontsize=10, loc="left")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=7)
+    for j in range(len(queues or [""]), nrows * cols):
+        axes[j // cols, j % cols].axis("off")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("wait until the gang started (s, log)")
+    fig.suptitle("Wait-time CDF per queue, one curve per run", fontsize=11)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def plot_throughput(runs: list[RunData], window: float) -> str:
+    """Jobs finished over time: completed (solid) and failed or aborted (dashed), per run."""
+    fig, ax = plt.subplots(figsize=(11, 3.0))
+    for k, r in enumerate(runs):
+        done = np.sort([x["finished"] for x in r.rows if x["finished"] is not None and x["phase"] == "Completed"])
+        bad = np.sort([x["finished"] for x in r.rows if x["finished"] is not None and x["phase"] in FAILED])
+        for ts, style, what in ((done, "-", "completed"), (bad, "--", "failed/aborted")):
+            if len(ts) or what == "completed":
+                t = np.concatenate([[0.0], ts, [max(window, ts[-1] if len(ts) else 0.0)]]) / 3600
+                n = np.concatenate([[0], np.arange(1, len(ts) + 1), [len(ts)]])
+                ax.step(t, n, where="post", color=_colour(k), linestyle=style, label=f"{r.name}: {what} ({len(ts)})")
+    ax.set(xlabel="simulated time (h)", ylabel="jobs finished", xlim=(0, window / 3600 or None),
+           title="Throughput: jobs finished over time")
     ax.grid(alpha=0.3)
-    out["utilisation"] = _png(fig)
+    ax.legend(loc="upper left", fontsize=8)
+    return _png(fig)
 
-    queues = sorted({q for x in s for q in x.queues})
-    if queues:
-        fig, axes = plt.subplots(len(queues), 1, figsize=(9, 2.2 * len(queues)), sharex=True, squeeze=False)
-        for ax, q in zip(axes[:, 0], queues, strict=True):
-            pts = [(x.t, *x.queues[q]) for x in s if q in x.queues]
-            a = np.array(pts)
-            ax.step(_hours(a[:, 0]), a[:, 1] * 100, where="post", label="allocated")
-            ax.step(_hours(a[:, 0]), a[:, 2] * 100, where="post", label="deserved", linestyle="--")
-            ax.set(ylabel="% of cluster", title=f"queue {q}: allocated vs deserved (dominant resource)")
-            ax.grid(alpha=0.3)
-            ax.legend(loc="upper right")
-        axes[-1, 0].set_xlabel("simulated time (h)")
-        out["queues"] = _png(fig)
 
-    fig, ax = plt.subplots(figsize=(9, 3.2))
-    for q in sorted({r["queue"] for r in rows}):
-        w = np.sort([r["wait"] for r in rows if r["queue"] == q and r["wait"] is not None])
-        if len(w):
-            ax.step(np.maximum(w, 0.1), np.arange(1, len(w) + 1) / len(w), where="post", label=f"{q} ({len(w)})")
-    ax.set(xscale="log", xlabel="wait until the gang started (s, log)", ylabel="fraction of jobs",
-           title="Wait-time CDF per queue")
+def plot_wait_stages(runs: list[RunData], queues: list[str]) -> str:
+    """Mean admission wait and mean placement wait, stacked, per queue and run."""
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(queues) * len(runs) + 1.2))
+    labels, y = [], 0
+    for q in queues:
+        for k, r in enumerate(runs):
+            st = stage_waits([x for x in r.rows if x["queue"] == q]).get(q)
+            adm = (st["admission"]["mean"] or 0.0) if st else 0.0
+            pla = (st["placement"]["mean"] or 0.0) if st else 0.0
+            ax.barh(y, adm, color=_colour(k), alpha=0.45, edgecolor=_colour(k))
+            ax.barh(y, pla, left=adm, color=_colour(k), edgecolor=_colour(k))
+            labels.append(f"{q} / {r.name}")
+            y += 1
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel="mean wait (s): admission (light) + placement (dark)",
+           title="Admission wait (until Inqueue) and placement wait (Inqueue until the gang started)")
+    ax.grid(alpha=0.3, axis="x")
+    return _png(fig)
+
+
+def plot_evictions(runs: list[RunData], queues: list[str], window: float) -> str | None:
+    """Every eviction as a point: when (x), the victim's queue and run (row), the preemptor's queue (colour), the
+    cause (marker)."""
+    if not any(r.result.eviction_log for r in runs):
+        return None
+    rows = [(k, q) for k, _ in enumerate(runs) for q in queues]
+    ypos = {kq: i for i, kq in enumerate(rows)}
+    qcol = {q: QUEUE_COLOURS[i % len(QUEUE_COLOURS)] for i, q in enumerate(queues)}
+    times = [e.t for r in runs for e in r.result.eviction_log]
+    pad = max((max(times) - min(times)) * 0.05, 60.0)
+    lo, hi = max(min(times) - pad, 0.0), min(max(times) + pad, max(window, max(times)))
+    markers = {"preempt": "o", "reclaim": "s", "node failure": "x"}
+    fig, ax = plt.subplots(figsize=(11, 0.35 * len(rows) + 1.4))
+    groups: dict[tuple[str, str], tuple[list[float], list[int]]] = {}  # (cause, preemptor queue) -> points
+    for k, r in enumerate(runs):
+        qof = {key: rec.queue for key, rec in r.result.records.items()}
+        for e in r.result.eviction_log:
+            by = {qof.get(j, "?") for j in e.by}
+            xs, ys = groups.setdefault((e.cause, next(iter(by)) if len(by) == 1 else ""), ([], []))
+            xs.append(e.t / 3600)
+            ys.append(ypos.get((k, e.queue), 0))
+    for (cause, by_q), (xs, ys) in sorted(groups.items()):
+        ax.scatter(xs, ys, color=qcol.get(by_q, "grey"), marker=markers.get(cause, "^"), s=22, alpha=0.7,
+                   label=f"{cause}, " + (f"for queue {by_q}" if by_q else "for several jobs or none"))
+    ax.set_yticks(range(len(rows)), [f"{runs[k].name}: victims in {q}" for k, q in rows], fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set(xlabel="simulated time (h; the span with evictions)", xlim=(lo / 3600, hi / 3600),
+           title="Eviction timeline: victims' queue (row), the queue they were evicted for (colour)")
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:  # no job started: nothing to label
-        ax.legend(loc="lower right")
-    out["wait_cdf"] = _png(fig)
-    return out
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+    return _png(fig)
 
 
-def _table(summary: dict[str, Any]) -> str:
-    def f(v: Any) -> str:
-        return "-" if v is None else (f"{v:,.1f}" if isinstance(v, float) else str(v))
-    rows = [("jobs", summary["jobs"]), *((k, summary.get(k, 0)) for k in ("completed", "failed", "aborted", "unfinished")),
-            ("never started (no wait)", summary.get("never_started", 0)),
-            ("makespan (s)", summary["makespan_s"]), ("wait mean / p50 / p95 / p99 (s)",
-             " / ".join(f(summary["wait_s"][k]) for k in ("mean", "p50", "p95", "p99"))),
-            ("JCT mean / p50 / p95 / p99 (s)", " / ".join(f(summary["jct_s"][k]) for k in ("mean", "p50", "p95", "p99"))),
-            ("utilisation cpu / memory / gpu", " / ".join(f"{summary['utilisation'][k] * 100:.1f}%"
-                                                           for k in ("cpu", "memory", "gpu"))),
-            ("Jain fairness of queue shares", summary["jain_fairness_queue_shares"]),
-            ("gangs rolled back", summary["gangs_rolled_back"]), ("evictions", summary["evictions"]),
-            ("restarts", summary["restarts"]), ("scheduling cycles", summary["cycles"]),
-            ("scheduler seconds per cycle (mean)", summary["scheduler_seconds_per_cycle"]["mean"]),
-            ("wall seconds", summary["wall_seconds"])]
-    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(f(v))}</td></tr>" for k, v in rows)
-    q = "".join(
-        f"<tr><td>{html.escape(name)}</td><td>{d['jobs']}</td><td>{d['completed']}</td>"
-        f"<td>{d.get('failed', 0)}</td><td>{d.get('aborted', 0)}</td><td>{d.get('unfinished', 0)}</td>"
-        f"<td>{f(d['wait']['mean'])}</td><td>{f(d['wait']['p95'])}</td><td>{f(d['jct']['mean'])}</td></tr>"
-        for name, d in summary["per_queue"].items())
-    return (f"<table>{body}</table><h2>Per queue</h2><table><tr><th>queue</th><th>jobs</th><th>completed</th>"
-            f"<th>failed</th><th>aborted</th><th>unfinished</th><th>wait mean (s)</th><th>wait p95 (s)</th>"
-            f"<th>JCT mean (s)</th></tr>{q}</table>")
+# --- tables -----------------------------------------------------------------------------------------------------
+def _f(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
 
 
-def write(out: Path, result: SimResult, rows: list[dict[str, Any]], summary: dict[str, Any], title: str) -> Path:
-    imgs = plots(result, rows, float(summary.get("window_s") or 0.0))
-    figs = "".join(f'<h2>{html.escape(k.replace("_", " "))}</h2><img alt="{k}" src="data:image/png;base64,{v}">'
-                   for k, v in imgs.items())
-    problems = "".join(f"<li>{html.escape(p)}</li>" for p in summary.get("problems", []))
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:1em 0}}th,td{{border:1px solid #ccc;padding:4px 10px;text-align:left}}
-img{{max-width:100%}}</style></head><body><h1>{html.escape(title)}</h1>
-<p>Simulated with pyvolcano: the real scheduler (same session, actions and plugins as <code>pyvolcano cycle</code>)
-driven by a simulated job controller and kubelet. Config: <code>{html.escape(str(summary.get("config")))}</code>.</p>
-{_table(summary)}{figs}
-<h2>Input problems ({summary.get("problem_count", 0)})</h2><ul>{problems}</ul></body></html>"""
+def _e(v: Any) -> str:
+    return html.escape(str(v))
+
+
+def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
+    """Cells are already escaped HTML."""
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><tr>{th}</tr>{body}</table>'
+
+
+def _change(new: float | None, old: float | None) -> str:
+    if new is None or old is None:
+        return "-"
+    if old == 0:
+        return "=" if new == 0 else "+"
+    pct = (new - old) / old * 100
+    cls = "better" if pct < -0.5 else ("worse" if pct > 0.5 else "")
+    return f'<span class="{cls}">{pct:+.0f}%</span>'
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return {"jobs": len(rows), "completed": sum(r["phase"] == "Completed" for r in rows),
+            "failed": sum(r["phase"] in FAILED for r in rows),
+            "unfinished": sum(r["finished"] is None for r in rows),
+            "never_started": sum(r["wait"] is None for r in rows)}
+
+
+def p95_wait(rows: list[dict[str, Any]], window: float) -> tuple[float | None, int]:
+    """The p95 wait of ``rows`` counting a job whose gang never started as waiting until the end of the window (a
+    lower bound: so a run that leaves jobs waiting forever cannot look better for it), and how many those are."""
+    waits = [x["wait"] if x["wait"] is not None else window - x["submit"] for x in rows]
+    return stats(waits)["p95"], sum(x["wait"] is None for x in rows)
+
+
+def headline(runs: list[RunData], queues: list[str], window: float) -> str:
+    """Per queue p95 wait per run (and its change against the first run), then the cost rows."""
+    head = ["queue"] + [_e(r.name) + " p95 wait (s)" for r in runs] + [f"change {_e(r.name)}" for r in runs[1:]]
+    body = []
+    for q in [*queues, None]:
+        got = [p95_wait([x for x in r.rows if q is None or x["queue"] == q], window) for r in runs]
+        p95s = [p for p, _ in got]
+        cells = [f"<b>{_e(q)}</b>" if q is not None else "<b>all jobs</b>"]
+        cells += [("&ge; " if n else "") + _f(p) + (f' <span class="warn">({n} never started)</span>' if n else "")
+                  for p, n in got]
+        cells += [_change(p, p95s[0]) for p in p95s[1:]]
+        body.append(cells)
+    t1 = _table(head, body, "headline")
+    costs = [r.summary.get("cost") or {} for r in runs]
+    causes = sorted({c for x in costs for c in x.get("evictions_by_cause", {})})
+
+    def row(label: str, get: Any) -> list[str]:
+        return [label, *[_f(get(c)) for c in costs]]
+    crow = [row("evictions", lambda c: c.get("evictions"))]
+    crow += [row(f"&nbsp;&nbsp;by {_e(cause)}", lambda c, k=cause: c.get("evictions_by_cause", {}).get(k, 0))
+             for cause in causes]
+    crow += [row("job restarts", lambda c: c.get("restarts")),
+             row("jobs failed", lambda c: c.get("failed")),
+             row("jobs aborted or terminated", lambda c: c.get("aborted_or_terminated")),
+             row("GPU-hours thrown away", lambda c: c.get("gpu_hours_lost")),
+             row("cpu-hours thrown away", lambda c: c.get("cpu_hours_lost"))]
+    t2 = _table(["cost"] + [_e(r.name) for r in runs], crow, "cost")
+    return f'<div class="pair"><div>{t1}</div><div>{t2}</div></div>'
+
+
+def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> str:
+    """One sentence per compared run: which queue's p95 wait moved most, and at what cost."""
+    if len(runs) < 2:
+        return ""
+    out = []
+    base = runs[0]
+    for r in runs[1:]:
+        moves = []
+        for q in queues:
+            a, na = p95_wait([x for x in base.rows if x["queue"] == q], window)
+            b, nb = p95_wait([x for x in r.rows if x["queue"] == q], window)
+            if a is not None and b is not None:
+                moves.append((abs(b - a), q, ("&ge; " if na else "") + _f(a, 0), ("&ge; " if nb else "") + _f(b, 0)))
+        c = r.summary.get("cost") or {}
+        cost = (f"{c.get('evictions', 0)} evictions, {c.get('restarts', 0)} restarts, {c.get('failed', 0)} failed "
+                f"jobs, {_f(c.get('gpu_hours_lost', 0.0))} GPU-hours thrown away")
+        never = [sum(x["wait"] is None for x in run.rows) for run in (base, r)]
+        if never != [0, 0]:
+            cost += f'; <span class="warn">jobs never started: {never[0]} &rarr; {never[1]}</span>'
+        if moves:
+            _, q, before, after = max(moves)
+            out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: queue <b>{_e(q)}</b> p95 wait "
+                       f"{before} s &rarr; {after} s; cost: {cost}.")
+        else:
+            out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: cost: {cost}.")
+    return "".join(f'<p class="lead">{s}</p>' for s in out)
+
+
+def summary_table(runs: list[RunData]) -> str:
+    def stat(s: dict[str, Any], key: str) -> str:
+        d = s.get(key) or {}
+        return " / ".join(_f(d.get(k)) for k in ("mean", "p50", "p95", "p99"))
+
+    def util(s: dict[str, Any]) -> str:
+        u = s.get("utilisation") or {}
+        return " / ".join(f"{(u.get(k) or 0) * 100:.1f}%" for k in RESOURCES)
+    counts = [_counts(r.rows) for r in runs]
+    rows: list[list[str]] = [
+        ["jobs: completed / failed or aborted / unfinished / total",
+         *[f"{c['completed']} / {c['failed']} / {c['unfinished']} / {c['jobs']}" for c in counts]],
+        ["jobs whose gang never started", *[_f(c["never_started"]) for c in counts]],
+        ["wait mean / p50 / p95 / p99 (s)", *[stat(r.summary, "wait_s") for r in runs]],
+        ["JCT mean / p50 / p95 / p99 (s, completed)", *[stat(r.summary, "jct_s") for r in runs]],
+        ["makespan (s)", *[_f(r.summary.get("makespan_s")) for r in runs]],
+        ["window (s)", *[_f(r.summary.get("window_s")) for r in runs]],
+        ["utilisation cpu / memory / gpu", *[util(r.summary) for r in runs]],
+        ["Jain fairness of queue shares", *[_f(r.summary.get("jain_fairness_queue_shares"), 3) for r in runs]],
+        ["gangs rolled back", *[_f(r.summary.get("gangs_rolled_back")) for r in runs]],
+        ["scheduling cycles", *[_f(r.summary.get("cycles")) for r in runs]],
+        ["scheduler seconds per cycle (mean)",
+         *[_f((r.summary.get("scheduler_seconds_per_cycle") or {}).get("mean"), 4) for r in runs]],
+        ["wall seconds", *[_f(r.summary.get("wall_seconds"), 2) for r in runs]],
+    ]
+    return _table(["metric"] + [_e(r.name) for r in runs], rows)
+
+
+def queue_table(runs: list[RunData], queues: list[str]) -> str:
+    head = ["queue", "run", "jobs", "completed", "failed / aborted", "unfinished", "never started",
+            "wait p50 / p95 (s)", "admission p50 / p95 (s)", "placement p50 / p95 (s)", "JCT mean (s)",
+            "allocated (mean % of cluster)", "deserved (mean %)", "share (mean)"]
+    body = []
+    for q in queues:
+        for r in runs:
+            qr = [x for x in r.rows if x["queue"] == q]
+            c = _counts(qr)
+            w = stats([x["wait"] for x in qr if x["wait"] is not None])
+            st = stage_waits(qr).get(q) or {"admission": stats([]), "placement": stats([])}
+            sh = (r.summary.get("queue_shares") or {}).get(q) or {}
+
+            def pct(v: Any) -> str:
+                return "-" if v is None else f"{v * 100:.1f}%"
+            body.append([_e(q), _e(r.name), _f(c["jobs"]), _f(c["completed"]), _f(c["failed"]), _f(c["unfinished"]),
+                         _f(c["never_started"]), f"{_f(w['p50'])} / {_f(w['p95'])}",
+                         f"{_f(st['admission']['p50'])} / {_f(st['admission']['p95'])}",
+                         f"{_f(st['placement']['p50'])} / {_f(st['placement']['p95'])}",
+                         _f(stats([x["jct"] for x in qr if x["jct"] is not None])["mean"]),
+                         pct(sh.get("allocated")), pct(sh.get("deserved")), _f(sh.get("share"), 2)])
+    return _table(head, body, "small")
+
+
+def eviction_table(r: RunData) -> str:
+    log = r.result.eviction_log
+    if not log:
+        return "<p>No evictions.</p>"
+    qof = {key: rec.queue for key, rec in r.result.records.items()}
+    phase = {key: rec.phase for key, rec in r.result.records.items()}
+    body = []
+    for e in log[:MAX_EVICTION_ROWS]:
+        by = ", ".join(f"{_e(j)} ({_e(qof.get(j, '?'))})" for j in e.by) or "-"
+        if len(e.by) > 1:
+            by = "one of " + by
+        lost = "-" if e.lost is None else _f(float(e.lost[2]) / 3600, 2)
+        body.append([_f(e.t, 0), _e(e.cause), f"{_e(e.job)} ({_e(e.queue)})", _e(phase.get(e.job, "?")), by,
+                     _e(e.node), lost])
+    more = (f'<p class="note">First {MAX_EVICTION_ROWS} of {len(log)} evictions; every one is in '
+            f"evictions.csv.</p>" if len(log) > MAX_EVICTION_ROWS else "")
+    return _table(["t (s)", "cause", "victim job (queue)", "victim's final phase", "displaced by (queue)", "node",
+                   "GPU-h thrown away"], body, "small") + more
+
+
+def unfinished_table(r: RunData) -> str:
+    bad = [x for x in r.rows if x["phase"] != "Completed"]
+    if not bad:
+        return "<p>Every job completed.</p>"
+    body = [[_e(x["job"]), _e(x["queue"]), _e(x["phase"]), _f(x["submit"], 0), _f(x["enqueued"], 0),
+             _f(x["all_started"], 0), _f(x["finished"], 0), _f(x["restarts"]), _f(x["preempted"])]
+            for x in bad[:MAX_JOB_ROWS]]
+    more = (f'<p class="note">First {MAX_JOB_ROWS} of {len(bad)}; all are in jobs.csv.</p>'
+            if len(bad) > MAX_JOB_ROWS else "")
+    return _table(["job", "queue", "phase", "submit", "enqueued", "gang started", "finished", "restarts",
+                   "pods evicted"], body, "small") + more
+
+
+def conf_section(runs: list[RunData]) -> str:
+    if len(runs) == 1 or not runs[0].conf:
+        return f"<h3>Conf: {_e(runs[0].name)}</h3><pre>{_e(runs[0].conf or '(not recorded)')}</pre>"
+    out = []
+    for r in runs[1:]:
+        diff = list(difflib.unified_diff(runs[0].conf.splitlines(), r.conf.splitlines(), runs[0].name, r.name,
+                                         lineterm="", n=2))
+        lines = []
+        for line in diff:
+            cls = "add" if line.startswith("+") and not line.startswith("+++") else (
+                "del" if line.startswith("-") and not line.startswith("---") else "")
+            lines.append(f'<span class="{cls}">{_e(line)}</span>')
+        body = "\n".join(lines) if diff else "(the same conf)"
+        out.append(f"<h3>Conf diff: {_e(runs[0].name)} &rarr; {_e(r.name)}</h3><pre class=\"diff\">{body}</pre>")
+    out.append(f"<details><summary>Full conf of {_e(runs[0].name)}</summary><pre>{_e(runs[0].conf)}</pre>"
+               "</details>")
+    return "".join(out)
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1180px;margin:1.5em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.6em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}
+th{background:#f3f3f3}table.small{font-size:.85em}img{max-width:100%}
+.pair{display:flex;gap:2em;flex-wrap:wrap}.better{color:#087a2a;font-weight:bold}.worse{color:#b3261e;font-weight:bold}
+.note{color:#666;font-size:.85em}.warn{color:#b3261e;font-size:.9em}
+.lead{font-size:1.1em;background:#f6f8fa;padding:.5em .8em;border-left:4px solid #4a7}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}.add{color:#087a2a}.del{color:#b3261e}"""
+
+
+def page(runs: list[RunData], title: str, settings: dict[str, Any] | None = None) -> str:
+    """The page for one run or several compared runs (the first is the baseline)."""
+    window = _window(runs)
+    queues = _queues(runs)
+    imgs: list[tuple[str, str, str | None]] = [
+        ("utilisation", "Utilisation", plot_utilisation(runs, window)),
+        ("queues", "Per-queue allocated vs deserved", plot_queues(runs, queues, window)),
+        ("wait_cdf", "Wait-time CDFs per queue", plot_wait_cdfs(runs, queues)),
+        ("throughput", "Throughput", plot_throughput(runs, window)),
+        ("wait_stages", "Admission vs placement wait", plot_wait_stages(runs, queues)),
+    ]
+
+    def fig(alt: str, data: str | None) -> str:
+        return f'<img alt="{alt}" src="data:image/png;base64,{data}">' if data else ""
+    ev_plot = plot_evictions(runs, queues, window)
+    sett = settings or {}
+    settings_html = _table(["setting", "value"], [[_e(k), _e(v)] for k, v in sett.items()]) if sett else ""
+    problems = sorted({p for r in runs for p in r.summary.get("problems", [])})
+    nprob = max((r.summary.get("problem_count", 0) for r in runs), default=0)
+    names = ", ".join(_e(r.name) for r in runs)
+    parts = [
+        f"<h1>{_e(title)}</h1>",
+        "<p>Simulated with pyvolcano: the real scheduler (same session, actions and plugins as <code>pyvolcano "
+        "cycle</code>) driven by a simulated job controller and kubelet. "
+        + (f"Runs compared: {names}, over one time window of {_f(window / 3600, 2)} h; the first is the baseline."
+           if len(runs) > 1 else f"Conf: <code>{names}</code>; window {_f(window / 3600, 2)} h.") + "</p>",
+        headline_sentence(runs, queues, window),
+        "<h2>At a glance: p95 wait per queue, and what it cost</h2>", headline(runs, queues, window),
+        '<p class="note">Wait: submit until minAvailable pods were running (the last start, after restarts); a job '
+        "whose gang never started counts here as waiting until the end of the window (&ge;: a lower bound). "
+        "Thrown away: resources held by pods deleted before they succeeded (evicted, lost with a node, deleted by a "
+        "restart), from their bind to their deletion.</p>",
+        "<h2>Settings</h2>", settings_html, conf_section(runs),
+        "<h2>Summary</h2>", summary_table(runs),
+        "<h2>Per queue</h2>", queue_table(runs, queues),
+    ]
+    for alt, head, data in imgs:
+        if data:
+            parts.append(f"<h2>{head}</h2>{fig(alt, data)}")
+    parts.append("<h2>Evictions: who displaced whom</h2>")
+    parts.append('<p class="note">The job an eviction made room for is the one its session pipelined onto the '
+                 "victim's node (Volcano records only the reason); \"one of\" when several jobs were pipelined there "
+                 "in that session.</p>")
+    parts.append(fig("evictions", ev_plot))
+    for r in runs:
+        parts.append(f"<h3>{_e(r.name)}: {len(r.result.eviction_log)} evictions</h3>{eviction_table(r)}")
+    parts.append("<h2>Jobs that did not complete (failed, aborted, unfinished)</h2>")
+    for r in runs:
+        n = sum(x["phase"] != "Completed" for x in r.rows)
+        parts.append(f"<h3>{_e(r.name)}: {n}</h3>{unfinished_table(r)}")
+    parts.append(f"<h2>Input problems ({nprob})</h2><ul>{''.join(f'<li>{_e(p)}</li>' for p in problems)}</ul>")
+    return (f'<!doctype html><html><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style>'
+            f"</head><body>{''.join(parts)}</body></html>")
+
+
+def write(out: Path, result: SimResult, rows: list[dict[str, Any]], summary: dict[str, Any], title: str,
+          conf: str = "", settings: dict[str, Any] | None = None) -> Path:
+    """``out/report.html`` for one run."""
     path = out / "report.html"
-    path.write_text(page)
+    name = str(summary.get("config") or "run").rsplit("/", 1)[-1]  # a conf's file name, not its whole path
+    path.write_text(page([RunData(name, result, rows, summary, conf)], title, settings))
+    return path
+
+
+def write_comparison(path: Path, runs: list[RunData], title: str, settings: dict[str, Any] | None = None) -> Path:
+    """The comparison page of runs compared side by side (the first is the baseline)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page(runs, title, settings))
     return path

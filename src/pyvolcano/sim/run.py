@@ -12,7 +12,7 @@ from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
 from pyvolcano.errors import UserError
-from pyvolcano.sim import alibaba, metrics, report
+from pyvolcano.sim import alibaba, figures, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import SimResult, Simulator
 from pyvolcano.sim.workload import Workload, seconds
@@ -25,6 +25,25 @@ class Inputs:
     workload: Workload
     node_failures: list[tuple[float, str, float]] = field(default_factory=list)
     cancellations: list[tuple[float, str]] = field(default_factory=list)
+    #: how the workload was made (source, knobs), shown on the report pages
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def describe(inputs: Inputs, capacity: Any, **options: Any) -> dict[str, Any]:
+    """The workload, cluster and simulation settings a report page lists (``capacity``: the simulator's cpu
+    cores, memory GiB and GPUs; ``options``: the simulation's)."""
+    weights = ", ".join(f"{(q.get('metadata') or {}).get('name')}:{(q.get('spec') or {}).get('weight', 1)}"
+                        for q in inputs.queues)
+    out: dict[str, Any] = {**inputs.settings, "jobs": len(inputs.workload.jobs),
+                           "cluster": f"{len(inputs.nodes)} nodes; cpu {capacity[0]:g}, memory "
+                                      f"{capacity[1]:,.0f} Gi, gpu {capacity[2]:g}",
+                           "queues (name:weight)": weights}
+    if inputs.node_failures:
+        out["node failures"] = ", ".join(f"{n} at {t:g} s for {d:g} s" for t, n, d in inputs.node_failures)
+    if inputs.cancellations:
+        out["cancellations"] = ", ".join(f"{k} at {t:g} s" for t, k in inputs.cancellations)
+    out.update({k.replace("_", " "): v for k, v in options.items() if v is not None})
+    return out
 
 
 def load_cluster(arg: str) -> list[dict[str, Any]]:
@@ -167,8 +186,10 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             title: str = "pyvolcano simulation", warn: Callable[[str], None] | None = None,
             keep: list[Run] | None = None, horizon: float | None = None) -> dict[str, Any]:
     """One simulation into ``out``; its summary.  ``warn`` is called with every problem found (the workload's,
-    the jobs the simulator refuses on this cluster, and those found while running), each once per call.
-    ``horizon``: utilisation is averaged over [0, horizon] instead of [0, end of the run]."""
+    the jobs the simulator refuses on this cluster, and those found while running), each once per call.  Writes
+    jobs.csv, evictions.csv, summary.json and report.html; with ``keep`` the run is appended there instead of its
+    report.html being written: :func:`common_window` writes it (over the window of all kept runs).  ``horizon``:
+    utilisation is averaged over [0, horizon] instead of [0, end of the run]."""
     import copy
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
@@ -208,10 +229,14 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
         for p in result.problems[known:]:
             warn(p)
     summ = metrics.write(out, result, conf_name, horizon)
+    figures.write_evictions(out / "evictions.csv", result)
     rows = metrics.job_rows(result)
-    report.write(out, result, rows, summ, title)
-    if keep is not None:
-        keep.append(Run(out, result, conf_name, title))
+    text = report.conf_text(conf)
+    settings = describe(inputs, sim.capacity, period_s=period, start_latency_s=start_latency, grace_s=grace, until_s=until)
+    if keep is None:  # a run compared with others is written by common_window, over the common window
+        report.write(out, result, rows, summ, title, text, settings)
+    else:
+        keep.append(Run(out, result, conf_name, title, text, settings))
     return summ
 
 
@@ -223,6 +248,8 @@ class Run:
     result: SimResult
     conf_name: str
     title: str
+    conf: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 def common_window(runs: list[Run], horizon: float | None = None) -> list[dict[str, Any]]:
@@ -234,9 +261,19 @@ def common_window(runs: list[Run], horizon: float | None = None) -> list[dict[st
     out = []
     for r in runs:
         summ = metrics.write(r.out, r.result, r.conf_name, horizon)
-        report.write(r.out, r.result, metrics.job_rows(r.result), summ, r.title)
+        report.write(r.out, r.result, metrics.job_rows(r.result), summ, r.title, r.conf, r.settings)
         out.append(summ)
     return out
+
+
+def compare_page(runs: list[Run], summaries: list[dict[str, Any]], path: Path, title: str,
+                 names: list[str] | None = None) -> Path:
+    """The one page comparing ``runs`` (the first is the baseline; ``summaries`` from :func:`common_window`):
+    ``sim/report.py``.  ``names`` label the runs (default: each conf's file name)."""
+    labels = names or [r.conf_name.rsplit("/", 1)[-1] for r in runs]
+    data = [report.RunData(n, r.result, metrics.job_rows(r.result), s, r.conf)
+            for n, r, s in zip(labels, runs, summaries, strict=True)]
+    return report.write_comparison(path, data, title, runs[0].settings if runs else None)
 
 
 def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:
@@ -249,7 +286,12 @@ def alibaba_inputs(trace_dir: str | None, knobs: alibaba.AlibabaKnobs, cluster: 
         raise UserError(f"{d}: openb_pod_list_default.csv not found")
     nodes = load_cluster(cluster) if cluster else alibaba.load_nodes(d, knobs)
     wl = alibaba.load_workload(d, knobs)
-    return Inputs(nodes, alibaba.queues(), wl)
+    from dataclasses import asdict
+
+    settings = {"workload": f"Alibaba openb trace ({d.name})",
+                "trace knobs": ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                         for k, v in asdict(knobs).items())}
+    return Inputs(nodes, alibaba.queues(), wl, settings=settings)
 
 
 def print_summary(s: dict[str, Any]) -> None:

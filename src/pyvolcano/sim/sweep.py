@@ -38,7 +38,7 @@ from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
 from pyvolcano.errors import UserError
 
 #: the files one point's run leaves in its folder (``sim/run.py: run_one``)
-POINT_FILES = ("summary.json", "jobs.csv", "report.html")
+POINT_FILES = ("summary.json", "jobs.csv", "evictions.csv", "report.html")
 #: a sweep larger than this is almost certainly a mistake in the grid (and would take days)
 MAX_POINTS = 10_000
 #: seconds a node stays down after a generated failure (grid knob ``node_failures``)
