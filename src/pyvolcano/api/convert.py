@@ -92,7 +92,14 @@ def _add(a: dict[str, float], b: Mapping[str, float]) -> None:
 
 
 def pod_requests(pod: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
-    """(Resreq, InitResreq): containers summed; init containers' max; overhead added to both."""
+    """(Resreq, InitResreq), which at Volcano master are one and the same: ``NewTaskInfo``
+    (``pkg/scheduler/api/job_info.go``) sets both to ``GetPodResourceRequest`` (``api/pod_info.go:
+    aggregateAllContainerResourceRequests``), Kubernetes' ``PodRequests`` rule. Regular containers are summed;
+    a restartable init container (``restartPolicy: Always``, a sidecar) is added to that sum and stays running
+    under the init containers after it; each other init container needs itself plus the sidecars started before
+    it; the pod needs the larger of the sum and the largest init step, plus ``spec.overhead`` and one ``pods``.
+    The node is charged the same amount (Volcano 1.9 charged the node without init containers; master does not).
+    """
     spec = _dict(pod, "spec", pod.get("spec"))
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
@@ -101,18 +108,25 @@ def pod_requests(pod: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, fl
     for i, c in enumerate(containers):
         res = _dict(pod, f"spec.containers[{i}].resources", (c or {}).get("resources"))
         _add(req, resource_list(pod, f"spec.containers[{i}].resources.requests", res.get("requests")))
-    init = dict(req)
+    sidecars: dict[str, float] = {}
+    init_max: dict[str, float] = {}
     for i, c in enumerate(spec.get("initContainers") or []):
         res = _dict(pod, f"spec.initContainers[{i}].resources", (c or {}).get("resources"))
         r = resource_list(pod, f"spec.initContainers[{i}].resources.requests", res.get("requests"))
-        for k, v in r.items():
-            init[k] = max(init.get(k, 0.0), v)
-    overhead = resource_list(pod, "spec.overhead", spec.get("overhead"))
-    _add(req, overhead)
-    _add(init, overhead)
+        if (c or {}).get("restartPolicy") == "Always":
+            _add(req, r)
+            _add(sidecars, r)
+            step = dict(sidecars)
+        else:
+            step = dict(r)
+            _add(step, sidecars)
+        for k, v in step.items():
+            init_max[k] = max(init_max.get(k, 0.0), v)
+    for k, v in init_max.items():
+        req[k] = max(req.get(k, 0.0), v)
+    _add(req, resource_list(pod, "spec.overhead", spec.get("overhead")))
     req[PODS] = 1.0
-    init[PODS] = 1.0
-    return req, init
+    return req, dict(req)
 
 
 def task_status(pod: Mapping[str, Any]) -> TaskStatus:
