@@ -27,8 +27,6 @@ FILES = scenario_files()
 
 #: scenario file stem -> (issue-13 rule number, or "new" for a difference no rule covers; what Volcano does)
 KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {
-    # Rule 12: node scores as Kubernetes 1.36 computes and weights them.
-    "requests-init-containers-and-overhead": ("12", "Volcano puts b-0 on n1 (scores 66 vs 50 before a-0)"),
     # New findings: no issue-13 rule covers these.
     "predicates-notready-node": ("new", "Volcano ignores node conditions (api/node_info.go: setNodeState); a "
                                         "NotReady node without the not-ready taint takes pods"),
