@@ -297,7 +297,9 @@ class SchedulerCache:
         queues = dict(self.queues)
         if DEFAULT_QUEUE not in queues:  # Volcano always has the default queue (its controller creates it)
             queues[DEFAULT_QUEUE] = QueueInfo(name=DEFAULT_QUEUE)
-        specs = [s for s in self.nodes.values() if s.ready]
+        # every node, whatever its conditions: Volcano's NodeInfo.setNodeState (api/node_info.go) marks every
+        # node Ready and leaves a NotReady kubelet to the node.kubernetes.io/not-ready taint
+        specs = list(self.nodes.values())
         arrays = NodeArrays(self.res, specs)
         jobs: dict[str, JobInfo] = {}
         skipped: dict[str, str] = {}

@@ -43,6 +43,9 @@ from pyvolcano.framework.result import (
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
+#: the taint Kubernetes' node lifecycle controller puts on a node whose kubelet is not Ready
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
 
 @dataclass
 class JobRecord:
@@ -423,6 +426,11 @@ class Simulator:
         if n is None:
             return
         n["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        # what Kubernetes' node lifecycle controller does: schedulers (Volcano included, which ignores node
+        # conditions) keep off a NotReady node only because of this taint
+        spec = n.setdefault("spec", {})
+        spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY_TAINT] + [
+            {"key": NOT_READY_TAINT, "effect": "NoSchedule"}]
         self.api.update(n)
         for (kind, key), pod in list(self.api.objects.items()):
             if kind == "Pod" and (pod.get("spec") or {}).get("nodeName") == node:
@@ -435,6 +443,8 @@ class Simulator:
         n = self.api.get("Node", "", node)
         if n is not None:
             n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+            spec = n.setdefault("spec", {})
+            spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY_TAINT]
             self.api.update(n)
 
     def _cancel(self, key: str) -> None:
