@@ -7,6 +7,7 @@ A bad object is reported in ``problems`` and skipped; the rest of the cluster is
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +35,32 @@ from pyvolcano.errors import ManifestError
 _OFF_NODE = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
          "Namespace")
+
+
+#: Volcano's per-pod override of the task priority (``api/job_info.go: TaskPriorityAnnotation``)
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+#: a task's priority when the pod has no ``spec.priority`` (``NewTaskInfo`` starts from 1)
+DEFAULT_TASK_PRIORITY = 1
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def task_priority(pod: dict[str, Any], spec: dict[str, Any]) -> int:
+    """A task's priority as Volcano master's ``NewTaskInfo`` (``pkg/scheduler/api/job_info.go``) sets it: the
+    pod's ``spec.priority``, else 1; the ``volcano.sh/task-priority`` annotation wins when it is a 32-bit
+    integer.  ``spec.priorityClassName`` is not read: in a cluster the API server's Priority admission has
+    already turned it into ``spec.priority`` (a hand-written pod with only a class name gets 1, as in Volcano;
+    docs/volcano-differences.md)."""
+    prio = spec.get("priority")
+    if prio is None:
+        prio = DEFAULT_TASK_PRIORITY
+    try:
+        prio = int(prio)
+    except (TypeError, ValueError):
+        raise ManifestError(convert.ref(pod), "spec.priority", f"{prio!r} is not an integer") from None
+    note = ((pod.get("metadata") or {}).get("annotations") or {}).get(TASK_PRIORITY_ANNOTATION)
+    if isinstance(note, str) and _GO_INT.fullmatch(note) and -(2 ** 31) <= int(note) < 2 ** 31:
+        prio = int(note)  # strconv.ParseInt(s, 10, 32): optional sign, decimal digits, int32 range
+    return prio
 
 
 @dataclass
@@ -202,6 +229,15 @@ class SchedulerCache:
             return self.priority_classes[name]
         return self.default_priority
 
+    def admit_pod_priority(self, pod: dict[str, Any]) -> None:
+        """What Kubernetes' Priority admission plugin (``plugin/pkg/admission/priority/admission.go``) does when
+        a pod is created: ``spec.priority`` from ``spec.priorityClassName``, else from the global default class
+        (else 0).  For the simulator, whose in-memory API server creates pods itself; a real API server has
+        already done it, and the scheduler reads ``spec.priority`` only (:func:`task_priority`)."""
+        spec = pod.setdefault("spec", {})
+        if spec.get("priority") is None:
+            spec["priority"] = self._class_priority(spec.get("priorityClassName") or "")
+
     def _upsert_podgroup(self, obj: dict[str, Any]) -> None:
         pg = convert.podgroup(obj, self.res)
         uid = f"{pg.namespace}/{pg.name}"
@@ -232,13 +268,7 @@ class SchedulerCache:
         check_pod_spec(pod, spec)
         convert.parse_time(pod, md.get("creationTimestamp"))  # fail before the old version is removed
         req, init = convert.pod_requests(pod)
-        prio = spec.get("priority")
-        if prio is None:
-            prio = self._class_priority(spec.get("priorityClassName") or "")
-        try:
-            prio = int(prio)
-        except (TypeError, ValueError):
-            raise ManifestError(convert.ref(pod), "spec.priority", f"{prio!r} is not an integer") from None
+        prio = task_priority(pod, spec)
         self._remove_task(uid)
         ours = (spec.get("schedulerName") or "default-scheduler") == self.scheduler_name
         if not ours:

@@ -106,6 +106,8 @@ class SimAPI:
         ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass") else "default")
         md.setdefault("creationTimestamp", self.sim.now)
         md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
+        if obj["kind"] == "Pod":
+            self.sim.cache.admit_pod_priority(obj)
         self.objects[self._k(obj["kind"], ns, md["name"])] = obj
         self.sim.cache.upsert(obj)
         self.sim.changed = True
