@@ -19,7 +19,7 @@ import numpy as np
 from pyvolcano.api.fit_errors import FitError, FitErrors, insufficient_reason
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
-from pyvolcano.api.resource import EPS
+from pyvolcano.api.resource import fit_floor
 from pyvolcano.framework.scores import MAX_NODE_SCORE, default_normalize
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class NodeSelector:
             s = e.static_score[idx] + dyn
         else:
             s = e.static_score[idx]
-        req = task.init_resreq + (-EPS)  # a resource fits when req < have + EPS
+        req = fit_floor(task.init_resreq)  # a resource fits when req < have + EPS (unnamed scalars: always)
         fi = (nodes.idle[idx] > req).all(axis=1)
         ff = (nodes.future[idx] > req).all(axis=1)
         e.ok[idx] = m
@@ -201,7 +201,7 @@ class NodeSelector:
         operations as their vector forms: a few microseconds per node instead of a few per NumPy call."""
         ssn = self.ssn
         nodes, views = ssn.nodes, ssn.nodes.views
-        req = (task.init_resreq + (-EPS)).tolist()
+        req = fit_floor(task.init_resreq).tolist()
         for i in idx.tolist():
             view = views[i]
             ok = bool(e.static_mask[i])
@@ -362,7 +362,7 @@ class NodeSelector:
         fe = FitErrors(len(nodes))
         names = self.ssn.res.names
         order = [d for d in range(len(names)) if d != 2] + [2]  # position 2 is the pod count
-        lack = ~(task.init_resreq < nodes.future_idle() + EPS)[:, order]
+        lack = ~(nodes.future_idle() > fit_floor(task.init_resreq))[:, order]
         res_fail = lack.any(axis=1)
         first = np.argmax(lack, axis=1)
         for j in np.unique(first[res_fail]):
