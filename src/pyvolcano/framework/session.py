@@ -116,13 +116,15 @@ class Session:
             self.fns[point][ti].append((plugin, fn))
 
     def add_predicate(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
-                      template_safe: bool = True, reason: str | None = None) -> None:
+                      template_safe: bool = True, reason: str | None = None, resolvable: bool = False,
+                      prefilter: bool = False) -> None:
         """A node filter: ``vector(task, idx) -> bool array`` and/or ``scalar(task, NodeInfo)`` returning
         None/True to pass, or raising ``FitError``/returning a reason string to reject.  ``reason``: the
         rejection's text when it never depends on the node (fit errors are then counted without asking
-        the scalar form node by node)."""
+        the scalar form node by node).  ``resolvable``/``prefilter``: see ``PredicateReg``."""
         if self._tier(plugin, POINTS["predicate"].flag) is not None:
-            self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason))
+            self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason, resolvable,
+                                                prefilter))
 
     def add_node_order(self, plugin: str, *, vector: Any = None, scalar: Any = None, static: bool = False,
                        template_safe: bool = True, batch: bool = False, normalize: str = "",
@@ -249,8 +251,13 @@ class Session:
         return self.selector.explain(task, job)
 
     def feasible_nodes(self, task: TaskInfo, job: JobInfo | None = None) -> np.ndarray:
-        """Mask of nodes passing every predicate (resources not considered), as preempt/reclaim need."""
+        """Mask of nodes passing every predicate (resources not considered)."""
         return self.selector.feasible(task, job)[1]
+
+    def preempt_nodes(self, task: TaskInfo, job: JobInfo | None = None) -> np.ndarray:
+        """Mask of nodes preempt and reclaim try: failing no predicate, or only resolvable ones (Volcano's
+        ``PredicateForPreemptAction``)."""
+        return self.selector.preempt_candidates(task, job)
 
     def node_scores(self, task: TaskInfo, cand: np.ndarray, job: JobInfo | None = None) -> np.ndarray:
         e = self.selector.entry(task, job)

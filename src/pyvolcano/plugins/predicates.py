@@ -164,7 +164,9 @@ class Predicates(Plugin):
                 if ports(task, -1) is None and not wanted[task.template_key]:
                     return np.ones(len(idx), dtype=bool)
                 return _per_node(ports)[0](task, idx)
-            ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1], reason=PORTS_REASON)
+            # NodePorts' conflict is Unschedulable (evicting the pod holding the port lifts it)
+            ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1], reason=PORTS_REASON,
+                              resolvable=True)
 
         # Kubernetes' InterPodAffinity and PodTopologySpread filters (plugins/_podaffinity.py)
         register_predicates(ssn, self.name, a.get_bool("predicate.PodAffinityEnable", True),
