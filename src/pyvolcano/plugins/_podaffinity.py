@@ -279,6 +279,8 @@ class PodAffinityState:
         self.li: LabelIndex = ssn.state.setdefault("labels", LabelIndex(ssn.nodes))
         self.terms: dict[str, PodTerms] = {}
         self.placed: dict[str, tuple[int, TaskInfo]] = {}
+        #: pods an undone eviction left out of Volcano's Kubernetes node view (``reserve_fails``)
+        self.hidden: set[str] = set()
         self.counters: dict[Any, np.ndarray] = {}
         self.holders: dict[tuple[str, Term], np.ndarray] = {}
         self.domains: dict[str, tuple[np.ndarray, int]] = {}
@@ -346,8 +348,12 @@ class PodAffinityState:
 
     def _on_allocate(self, task: TaskInfo) -> None:
         i = self.nodes.pos.get(task.node_name)
-        if i is not None and counted(task) and not reserve_fails(task):
-            self._add(task, i)
+        if i is None or not counted(task):
+            return
+        if reserve_fails(task):
+            self.hidden.add(task.uid)  # out of the view for the rest of the session (the reference forms too)
+            return
+        self._add(task, i)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         got = self.placed.pop(task.uid, None)
@@ -579,7 +585,7 @@ def _memo(ssn: Session, key: Any, build: Any) -> Any:
 
 def _pods_on(ssn: Session, i: int) -> list[PodTerms]:
     st: PodAffinityState = ssn.state["podaffinity"]
-    return [st.parse(t) for t in ssn.nodes.tasks[i].values() if counted(t)]
+    return [st.parse(t) for t in ssn.nodes.tasks[i].values() if counted(t) and t.uid not in st.hidden]
 
 
 def _label(ssn: Session, i: int, key: str) -> str | None:
