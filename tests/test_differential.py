@@ -28,15 +28,9 @@ REPROS = sorted((Path(__file__).parent / "differential" / "repros").glob("*.yaml
 
 #: family -> what blocks it: the issue-13 rules (or "new" findings) whose absence makes it disagree today, from the
 #: sweep recorded in docs/volcano-differences.md ("How agreement is checked"). Enabling a family = deleting its row.
-BLOCKED_FAMILIES: dict[str, str] = {
-    # re-swept after rules 1-17 landed (seeds 0-19, 2026-11-24): these still disagree on some seeds
-    "affinity": "rule 9: 2 of 20 seeds (inter-pod affinity and spread)",
-    "preempt": "rules 7, 8, 16: 2 of 20 seeds (preempt victims; preempt-besteffort-preemptor repro)",
-    "queue-priority": "rule 12 (a node-score case) and the enqueue-elastic-without-minresources finding: 2 of 20",
-    "one-node-reclaim": "rules 7, 13, 17: 1 of 20 seeds (reclaim victims)",
-}
+BLOCKED_FAMILIES: dict[str, str] = {}  # empty since 2026-11-24: every family agrees on seeds 0-19 (docs: 20-59)
 #: seeds per enabled family in ``make test`` (about 2 s each: pyvolcano and two oracle runs at once, each oracle
-#: run waiting ``oracle.QUIET`` for stragglers); nine families, so this keeps ``make test`` well under 10 minutes
+#: run waiting ``oracle.QUIET`` for stragglers); thirteen families, about 4-5 minutes of ``make test``
 FAST_CASES = 10
 #: seeds per family in ``make bench`` (``PYVOLCANO_DIFF_BENCH_CASES`` overrides it, e.g. for a quick look)
 BENCH_CASES = int(os.environ.get("PYVOLCANO_DIFF_BENCH_CASES", "100"))

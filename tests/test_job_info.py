@@ -149,7 +149,8 @@ def test_clone_is_independent() -> None:
 def test_elastic_and_min_resources() -> None:
     j = job(task("a", S.Running), task("b", S.Running))
     assert not j.has_min_resources()
-    assert list(j.elastic_resources()) == [0, 0, 0]
+    # without minResources the minimum is empty: all of the allocation is elastic (Volcano's GetElasticResources)
+    assert list(j.elastic_resources()) == [2000, 0, 2]
     assert list(j.min_resources(3)) == [0, 0, 0]
     j.podgroup.min_resources = np.array([1500.0, 0.0, 0.0])  # type: ignore[union-attr]
     assert list(j.elastic_resources()) == [500, 0, 2]
@@ -232,3 +233,23 @@ def test_task_role_annotation_then_label() -> None:
     assert task_role({key: "ps"}, {key: "worker"}) == "ps"
     assert task_role({key: ""}, {key: "worker"}) == "worker"
     assert task_role({}, {}) == ""
+
+
+def test_task_priority_is_spec_priority_or_one_with_the_annotation_on_top() -> None:
+    """Volcano master's NewTaskInfo: spec.priority, else 1; a volcano.sh/task-priority annotation that parses as a
+    32-bit integer (strconv.ParseInt base 10) wins; priorityClassName is not read."""
+    from pyvolcano.cache.cache import task_priority
+
+    def pod(spec: dict, note: str | None = None) -> dict:
+        md: dict = {"name": "p", "namespace": "ns"}
+        if note is not None:
+            md["annotations"] = {"volcano.sh/task-priority": note}
+        return {"kind": "Pod", "metadata": md, "spec": spec}
+
+    assert task_priority(pod({}), {}) == 1
+    assert task_priority(pod({"priorityClassName": "high"}), {"priorityClassName": "high"}) == 1
+    assert task_priority(pod({"priority": 50}), {"priority": 50}) == 50
+    assert task_priority(pod({"priority": 50}, "-7"), {"priority": 50}) == -7
+    assert task_priority(pod({"priority": 50}, "+8"), {"priority": 50}) == 8
+    for bad in ("1_000", " 5", "x", "2147483648", ""):
+        assert task_priority(pod({"priority": 50}, bad), {"priority": 50}) == 50, bad

@@ -26,20 +26,8 @@ from tests.scenario_check import load, scenario_files
 FILES = scenario_files()
 
 #: scenario file stem -> (issue-13 rule number, or "new" for a difference no rule covers; what Volcano does)
-KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {
-    # Rule 12: node scores as Kubernetes 1.36 computes and weights them.
-    "requests-init-containers-and-overhead": ("12", "Volcano puts b-0 on n1 (scores 66 vs 50 before a-0)"),
-    # New findings: no issue-13 rule covers these.
-    "predicates-notready-node": ("new", "Volcano ignores node conditions (api/node_info.go: setNodeState); a "
-                                        "NotReady node without the not-ready taint takes pods"),
-    "predicates-enable-predicate-false": ("new", "with enablePredicate: false the predicates plugin's allocate "
-                                                 "handler still runs Reserve (VolumeBinding) without PreFilter "
-                                                 "state and fails: nothing is bound"),
-    "predicates-proportional-gpu": ("new", "predicate.ProportionalEnable moved out of predicates to the "
-                                           "resource-strategy-fit plugin; predicates ignores it"),
-    "priority-task-order-within-job": ("new", "a task's priority is pod spec.priority only (default 1), a "
-                                              "priorityClassName without spec.priority is not resolved"),
-}
+#: (empty since every issue-13 rule and the new findings landed: a file that disagrees now fails outright)
+KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {}
 
 
 def oracle_cannot_run(sc: dict[str, Any]) -> str | None:

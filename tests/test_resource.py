@@ -11,6 +11,7 @@ from pyvolcano.api.resource import (
     ResourceIndex,
     amount,
     clip_sub,
+    fit_floor,
     insufficient,
     is_empty,
     less_equal,
@@ -88,3 +89,17 @@ def test_share() -> None:
 
 def test_clip_sub() -> None:
     assert list(clip_sub(np.array([3.0, 1.0]), np.array([1.0, 2.0]))) == [2.0, 0.0]
+
+
+def test_less_equal_skips_scalars_the_left_side_does_not_name() -> None:
+    """Volcano's LessEqual compares cpu and memory always, the pod count and extended resources only when the left
+    side names them: a CPU-only request fits a node whose idle GPU is negative, a GPU request does not."""
+    idle = np.array([4000.0, 1e9, 5.0, -1.0])  # cpu, memory, pods, nvidia.com/gpu
+    cpu_only = np.array([1000.0, 0.0, 1.0, 0.0])
+    gpu = np.array([1000.0, 0.0, 1.0, 1.0])
+    assert less_equal(cpu_only, idle)
+    assert not less_equal(gpu, idle)
+    assert not less_equal(np.array([0.0, 0.0, 1.0, 0.0]), np.array([-1.0, 1e9, 5.0, 0.0]))  # cpu always counts
+    floor = fit_floor(cpu_only)
+    assert bool((idle > floor).all()) and not bool((idle > fit_floor(gpu)).all())
+    assert floor[3] == -np.inf and floor[0] == 1000.0 - EPS

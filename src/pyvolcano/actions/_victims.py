@@ -11,7 +11,7 @@ import numpy as np
 
 from pyvolcano.api.convert import parse_time
 from pyvolcano.api.job_info import TaskInfo
-from pyvolcano.api.resource import EPS, less_equal
+from pyvolcano.api.resource import EPS, fit_floor, less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.errors import ManifestError
 from pyvolcano.framework.arguments import Arguments
@@ -49,7 +49,7 @@ def reachable(ssn: Session, need: np.ndarray, order: np.ndarray, bound: np.ndarr
     check would keep."""
     if bound is None or not len(order):
         return order
-    ok = np.all(ssn.nodes.future + bound > need - 2 * EPS, axis=1)  # whole arrays: no gather of ``order`` rows
+    ok = np.all(ssn.nodes.future + bound > fit_floor(need) - EPS, axis=1)  # whole arrays: no gather of rows
     return order[ok[order]]
 
 

@@ -7,10 +7,12 @@ job's evictions are kept only if the job is then pipelined.  Then within each st
 take from its own lower-ranked tasks, each kept only if the task was placed, stopping at the first that was
 not.
 
-For one task, by default (Volcano's ``normalPreempt``): nodes passing the predicates are tried best score
-first; on each, the plugins' ``preemptable`` answer gives the victims, which are evicted in victim order until
-the task fits (its queue's room, the node's future idle and the predicates); a node where it still does not
-fit is rolled back.  With the argument ``enableTopologyAwarePreemption: true`` (Volcano's
+For one task, by default (Volcano's ``normalPreempt``): nodes passing the predicates, or failing only resolvable
+ones (host ports, pod anti-affinity, spread skew: ``PredicateForPreemptAction``), are tried best score first;
+on each, the plugins' ``preemptable`` answer gives the victims, which are evicted in victim order until the task
+fits (its queue's room, the node's future idle and the predicates, pod affinity and spread judged as
+they were when the task's turn began: Volcano's PrePredicate state); a node where it still does not fit is
+rolled back.  With the argument ``enableTopologyAwarePreemption: true`` (Volcano's
 ``topologyAwarePreempt``), nodes are dry-run instead, a minimal victim set found per node, and the best
 candidate node chosen as kube-scheduler ranks them.
 """
@@ -78,11 +80,10 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
         return False
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
-    feasible = ssn.feasible_nodes(preemptor, job)
+    feasible = ssn.preempt_nodes(preemptor, job)
     idx = np.nonzero(feasible)[0]
     if not len(idx):
         return False
-    fits = preemptor_fits(ssn, queue, job, preemptor)
 
     def offer(i: int) -> list[TaskInfo]:
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
@@ -90,6 +91,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
 
     if opts.topology_aware:
         order = reachable(ssn, preemptor.init_resreq, idx, bound)
+        fits = preemptor_fits(ssn, queue, job, preemptor)
         best = dry_run(ssn, preemptor, order.tolist(), offer, fits, opts.limits, reason, len(idx))
         if best is None:
             return False
@@ -99,10 +101,18 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
         node_stmt.pipeline(preemptor, best.node)
         stmt.merge(node_stmt)
         return True
+    # Volcano runs PrePredicate once for this call: pod affinity and spread are judged by the counts as they were
+    # now, whatever this call evicts (an eviction does not lift an anti-affinity conflict within the call)
+    frozen = ssn.selector.prefilter_mask(preemptor)
+
+    def fits_now(i: int) -> bool:
+        return (bool(frozen[i]) and ssn.allocatable(queue, preemptor)
+                and less_equal(preemptor.init_resreq, ssn.nodes.future[i])
+                and ssn.selector.passes_at(preemptor, job, i, skip_prefilter=True))
     scores = ssn.node_scores(preemptor, feasible, job)[idx]
     order = idx[np.argsort(-scores, kind="stable")]  # best score first, ties by node index
     order = reachable(ssn, preemptor.init_resreq, order, bound)
-    return evict_greedily(ssn, stmt, preemptor, order, offer, fits, reason, bound,
+    return evict_greedily(ssn, stmt, preemptor, order, offer, fits_now, reason, bound,
                           lambda: not ssn.allocatable(queue, preemptor)) is not None
 
 

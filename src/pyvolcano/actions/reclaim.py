@@ -75,11 +75,12 @@ class Reclaim(Action):
 
     def reclaim_for(self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo,
                     bound: np.ndarray | None = None) -> bool:
-        """Volcano's ``reclaimForTask``: on each node passing the predicates (node order), running,
+        """Volcano's ``reclaimForTask``: on each node passing the predicates, or failing only resolvable ones
+        (``PredicateForPreemptAction``; node order), running,
         preemptable tasks of other, reclaimable queues go to the plugins' reclaimable vote; a node without
         any is skipped.  The victims are evicted greedily (``evict_greedily``) until the task fits the
         node's future idle, and the task is pipelined there."""
-        feasible = np.nonzero(ssn.feasible_nodes(task, job))[0]
+        feasible = np.nonzero(ssn.preempt_nodes(task, job))[0]
 
         def offer(i: int) -> list[TaskInfo] | None:
             reclaimees = []

@@ -91,21 +91,37 @@ def _add(a: dict[str, float], b: Mapping[str, float]) -> None:
 
 
 def pod_requests(pod: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
-    """(Resreq, InitResreq): containers summed; init containers' max; overhead added to both."""
+    """(Resreq, InitResreq), which at Volcano master are one and the same: ``NewTaskInfo``
+    (``pkg/scheduler/api/job_info.go``) sets both to ``GetPodResourceRequest`` (``api/pod_info.go:
+    aggregateAllContainerResourceRequests``), Kubernetes' ``PodRequests`` rule. Regular containers are summed;
+    a restartable init container (``restartPolicy: Always``, a sidecar) is added to that sum and stays running
+    under the init containers after it; each other init container needs itself plus the sidecars started before
+    it; the pod needs the larger of the sum and the largest init step, plus ``spec.overhead`` and one ``pods``.
+    The node is charged the same amount (Volcano 1.9 charged the node without init containers; master does not).
+    Shapes and quantities were checked by ``api/models.py``.
+    """
     spec = pod["spec"]
     req: dict[str, float] = {}
     for c in spec["containers"]:
         _add(req, resource_list(_d(_d(c).get("resources")).get("requests")))
-    init = dict(req)
+    sidecars: dict[str, float] = {}
+    init_max: dict[str, float] = {}
     for c in spec.get("initContainers") or []:
-        for k, v in resource_list(_d(_d(c).get("resources")).get("requests")).items():
-            init[k] = max(init.get(k, 0.0), v)
-    overhead = resource_list(spec.get("overhead"))
-    _add(req, overhead)
-    _add(init, overhead)
+        r = resource_list(_d(_d(c).get("resources")).get("requests"))
+        if _d(c).get("restartPolicy") == "Always":
+            _add(req, r)
+            _add(sidecars, r)
+            step = dict(sidecars)
+        else:
+            step = dict(r)
+            _add(step, sidecars)
+        for k, v in step.items():
+            init_max[k] = max(init_max.get(k, 0.0), v)
+    for k, v in init_max.items():
+        req[k] = max(req.get(k, 0.0), v)
+    _add(req, resource_list(spec.get("overhead")))
     req[PODS] = 1.0
-    init[PODS] = 1.0
-    return req, init
+    return req, dict(req)
 
 
 def task_status(pod: Mapping[str, Any]) -> TaskStatus:

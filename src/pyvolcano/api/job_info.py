@@ -350,10 +350,11 @@ class JobInfo:
         return self.podgroup is not None and self.podgroup.min_resources is not None
 
     def elastic_resources(self) -> np.ndarray:
-        """Allocated beyond minResources (Volcano's GetElasticResources)."""
+        """Allocated beyond minResources (Volcano's GetElasticResources): without minResources the minimum is
+        empty (``GetMinResources``), so all of the allocation is elastic."""
         floor = self.podgroup.min_resources if self.podgroup is not None else None
         if floor is None:
-            return np.zeros_like(self.allocated)
+            return np.maximum(self.allocated, 0.0)
         return np.maximum(self.allocated - floor, 0.0)
 
     def fit_error(self) -> str:

@@ -48,16 +48,26 @@ def nonzero_requests(pod: dict[str, Any]) -> tuple[float, float]:
     """(cpu millicores, memory bytes) the pod asks for as Kubernetes' scores count it: a container that states
     no cpu or memory request counts the default for it (``resourcehelper.PodRequests`` with
     ``NonMissingContainerRequests``, as ``noderesources`` and ``NodeInfo.NonZeroRequested`` use), containers
-    summed, the largest init container if larger, plus the pod overhead."""
+    summed (restartable init containers, sidecars, with them), the largest init step (an init container plus the
+    sidecars started before it) if larger, plus the pod overhead (``k8s.io/component-helpers/resource:
+    PodRequests``)."""
     spec = pod.get("spec") or {}
     cpu = mem = 0.0
     for c in spec.get("containers") or []:
         a, b = _container_nonzero(c)
         cpu += a
         mem += b
+    side_cpu = side_mem = init_cpu = init_mem = 0.0
     for c in spec.get("initContainers") or []:
         a, b = _container_nonzero(c)
-        cpu, mem = max(cpu, a), max(mem, b)
+        if (c or {}).get("restartPolicy") == "Always":  # a sidecar: runs beside everything after it
+            cpu, mem = cpu + a, mem + b
+            side_cpu, side_mem = side_cpu + a, side_mem + b
+            a, b = side_cpu, side_mem
+        else:
+            a, b = a + side_cpu, b + side_mem
+        init_cpu, init_mem = max(init_cpu, a), max(init_mem, b)
+    cpu, mem = max(cpu, init_cpu), max(mem, init_mem)
     over = spec.get("overhead") or {}
     try:
         cpu += to_milli(over["cpu"]) if "cpu" in over else 0.0

@@ -100,8 +100,23 @@ def less_equal(left: np.ndarray, right: np.ndarray) -> bool:
 
 
 def fits(left: list[float], right: list[float]) -> bool:
-    """``less_equal`` on plain lists, for loops that keep their vectors as lists."""
-    return all(a < b + EPS for a, b in zip(left, right, strict=True))
+    """``less_equal`` on plain lists, for loops that keep their vectors as lists.
+
+    Volcano's ``LessEqual`` (``api/resource_info.go``) always compares cpu and memory but other dimensions (the pod
+    count, extended resources) only where ``left`` names them: a task asking no GPU fits a node whose idle GPU is
+    negative (its running pods use more than it reports).  A zero here stands for "not named"."""
+    if all(a < b + EPS for a, b in zip(left, right, strict=True)):
+        return True
+    return all(a < b + EPS or (k >= 2 and a == 0.0) for k, (a, b) in enumerate(zip(left, right, strict=True)))
+
+
+def fit_floor(req: np.ndarray) -> np.ndarray:
+    """What each dimension of a node must exceed for ``req`` to fit (``have > fit_floor(req)`` is ``fits``):
+    ``req - EPS``, and ``-inf`` on the dimensions past cpu and memory that ``req`` does not name (zero)."""
+    out = req - EPS
+    tail = out[2:]
+    tail[req[2:] == 0.0] = -np.inf
+    return out
 
 
 def less_equal_with_dimension(left: np.ndarray, right: np.ndarray, dims_of: np.ndarray) -> bool:

@@ -7,6 +7,7 @@ A bad object is reported in ``problems`` and skipped; the rest of the cluster is
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,27 @@ from pyvolcano.errors import ManifestError
 _OFF_NODE = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
          "Namespace")
+
+
+#: Volcano's per-pod override of the task priority (``api/job_info.go: TaskPriorityAnnotation``)
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+#: a task's priority when the pod has no ``spec.priority`` (``NewTaskInfo`` starts from 1)
+DEFAULT_TASK_PRIORITY = 1
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def task_priority(pod: dict[str, Any], spec: dict[str, Any]) -> int:
+    """A task's priority as Volcano master's ``NewTaskInfo`` (``pkg/scheduler/api/job_info.go``) sets it: the
+    pod's ``spec.priority``, else 1; the ``volcano.sh/task-priority`` annotation wins when it is a 32-bit
+    integer.  ``spec.priorityClassName`` is not read: in a cluster the API server's Priority admission has
+    already turned it into ``spec.priority`` (a hand-written pod with only a class name gets 1, as in Volcano;
+    docs/volcano-differences.md)."""
+    prio = spec.get("priority")
+    prio = DEFAULT_TASK_PRIORITY if prio is None else int(prio)  # an int32 (api/models.py)
+    note = ((pod.get("metadata") or {}).get("annotations") or {}).get(TASK_PRIORITY_ANNOTATION)
+    if isinstance(note, str) and _GO_INT.fullmatch(note) and -(2 ** 31) <= int(note) < 2 ** 31:
+        prio = int(note)  # strconv.ParseInt(s, 10, 32): optional sign, decimal digits, int32 range
+    return prio
 
 
 @dataclass
@@ -198,6 +220,15 @@ class SchedulerCache:
             return self.priority_classes[name]
         return self.default_priority
 
+    def admit_pod_priority(self, pod: dict[str, Any]) -> None:
+        """What Kubernetes' Priority admission plugin (``plugin/pkg/admission/priority/admission.go``) does when
+        a pod is created: ``spec.priority`` from ``spec.priorityClassName``, else from the global default class
+        (else 0).  For the simulator, whose in-memory API server creates pods itself; a real API server has
+        already done it, and the scheduler reads ``spec.priority`` only (:func:`task_priority`)."""
+        spec = pod.setdefault("spec", {})
+        if spec.get("priority") is None:
+            spec["priority"] = self._class_priority(spec.get("priorityClassName") or "")
+
     def _upsert_podgroup(self, obj: dict[str, Any]) -> None:
         pg = convert.podgroup(obj, self.res)
         uid = f"{pg.namespace}/{pg.name}"
@@ -225,8 +256,7 @@ class SchedulerCache:
         spec = pod["spec"]
         convert.normalise_pod_spec(spec)
         req, init = convert.pod_requests(pod)
-        prio = spec.get("priority")
-        prio = self._class_priority(spec.get("priorityClassName") or "") if prio is None else int(prio)
+        prio = task_priority(pod, spec)
         self._remove_task(uid)
         ours = (spec.get("schedulerName") or "default-scheduler") == self.scheduler_name
         if not ours:
@@ -285,7 +315,9 @@ class SchedulerCache:
         queues = dict(self.queues)
         if DEFAULT_QUEUE not in queues:  # Volcano always has the default queue (its controller creates it)
             queues[DEFAULT_QUEUE] = QueueInfo(name=DEFAULT_QUEUE)
-        specs = [s for s in self.nodes.values() if s.ready]
+        # every node, whatever its conditions: Volcano's NodeInfo.setNodeState (api/node_info.go) marks every
+        # node Ready and leaves a NotReady kubelet to the node.kubernetes.io/not-ready taint
+        specs = list(self.nodes.values())
         arrays = NodeArrays(self.res, specs)
         jobs: dict[str, JobInfo] = {}
         skipped: dict[str, str] = {}

@@ -21,7 +21,7 @@ import numpy as np
 from pyvolcano.api.fit_errors import FitErrors, insufficient_reason
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
-from pyvolcano.api.resource import EPS
+from pyvolcano.api.resource import fit_floor
 from pyvolcano.api.status import Code, Status
 from pyvolcano.framework.points import (
     BATCH_NODE_ORDER,
@@ -54,6 +54,13 @@ class PredicateReg:
     template_safe: bool = True
     #: the rejection's text when it is the same for every node (explain then counts nodes without asking each)
     reason: str | None = None
+    #: a rejection Kubernetes calls Unschedulable (evicting pods may lift it: host ports, pod anti-affinity,
+    #: spread skew), not UnschedulableAndUnresolvable; preempt and reclaim still try such nodes
+    #: (``framework/session.go: PredicateForPreemptAction``)
+    resolvable: bool = False
+    #: judged from state Kubernetes' PreFilter computes when the task's turn begins (pod affinity, spread
+    #: counts), which evictions made during that turn of preempt do not update
+    prefilter: bool = False
 
     def mask(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
         if self.vector is not None and engine == "vector":
@@ -198,7 +205,7 @@ class NodeSelector:
             s = e.static_score[idx] + dyn
         else:
             s = e.static_score[idx]
-        req = task.init_resreq + (-EPS)  # a resource fits when req < have + EPS
+        req = fit_floor(task.init_resreq)  # a resource fits when req < have + EPS (unnamed scalars: always)
         fi = (nodes.idle[idx] > req).all(axis=1)
         ff = (nodes.future[idx] > req).all(axis=1)
         e.ok[idx] = m
@@ -213,7 +220,7 @@ class NodeSelector:
         operations as their vector forms: a few microseconds per node instead of a few per NumPy call."""
         ssn = self.ssn
         nodes, views = ssn.nodes, ssn.nodes.views
-        req = (task.init_resreq + (-EPS)).tolist()
+        req = fit_floor(task.init_resreq).tolist()
         for i in idx.tolist():
             view = views[i]
             ok = bool(e.static_mask[i])
@@ -290,7 +297,34 @@ class NodeSelector:
             mask = mask & p.mask(self.ssn, task, self.all_idx, self.engine)
         return e, mask
 
-    def passes_at(self, task: TaskInfo, job: JobInfo | None, i: int) -> bool:
+    def preempt_candidates(self, task: TaskInfo, job: JobInfo | None) -> np.ndarray:
+        """Mask of the nodes preempt and reclaim try: those whose predicate failures are all resolvable
+        (``framework/session.go: PredicateForPreemptAction`` drops only UnschedulableAndUnresolvable ones;
+        ``FilterOutUnschedulableAndUnresolvableNodesForTask``).  Nodes passing every predicate first (cached);
+        only the others are asked again, without the resolvable predicates."""
+        mask = self.feasible(task, job)[1].copy()
+        hard = [p for p in (*self.static_preds, *self.dyn_preds, *self.fresh_preds) if not p.resolvable]
+        if mask.all() or len(hard) == len(self.static_preds) + len(self.dyn_preds) + len(self.fresh_preds):
+            return mask
+        idx = np.nonzero(~mask)[0]
+        ok = np.ones(len(idx), dtype=bool)
+        for p in hard:
+            if not ok.any():
+                break
+            ok &= p.mask(self.ssn, task, idx, self.engine)
+        mask[idx[ok]] = True
+        return mask
+
+    def prefilter_mask(self, task: TaskInfo) -> np.ndarray:
+        """Every node's verdict of the ``prefilter`` predicates now: what preempt keeps for the rest of the
+        task's turn (Volcano runs PrePredicate once per ``preempt`` call)."""
+        mask = np.ones(len(self.all_idx), dtype=bool)
+        for p in (*self.static_preds, *self.dyn_preds, *self.fresh_preds):
+            if p.prefilter:
+                mask &= p.mask(self.ssn, task, self.all_idx, self.engine)
+        return mask
+
+    def passes_at(self, task: TaskInfo, job: JobInfo | None, i: int, *, skip_prefilter: bool = False) -> bool:
         """Does the task pass every predicate on node ``i`` as it is now?  Volcano's ``ssn.PredicateFn(task,
         node)`` for one node, which preempt asks again after each eviction (``preemptorFitsOnNode``,
         actions/preempt/preempt.go); resources are the caller's (future idle) check.  The vector engine reads
@@ -303,7 +337,8 @@ class NodeSelector:
             preds: tuple[PredicateReg, ...] = tuple(self.fresh_preds)
         else:
             preds = (*self.static_preds, *self.dyn_preds, *self.fresh_preds)
-        return all(bool(p.mask(self.ssn, task, idx, self.engine)[0]) for p in preds)
+        return all(bool(p.mask(self.ssn, task, idx, self.engine)[0]) for p in preds
+                   if not (skip_prefilter and p.prefilter))
 
     def total_scores(self, task: TaskInfo, e: _Entry, cand: np.ndarray) -> np.ndarray:
         """Every node score for the candidate nodes ``cand`` (a mask); normalised scores are normalised over
@@ -374,7 +409,7 @@ class NodeSelector:
         fe = FitErrors(len(nodes))
         names = self.ssn.res.names
         order = [d for d in range(len(names)) if d != 2] + [2]  # position 2 is the pod count
-        lack = ~(task.init_resreq < nodes.future_idle() + EPS)[:, order]
+        lack = ~(nodes.future_idle() > fit_floor(task.init_resreq))[:, order]
         res_fail = lack.any(axis=1)
         first = np.argmax(lack, axis=1)
         for j in np.unique(first[res_fail]):

@@ -269,13 +269,15 @@ class Session:
     # the node points' vectorised forms
     def add_predicate(self, plugin: str, *, vector: VectorPredicateFn | None = None,
                       scalar: PredicateFn | None = None, static: bool = False, template_safe: bool = True,
-                      reason: str | None = None) -> None:
+                      reason: str | None = None, resolvable: bool = False, prefilter: bool = False) -> None:
         """A node filter (point ``PREDICATE``): ``vector(task, idx) -> bool array`` and/or Volcano's
         ``scalar(task, NodeInfo) -> Status | None`` (``None`` or a success passes; a rejection's reasons go into
         the fit errors).  ``reason``: the rejection's text when it never depends on the node (fit errors are then
-        counted without asking the scalar form node by node)."""
+        counted without asking the scalar form node by node).  ``resolvable``/``prefilter``: see
+        ``PredicateReg``."""
         if self._tier(plugin, PREDICATE.flag) is not None:
-            self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason))
+            self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason, resolvable,
+                                                prefilter))
 
     def add_node_order(self, plugin: str, *, vector: VectorScoreFn | None = None, scalar: NodeOrderFn | None = None,
                        static: bool = False, template_safe: bool = True, batch: bool = False, normalize: str = "",
@@ -401,8 +403,13 @@ class Session:
         return self.selector.explain(task, job)
 
     def feasible_nodes(self, task: TaskInfo, job: JobInfo | None = None) -> np.ndarray:
-        """Mask of nodes passing every predicate (resources not considered), as preempt/reclaim need."""
+        """Mask of nodes passing every predicate (resources not considered)."""
         return self.selector.feasible(task, job)[1]
+
+    def preempt_nodes(self, task: TaskInfo, job: JobInfo | None = None) -> np.ndarray:
+        """Mask of nodes preempt and reclaim try: failing no predicate, or only resolvable ones (Volcano's
+        ``PredicateForPreemptAction``)."""
+        return self.selector.preempt_candidates(task, job)
 
     def node_scores(self, task: TaskInfo, cand: np.ndarray, job: JobInfo | None = None) -> np.ndarray:
         e = self.selector.entry(task, job)

@@ -243,6 +243,16 @@ class _SpreadMatch:
                 and self.selector.matches(pt.labels))
 
 
+def reserve_fails(task: TaskInfo) -> bool:
+    """An allocate event that Volcano's predicates plugin does not apply to its Kubernetes node view: an eviction
+    undone (a statement discarded) puts the pod back as Running or Bound, and the plugin's AllocateFunc first runs
+    the Reserve plugins (``predicates.go: runReservePlugins``), whose state only PrePredicate writes -- never run
+    for a pod that was already on its node -- so Reserve fails with "not found" and the handler returns before
+    ``AddPodInfo``. The pod then stays out of pod affinity, spread and the nodeorder scores' view of the node for
+    the rest of the session (Volcano looks wrong: docs/volcano-differences.md)."""
+    return task.status in (TaskStatus.Running, TaskStatus.Bound)
+
+
 def counted(task: TaskInfo) -> bool:
     """Whether a pod on a node is in Kubernetes' NodeInfo as Volcano keeps it: Volcano's predicates event
     handlers remove a pod evicted in this session (Releasing without a deletionTimestamp); a pod already
@@ -273,6 +283,8 @@ class PodAffinityState:
         self.li: LabelIndex = ssn.state.read_or_init(LABELS, lambda: LabelIndex(ssn.nodes))
         self.terms: dict[str, PodTerms] = {}
         self.placed: dict[str, tuple[int, TaskInfo]] = {}
+        #: pods an undone eviction left out of Volcano's Kubernetes node view (``reserve_fails``)
+        self.hidden: set[str] = set()
         self.counters: dict[Any, np.ndarray] = {}
         self.holders: dict[tuple[str, Term], np.ndarray] = {}
         self.domains: dict[str, tuple[np.ndarray, int]] = {}
@@ -340,8 +352,12 @@ class PodAffinityState:
 
     def _on_allocate(self, task: TaskInfo) -> None:
         i = self.nodes.pos.get(task.node_name)
-        if i is not None and counted(task):
-            self._add(task, i)
+        if i is None or not counted(task):
+            return
+        if reserve_fails(task):
+            self.hidden.add(task.uid)  # out of the view for the rest of the session (the reference forms too)
+            return
+        self._add(task, i)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         got = self.placed.pop(task.uid, None)
@@ -579,7 +595,7 @@ def _memo(ssn: Session, key: Any, build: Any) -> Any:
 
 def _pods_on(ssn: Session, i: int) -> list[PodTerms]:
     st = ssn.state.read(POD_AFFINITY)
-    return [st.parse(t) for t in ssn.nodes.tasks[i].values() if counted(t)]
+    return [st.parse(t) for t in ssn.nodes.tasks[i].values() if counted(t) and t.uid not in st.hidden]
 
 
 def _label(ssn: Session, i: int, key: str) -> str | None:
@@ -792,17 +808,22 @@ def register_predicates(ssn: Session, plugin: str, pod_affinity: bool, spread: b
     if (pod_affinity and st.any_required) or (spread and st.any_hard):
         st.activate()
     if pod_affinity and st.any_required:
+        # Kubernetes' statuses (InterPodAffinity Filter): a required affinity term not met is
+        # UnschedulableAndUnresolvable, an anti-affinity conflict (either side) Unschedulable, which preempt
+        # may try to lift; all three read counts PreFilter computed when the pod's turn began
         ssn.add_predicate(plugin, vector=st.affinity_ok, scalar=_scalar(ref_affinity, ssn, plugin), template_safe=False,
-                          reason=AFFINITY_REASON)
+                          reason=AFFINITY_REASON, prefilter=True)
         ssn.add_predicate(plugin, vector=st.anti_ok, scalar=_scalar(ref_anti, ssn, plugin), template_safe=False,
-                          reason=ANTI_AFFINITY_REASON)
+                          reason=ANTI_AFFINITY_REASON, resolvable=True, prefilter=True)
         ssn.add_predicate(plugin, vector=st.existing_anti_ok, scalar=_scalar(ref_existing_anti, ssn, plugin),
-                          template_safe=False, reason=EXISTING_ANTI_REASON)
+                          template_safe=False, reason=EXISTING_ANTI_REASON, resolvable=True, prefilter=True)
     if spread and st.any_hard:
+        # PodTopologySpread Filter: a node without the topology label is UnschedulableAndUnresolvable, a skew
+        # above maxSkew Unschedulable
         ssn.add_predicate(plugin, vector=st.spread_labels_ok, scalar=_scalar(ref_spread_labels, ssn, plugin),
                           template_safe=False, reason=SPREAD_LABEL_REASON)
         ssn.add_predicate(plugin, vector=st.spread_ok, scalar=_scalar(ref_spread, ssn, plugin), template_safe=False,
-                          reason=SPREAD_REASON)
+                          reason=SPREAD_REASON, resolvable=True, prefilter=True)
 
 
 def register_scores(ssn: Session, plugin: str, pod_affinity_weight: float, spread_weight: float,

@@ -286,6 +286,17 @@ def compare_share_with_deserved(left: QueueAttr, right: QueueAttr) -> int:
 FATAL_PROBLEMS: StateKey[list[Problem]] = StateKey("capacity-fatal")
 
 
+def queue_level(left: CapacityAttr, right: CapacityAttr) -> int:
+    """Volcano's ``getQueueLevel`` (``plugins/capacity/capacity.go``): the index, in the root-first ancestor
+    lists, of the two queues' last common ancestor (0, the root, when they share nothing else)."""
+    level = 0
+    for i in range(min(len(left.ancestors), len(right.ancestors))):
+        if left.ancestors[i] != right.ancestors[i]:
+            break
+        level = i
+    return level
+
+
 @register_plugin
 class Capacity(Plugin):
     name = "capacity"
@@ -330,16 +341,25 @@ class Capacity(Plugin):
                 return -1 if ll else 1
             if not ll:
                 return compare_share_with_deserved(la, ra)
-            # Volcano's getQueueLevel: the last common ancestor's index; compare the next level down
-            lev = 0
-            for i in range(min(len(la.ancestors), len(ra.ancestors))):
-                if la.ancestors[i] != ra.ancestors[i]:
-                    break
-                lev = i
+            # compare the two subtrees just below the last common ancestor
+            lev = queue_level(la, ra)
             lp = attrs[la.ancestors[lev + 1]] if lev + 1 < len(la.ancestors) else la
             rp = attrs[ra.ancestors[lev + 1]] if lev + 1 < len(ra.ancestors) else ra
             return compare_share_with_deserved(lp, rp)
         ssn.add_queue_order_fn(self.name, queue_order)
+
+        if tree is not None:
+            def victim_queue_order(left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+                """Volcano's VictimQueueOrderFn, registered with the hierarchy only (``capacity.go:
+                buildHierarchicalQueueAttrs``): victims of the queue whose last common ancestor with the
+                preemptor's queue is deeper (the nearer relative) are evicted first; equal depth: no opinion
+                (then the reverse of queue order)."""
+                la, ra, pa = attrs.get(left.name), attrs.get(right.name), attrs.get(preemptor.name)
+                if la is None or ra is None or pa is None:
+                    return 0
+                ll, rl = queue_level(la, pa), queue_level(ra, pa)
+                return 0 if ll == rl else (-1 if ll > rl else 1)
+            ssn.add_victim_queue_order_fn(self.name, victim_queue_order)
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
             if not queue.is_open() or not ready or not leaf(queue.name):

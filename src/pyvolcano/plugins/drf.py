@@ -1,6 +1,7 @@
 """drf (``pkg/scheduler/plugins/drf/drf.go``): Dominant Resource Fairness between jobs.
 
-A job's share is the largest fraction of the cluster it holds in any resource (the pod count aside).  Jobs
+A job's share is the largest fraction of the cluster it holds in any resource, the pod count included (Volcano's
+``calculateShare`` walks ``totalResource.ResourceNames()``, and the session's total names ``pods``).  Jobs
 with a smaller share go first; a task may take resources from a job whose share, after losing the victim,
 is still at least the preemptor's share after gaining its task.  Shares follow allocations and evictions
 through the session's event handlers.
@@ -47,7 +48,7 @@ class DRF(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource
-        mask = ssn.res.fair_mask
+        mask = np.ones(ssn.res.size, dtype=bool)  # every dimension, pods too (drf.go: calculateShare)
         alloc, shares = _job_shares(ssn, total, mask)
         self.shares = shares
 

@@ -41,7 +41,7 @@ from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.scores import MAX_NODE_SCORE as K8S_MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._k8s import LABELS, LabelIndex, preferred_score, untolerated
-from pyvolcano.plugins._podaffinity import register_scores
+from pyvolcano.plugins._podaffinity import register_scores, reserve_fails
 
 MAX_NODE_SCORE = float(K8S_MAX_NODE_SCORE)  # float: the scores are computed in NumPy floats
 HALF = MAX_NODE_SCORE / 2
@@ -62,6 +62,7 @@ class K8sNodeRequests:
         self.dims = [pos["cpu"], pos["memory"]] + ([pos[GPU]] if GPU in pos else [])
         n, k = len(nodes), len(self.dims)
         self._where: dict[str, int] = {}
+        self._gone: set[str] = set()
         self._vec: dict[object, np.ndarray] = {}
         #: one row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update
         #: per event); ``req`` and ``nz`` are views of it
@@ -107,11 +108,17 @@ class K8sNodeRequests:
 
     def _on_allocate(self, task: TaskInfo) -> None:
         i = self.ssn.nodes.pos.get(task.node_name)
-        if i is not None:
-            self._where[task.uid] = i
-            self._add(i, task, 1.0)
+        if i is None:
+            return
+        if reserve_fails(task):  # an undone eviction stays out of the view (``reserve_fails``)
+            self._gone.add(task.uid)
+            return
+        self._where[task.uid] = i
+        self._add(i, task, 1.0)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
+        if task.uid in self._gone:  # not in the view: Volcano's RemovePod finds nothing to remove
+            return
         i = self._where.pop(task.uid, None)
         if i is None:
             i = self.ssn.nodes.pos.get(task.node_name)

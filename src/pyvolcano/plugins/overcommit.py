@@ -16,22 +16,30 @@ from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
 
-def reservations(jobs: list[JobInfo], size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per job (one row each): what it holds back for admission (an Inqueue group its minResources, a Running
-    group with minMember tasks holding resources the part of minResources it does not hold yet, Volcano's
-    GetInqueueResource) and what it holds beyond minResources (GetElasticResources).  Rows of jobs without
-    minResources are zero.  One NumPy pass: overcommit and proportion need it over every job of every session."""
+def reservations(jobs: list[JobInfo], size: int, *, queue_view: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per job (one row each): what it holds back for admission and what it holds beyond minResources.
+
+    Held back: an Inqueue group its minResources (overcommit, ``plugins/overcommit/overcommit.go:
+    OnSessionOpen``); with ``queue_view`` (proportion and capacity, ``plugins/proportion/proportion.go:
+    OnSessionOpen``) the part of minResources it does not hold yet (``plugins/util/util.go: GetInqueueResource``),
+    as for a Running group with at least minMember tasks holding resources in both.  Groups without
+    minResources hold nothing back.  Beyond (``api/job_info.go: GetElasticResources``): what it holds above
+    minResources; a group without minResources has an empty minimum (``GetMinResources``), so everything it
+    holds counts as elastic (only proportion and capacity read it).  One NumPy pass: overcommit and proportion
+    need it over every job of every session."""
     inqueue, elastic = np.zeros((len(jobs), size)), np.zeros((len(jobs), size))
     rows, kinds, mins, held = [], [], [], []
     for k, job in enumerate(jobs):
         pg = job.podgroup
         if pg is None or pg.min_resources is None:
+            if pg is not None:
+                elastic[k] = np.maximum(job.allocated, 0.0)
             continue
         rows.append(k)
         mins.append(pg.min_resources)
         held.append(job.allocated)
         if pg.phase == PodGroupPhase.Inqueue:
-            kinds.append(1)
+            kinds.append(2 if queue_view else 1)
         elif pg.phase == PodGroupPhase.Running and job.count(ALLOCATED) >= pg.min_member:
             kinds.append(2)
         else:

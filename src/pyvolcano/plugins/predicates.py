@@ -3,13 +3,16 @@
 Each check is registered separately so a rejection is explained with Kubernetes' own phrase; each has a
 vector form over many nodes and a per-node form that returns the reason.  Node labels and taints do not
 change within a session, so those checks are *static* (computed once per pod template); host ports and the
-proportional GPU check depend on what is on the node, so they are recomputed for changed nodes only.
+pod affinity and spread depend on what is on the node, so they are recomputed for changed nodes only.
 
 Arguments (Volcano's): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``, ``predicate.PodTopologySpreadEnable``
-(default true), ``predicate.ProportionalEnable`` with
-``predicate.resources`` (comma-separated names) and ``predicate.resources.<name>.cpu|memory`` (cores and
-GB reserved per unit of the resource).
+(default true).  ``predicate.ProportionalEnable`` and ``predicate.resources*`` are ignored, as Volcano master
+ignores them: the proportional GPU check moved to the ``resource-strategy-fit`` plugin
+(``plugins/resource-strategy-fit/proportional.go``), which pyvolcano does not implement.
+
+``enablePredicate: false`` on this plugin stops every placement, as in Volcano master (docs/volcano-differences.md):
+see :func:`refuse_every_placement`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import numpy as np
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.status import Code, Status, reject_if
+from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.node_select import PredicateReg
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PredicateFn, VectorPredicateFn
 from pyvolcano.framework.registry import register_plugin
@@ -65,6 +70,41 @@ def _per_node(check: Callable[[TaskInfo, int], str | None], code: Code = Code.UN
     return vector, scalar
 
 
+#: what Volcano logs when a placement fails this way (``predicates.go: runReservePlugins``)
+RESERVE_REASON = "Reserve plugin {} failed: not found (predicates has enablePredicate: false)"
+
+
+def refuse_every_placement(ssn: Session, plugin: str, args: Arguments) -> None:
+    """With ``enablePredicate: false`` on predicates, Volcano master places nothing.
+
+    The flag switches off the plugin's PrePredicate and Predicate functions (``framework/session_plugins.go:
+    PrePredicateFn``, ``PredicateFn``), but not its allocate event handler (``predicates.go: OnSessionOpen``), which
+    runs the Kubernetes Reserve plugins (``runReservePlugins``: VolumeBinding unless
+    ``predicate.VolumeBindingEnable: false``, DynamicResources unless ``predicate.DynamicResourceAllocationEnable:
+    false``). Their Reserve reads the state their PreFilter would have written and fails with "not found", so every
+    ``Statement.Allocate``/``Pipeline`` and ``ssn.Allocate`` is rolled back: no bind, no pipelined task, and no
+    eviction is ever committed (preempt and reclaim discard a node's evictions when the pipeline fails).
+
+    pyvolcano reaches the same decisions by a filter that rejects every node, registered whatever the flag says:
+    no node is found, so nothing is placed or evicted (only the "why" text differs from Volcano's)."""
+    opt = ssn.options.get(plugin)
+    if opt is None or opt[1].enabled("enablePredicate"):
+        return
+    reserve = [name for name, key in (("VolumeBinding", "predicate.VolumeBindingEnable"),
+                                      ("DynamicResources", "predicate.DynamicResourceAllocationEnable"))
+               if args.get_bool(key, True)]
+    if not reserve:
+        return
+    reason = RESERVE_REASON.format(reserve[0])
+
+    def none(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        return np.zeros(len(idx), dtype=bool)
+
+    def why(task: TaskInfo, node: NodeInfo) -> Status | None:
+        return Status(Code.UNSCHEDULABLE, (reason,), plugin)
+    ssn.predicates.append(PredicateReg(plugin, none, why, True, True, reason))
+
+
 @register_plugin
 class Predicates(Plugin):
     name = "predicates"
@@ -72,6 +112,7 @@ class Predicates(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         a = self.arguments
         nodes = ssn.nodes
+        refuse_every_placement(ssn, self.name, a)
         li = ssn.state.read_or_init(LABELS, lambda: LabelIndex(nodes))
 
         def unschedulable(task: TaskInfo, i: int) -> str | None:
@@ -131,45 +172,10 @@ class Predicates(Plugin):
                 if ports(task, -1) is None and not wanted[task.template_key]:
                     return np.ones(len(idx), dtype=bool)
                 return _per_node(ports)[0](task, idx)
-            ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1], reason=PORTS_REASON)
+            # NodePorts' conflict is Unschedulable (evicting the pod holding the port lifts it)
+            ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1], reason=PORTS_REASON,
+                              resolvable=True)
 
         # Kubernetes' InterPodAffinity and PodTopologySpread filters (plugins/_podaffinity.py)
         register_predicates(ssn, self.name, a.get_bool("predicate.PodAffinityEnable", True),
                             a.get_bool("predicate.PodTopologySpreadEnable", True))
-
-        if a.get_bool("predicate.ProportionalEnable", False):
-            self._proportional(ssn)
-
-    def _proportional(self, ssn: Session) -> None:
-        """Volcano's proportional predicate (``predicate.resources``; at the reference commit in
-        ``plugins/resource-strategy-fit/proportional.go``): keep cpu/memory for GPU tasks: a task not asking for
-        the resource may only use a node if, after it, idle cpu/memory still cover each idle GPU's reserved share."""
-        a, res, nodes = self.arguments, ssn.res, ssn.nodes
-        names = [n.strip() for n in a.get_str("predicate.resources", "").split(",") if n.strip()]
-        rates = []
-        for n in names:
-            if n not in res.pos:
-                continue
-            cpu_rate = a.get_float(f"predicate.resources.{n}.cpu", 1.0)
-            mem_rate = a.get_float(f"predicate.resources.{n}.memory", 1.0)
-            # Volcano: a rate left out, or negative, is 1
-            rates.append((n, res.pos[n], cpu_rate if cpu_rate >= 0 else 1.0, mem_rate if mem_rate >= 0 else 1.0))
-        if not rates:
-            return
-        cpu, mem = res.pos["cpu"], res.pos["memory"]
-
-        def vector(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-            if any(task.resreq[d] > 0 for _, d, _, _ in rates):
-                return np.ones(len(idx), dtype=bool)
-            idle = nodes.idle[idx]
-            left = idle - task.resreq
-            ok = np.ones(len(idx), dtype=bool)
-            for _, d, c, m in rates:
-                ok &= (left[:, cpu] >= idle[:, d] * c) & (left[:, mem] >= idle[:, d] * m * 1e6)
-            return ok
-
-        reason = f"proportional of resource {'/'.join(n for n, *_ in rates)} check failed"
-
-        def scalar(task: TaskInfo, node: NodeInfo) -> Status | None:
-            return None if vector(task, np.array([node.index]))[0] else Status(Code.UNSCHEDULABLE, (reason,), self.name)
-        ssn.add_predicate(self.name, vector=vector, scalar=scalar, reason=reason)

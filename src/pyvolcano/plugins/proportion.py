@@ -144,7 +144,7 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
         if pending:
             for t in pending.values():
                 request[qpos[k]] += t.resreq
-    held_back, beyond = reservations(jobs, size)
+    held_back, beyond = reservations(jobs, size, queue_view=True)
     inqueue = np.zeros((len(order), size))
     np.add.at(inqueue, qidx, held_back)
     elastic = np.zeros((len(order), size))

@@ -44,6 +44,9 @@ from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
+#: the taint Kubernetes' node lifecycle controller puts on a node whose kubelet is not Ready
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
 
 @dataclass
 class JobRecord:
@@ -106,6 +109,8 @@ class SimAPI:
         ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass") else "default")
         md.setdefault("creationTimestamp", self.sim.now)
         md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
+        if obj["kind"] == "Pod":
+            self.sim.cache.admit_pod_priority(obj)
         self.objects[self._k(obj["kind"], ns, md["name"])] = obj
         if obj["kind"] == "PodGroup" and hasattr(self.sim, "writer"):  # a re-created group (RestartJob) starts over
             self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
@@ -438,6 +443,11 @@ class Simulator:
         if n is None:
             return
         n["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        # what Kubernetes' node lifecycle controller does: schedulers (Volcano included, which ignores node
+        # conditions) keep off a NotReady node only because of this taint
+        spec = n.setdefault("spec", {})
+        spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY_TAINT] + [
+            {"key": NOT_READY_TAINT, "effect": "NoSchedule"}]
         self.api.update(n)
         for (kind, key), pod in list(self.api.objects.items()):
             if kind == "Pod" and (pod.get("spec") or {}).get("nodeName") == node and \
@@ -453,6 +463,8 @@ class Simulator:
         n = self.api.get("Node", "", node)
         if n is not None:
             n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+            spec = n.setdefault("spec", {})
+            spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY_TAINT]
             self.api.update(n)
 
     def _cancel(self, key: str) -> None:
