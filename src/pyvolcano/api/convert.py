@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.hypernode import NetworkTopology
 from pyvolcano.api.job_info import PodGroup, TaskInfo
 from pyvolcano.api.k8s_requests import k8s_extra
 from pyvolcano.api.node_info import NodeSpec
@@ -233,6 +234,8 @@ def podgroup(pg: dict[str, Any], res: ResourceIndex) -> PodGroup:
         phase=phase_v, conditions=list(status.get("conditions") or []),
         creation=parse_time(pg, md.get("creationTimestamp")), annotations=dict(md.get("annotations") or {}),
         labels=dict(md.get("labels") or {}), manifest=pg,
+        network_topology=NetworkTopology.of(_dict(pg, "spec.networkTopology", spec.get("networkTopology"))
+                                            if spec.get("networkTopology") is not None else None),
     )
 
 

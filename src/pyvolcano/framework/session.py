@@ -39,6 +39,7 @@ from pyvolcano.framework.result import (
     SessionResult,
     SessionStats,
 )
+from pyvolcano.framework.topology import SessionTopology
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -84,6 +85,8 @@ class Session:
         self.pg_conditions: dict[str, dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
+        #: HyperNodes, each job's adjusted topology constraint and allocated hypernode (framework/topology.py)
+        self.topology = SessionTopology.open(self)
         #: per-session state plugins share (e.g. proportion's queue attributes); read only inside the framework
         #: and the plugins: ``close`` turns what a front-end needs into the ``SessionResult``
         self.state: dict[str, Any] = {}
@@ -241,12 +244,14 @@ class Session:
         return None if chosen is None else chosen.index
 
     # --- node choice -------------------------------------------------------------------------------------
-    def select_node(self, task: TaskInfo, job: JobInfo | None = None) -> tuple[int | None, bool]:
-        """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle."""
-        return self.selector.select(task, job)
+    def select_node(self, task: TaskInfo, job: JobInfo | None = None,
+                    within: np.ndarray | None = None) -> tuple[int | None, bool]:
+        """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle.
+        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered."""
+        return self.selector.select(task, job, within)
 
-    def explain(self, task: TaskInfo, job: JobInfo | None = None) -> FitErrors:
-        return self.selector.explain(task, job)
+    def explain(self, task: TaskInfo, job: JobInfo | None = None, within: np.ndarray | None = None) -> FitErrors:
+        return self.selector.explain(task, job, within)
 
     def feasible_nodes(self, task: TaskInfo, job: JobInfo | None = None) -> np.ndarray:
         """Mask of nodes passing every predicate (resources not considered), as preempt/reclaim need."""
