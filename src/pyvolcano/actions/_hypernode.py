@@ -106,7 +106,10 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
     assert jt.tier is not None
     pg = job.podgroup
     min_job = pg.min_resources if pg is not None and pg.min_resources is not None else ssn.res.zeros()
-    for gradient in st.gradient(job, st.topo.top, jt.tier, jt.allocated, min_job):
+    gradients = st.gradient(job, st.topo.top, jt.tier, jt.allocated, min_job)
+    tried: list[int] = []
+    for gradient in gradients:
+        tried += gradient
         solutions: dict[int, tuple[Ops, PriorityQueue[TaskInfo], float, int]] = {}
         for h in gradient:
             _reset_fit_errors(job)
@@ -132,8 +135,32 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
             continue
         best = max(solutions, key=lambda k: solutions[k][2])  # the first of equal scores (Volcano: random)
         ops, work, _, sub_allocated = solutions[best]
+        st.why.pop(job.uid, None)
         return _replay(ssn, ops), best, work, sub_allocated
+    st.why[job.uid] = _why(ssn, job, jt, tried)
     return None
+
+
+def _why(ssn: Session, job: JobInfo, jt: JobTopology, tried: list[int]) -> str:
+    """Why no hypernode took the job: the constraint, then which hypernodes were candidates and how much of the
+    job's pending requests the best of them had idle when the session opened."""
+    st = ssn.topology
+    topo, res = st.topo, ssn.res
+    names = topo.names
+    limit = f"network topology: hard, highest tier {jt.tier}"
+    if jt.allocated >= 0:
+        limit += f", pods already under {names[jt.allocated]}"
+    if not tried:
+        if jt.allocated >= 0 and topo.tier[jt.allocated] > (jt.tier or 0):
+            return f"{limit}: the hypernode its pods are under is above the allowed tier"
+        return f"{limit}: no hypernode at or below that tier has idle resources for the job's minResources"
+    need = _pending_request(job, res.size)
+    idle = topo.sums(ssn.nodes.idle)
+    shown = sorted(tried, key=lambda h: (-float(idle[h][0]), names[h]))[:3]
+    have = ", ".join(f"{names[h]} (tier {int(topo.tier[h])}) {res.format(idle[h])}" for h in shown)
+    more = f" and {len(tried) - len(shown)} more" if len(tried) > len(shown) else ""
+    return (f"{limit}: no candidate hypernode holds the gang (pending pods ask {res.format(need)}); "
+            f"idle in {have}{more}")
 
 
 def _pending_request(job: JobInfo, size: int) -> np.ndarray:

@@ -449,6 +449,9 @@ class Session:
                 for t in waiting:
                     fe = fit.get(t.uid)
                     st.pod_conditions[t.uid] = str(fe) if fe else base
+            note = self.topology.why.get(uid)
+            if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
+                out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}

@@ -67,6 +67,9 @@ class SessionTopology:
     #: per job being placed: the hypernode its pods so far sit under (Volcano's ``task.JobAllocatedHyperNode``,
     #: which node scores read); set by the allocate loop around each node choice
     placing: dict[str, int] = field(default_factory=dict)
+    #: per job that found no placement because of its topology constraint: why, for ``cycle`` (not Volcano's
+    #: condition message, which stays Volcano's)
+    why: dict[str, str] = field(default_factory=dict)
     gradient_fns: list[list[tuple[str, GradientFn]]] = field(default_factory=list)
     order_fns: list[list[tuple[str, OrderFn]]] = field(default_factory=list)
 
