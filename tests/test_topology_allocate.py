@@ -177,3 +177,22 @@ def test_plugin_arguments_and_flags() -> None:
     assert plugin.global_weight == 3 and plugin.weights[ssn.res.pos["cpu"]] == 1.0 and plugin.fading == 0.8
     st = ssn.topology
     assert st.gradient(ssn.jobs["ns/a"], st.topo.top, 1, -1, ssn.res.zeros()) == [[st.topo.top]]
+
+
+def test_vcjob_network_topology_is_copied_to_its_podgroup() -> None:
+    """Volcano's job controller (``createOrUpdatePodGroup``): mode, then the tier, else the tier name."""
+    import yaml
+
+    from pyvolcano.controllers.vcjob import JobController
+    from tests.kube.test_vcctl import TF_JOB
+    from tests.test_vcjob_ending import GracefulAPI
+
+    for nt, want in (({"mode": "soft", "highestTierAllowed": 2}, {"mode": "soft", "highestTierAllowed": 2}),
+                     ({"highestTierName": "spine"}, {"mode": "hard", "highestTierName": "spine"})):
+        api = GracefulAPI()
+        job = yaml.safe_load(TF_JOB)
+        job["metadata"].setdefault("namespace", "default")
+        job["spec"]["networkTopology"] = nt
+        JobController(api).add_job(job)
+        got = api.objs[("PodGroup", "default", job["metadata"]["name"])]["spec"]["networkTopology"]
+        assert got == want
