@@ -215,28 +215,26 @@ class NetworkTopologyAware(Plugin):
         return np.where(inside, (hi - tiers) / (hi - lo), 0.0)
 
     def _network_aware(self, task: TaskInfo, job: JobInfo, idx: np.ndarray) -> np.ndarray:
-        """``batchNodeOrderFnForNetworkAwarePods``: 0 everywhere until the job's pods sit under a hypernode."""
+        """``batchNodeOrderFnForNetworkAwarePods``: 0 everywhere until the job's pods sit under a hypernode.
+        Computed once per distinct lowest-tier hypernode among the candidates, then spread to their nodes."""
         st = self.st
         allocated = st.placing.get(job.uid, -1)
         if allocated < 0:
             return np.zeros(len(idx))
-        leaf = st.leaf_of_nodes()[idx]
-        score = np.zeros(len(idx))
-        has = leaf >= 0
+        uniq, inv = np.unique(st.leaf_of_nodes()[idx], return_inverse=True)
+        u_score = np.zeros(len(uniq))
+        has = uniq >= 0
         if has.any():
-            tiers = st.lca_tiers(leaf[has], allocated)
-            s = self._tier_score(tiers.astype(float))
-            s[leaf[has] == allocated] = 1.0
-            score[has] = s
+            s = self._tier_score(st.lca_tiers(uniq[has], allocated).astype(float))
+            s[uniq[has] == allocated] = 1.0
+            u_score[has] = s
+        score = u_score[inv]
         best = np.flatnonzero(score == score.max())
         if len(best) > 1:
-            leaves = leaf[best]
-            share = np.zeros(len(best))
-            ok = leaves >= 0
-            if ok.any():
-                uniq, inv = np.unique(leaves[ok], return_inverse=True)
-                share[ok] = self._task_share(job, uniq)[inv]
-            score[best] += share
+            share = np.zeros(len(uniq))
+            if has.any():
+                share[has] = self._task_share(job, uniq[has])
+            score[best] += share[inv[best]]
         return score
 
     def _normal(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
