@@ -183,7 +183,7 @@ def _allocate_for_subjob(ssn: Session, job: JobInfo, jt: JobTopology, queue: Que
         for h in gradient:
             _reset_fit_errors(job)
             work = tasks.clone()
-            stmt = _allocate_tasks(ssn, job, queue, work, h, sub_allocated)
+            stmt = _allocate_tasks(ssn, job, queue, work, h, sub_allocated, trial=True)
             if stmt is not None and stmt.ops:
                 found[h] = (_record(stmt), work)
                 stmt.discard(rollback=False)
@@ -197,10 +197,11 @@ def _allocate_for_subjob(ssn: Session, job: JobInfo, jt: JobTopology, queue: Que
 
 
 def _allocate_tasks(ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo], hypernode: int,
-                    allocated: int, ) -> Statement | None:
+                    allocated: int, *, trial: bool = False) -> Statement | None:
     """``allocateResourcesForTasks``: the job's pending pods, in task order, each to the best node under
     ``hypernode``; the statement when the job ends ready or pipelined, else everything undone and None.  Each pod
-    is scored knowing the hypernode the job's pods placed so far sit under (``task.JobAllocatedHyperNode``)."""
+    is scored knowing the hypernode the job's pods placed so far sit under (``task.JobAllocatedHyperNode``).
+    ``trial``: a dry run in one candidate hypernode, whose failure is not a gang roll-back in the statistics."""
     st = ssn.topology
     within = None if hypernode == st.topo.top else st.topo.members[hypernode]
     if not len(ssn.nodes) or (within is not None and not within.any()):
@@ -253,6 +254,6 @@ def _allocate_tasks(ssn: Session, job: JobInfo, queue: QueueInfo, tasks: Priorit
         st.placing.pop(job.uid, None)
     if ssn.job_ready(job) or ssn.job_pipelined(job):
         return stmt
-    stmt.discard()
+    stmt.discard(rollback=not trial)
     return None
 
