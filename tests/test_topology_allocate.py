@@ -196,3 +196,12 @@ def test_vcjob_network_topology_is_copied_to_its_podgroup() -> None:
         JobController(api).add_job(job)
         got = api.objs[("PodGroup", "default", job["metadata"]["name"])]["spec"]["networkTopology"]
         assert got == want
+
+
+def test_a_pod_that_fits_no_node_of_the_hypernode_says_which_hypernode() -> None:
+    """Volcano's ``FitErrors.SetHyperNode``: reasons counted over the hypernode's nodes only."""
+    objs = [*NODES, *TOPO, pg("busy", 1), *[pod(f"busy-{i}", "busy", 1, node_name=f"n{i}") for i in range(4)],
+            pg("a", 1, {"highestTierAllowed": 1}), pod("a-0", "a", 4)]
+    result, _ = cycle_objects(objs, load_conf(CONF, "t"))
+    why = result_json(result)["unschedulable"]["ns/a"]
+    assert "In hyperNode s" in why and "0/2 nodes are available: 2 Insufficient cpu." in why, why
