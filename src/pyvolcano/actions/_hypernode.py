@@ -49,7 +49,7 @@ def topology_waits(ssn: Session, job: JobInfo) -> bool:
 
 
 def allocate_topology_job(ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo],
-                          jobs: PriorityQueue[JobInfo], ) -> None:
+                          jobs: PriorityQueue[JobInfo]) -> None:
     """One turn of a job with a topology constraint (``allocateResources``' two branches for such jobs)."""
     jt = ssn.topology.of(job)
     assert jt is not None
