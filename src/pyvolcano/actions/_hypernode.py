@@ -14,7 +14,9 @@ nested loops:
 3. in a hypernode, the task loop: each pending pod, in task order, to the best node *among that hypernode's
    nodes*, until the job is ready.
 
-Every dry run is undone; of a gradient's solutions that leave the job ready or pipelined, the best-scoring one
+Every dry run is undone (except where a gradient holds a single candidate: its placements are kept, which ends in
+the same state as Volcano's undo and replay, its score taken before the dry run, when the session is as after the
+undo); of a gradient's solutions that leave the job ready or pipelined, the best-scoring one
 is replayed (Volcano's ``RecoverOperations``) and committed by the caller only when the job is ready.  The job's
 allocated hypernode then becomes the lowest common ancestor of the old one and the chosen candidate, so its
 later pods search only under its ancestor at the allowed tier.  Volcano breaks score ties between hypernodes at
@@ -90,6 +92,13 @@ def _replay(ssn: Session, ops: Ops) -> Statement:
     return stmt
 
 
+def _merged(ssn: Session, stmts: list[Statement]) -> Statement:
+    out = Statement(ssn)
+    for s in stmts:
+        out.merge(s)
+    return out
+
+
 def _reset_fit_errors(job: JobInfo) -> None:
     """``JobInfo.ResetFitErr``: every candidate hypernode starts with a clean record of failed roles."""
     job.nodes_fit_errors = {}
@@ -128,6 +137,9 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
                     break
             ops = [op for s_ in stmts for op in _record(s_)]
             if ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+                if len(gradient) == 1:  # the only candidate: keep its placements instead of undo and replay
+                    st.why.pop(job.uid, None)
+                    return _merged(ssn, stmts), h, work, sub_allocated
                 solutions[h] = (ops, work, score, sub_allocated)
             for s_ in reversed(stmts):
                 s_.discard(rollback=False)
@@ -179,6 +191,15 @@ def _allocate_for_subjob(ssn: Session, job: JobInfo, jt: JobTopology, queue: Que
     assert jt.tier is not None
     need = _pending_request(job, ssn.res.size)
     for gradient in st.gradient(job, root, jt.tier, sub_allocated, need):
+        if len(gradient) == 1:  # one candidate: its score now equals its score after an undone dry run
+            h = gradient[0]
+            score = st.order(job, [h])[h]
+            _reset_fit_errors(job)
+            work = tasks.clone()
+            stmt = _allocate_tasks(ssn, job, queue, work, h, sub_allocated, trial=True)
+            if stmt is not None and stmt.ops:
+                return stmt, score, st.lca(sub_allocated, h), work
+            continue
         found: dict[int, tuple[Ops, PriorityQueue[TaskInfo]]] = {}
         for h in gradient:
             _reset_fit_errors(job)
