@@ -34,6 +34,11 @@ BLOCKED_FAMILIES: dict[str, str] = {
     "preempt": "rules 7, 8, 16: 2 of 20 seeds (preempt victims; preempt-besteffort-preemptor repro)",
     "queue-priority": "rule 12 (a node-score case) and the enqueue-elastic-without-minresources finding: 2 of 20",
     "one-node-reclaim": "rules 7, 13, 17: 1 of 20 seeds (reclaim victims)",
+    # issue 14: seeds 0-59 agreed in a sweep, but Volcano picks among equally scored hypernodes at random
+    # (allocate.go: selectBestHyperNodeForJob over a map, util.SelectBestHyperNodeAndScore) and the compare does not
+    # yet count a hypernode tie as a tie (the oracle's decisionScores cover only the chosen hypernode's nodes): a
+    # seed can flake (seed 9 once, under load), so it runs in make bench only
+    "topology": "issue 14: hypernode ties are random in Volcano and not yet recognised as ties by the compare",
 }
 #: seeds per enabled family in ``make test`` (about 2 s each: pyvolcano and two oracle runs at once, each oracle
 #: run waiting ``oracle.QUIET`` for stragglers); nine families, so this keeps ``make test`` well under 10 minutes

@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
-from pyvolcano.api.resource import EPS, PODS
+from pyvolcano.api.resource import EPS
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.scores import MAX_NODE_SCORE
@@ -62,7 +62,7 @@ class NetworkTopologyAware(Plugin):
         for name, key in (("cpu", "hypernode.binpack.cpu"), ("memory", "hypernode.binpack.memory")):
             weights[res.pos[name]], weighted[res.pos[name]] = weight_of(key), True
         for name in (n.strip() for n in a.get_str("hypernode.binpack.resources", "").split(",")):
-            if name and name in res.pos and name != PODS:
+            if name and name in res.pos:
                 weights[res.pos[name]], weighted[res.pos[name]] = weight_of(f"hypernode.binpack.resources.{name}"), True
         self.weights, self.weighted = weights, weighted
         self.normal_enable = a.get_bool("hypernode.binpack.normal-pod.enable", True)
@@ -80,7 +80,9 @@ class NetworkTopologyAware(Plugin):
         self.used = topo.sums(nodes.used)
         self.idle0 = topo.sums(nodes.idle)
         self.future0 = topo.sums(nodes.future)
-        self.dims = np.array([d for d in range(res.size) if res.names[d] != PODS], dtype=np.int64)
+        #: every resource counts in the gradient's "idle covers the request", the pod count too: a task's request
+        #: carries pods=1 and a node's idle its free pod slots (Volcano's ``Resource.LessEqual`` over scalars)
+        self.dims = np.arange(res.size)
         members = topo.members
 
         where: dict[str, int] = {}  # the session clears a task's node before its deallocate event
