@@ -28,7 +28,14 @@ REPROS = sorted((Path(__file__).parent / "differential" / "repros").glob("*.yaml
 
 #: family -> what blocks it: the issue-13 rules (or "new" findings) whose absence makes it disagree today, from the
 #: sweep recorded in docs/volcano-differences.md ("How agreement is checked"). Enabling a family = deleting its row.
-BLOCKED_FAMILIES: dict[str, str] = {}  # empty since 2026-11-24: every family agrees on seeds 0-19 (docs: 20-59)
+BLOCKED_FAMILIES: dict[str, str] = {
+    # every other family agrees on seeds 0-19 since 2026-11-24 (docs/volcano-differences.md: 20-59).
+    # issue 14: seeds 0-59 agreed in a sweep, but Volcano picks among equally scored hypernodes at random
+    # (allocate.go: selectBestHyperNodeForJob over a map, util.SelectBestHyperNodeAndScore) and the compare does not
+    # yet count a hypernode tie as a tie (the oracle's decisionScores cover only the chosen hypernode's nodes): a
+    # seed can flake (seed 9 once, under load), so it runs in make bench only
+    "topology": "issue 14: hypernode ties are random in Volcano and not yet recognised as ties by the compare",
+}
 #: seeds per enabled family in ``make test`` (about 2 s each: pyvolcano and two oracle runs at once, each oracle
 #: run waiting ``oracle.QUIET`` for stragglers); thirteen families, about 4-5 minutes of ``make test``
 FAST_CASES = 10

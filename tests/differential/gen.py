@@ -105,6 +105,9 @@ tiers:
   - name: nodeorder
 """,
 }
+# Network topology: the default conf with network-topology-aware (issue 14), HyperNodes and networkTopology.
+CONFS["topology"] = CONFS["default"] + "  - name: network-topology-aware\n"
+
 #: families that reuse a conf above with more kinds of object: multi-role gangs (``volcano.sh/task-spec``),
 #: inter-pod (anti-)affinity and topology spread, queues with ``spec.priority``.
 #: ``one-node*``: a single node, so that node scores play no part (gang, queues, enqueue, priorities, victims);
@@ -151,6 +154,8 @@ def generate(family: str, seed: int) -> Case:
 
     # Nodes: distinct cpu sizes so that the nodeorder/binpack scores rarely tie.
     n_nodes = 1 if family.startswith("one-node") else rnd.randint(2, 4)
+    if family == "topology":  # room for two or three leaves
+        n_nodes = rnd.randint(3, 6)
     cpus = rnd.sample([2, 3, 4, 6, 8, 12, 16], n_nodes)
     nodes: list[dict[str, Any]] = []
     for i, cpu in enumerate(cpus):
@@ -217,6 +222,7 @@ def generate(family: str, seed: int) -> Case:
     leaf_queues = [q for q in queue_names if q not in set(parents.values())] or ["default"]
 
     # Jobs.
+    topo_rnd = random.Random(f"{family}:{seed}:topology")  # its own stream: other families' cases are unchanged
     n_jobs = rnd.randint(1, 5)
     t = 1
     for j in range(n_jobs):
@@ -292,9 +298,15 @@ def generate(family: str, seed: int) -> Case:
         # every allocated pod counts as elastic in proportion's enqueue). one-node keeps to the controller's way.
         if (rnd.random() < 0.5 or family == "one-node") and not besteffort:
             pg_spec["minResources"] = _res(cpu_m * min_member, mem * min_member, gpu * min_member)
+        if family == "topology":
+            nt = _network_topology(topo_rnd)
+            if nt is not None:
+                pg_spec["networkTopology"] = nt
         objects.append({"apiVersion": PG_API, "kind": "PodGroup",
                         "metadata": {"name": pg, "namespace": ns, "creationTimestamp": created},
                         "spec": pg_spec, "status": {"phase": pg_phase}})
+    if family == "topology":
+        objects += _hypernodes(topo_rnd, [n["name"] for n in nodes])
     # A finished job (Completed PodGroup, Succeeded pods still bound to a node), drawn from its own stream so
     # that adding it left every other object of every seed unchanged.
     done = random.Random(f"{family}:{seed}:completed")
@@ -337,3 +349,41 @@ def _label(objects: list[dict[str, Any]], node: str) -> str:
         if o.get("kind") == "Node" and o["metadata"]["name"] == node:
             return str(o["metadata"]["labels"]["zone"])
     return ""
+
+
+def _network_topology(rnd: random.Random) -> dict[str, Any] | None:
+    """A PodGroup's networkTopology for the topology family: none, hard up to tier 1 or 2 (by number or tier
+    name), or soft."""
+    kind = rnd.choice(["none", "hard1", "hard2", "leaf", "soft"])
+    if kind == "none":
+        return None
+    if kind == "soft":
+        return {"mode": "soft"}
+    if kind == "leaf":
+        return {"mode": "hard", "highestTierName": "leaf"}
+    return {"mode": "hard", "highestTierAllowed": 1 if kind == "hard1" else 2}
+
+
+def _hypernodes(rnd: random.Random, nodes: list[str]) -> list[dict[str, Any]]:
+    """Leaves (tier 1, tierName leaf) of one to three consecutive nodes, some nodes in none, and a spine (tier 2)
+    over all leaves or all but one."""
+    out: list[dict[str, Any]] = []
+    leaves: list[str] = []
+    i = 0
+    while i < len(nodes):
+        size = rnd.randint(1, 3)
+        members = nodes[i:i + size]
+        i += size
+        if rnd.random() < 0.15:  # nodes under no leaf
+            continue
+        name = f"leaf{len(leaves)}"
+        leaves.append(name)
+        out.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+                    "spec": {"tier": 1, "tierName": "leaf", "members": [
+                        {"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in members]}})
+    under = leaves if len(leaves) < 3 or rnd.random() < 0.5 else leaves[:-1]
+    if under:
+        out.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "spine"},
+                    "spec": {"tier": 2, "tierName": "spine", "members": [
+                        {"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in under]}})
+    return out

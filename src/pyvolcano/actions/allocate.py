@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pyvolcano.actions._hypernode import allocate_topology_job, topology_waits
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
@@ -54,6 +55,8 @@ class Allocate(Action):
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions):
             if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
                 continue
+            if topology_waits(ssn, job):  # a topology constraint and the HyperNode tree is not ready
+                continue
             ns = job.namespace if ns_enabled else ""
             by_ns.setdefault(ns, {}).setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
         namespaces: PriorityQueue[str] = PriorityQueue(ssn.namespace_cmp, by_ns)
@@ -78,7 +81,10 @@ class Allocate(Action):
                 pending[job.uid] = PriorityQueue(
                     ssn.task_cmp, [t for t in job.index.get(TaskStatus.Pending, {}).values()
                                    if not t.best_effort and not t.sch_gated])
-            self.allocate_job(ssn, job, best, pending[job.uid], queues[best.name])
+            if ssn.topology.of(job) is not None:  # networkTopology: hypernode by hypernode (actions/_hypernode.py)
+                allocate_topology_job(ssn, job, best, pending[job.uid], queues[best.name])
+            else:
+                self.allocate_job(ssn, job, best, pending[job.uid], queues[best.name])
             namespaces.push(ns)
 
     def allocate_job(self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo],

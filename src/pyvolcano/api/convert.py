@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.hypernode import NetworkTopology
 from pyvolcano.api.job_info import PodGroup, TaskInfo
 from pyvolcano.api.k8s_requests import k8s_extra
 from pyvolcano.api.node_info import NodeSpec
@@ -226,6 +227,8 @@ def podgroup(pg: dict[str, Any], res: ResourceIndex) -> PodGroup:
         phase=phase_v, conditions=list(status.get("conditions") or []),
         creation=parse_time(pg, md.get("creationTimestamp")), annotations=dict(md.get("annotations") or {}),
         labels=dict(md.get("labels") or {}), manifest=pg,
+        network_topology=NetworkTopology.of(_d(spec.get("networkTopology"))
+                                            if spec.get("networkTopology") is not None else None),
     )
 
 

@@ -13,6 +13,8 @@ class FitErrors:
         self.total_nodes = total_nodes
         self.reasons: Counter[str] = Counter()
         self.message = ""
+        #: the hypernode whose nodes were searched (Volcano's ``FitErrors.SetHyperNode``): "In hyperNode X: ..."
+        self.hypernode = ""
 
     def add(self, reason: str, count: int = 1) -> None:
         self.reasons[reason] += count
@@ -20,7 +22,14 @@ class FitErrors:
     def set_error(self, message: str) -> None:
         self.message = message
 
+    def set_hypernode(self, name: str) -> None:
+        self.hypernode = name
+
     def __str__(self) -> str:
+        text = self._text()
+        return f"In hyperNode {self.hypernode}: {text}" if self.hypernode else text
+
+    def _text(self) -> str:
         if self.message and not self.reasons:
             return self.message
         if not self.reasons:  # no node to give a reason, e.g. a cluster without (ready) nodes

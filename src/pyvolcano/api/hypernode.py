@@ -146,6 +146,27 @@ def parse_hypernode(obj: Mapping[str, Any]) -> HyperNode:
     return HyperNode(name, spec)
 
 
+@dataclass(frozen=True)
+class NetworkTopology:
+    """A PodGroup's (or sub-group's) ``networkTopology`` (``scheduling.volcano.sh/v1beta1 NetworkTopologySpec``):
+    ``mode`` hard ("never above the tier") or soft ("as close as possible"), and the highest tier allowed, as a
+    number or as a HyperNode ``tierName`` (never both: ``api/models.py`` refuses that at the boundary)."""
+
+    mode: str = "hard"
+    highest_tier: int | None = None
+    tier_name: str | None = None
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any] | None) -> NetworkTopology | None:
+        """From a validated manifest's ``spec.networkTopology`` (None when absent).  ``mode`` defaults to hard,
+        as the CRD's default does."""
+        if spec is None:
+            return None
+        tier = spec.get("highestTierAllowed")
+        return cls(str(spec.get("mode") or "hard"), None if tier is None else int(tier),
+                   spec.get("highestTierName") or None)
+
+
 @dataclass
 class Topology:
     """The HyperNode tree over the session's nodes (index ``len(names) - 1`` is the virtual cluster top).

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.fit_errors import FitErrors
+from pyvolcano.api.hypernode import NetworkTopology
 from pyvolcano.api.resource import is_empty
 from pyvolcano.api.types import ALLOCATED, READY, VALID, PodGroupPhase, TaskStatus
 
@@ -117,6 +118,8 @@ class PodGroup:
     creation: float = 0.0
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    #: ``spec.networkTopology`` (None: no topology constraint)
+    network_topology: NetworkTopology | None = None
     synthetic: bool = False  # made for a volcano pod without a PodGroup, as Volcano's podgroup controller does
     manifest: dict[str, Any] | None = None
 

@@ -306,12 +306,28 @@ class Pod(_Obj):
 
 
 # --- Volcano: PodGroup, Queue -------------------------------------------------------------------------
+class NetworkTopologySpec(_M):
+    """``spec.networkTopology`` of a PodGroup (the CRD ``scheduling.volcano.sh_podgroups.yaml``): mode hard or
+    soft (default hard), ``highestTierAllowed`` >= 0 or ``highestTierName`` (at most 253 characters), not both."""
+
+    mode: Literal["hard", "soft"] | None = None
+    highestTierAllowed: Annotated[int, _integer(0, 1_000)] | None = None
+    highestTierName: Annotated[str, Field(max_length=253)] | None = None
+
+    @model_validator(mode="after")
+    def _not_both(self) -> NetworkTopologySpec:
+        if self.highestTierAllowed is not None and self.highestTierName:
+            raise ValueError("highestTierName and highestTierAllowed cannot be set simultaneously")
+        return self
+
+
 class PodGroupSpec(_M):
     minMember: Count | None = None
     minTaskMember: dict[str, Count] | None = None
     queue: str | None = None
     priorityClassName: str | None = None
     minResources: ResourceList | None = None
+    networkTopology: NetworkTopologySpec | None = None
 
 
 class PodGroupStatus(_M):

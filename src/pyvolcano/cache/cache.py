@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api import convert, models
+from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
 from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
 from pyvolcano.api.node_info import NodeArrays, NodeSpec
 from pyvolcano.api.queue_info import QueueInfo
@@ -33,7 +34,7 @@ from pyvolcano.errors import ManifestError
 #: tests every task)
 _OFF_NODE = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
-         "Namespace")
+         "Namespace", "HyperNode")
 
 
 #: Volcano's per-pod override of the task priority (``api/job_info.go: TaskPriorityAnnotation``)
@@ -73,6 +74,8 @@ class Snapshot:
     #: the pending pods of the skipped jobs -> the job's reason (they get a FailedScheduling event)
     skipped_pods: dict[str, str] = field(default_factory=dict)
     now: float = 0.0
+    #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
+    topology: Topology | None = None
 
 
 class SchedulerCache:
@@ -100,6 +103,11 @@ class SchedulerCache:
         self.pdbs: dict[str, dict[str, Any]] = {}
         self.quotas: dict[str, dict[str, Any]] = {}
         self.raw: dict[tuple[str, str], dict[str, Any]] = {}
+        #: HyperNodes by name (``topology.volcano.sh/v1alpha1``); the tree is built per snapshot over its nodes
+        self.hypernodes: dict[str, HyperNode] = {}
+        #: bumped by every Node or HyperNode change, so a snapshot rebuilds the topology only when it changed
+        self._topo_version = 0
+        self._topo_memo: tuple[tuple[int, tuple[str, ...]], Topology] | None = None
         self.problems: list[str] = []
         self.now = 0.0
 
@@ -146,7 +154,11 @@ class SchedulerCache:
     def delete(self, obj: dict[str, Any]) -> None:
         kind, key = self._key(obj)
         self.raw.pop((kind, key), None)
-        if kind == "Node":
+        if kind in ("Node", "HyperNode"):
+            self._topo_version += 1
+        if kind == "HyperNode":
+            self.hypernodes.pop(key, None)
+        elif kind == "Node":
             self.nodes.pop(key, None)
         elif kind == "Pod":
             self._remove_task(key)
@@ -190,6 +202,23 @@ class SchedulerCache:
     def _upsert_node(self, obj: dict[str, Any]) -> None:
         spec = convert.node_spec(obj, self.res)
         self.nodes[spec.name] = spec
+        self._topo_version += 1
+
+    def _upsert_hypernode(self, obj: dict[str, Any]) -> None:
+        """A HyperNode through its validated boundary (``api/hypernode.py: parse_hypernode``)."""
+        hn = parse_hypernode(obj)
+        self.hypernodes[hn.name] = hn
+        self._topo_version += 1
+
+    def topology(self, specs: list[NodeSpec]) -> Topology:
+        """The HyperNode tree over these nodes (Volcano's ``HyperNodesInfo`` as the snapshot copies it), rebuilt
+        only when a Node or HyperNode changed since the last snapshot."""
+        key = (self._topo_version, tuple(s.name for s in specs))
+        if self._topo_memo is not None and self._topo_memo[0] == key:
+            return self._topo_memo[1]
+        topo = Topology.build(list(self.hypernodes.values()), [s.name for s in specs], [s.labels for s in specs])
+        self._topo_memo = (key, topo)
+        return topo
 
     def _upsert_queue(self, obj: dict[str, Any]) -> None:
         q = convert.queue(obj, self.res)
@@ -352,7 +381,7 @@ class SchedulerCache:
         return Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
-            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
+            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, topology=self.topology(specs),
         )
 
     def warn_problems(self) -> None:

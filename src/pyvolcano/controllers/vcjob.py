@@ -169,6 +169,14 @@ class JobController:
             pg_spec["minTaskMember"] = mtm
         if spec.get("priorityClassName"):
             pg_spec["priorityClassName"] = spec["priorityClassName"]
+        nt = spec.get("networkTopology")
+        if isinstance(nt, dict):  # Volcano's createOrUpdatePodGroup: mode, then the tier or else the tier name
+            pg_nt: dict[str, Any] = {"mode": nt.get("mode") or "hard"}
+            if nt.get("highestTierAllowed") is not None:
+                pg_nt["highestTierAllowed"] = nt["highestTierAllowed"]
+            elif nt.get("highestTierName"):
+                pg_nt["highestTierName"] = nt["highestTierName"]
+            pg_spec["networkTopology"] = pg_nt
         return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                 "metadata": {"name": md["name"], "namespace": md.get("namespace") or "default",
                              "creationTimestamp": md.get("creationTimestamp"),

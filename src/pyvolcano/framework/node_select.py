@@ -359,25 +359,31 @@ class NodeSelector:
             total[idx] += extra
         return total
 
-    def select(self, task: TaskInfo, job: JobInfo | None) -> tuple[int | None, bool]:
+    def select(self, task: TaskInfo, job: JobInfo | None,
+               within: np.ndarray | None = None) -> tuple[int | None, bool]:
         """Best node for ``task``: (index, fits idle now) or (None, False) when no node can take it.
 
         Nodes whose idle resources fit come first (Allocate); otherwise nodes whose future idle fits
         (Pipeline), as Volcano's allocate does with its two candidate gradients.  Ties go to the lowest node
-        index (the snapshot's node order), where Volcano picks one of the best at random; see ``ties``."""
+        index (the snapshot's node order), where Volcano picks one of the best at random; see ``ties``.
+        ``within`` (a node mask): only these nodes are candidates (a hypernode's, in topology-aware allocate)."""
         if not len(self.all_idx):
             return None, False
         if self.simple:
             e = self.entry(task, job)
             if not e.norm:
-                for key, now in ((e.key_idle, True), (e.key_future, False)):
+                keys = (e.key_idle, e.key_future) if within is None else (
+                    np.where(within, e.key_idle, -np.inf), np.where(within, e.key_future, -np.inf))
+                for key, now in zip(keys, (True, False), strict=True):
                     i = int(key.argmax())
                     if key[i] > -np.inf:
                         self._record(task, key, i)
                         return i, now
-                if not (e.ok & e.fit_future).any():  # only a node scoring -inf could still be a candidate
-                    return None, False
+                if not (e.ok & e.fit_future if within is None else e.ok & e.fit_future & within).any():
+                    return None, False  # only a node scoring -inf could still be a candidate
         e, feas = self.feasible(task, job)
+        if within is not None:
+            feas = feas & within
         for cand, now in ((feas & e.fit_idle, True), (feas & e.fit_future, False)):
             count = int(np.count_nonzero(cand))
             if count == 0:
@@ -400,23 +406,25 @@ class NodeSelector:
             return i, now
         return None, False
 
-    def explain(self, task: TaskInfo, job: JobInfo | None) -> FitErrors:
+    def explain(self, task: TaskInfo, job: JobInfo | None, within: np.ndarray | None = None) -> FitErrors:
         """Why no node fits, Volcano's order: resources against future idle first, then each predicate.
 
         Like Volcano's allocate, a node short of resources is counted once, under the first resource it
         lacks (cpu, memory, extended resources, then the pod count, which Volcano checks as a predicate)."""
         nodes = self.ssn.nodes
-        fe = FitErrors(len(nodes))
+        fe = FitErrors(len(nodes) if within is None else int(np.count_nonzero(within)))
         names = self.ssn.res.names
         order = [d for d in range(len(names)) if d != 2] + [2]  # position 2 is the pod count
         lack = ~(nodes.future_idle() > fit_floor(task.init_resreq))[:, order]
         res_fail = lack.any(axis=1)
+        if within is not None:  # only these nodes are asked about: the others neither fail nor pass
+            res_fail &= within
         first = np.argmax(lack, axis=1)
         for j in np.unique(first[res_fail]):
             fe.add(insufficient_reason(names[order[j]]), int(np.count_nonzero(res_fail & (first == j))))
         # Each node is charged to the first predicate it fails.  The predicates' masks find those nodes at once;
         # only they are asked for the reason's text (a taint's key, say), node by node.
-        left = np.nonzero(~res_fail)[0]
+        left = np.nonzero(~res_fail if within is None else ~res_fail & within)[0]
         for p in self.static_preds + self.dyn_preds + self.fresh_preds:
             if not len(left):
                 break

@@ -100,6 +100,7 @@ from pyvolcano.framework.result import (
     SessionStats,
 )
 from pyvolcano.framework.state import CAPACITY_QUEUES, PROPORTION_QUEUES, QUEUE_PROBLEMS, SessionState
+from pyvolcano.framework.topology import SessionTopology
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -145,6 +146,8 @@ class Session:
         self.pg_conditions: dict[str, dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
+        #: HyperNodes, each job's adjusted topology constraint and allocated hypernode (framework/topology.py)
+        self.topology = SessionTopology.open(self)
         #: per-session state plugins share, under typed keys (e.g. proportion's queue attributes under
         #: ``state.PROPORTION_QUEUES``); read only inside the framework and the plugins: ``close`` turns what a
         #: front-end needs into the ``SessionResult``
@@ -395,12 +398,14 @@ class Session:
         return None if chosen is None else chosen.index
 
     # --- node choice -------------------------------------------------------------------------------------
-    def select_node(self, task: TaskInfo, job: JobInfo | None = None) -> tuple[int | None, bool]:
-        """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle."""
-        return self.selector.select(task, job)
+    def select_node(self, task: TaskInfo, job: JobInfo | None = None,
+                    within: np.ndarray | None = None) -> tuple[int | None, bool]:
+        """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle.
+        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered."""
+        return self.selector.select(task, job, within)
 
-    def explain(self, task: TaskInfo, job: JobInfo | None = None) -> FitErrors:
-        return self.selector.explain(task, job)
+    def explain(self, task: TaskInfo, job: JobInfo | None = None, within: np.ndarray | None = None) -> FitErrors:
+        return self.selector.explain(task, job, within)
 
     def feasible_nodes(self, task: TaskInfo, job: JobInfo | None = None) -> np.ndarray:
         """Mask of nodes passing every predicate (resources not considered)."""
@@ -606,6 +611,9 @@ class Session:
                 for t in waiting:
                     fe = fit.get(t.uid)
                     st.pod_conditions[t.uid] = str(fe) if fe else base
+            note = self.topology.why.get(uid)
+            if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
+                out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}

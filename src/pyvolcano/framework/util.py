@@ -48,5 +48,18 @@ class PriorityQueue(Generic[T]):
     def empty(self) -> bool:
         return not self._heap
 
+    def clone(self) -> PriorityQueue[T]:
+        """An independent queue with the same items and order (Volcano's ``PriorityQueue.Clone``: a dry run of a
+        job in each candidate hypernode pops its own copy of the job's pending tasks)."""
+        q: PriorityQueue[T] = PriorityQueue(self._cmp)
+        q._heap = list(self._heap)
+        q._seq = itertools.count(next(self._seq))
+        return q
+
+    def assign(self, other: PriorityQueue[T]) -> None:
+        """Take ``other``'s items (Volcano's worksheet ``ShallowCopyFrom``: the tasks a chosen dry run left)."""
+        self._heap = list(other._heap)
+        self._seq = itertools.count(next(other._seq))
+
     def __len__(self) -> int:
         return len(self._heap)
