@@ -103,6 +103,8 @@ def register(group: click.Group) -> None:
                   help="Seed of the synthetic generator and of the Alibaba node sample.")
     @click.option("--out", default="sim-out", show_default=True, type=click.Path(file_okay=False))
     @click.option("--no-progress", is_flag=True)
+    @click.option("--full-sessions", is_flag=True,
+                  help="Examine every pending job in every session (no blocked-job memo; same decisions, slower).")
     @output_option()
     def simulate(cluster: str | None, queues_arg: str | None, workload: str | None, csv_path: str | None,
                  synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float,
@@ -110,7 +112,7 @@ def register(group: click.Group) -> None:
                  duration_scale: float, gang_window: float, max_gang: int, config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
                  node_failures: str | None, cancel: str | None, seed: int, out: str, no_progress: bool,
-                 output: str) -> None:
+                 full_sessions: bool, output: str) -> None:
         """Simulate a workload (one of --workload, --csv, --synthetic, --alibaba) and write jobs.csv,
         summary.json and report.html into --out."""
         sources = [x for x in (workload, csv_path, synth, use_alibaba or None) if x]
@@ -151,7 +153,7 @@ def register(group: click.Group) -> None:
         for i, (c, (conf, name)) in enumerate(zip(confs, loaded, strict=True)):
             d = Path(out) if len(confs) == 1 else Path(out) / f"run{i}-{Path(c).stem if c else 'default'}"
             s = run_one(inputs, conf, name, d, period=period, start_latency=start_latency, grace=grace,
-                        until=until, progress=not no_progress, warn=warn, keep=runs)
+                        until=until, progress=not no_progress, warn=warn, keep=runs, full_sessions=full_sessions)
             summaries.append(s)
             click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
         if len(runs) > 1:  # compared side by side: one time window for all
