@@ -335,6 +335,13 @@ class SchedulerCache:
                 del self.jobs[t.job]
 
     # --- scheduler decisions written back -------------------------------------------------------------
+    def set_podgroup_phase(self, pg: PodGroup, phase: PodGroupPhase) -> None:
+        """The phase the scheduler wrote, kept until the API server shows it (Kubernetes mode), with the epochs
+        moved as an informer update of that phase would move them."""
+        if pg.phase != phase and not (pg.phase == PodGroupPhase.Pending and phase == PodGroupPhase.Inqueue):
+            self.freed()
+        pg.phase = phase
+
     def set_task_status(self, task: TaskInfo, status: TaskStatus, node: str | None = None) -> None:
         job = self.jobs.get(task.job)
         self._moved((task.status, task.node_name), status, task.node_name if node is None else node)

@@ -83,6 +83,8 @@ class BlockedMemo:
     allocate: dict[str, _Entry] = field(default_factory=dict)
     #: jobs skipped (tests and benchmarks read it)
     skipped: int = 0
+    #: the conf the entries were recorded under (a reload makes a new object and forgets them all)
+    conf: Any = None
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):
@@ -121,8 +123,11 @@ class SessionMemo:
     """The memo as one session sees it: the snapshot's epochs and whether this conf allows skipping."""
 
     def __init__(self, memo: BlockedMemo, conf: Any, free_epoch: int, use_epoch: int) -> None:
+        if memo.conf is not conf:
+            memo.enqueue.clear()
+            memo.allocate.clear()
+            memo.conf = conf
         self.memo = memo
-        self.conf = conf
         self.free_epoch = free_epoch
         self.use_epoch = use_epoch
         self.enqueue_ok = _conf_ok(conf, True)
@@ -130,7 +135,7 @@ class SessionMemo:
 
     # --- enqueue -------------------------------------------------------------------------------------------
     def _enqueue_key(self, job: JobInfo) -> tuple[Any, ...]:
-        return (self.free_epoch, job.cloned_from, id(self.conf))
+        return (self.free_epoch, job.cloned_from)
 
     def enqueue_blocked(self, job: JobInfo) -> bool:
         """True (and the job's reason restored) when the job was refused admission under the same fingerprint."""
@@ -154,7 +159,7 @@ class SessionMemo:
     def _allocate_key(self, job: JobInfo, deserved: np.ndarray | None) -> tuple[Any, ...]:
         pending = job.index.get(TaskStatus.Pending)
         many = pending is not None and len(pending) > 1
-        return (self.free_epoch, self.use_epoch if many else -1, job.cloned_from, id(self.conf),
+        return (self.free_epoch, self.use_epoch if many else -1, job.cloned_from,
                 None if deserved is None else deserved.tobytes())
 
     def allocate_blocked(self, job: JobInfo, deserved: np.ndarray | None) -> bool:

@@ -25,7 +25,7 @@ from pyvolcano.sim.run import (
     queue_weights,
     run_one,
 )
-from pyvolcano.sim.workload import from_manifests, load_csv, synthetic
+from pyvolcano.sim.workload import MONTH, from_manifests, load_csv, services, synthetic
 
 #: options that take several values after one flag (``--compare a.conf b.conf``) as well as repeated flags
 MULTI_VALUE = ("--compare",)
@@ -78,6 +78,11 @@ def register(group: click.Group) -> None:
                   help="Synthetic: mean of the exponential pod durations (s; at least 1 s each).")
     @click.option("--gpu-fraction", type=Number(0, 1), default=0.5, show_default=True,
                   help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu.")
+    @click.option("--synthetic-services", "services_n", type=click.IntRange(1, 1_000_000), default=None,
+                  help="N single-pod long-running services over --span seconds (an oversubscribed month; "
+                       "docs/simulator.md).")
+    @click.option("--span", type=Number(0, 1e10, lo_open=True), default=MONTH, show_default=True,
+                  help="Seconds the --synthetic-services arrivals spread over.")
     @click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace.")
     @click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy).")
     @click.option("--ali-nodes", type=click.IntRange(1, 100_000), default=120,
@@ -108,16 +113,18 @@ def register(group: click.Group) -> None:
     @output_option()
     def simulate(cluster: str | None, queues_arg: str | None, workload: str | None, csv_path: str | None,
                  synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float,
-                 use_alibaba: bool, trace_dir: str | None, ali_nodes: int, ali_pods: int, compress: float,
+                 services_n: int | None, span: float, use_alibaba: bool, trace_dir: str | None, ali_nodes: int,
+                 ali_pods: int, compress: float,
                  duration_scale: float, gang_window: float, max_gang: int, config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
                  node_failures: str | None, cancel: str | None, seed: int, out: str, no_progress: bool,
                  full_sessions: bool, output: str) -> None:
-        """Simulate a workload (one of --workload, --csv, --synthetic, --alibaba) and write jobs.csv,
-        summary.json and report.html into --out."""
-        sources = [x for x in (workload, csv_path, synth, use_alibaba or None) if x]
+        """Simulate a workload (one of --workload, --csv, --synthetic, --synthetic-services, --alibaba) and write
+        jobs.csv, summary.json and report.html into --out."""
+        sources = [x for x in (workload, csv_path, synth, services_n, use_alibaba or None) if x]
         if len(sources) != 1:
-            raise UserError("give exactly one workload: --workload, --csv, --synthetic N or --alibaba")
+            raise UserError("give exactly one workload: --workload, --csv, --synthetic N, --synthetic-services N "
+                            "or --alibaba")
         if use_alibaba:
             knobs = alibaba.AlibabaKnobs(nodes=ali_nodes, pods=ali_pods, compress=compress,
                                          duration_scale=duration_scale, gang_window=gang_window, max_gang=max_gang,
@@ -130,6 +137,8 @@ def register(group: click.Group) -> None:
                 wl = from_manifests(load_objects(workload))
             elif csv_path:
                 wl = load_csv(csv_path)
+            elif services_n:
+                wl = services(seed=seed, jobs=services_n, span=span, queues=queue_weights(queues_arg))
             else:
                 wl = synthetic(seed=seed, jobs=int(synth or 0), rate=rate, queues=queue_weights(queues_arg),
                                gang_sizes=parse_gang_sizes(gang_sizes), mean_duration=mean_duration,

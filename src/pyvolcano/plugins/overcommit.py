@@ -45,6 +45,15 @@ def reservations(jobs: list[JobInfo], size: int) -> tuple[np.ndarray, np.ndarray
     return inqueue, elastic
 
 
+def session_reservations(ssn: Session) -> tuple[np.ndarray, np.ndarray]:
+    """``reservations`` over every job of the session, in ``ssn.jobs`` order, computed once per session (at open,
+    before any plugin changes a job): overcommit and proportion both need it, and it walks every job."""
+    got = ssn.state.get("reservations")
+    if got is None:
+        got = ssn.state["reservations"] = reservations(list(ssn.jobs.values()), ssn.res.size)
+    return got
+
+
 @register_plugin
 class Overcommit(Plugin):
     name = "overcommit"
@@ -56,7 +65,7 @@ class Overcommit(Plugin):
         mask = ssn.res.fair_mask
         used = ssn.nodes.used.sum(axis=0) if len(ssn.nodes) else ssn.res.zeros()
         idle = (ssn.total_resource * factor - used) * mask
-        inqueue = reservations(list(ssn.jobs.values()), ssn.res.size)[0].sum(axis=0) * mask
+        inqueue = session_reservations(ssn)[0].sum(axis=0) * mask
         state = {"inqueue": inqueue}
 
         def enqueueable(job: JobInfo) -> int:

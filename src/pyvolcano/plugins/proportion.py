@@ -38,7 +38,7 @@ from pyvolcano.framework.points import PERMIT, REJECT
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._queue_res import deserved_share, le_with_dimension
-from pyvolcano.plugins.overcommit import reservations
+from pyvolcano.plugins.overcommit import session_reservations
 
 
 @dataclass
@@ -119,10 +119,12 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     order: dict[str, int] = {}
     qpos: list[int] = []
     jobs: list[JobInfo] = []
-    for job in ssn.jobs.values():
+    rows: list[int] = []
+    for row, job in enumerate(ssn.jobs.values()):
         q = ssn.queues.get(job.queue)
         if q is None:
             continue
+        rows.append(row)
         if q.name not in attrs:
             attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee)
             order[q.name] = len(order)
@@ -143,7 +145,8 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
         if pending:
             for t in pending.values():
                 request[qpos[k]] += t.resreq
-    held_back, beyond = reservations(jobs, size)
+    every_in, every_el = session_reservations(ssn)
+    held_back, beyond = every_in[rows], every_el[rows]
     inqueue = np.zeros((len(order), size))
     np.add.at(inqueue, qidx, held_back)
     elastic = np.zeros((len(order), size))
