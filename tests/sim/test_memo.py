@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyvolcano.api.types import PodGroupPhase
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.sim import metrics
@@ -91,3 +92,17 @@ def test_epochs_move_only_when_room_can_come_back() -> None:
     cache.upsert({"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi",
                                                                                          "pods": "110"}}})
     assert cache.free_epoch > free
+
+
+def test_a_written_podgroup_phase_moves_the_epochs_as_an_informer_update_would() -> None:
+    # the Kubernetes mode keeps the phase it wrote in the cache (SchedulerCache.set_podgroup_phase) until the API
+    # server shows it: admission only consumes, leaving Inqueue hands the reservation back
+    cache = SchedulerCache(memo=True)
+    cache.upsert({"kind": "PodGroup", "metadata": {"name": "p", "namespace": "default"},
+                  "spec": {"minMember": 1}, "status": {"phase": "Pending"}})
+    pg = cache.podgroups["default/p"]
+    free = cache.free_epoch
+    cache.set_podgroup_phase(pg, PodGroupPhase.Inqueue)
+    assert cache.free_epoch == free and pg.phase == PodGroupPhase.Inqueue
+    cache.set_podgroup_phase(pg, PodGroupPhase.Running)
+    assert cache.free_epoch == free + 1 and pg.phase == PodGroupPhase.Running
