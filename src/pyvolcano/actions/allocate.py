@@ -6,21 +6,26 @@ shares shift as tasks land), then jobs, then tasks.  Each task goes to the best 
 fit (Allocate) or, failing that, whose future idle fits (Pipeline).  A task that finds no node does not stop
 the job while its gang can still be met (see ``Allocate.allocate_job``).  A job's tasks go into one statement:
 committed when the job is ready, kept (not bound) when it is pipelined, discarded otherwise.  A ready job
-with tasks left goes back in its queue so other jobs get a turn.
+with tasks left goes back in its queue so other jobs get a turn.  A job whose last turn placed nothing, under the
+same fingerprint (``cache/memo.py``), gets no turn: that turn would be a no-op again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from pyvolcano.actions._hypernode import allocate_topology_job, topology_waits
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import PROPORTION_QUEUES
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
 
@@ -48,11 +53,32 @@ def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo],
 @register_action
 class Allocate(Action):
     name = "allocate"
+    #: the blocked-job memo for this session (None: every job gets its turn), the jobs that placed something,
+    #: and each queue's deserved share (the memo's key)
+    memo: SessionMemo | None = None
+    placed: set[str]
+    deserved: dict[str, np.ndarray]
 
     def execute(self, ssn: Session) -> None:
         by_ns: dict[str, dict[str, PriorityQueue[JobInfo]]] = {}
         ns_enabled = ssn.has("namespaceOrder")
-        for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions):
+        memo = ssn.memo
+        # the memo needs "no future idle": with releasing or pipelined resources the order of turns decides who
+        # gets them (cache/memo.py)
+        if memo is not None and (ssn.nodes.releasing.any() or ssn.nodes.pipelined.any()):
+            memo = None
+        self.memo = memo
+        self.placed: set[str] = set()
+        fair = ssn.state.get(PROPORTION_QUEUES)
+        self.deserved = {} if fair is None else {name: a.deserved for name, a in fair.items()}
+        wanted: Callable[[JobInfo], bool] | None = None
+        if memo is not None:
+            live, deserved = memo, self.deserved
+
+            def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
+                return not live.allocate_blocked(job, deserved.get(job.queue))
+            wanted = unblocked
+        for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
             if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
                 continue
             if topology_waits(ssn, job):  # a topology constraint and the HyperNode tree is not ready
@@ -133,9 +159,20 @@ class Allocate(Action):
                 jobs.push(job)
                 break
         if ssn.job_ready(job):
+            placed = bool(stmt.ops)
             stmt.commit()
         elif not ssn.job_pipelined(job):
+            placed = False
             stmt.discard()
+        else:
+            placed = True
+        memo = self.memo
+        if memo is not None:
+            if placed:
+                self.placed.add(job.uid)
+                memo.forget_allocate(job)
+            elif job.uid not in self.placed:
+                memo.record_allocate(job, self.deserved.get(job.queue))
 
     @staticmethod
     def _explain(ssn: Session, task: TaskInfo, job: JobInfo, explained: dict[object, tuple[int, FitErrors]]

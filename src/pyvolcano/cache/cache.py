@@ -26,13 +26,17 @@ from pyvolcano.api.types import (
     DEFAULT_SCHEDULER,
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
+    PodGroupPhase,
     TaskStatus,
 )
+from pyvolcano.cache.memo import BlockedMemo
 from pyvolcano.errors import ManifestError
 
 #: statuses that hold nothing on a node; a set: membership is cheap, IntFlag "&" runs Python code (the snapshot
 #: tests every task)
 _OFF_NODE = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
+#: statuses in which a pod holds its node's resources for good; moving between them gives nothing back
+_HOLDING = frozenset((TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running))
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
          "Namespace", "HyperNode")
 
@@ -76,14 +80,26 @@ class Snapshot:
     now: float = 0.0
     #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
     topology: Topology | None = None
+    #: the blocked-job memo (``framework/memo.py``) and the cache's epochs when the snapshot was taken; None:
+    #: every job is examined every session (``--full-sessions``)
+    memo: BlockedMemo | None = None
+    free_epoch: int = 0
+    use_epoch: int = 0
 
 
 class SchedulerCache:
     """Cluster state between sessions.  ``scheduler_name`` selects the pods this scheduler places."""
 
     def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER, res: ResourceIndex | None = None, *,
-                 reuse_clones: bool = False) -> None:
+                 reuse_clones: bool = False, memo: bool = False) -> None:
         self.scheduler_name = scheduler_name
+        #: blocked-job memo (``framework/memo.py``): only for a caller whose every change goes through
+        #: ``upsert``/``delete``/``set_task_status`` (the simulator; the Kubernetes scheduler with ``incremental``)
+        self.memo: BlockedMemo | None = BlockedMemo() if memo else None
+        #: moves on every change that can give room back or change a rule's input other than by consuming it
+        #: (see ``framework/memo.py``); ``use_epoch`` on every change of node usage at all
+        self.free_epoch = 0
+        self.use_epoch = 0
         #: hand a job's previous clone to the next snapshot when neither the job nor that clone has changed
         #: (``JobInfo.reuse``): most jobs of a busy cluster are untouched between two cycles.  Only for a caller
         #: that is done with a session's jobs before it takes the next snapshot (the simulator, and the Kubernetes
@@ -144,6 +160,8 @@ class SchedulerCache:
             if kind in ("Node", "Pod", "PodGroup", "Queue") and not self.res.covers(
                     convert.resource_names([obj])):
                 self._grow(convert.resource_names([obj]))
+            if kind not in ("Pod", "PodGroup"):
+                self.freed()
             getattr(self, f"_upsert_{kind.lower()}")(obj)
         except ManifestError as exc:
             self._problem(str(exc))
@@ -151,8 +169,15 @@ class SchedulerCache:
         self.raw[self._key(obj)] = obj
         return True
 
+    def freed(self) -> None:
+        """Something that may give room back (or change a rule's input) changed: blocked jobs are re-examined."""
+        self.free_epoch += 1
+        self.use_epoch += 1
+
     def delete(self, obj: dict[str, Any]) -> None:
         kind, key = self._key(obj)
+        if kind in KINDS:
+            self.freed()
         self.raw.pop((kind, key), None)
         if kind in ("Node", "HyperNode"):
             self._topo_version += 1
@@ -184,6 +209,7 @@ class SchedulerCache:
     def _grow(self, names: Iterable[str]) -> None:
         """A new resource name appeared: widen every vector by rebuilding from the raw objects."""
         self.res = ResourceIndex.of(set(self.res.names) | set(names))
+        self.freed()
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
         for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues):
@@ -261,6 +287,9 @@ class SchedulerCache:
     def _upsert_podgroup(self, obj: dict[str, Any]) -> None:
         pg = convert.podgroup(obj, self.res)
         uid = f"{pg.namespace}/{pg.name}"
+        old = self.podgroups.get(uid)
+        if old is not None and not _consumes(old, pg):
+            self.freed()
         self.podgroups[uid] = pg
         job = self.jobs.get(uid)
         if job is None:
@@ -286,9 +315,12 @@ class SchedulerCache:
         convert.normalise_pod_spec(spec)
         req, init = convert.pod_requests(pod)
         prio = task_priority(pod, spec)
-        self._remove_task(uid)
+        before = self.tasks.get(uid)
+        was = (before.status, before.node_name) if before is not None else None
+        self._remove_task(uid, quiet=True)
         ours = (spec.get("schedulerName") or "default-scheduler") == self.scheduler_name
         if not ours:
+            self.freed()
             t = convert.make_task(pod, self.res, "", prio, req, init, "")
             if t.node_name:
                 self.other_tasks[uid] = t
@@ -314,8 +346,31 @@ class SchedulerCache:
         task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
         job.add_task(task)
         self.tasks[uid] = task
+        self._moved(was, task.status, task.node_name)
 
-    def _remove_task(self, uid: str) -> None:
+    def _moved(self, was: tuple[TaskStatus, str] | None, status: TaskStatus, node: str) -> None:
+        """Epochs for a pod that went from ``was`` (None: new) to ``status`` on ``node``: a new pending pod or a
+        bind only consumes; leaving a holding status (finished, failed, Releasing, Pending again) or moving
+        nodes may give room back."""
+        if was is None:
+            if status != TaskStatus.Pending:
+                self.use_epoch += 1
+                if status not in _HOLDING:
+                    self.free_epoch += 1
+            return
+        old, old_node = was
+        if old == status and old_node == node:
+            return
+        self.use_epoch += 1
+        if old == TaskStatus.Pending and status in _HOLDING:
+            return
+        if old in _HOLDING and status in _HOLDING and old_node == node:
+            return
+        self.free_epoch += 1
+
+    def _remove_task(self, uid: str, quiet: bool = False) -> None:
+        if not quiet:
+            self.freed()
         self.other_tasks.pop(uid, None)
         t = self.tasks.pop(uid, None)
         if t is None:
@@ -327,8 +382,16 @@ class SchedulerCache:
                 del self.jobs[t.job]
 
     # --- scheduler decisions written back -------------------------------------------------------------
+    def set_podgroup_phase(self, pg: PodGroup, phase: PodGroupPhase) -> None:
+        """The phase the scheduler wrote, kept until the API server shows it (Kubernetes mode), with the epochs
+        moved as an informer update of that phase would move them."""
+        if pg.phase != phase and not (pg.phase == PodGroupPhase.Pending and phase == PodGroupPhase.Inqueue):
+            self.freed()
+        pg.phase = phase
+
     def set_task_status(self, task: TaskInfo, status: TaskStatus, node: str | None = None) -> None:
         job = self.jobs.get(task.job)
+        self._moved((task.status, task.node_name), status, task.node_name if node is None else node)
         if node is not None:
             task.node_name = node
         if job is not None:
@@ -378,15 +441,33 @@ class SchedulerCache:
             self._clones = {uid: (self.jobs[uid], c) for uid, c in jobs.items()}
         pos = arrays.pos
         arrays.add_tasks([(pos[t.node_name], t) for t in placed if t.node_name in pos])
+        if self.memo is not None and len(self.memo.enqueue) + len(self.memo.allocate) > 2 * len(jobs) + 64:
+            self.memo.prune(jobs)
         return Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, topology=self.topology(specs),
+            memo=self.memo, free_epoch=self.free_epoch, use_epoch=self.use_epoch,
         )
 
     def warn_problems(self) -> None:
         for p in self.problems:
             print(f"pyvolcano: skipped: {p}", file=sys.stderr)
+
+
+def _consumes(old: PodGroup, new: PodGroup) -> bool:
+    """A PodGroup change that gives no room back: re-sent unchanged, or admitted (Pending -> Inqueue), with the
+    same spec (see ``framework/memo.py``)."""
+    same = (old.min_member == new.min_member and old.queue == new.queue and old.min_task_member == new.min_task_member
+            and old.priority_class == new.priority_class and _same_vec(old.min_resources, new.min_resources))
+    return same and (old.phase == new.phase
+                     or (old.phase == PodGroupPhase.Pending and new.phase == PodGroupPhase.Inqueue))
+
+
+def _same_vec(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 def _rank(order: dict[str, int], obj: dict[str, Any]) -> int:

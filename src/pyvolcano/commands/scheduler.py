@@ -51,13 +51,15 @@ def register(group: click.Group) -> None:
     @click.option("--watch-timeout", default="5m", show_default=True,
                   help="Server-side timeout of each watch; an ended watch resumes from the last resourceVersion "
                        "it saw (410 Gone when that was compacted away: then a re-list).")
+    @click.option("--full-sessions", is_flag=True,
+                  help="Examine every pending job in every session (no blocked-job memo; same decisions).")
     @click.option("-v", "--verbose", count=True, help="Debug logging.")
     def scheduler(kubeconfig: str | None, master: str | None, context: str | None, scheduler_conf: str | None,
                   scheduler_name: str, schedule_period: str, default_queue: str, node_selector: tuple[str, ...],
                   leader_elect: bool, lock_object_namespace: str, leader_elect_resource_name: str,
                   leader_elect_lease_duration: str, leader_elect_renew_deadline: str, leader_elect_retry_period: str,
                   listen_address: str, bind_workers: int, identity: str | None, watch_timeout: str,
-                  verbose: int) -> None:
+                  full_sessions: bool, verbose: int) -> None:
         """Schedule pods of SCHEDULER_NAME on a cluster, one Volcano session per period."""
         from pyvolcano.errors import UserError
         from pyvolcano.kube.leader import LeaderElector
@@ -72,7 +74,7 @@ def register(group: click.Group) -> None:
         api = make_client(kubeconfig, master, context)
         opts = SchedulerOptions(scheduler_name=scheduler_name, period=period, node_selector=_node_selector(
             node_selector), bind_workers=bind_workers, identity=identity or default_identity(),
-            default_queue=default_queue)
+            default_queue=default_queue, incremental=not full_sessions)
         opts.watch_timeout = max(1, round(parse_duration(watch_timeout, "--watch-timeout")))
         elector = None
         if leader_elect:

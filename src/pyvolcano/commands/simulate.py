@@ -28,7 +28,7 @@ from pyvolcano.sim.run import (
     queue_weights,
     run_one,
 )
-from pyvolcano.sim.workload import from_manifests, load_csv, synthetic
+from pyvolcano.sim.workload import MONTH, from_manifests, load_csv, services, synthetic
 
 #: options that take several values after one flag (``--compare a.conf b.conf``) as well as repeated flags
 MULTI_VALUE = ("--compare",)
@@ -82,6 +82,11 @@ def register(group: click.Group) -> None:
     @click.option("--gpu-fraction", type=Number(0, 1), default=None,
                   help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu [default: 0.5, or 0 on a "
                        "cluster without GPUs].")
+    @click.option("--synthetic-services", "services_n", type=click.IntRange(1, 1_000_000), default=None,
+                  help="N single-pod long-running services over --span seconds (an oversubscribed month; "
+                       "docs/simulator.md).")
+    @click.option("--span", type=Number(0, 1e10, lo_open=True), default=MONTH, show_default=True,
+                  help="Seconds the --synthetic-services arrivals spread over.")
     @click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace.")
     @click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy).")
     @click.option("--ali-nodes", type=click.IntRange(1, 100_000), default=120,
@@ -110,19 +115,23 @@ def register(group: click.Group) -> None:
                   help="Seed of the synthetic generator and of the Alibaba node sample.")
     @click.option("--out", default="sim-out", show_default=True, type=click.Path(file_okay=False))
     @click.option("--no-progress", is_flag=True)
+    @click.option("--full-sessions", is_flag=True,
+                  help="Examine every pending job in every session (no blocked-job memo; same decisions, slower).")
     @output_option()
     def simulate(cluster: str | None, queues_arg: str | None, workload: str | None, csv_path: str | None,
                  synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float | None,
-                 use_alibaba: bool, trace_dir: str | None, ali_nodes: int, ali_pods: int, compress: float,
+                 services_n: int | None, span: float, use_alibaba: bool, trace_dir: str | None, ali_nodes: int,
+                 ali_pods: int, compress: float,
                  duration_scale: float, gang_window: float, max_gang: int, config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
                  horizon: float | None, node_failures: str | None, cancel: str | None, seed: int, out: str,
-                 no_progress: bool, output: str) -> None:
-        """Simulate a workload (one of --workload, --csv, --synthetic, --alibaba) and write jobs.csv,
-        summary.json and report.html into --out."""
-        sources = [x for x in (workload, csv_path, synth, use_alibaba or None) if x]
+                 no_progress: bool, full_sessions: bool, output: str) -> None:
+        """Simulate a workload (one of --workload, --csv, --synthetic, --synthetic-services, --alibaba) and write
+        jobs.csv, summary.json and report.html into --out."""
+        sources = [x for x in (workload, csv_path, synth, services_n, use_alibaba or None) if x]
         if len(sources) != 1:
-            raise UserError("give exactly one workload: --workload, --csv, --synthetic N or --alibaba")
+            raise UserError("give exactly one workload: --workload, --csv, --synthetic N, --synthetic-services N "
+                            "or --alibaba")
         if use_alibaba:
             knobs = alibaba.AlibabaKnobs(nodes=ali_nodes, pods=ali_pods, compress=compress,
                                          duration_scale=duration_scale, gang_window=gang_window, max_gang=max_gang,
@@ -138,6 +147,9 @@ def register(group: click.Group) -> None:
             elif csv_path:
                 wl = load_csv(csv_path)
                 source = {"workload": f"CSV {csv_path}"}
+            elif services_n:
+                wl = services(seed=seed, jobs=services_n, span=span, queues=queue_weights(queues_arg))
+                source = {"workload": f"synthetic services, {services_n} over {span:g} s"}
             else:
                 if gpu_fraction is None:  # GPU jobs on a cluster without GPUs could never run
                     gpu_fraction = 0.5 if has_gpus(nodes) else 0.0
@@ -170,7 +182,8 @@ def register(group: click.Group) -> None:
         for i, (c, (conf, name)) in enumerate(zip(confs, loaded, strict=True)):
             d = Path(out) if len(confs) == 1 else Path(out) / f"run{i}-{Path(c).stem if c else 'default'}"
             s = run_one(inputs, conf, name, d, period=period, start_latency=start_latency, grace=grace,
-                        until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon)
+                        until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon,
+                        full_sessions=full_sessions)
             summaries.append(s)
             click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
         summaries = common_window(runs, horizon)  # writes each report.html; compared runs share one time window

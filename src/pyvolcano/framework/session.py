@@ -28,6 +28,7 @@ from pyvolcano.api.status import Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
+from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.framework import registry
 from pyvolcano.framework.explain import score_breakdown
@@ -156,6 +157,9 @@ class Session:
         self.rollbacks = 0
         self.action_seconds: dict[str, float] = {}
         self.plugin_seconds: dict[tuple[str, str], float] = {}
+        #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
+        self.memo: SessionMemo | None = (SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch)
+                                         if snapshot.memo is not None else None)
 
     # --- registration -----------------------------------------------------------------------------------
     def _tier(self, plugin: str, flag: str | None) -> int | None:

@@ -97,7 +97,7 @@ class EventHandlers:
             return
         pg = self.cache.podgroups.get(key)
         if pg is not None:
-            pg.phase = PodGroupPhase(sent["phase"])
+            self.cache.set_podgroup_phase(pg, PodGroupPhase(sent["phase"]))
 
     def _report_problems(self) -> None:
         if not self.cache.problems:

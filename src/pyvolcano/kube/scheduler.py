@@ -68,6 +68,11 @@ class SchedulerOptions:
     #: safe because ``apply`` is done with a session's jobs before the next snapshot: binds, evictions and status
     #: writes run in the background on plain values and raw objects, never on session clones
     reuse_clones: bool = True
+    #: blocked-job memo (``cache/memo.py``): a pending job that could not be admitted or placed is not
+    #: re-examined until something that could change its answer happens; every change reaches the cache through
+    #: ``upsert``/``delete``/``set_task_status``/``set_podgroup_phase``, so its epochs are exact.  False: every
+    #: pending job is examined every session (``pyvolcano scheduler --full-sessions``)
+    incremental: bool = True
 
 
 class _LockedCache:
@@ -119,7 +124,8 @@ class KubeScheduler:
         self.opts = options or SchedulerOptions()
         self.metrics = metrics or SchedulerMetrics()
         self.elector = elector
-        self.cache = SchedulerCache(self.opts.scheduler_name, reuse_clones=self.opts.reuse_clones)
+        self.cache = SchedulerCache(self.opts.scheduler_name, reuse_clones=self.opts.reuse_clones,
+                                    memo=self.opts.incremental)
         self.lock = threading.RLock()
         #: the background status writer (PodGroup/Queue/pod status and Events)
         self.writer = Writer(self.opts.status_workers, "status")

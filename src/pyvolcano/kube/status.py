@@ -75,7 +75,7 @@ class StatusUpdater:
             self.metrics.e2e_job.observe(max(0.0, time.time() - job.creation) * 1000)
         if not (same_status(new, old) or same_status(new, self.pg_sent.get(uid))):
             self.pg_sent[uid] = new
-            pg.phase = PodGroupPhase(new["phase"])
+            self.cache.set_podgroup_phase(pg, PodGroupPhase(new["phase"]))
             self.writer.submit(("podgroup", uid), self._pg_writer(uid, pg.namespace, pg.name, new))
         if st.event is not None:
             self.recorder.event(pg.manifest, *st.event)

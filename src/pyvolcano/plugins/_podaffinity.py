@@ -297,17 +297,19 @@ class PodAffinityState:
         # pod without preferred terms of its own) for existing pods' preferred terms.
         self.anti_open = np.zeros(self.n, bool)
         self.aff_open = np.zeros(self.n, bool)
+        # Which rules can matter this session: only pods with pod-affinity terms or spread constraints are
+        # parsed here (a dict lookup or two per pod, one pass), so a session without any costs next to nothing.
+        on_nodes = []
         for i, tasks in enumerate(self.nodes.tasks):
             for t in tasks.values():
                 if _uses(t) and counted(t):
                     aff = ((t.pod.get("spec") or {}).get("affinity") or {})
                     if aff.get("podAffinity") is not None or aff.get("podAntiAffinity") is not None:
                         self.aff_open[i] = True
-                    if self.parse(t).req_anti:
+                    pt = self.parse(t)
+                    if pt.req_anti:
                         self.anti_open[i] = True
-        # Which rules can matter this session: only pods with pod-affinity terms or spread constraints are
-        # parsed here (a dict lookup or two per pod), so a session without any costs next to nothing.
-        on_nodes = [self.parse(t) for tasks in self.nodes.tasks for t in tasks.values() if _uses(t) and counted(t)]
+                    on_nodes.append(pt)
         pending = [self.parse(t) for j in ssn.jobs.values() for t in j.tasks.values()
                    if t.status == TaskStatus.Pending and _uses(t)]
         self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)

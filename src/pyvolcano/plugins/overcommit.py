@@ -14,6 +14,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
 
 
 def reservations(jobs: list[JobInfo], size: int, *, queue_view: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +54,16 @@ def reservations(jobs: list[JobInfo], size: int, *, queue_view: bool = False) ->
     return inqueue, elastic
 
 
+#: ``reservations`` (overcommit's view) over every job of the session, in ``ssn.jobs`` order
+RESERVATIONS: StateKey[tuple[np.ndarray, np.ndarray]] = StateKey("overcommit-reservations")
+
+
+def session_reservations(ssn: Session) -> tuple[np.ndarray, np.ndarray]:
+    """``reservations`` over every job of the session, in ``ssn.jobs`` order, computed once per session (at open,
+    before any plugin changes a job): it walks every job."""
+    return ssn.state.read_or_init(RESERVATIONS, lambda: reservations(list(ssn.jobs.values()), ssn.res.size))
+
+
 @register_plugin
 class Overcommit(Plugin):
     name = "overcommit"
@@ -64,7 +75,7 @@ class Overcommit(Plugin):
         mask = ssn.res.fair_mask
         used = ssn.nodes.used.sum(axis=0) if len(ssn.nodes) else ssn.res.zeros()
         idle = (ssn.total_resource * factor - used) * mask
-        inqueue = reservations(list(ssn.jobs.values()), ssn.res.size)[0].sum(axis=0) * mask
+        inqueue = session_reservations(ssn)[0].sum(axis=0) * mask
         state = {"inqueue": inqueue}
 
         def enqueueable(job: JobInfo) -> Vote:

@@ -238,7 +238,8 @@ class Simulator:
     def __init__(self, nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload,
                  conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
                  node_failures: list[tuple[float, str, float]] | None = None,
-                 cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0) -> None:
+                 cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0,
+                 full_sessions: bool = False) -> None:
         self.conf = conf
         self.period = period
         self.start_latency = start_latency
@@ -248,7 +249,10 @@ class Simulator:
         self.uids = itertools.count()
         self.seq = itertools.count()
         self.heap: list[tuple[float, int, str, Any]] = []
-        self.cache = SchedulerCache(reuse_clones=True)  # each session's result is applied before the next
+        # each session's result is applied before the next (clone reuse); every change goes through the cache's
+        # upsert/delete, so its epochs are exact and blocked jobs can wait for a change (cache/memo.py) unless
+        # ``full_sessions``
+        self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
@@ -529,8 +533,11 @@ class Simulator:
         try:
             while not self.stop:
                 t_event = self.heap[0][0] if self.heap else float("inf")
-                want_cycle = self.changed and self._has_pending()
-                t_cycle = max(next_cycle, self.now) if want_cycle else float("inf")
+                # a cycle is due before the next event only if something changed and something is pending; the
+                # pending check walks every job, so it is made only when a cycle could come first
+                t_cycle = max(next_cycle, self.now)
+                if t_cycle > t_event or not (self.changed and self._has_pending()):
+                    t_cycle = float("inf")
                 if t_cycle == float("inf") and t_event == float("inf"):
                     break
                 if until is not None and min(t_cycle, t_event) > until:

@@ -184,7 +184,8 @@ def check_targets(inputs: Inputs) -> None:
 def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, period: float = 1.0,
             start_latency: float = 1.0, grace: float = 5.0, until: float | None = None, progress: bool = True,
             title: str = "pyvolcano simulation", warn: Callable[[str], None] | None = None,
-            keep: list[Run] | None = None, horizon: float | None = None) -> dict[str, Any]:
+            keep: list[Run] | None = None, horizon: float | None = None,
+            full_sessions: bool = False) -> dict[str, Any]:
     """One simulation into ``out``; its summary.  ``warn`` is called with every problem found (the workload's,
     the jobs the simulator refuses on this cluster, and those found while running), each once per call.  Writes
     jobs.csv, evictions.csv, summary.json and report.html; with ``keep`` the run is appended there instead of its
@@ -196,7 +197,8 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
                     Workload(copy.deepcopy(inputs.workload.jobs), inputs.workload.priority_classes,
                              list(inputs.workload.problems)),
                     conf, period=period, start_latency=start_latency, grace=grace,
-                    node_failures=inputs.node_failures, cancellations=inputs.cancellations)
+                    node_failures=inputs.node_failures, cancellations=inputs.cancellations,
+                    full_sessions=full_sessions)
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
         for p in sim.problems:

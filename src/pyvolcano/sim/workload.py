@@ -346,3 +346,32 @@ def synthetic(seed: int = 0, jobs: int = 200, rate: float = 0.2, queues: Mapping
                              cpu=rnd.choice(cpu_choices), memory=f"{rnd.choice((2, 4, 8))}Gi", gpu=gpu,
                              duration=round(max(1.0, rnd.expovariate(1 / mean_duration)), 1)))
     return from_specs(specs)
+
+
+#: the CPU sizes of ``services`` (cores; memory is 4 GiB per core)
+SERVICE_CPUS = (8, 16, 24, 32, 48, 64, 96, 128, 192)
+MONTH = 30 * 86400.0
+
+
+def services(seed: int = 0, jobs: int = 24000, span: float = MONTH, queues: Mapping[str, float] | None = None,
+             gpu_fraction: float = 0.1, min_life: float = 300.0) -> Workload:
+    """An oversubscribed month of long-running services (issue 15's speed target): ``jobs`` single-pod jobs
+    arriving as a Poisson process over ``span`` seconds, lifetimes log-uniform from ``min_life`` (minutes) to the
+    whole span, ``SERVICE_CPUS`` cores (4 GiB each), and one GPU for a ``gpu_fraction`` of them.  On 250 nodes of
+    256 cpu / 8 GPUs the services alive at once ask for about twice the cluster, so thousands wait at a time:
+    the workload where every session used to re-sort and re-test the same backlog.  Same seed, same workload."""
+    rnd = random.Random(seed)
+    queues = queues or {"default": 1.0}
+    names, weights = list(queues), list(queues.values())
+    t = 0.0
+    rate = jobs / span if span > 0 else 1.0
+    lo, hi = math.log(min_life), math.log(max(span, min_life))
+    specs = []
+    for i in range(jobs):
+        t += rnd.expovariate(rate)
+        cpu = rnd.choice(SERVICE_CPUS)
+        gpu = "1" if rnd.random() < gpu_fraction else "0"
+        specs.append(JobSpec(name=f"svc-{i:06d}", arrival=round(t, 3), queue=rnd.choices(names, weights)[0],
+                             priority=rnd.choice((0, 0, 100)), tasks=1, min_available=1, cpu=str(cpu),
+                             memory=f"{4 * cpu}Gi", gpu=gpu, duration=round(math.exp(rnd.uniform(lo, hi)), 1)))
+    return from_specs(specs)

@@ -1,0 +1,184 @@
+"""Blocked-job memo: sessions whose cost follows what changed (issue 15 item 4).
+
+A busy cluster keeps a backlog of jobs that cannot be admitted (enqueue) or placed (allocate), and a plain session
+re-sorts and re-tests every one of them every period.  The memo remembers, per job, that the last session that
+examined it found it blocked, under a *fingerprint* of everything that answer depends on; a later session whose
+fingerprint for that job is the same skips the job and reuses the recorded reason (``enqueue_reason``, fit
+errors), because it would be refused again.
+
+Why a skip changes no decision
+------------------------------
+Both actions make a refusal a no-op: enqueue's refused job changes no plugin state when every jobEnqueueable voter
+that keeps state (proportion counts what it admits in ``inqueue``) is the last voter of its tier, so a rejection
+after its permit cannot happen (``Rule.VOTE`` returns at the first reject); allocate's failed gang turn is a
+discarded statement, which restores node arrays, job buckets and every event handler's state exactly.  A skipped
+no-op leaves every other job's turn, the queue order (a total order, re-chosen from the same state) and the
+results unchanged.  What remains is that the skipped job's answer is still "no":
+
+* **cluster room only shrank**.  ``SchedulerCache.free_epoch`` moves on every change that can give room back or
+  change a rule's input other than by consuming it: a node added, changed or deleted, a queue, PriorityClass,
+  PodDisruptionBudget, ResourceQuota or Namespace changed, a pod deleted, a pod leaving a holding status
+  (finished, failed, evicted -> Releasing, back to Pending), a pod of another scheduler changed, a PodGroup
+  deleted or changed other than admitted (Pending -> Inqueue) or re-sent unchanged -- Inqueue -> Running gives back
+  proportion's and overcommit's reservation for the pods it now holds.  What does *not* move it only consumes:
+  new pending jobs and pods, admissions, binds (Pending -> Allocated/Binding/Bound/Running).  Under those,
+  proportion's ``allocated + inqueue - elastic`` and overcommit's ``used + inqueue`` only grow (a Running group's
+  extra pods add as much to elastic as to allocated), node idle only falls, and the built-in predicates
+  (resources, pod count, host ports, the proportional GPU check; node labels, taints and ``unschedulable`` are
+  node changes) can only refuse more.  Inside the later session, jobs ahead of the skipped one consume at least
+  what they did before (what was committed then is bound now).
+* **the queue's share did not move**: allocate's ``allocatable`` compares with proportion's/capacity's
+  *deserved*, which moves with every queue's demand (a new job in the same queue can raise it), so the key holds
+  the queue's deserved vector as this session computed it.
+* **its own spec did not change**: the cache job's ``version`` (PodGroup and every pod of the job).
+* **the conf is the same object** (a reload makes a new one) and every plugin in it is one whose rules are
+  covered by the above (``SAFE_PLUGINS``); any other plugin (sla's time-based admission, tdm's windows, user
+  plugins) turns the memo off for the session.
+* **greedy placement anomalies**: a gang of several pods placed greedily by score could succeed with less room
+  (other nodes scored differently), so a job with more than one pod to place is keyed on
+  ``SchedulerCache.use_epoch`` too (any change of node usage); a single pod fits somewhere or not, whatever
+  the scores.
+* **no future idle**: pipelining onto Releasing resources depends on which jobs went first, so allocate neither
+  records nor uses the memo in a session where any node has releasing resources; and a job with pod
+  (anti-)affinity or topology spread constraints is never memoised (another pod's bind can satisfy them).
+
+``--full-sessions`` (``SchedulerCache(memo=False)``) examines every job every session, as before;
+``tests/sim/test_memo.py`` runs random contended workloads with preempt and reclaim both ways and compares every
+job's outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.fit_errors import FitErrors
+from pyvolcano.api.job_info import JobInfo
+from pyvolcano.api.types import TaskStatus
+
+#: plugins whose rules the fingerprint covers (see the module docstring); any other plugin in the conf turns the
+#: memo off for the session
+SAFE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
+                          "nodeorder", "binpack"})
+#: jobEnqueueable voters that keep state on a permit (their permit must be the last vote of their tier)
+_STATEFUL_VOTERS = frozenset({"proportion"})
+
+
+@dataclass
+class _Entry:
+    key: tuple[Any, ...]
+    enqueue_reason: str = ""
+    fit_errors: dict[str, FitErrors] = field(default_factory=dict)
+    failed_roles: frozenset[str] = frozenset()
+
+
+@dataclass
+class BlockedMemo:
+    """Per job uid: the fingerprint under which it was last found blocked, and the reason.  Lives in the
+    ``SchedulerCache`` between sessions; sessions reach it through their snapshot."""
+
+    enqueue: dict[str, _Entry] = field(default_factory=dict)
+    allocate: dict[str, _Entry] = field(default_factory=dict)
+    #: jobs skipped (tests and benchmarks read it)
+    skipped: int = 0
+    #: the conf the entries were recorded under (a reload makes a new object and forgets them all)
+    conf: Any = None
+
+    def prune(self, alive: dict[str, Any]) -> None:
+        for d in (self.enqueue, self.allocate):
+            for uid in [u for u in d if u not in alive]:
+                del d[uid]
+
+
+def _conf_ok(conf: Any, enqueue: bool) -> bool:
+    names = [opt.name for tier in conf.tiers for opt in tier.plugins]
+    if any(n not in SAFE_PLUGINS for n in names):
+        return False
+    if enqueue:
+        for tier in conf.tiers:
+            voters = [opt.name for opt in tier.plugins if opt.name in ("proportion", "overcommit")
+                      and opt.enabled("enableJobEnqueued")]
+            for i, n in enumerate(voters):
+                if n in _STATEFUL_VOTERS and i != len(voters) - 1:
+                    return False
+    return True
+
+
+def _affinity(job: JobInfo) -> bool:
+    """Some pending pod of the job has pod (anti-)affinity or topology spread constraints."""
+    pending = job.index.get(TaskStatus.Pending)
+    if not pending:
+        return False
+    for t in pending.values():
+        spec = (t.pod or {}).get("spec") or {}
+        aff = spec.get("affinity") or {}
+        if spec.get("topologySpreadConstraints") or aff.get("podAffinity") or aff.get("podAntiAffinity"):
+            return True
+    return False
+
+
+class SessionMemo:
+    """The memo as one session sees it: the snapshot's epochs and whether this conf allows skipping."""
+
+    def __init__(self, memo: BlockedMemo, conf: Any, free_epoch: int, use_epoch: int) -> None:
+        if memo.conf is not conf:
+            memo.enqueue.clear()
+            memo.allocate.clear()
+            memo.conf = conf
+        self.memo = memo
+        self.free_epoch = free_epoch
+        self.use_epoch = use_epoch
+        self.enqueue_ok = _conf_ok(conf, True)
+        self.allocate_ok = _conf_ok(conf, False)
+
+    # --- enqueue -------------------------------------------------------------------------------------------
+    def _enqueue_key(self, job: JobInfo) -> tuple[Any, ...]:
+        return (self.free_epoch, job.cloned_from)
+
+    def enqueue_blocked(self, job: JobInfo) -> bool:
+        """True (and the job's reason restored) when the job was refused admission under the same fingerprint."""
+        if not self.enqueue_ok:
+            return False
+        e = self.memo.enqueue.get(job.uid)
+        if e is None or e.key != self._enqueue_key(job):
+            return False
+        job.enqueue_reason = e.enqueue_reason
+        self.memo.skipped += 1
+        return True
+
+    def record_enqueue(self, job: JobInfo) -> None:
+        if self.enqueue_ok and job.cloned_from >= 0:
+            self.memo.enqueue[job.uid] = _Entry(self._enqueue_key(job), job.enqueue_reason)
+
+    def admitted(self, job: JobInfo) -> None:
+        self.memo.enqueue.pop(job.uid, None)
+
+    # --- allocate ------------------------------------------------------------------------------------------
+    def _allocate_key(self, job: JobInfo, deserved: np.ndarray | None) -> tuple[Any, ...]:
+        pending = job.index.get(TaskStatus.Pending)
+        many = pending is not None and len(pending) > 1
+        return (self.free_epoch, self.use_epoch if many else -1, job.cloned_from,
+                None if deserved is None else deserved.tobytes())
+
+    def allocate_blocked(self, job: JobInfo, deserved: np.ndarray | None) -> bool:
+        """True (and the job's fit errors restored) when its last turn placed nothing under the same
+        fingerprint."""
+        if not self.allocate_ok:
+            return False
+        e = self.memo.allocate.get(job.uid)
+        if e is None or e.key != self._allocate_key(job, deserved):
+            return False
+        job.nodes_fit_errors.update(e.fit_errors)
+        job.fit_failed_roles.update(e.failed_roles)
+        self.memo.skipped += 1
+        return True
+
+    def record_allocate(self, job: JobInfo, deserved: np.ndarray | None) -> None:
+        if self.allocate_ok and job.cloned_from >= 0 and not _affinity(job):
+            self.memo.allocate[job.uid] = _Entry(self._allocate_key(job, deserved), "",
+                                                 dict(job.nodes_fit_errors), frozenset(job.fit_failed_roles))
+
+    def forget_allocate(self, job: JobInfo) -> None:
+        self.memo.allocate.pop(job.uid, None)
