@@ -48,11 +48,12 @@ def cpu_seconds(res: SimResult) -> float:
 
 def test_restart_job_reruns_every_pod_of_the_gang_including_the_succeeded_one() -> None:
     # RestartJob kills every pod (PodRetainPhaseNone: the Succeeded ``short`` too) and deletes the PodGroup; the
-    # re-created group is enqueued again when the node is back (session at 25), the controller then creates both
-    # pods, allocate binds them at 26, they run at 27: short succeeds at 37, long at 127.
-    # CPU-seconds: 30 before + short 11 (26..37) + long 101 (26..127) = 142 (only the evicted pod again: 131).
+    # re-created group is enqueued again while the node is down (tainted not-ready, but its resources still count
+    # for enqueue, as in Volcano master), the controller then creates both pods, allocate binds them when the node
+    # is back at 25, they run at 26: short succeeds at 36, long at 126.
+    # CPU-seconds: 30 before + short 11 (25..36) + long 101 (25..126) = 142 (only the evicted pod again: 131).
     row, res, sim = simulate("RestartJob")
-    assert (row["phase"], row["restarts"], row["finished"]) == ("Completed", 1, 127.0)
+    assert (row["phase"], row["restarts"], row["finished"]) == ("Completed", 1, 126.0)
     assert cpu_seconds(res) == pytest.approx(142.0)
     st = sim.controller.jobs["default/g"]
     assert (st.retries, st.version) == (1, 2)  # one retry; the restart and the completion each killed the job

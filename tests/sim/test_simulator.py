@@ -37,16 +37,18 @@ def test_two_gangs_on_one_node_exact_waits() -> None:
 
 def test_restart_job_after_eviction() -> None:
     # One node; the gang (2x1 cpu, 100 s) runs from t=2.  The node fails at t=10 for 5 s: both pods are evicted,
-    # the PodEvicted -> RestartJob policy restarts the job (restarts=1), the pods wait for the node, which is back
-    # at t=15: RestartJob deleted the PodGroup, so the session at 15 enqueues it again, the controller creates the
-    # pods, the session at 16 binds them, Running at 17, done at 117.  The gang first started at 2: its wait.
+    # the PodEvicted -> RestartJob policy restarts the job (restarts=1).  RestartJob deleted the PodGroup; the
+    # failed node is tainted not-ready but, as in Volcano master, still counts towards what enqueue may admit
+    # (node conditions are ignored: docs/volcano-differences.md), so the re-created group is enqueued while the node
+    # is down and the controller creates the pods; the node is back at t=15, the session at 15 binds them, Running
+    # at 16, done at 116.  The gang first started at 2: its wait.
     sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), QUEUE,
                     from_specs([JobSpec("g", 0, tasks=2, min_available=2, cpu="1", memory="1Gi", duration=100)]),
                     load_conf_file(None), node_failures=[(10.0, "node-0000", 5.0)])
     rows = {r["job"]: r for r in metrics.job_rows(sim.run())}
     g = rows["default/g"]
     assert g["restarts"] == 1
-    assert (g["all_started"], g["wait"], g["finished"], g["phase"]) == (2, 2, 117, "Completed")
+    assert (g["all_started"], g["wait"], g["finished"], g["phase"]) == (2, 2, 116, "Completed")
 
 
 def test_max_retry_fails_the_job() -> None:

@@ -25,7 +25,6 @@ from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
-from pyvolcano.framework.state import PROPORTION_QUEUES
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
 
@@ -69,8 +68,7 @@ class Allocate(Action):
             memo = None
         self.memo = memo
         self.placed: set[str] = set()
-        fair = ssn.state.get(PROPORTION_QUEUES)
-        self.deserved = {} if fair is None else {name: a.deserved for name, a in fair.items()}
+        self.deserved = ssn.proportion_deserved()
         wanted: Callable[[JobInfo], bool] | None = None
         if memo is not None:
             live, deserved = memo, self.deserved

@@ -372,6 +372,12 @@ class Session:
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.call("allocatable", queue, task)
 
+    def proportion_deserved(self) -> dict[str, np.ndarray]:
+        """Each queue's deserved share as the proportion plugin computed it at open (empty without proportion):
+        the blocked-job memo's key (``cache/memo.py``), so that actions need not read the plugin's state."""
+        fair = self.state.get(PROPORTION_QUEUES)
+        return {} if fair is None else {name: a.deserved for name, a in fair.items()}
+
     def overused(self, queue: QueueInfo) -> bool:
         return self.call("overused", queue)
 
