@@ -58,6 +58,10 @@ class SchedulerOptions:
     node_selector: str = ""
     bind_workers: int = 16
     status_workers: int = 4
+    #: threads sending Events (their own, so that Events are not queued behind status writes)
+    event_workers: int = 4
+    #: a status write waits for the binds in flight, at most this long (``kube/writer.py``: Writer)
+    status_defer: float = 5.0
     identity: str = field(default_factory=default_identity)
     default_queue: str = DEFAULT_QUEUE
     create_default_queue: bool = True
@@ -121,15 +125,19 @@ class KubeScheduler:
         self.elector = elector
         self.cache = SchedulerCache(self.opts.scheduler_name, reuse_clones=self.opts.reuse_clones)
         self.lock = threading.RLock()
-        #: the background status writer (PodGroup/Queue/pod status and Events)
-        self.writer = Writer(self.opts.status_workers, "status")
-        self.recorder = EventRecorder(api, self.writer, "volcano", self.opts.identity)
+        #: the background status writer (PodGroup/Queue/pod status); it lets the binds in flight go first
+        self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.status_defer)
+        #: Events, on threads of their own: sent as the binds succeed, as Volcano's and kube-scheduler's are
+        self.events = Writer(self.opts.event_workers, "events")
+        self.recorder = EventRecorder(api, self.events, "volcano", self.opts.identity)
         self.stats = {"binds": 0, "bind_errors": 0, "evictions": 0, "evict_errors": 0, "sessions": 0}
         self.binder = Binder(api, self.cache, self.lock, self.recorder, self.metrics, self.stats,
                              self.opts.bind_workers, lambda: self.may_schedule)
         self.status = StatusUpdater(api, self.cache, self.lock, self.writer, self.recorder, self.metrics)
         self.handlers = EventHandlers(self.cache, self.lock, self.binder, self.status)
         self.binder.handlers = self.handlers
+        if self.opts.status_defer > 0:
+            self.writer.defer_to = self.binder.wait
         self.cluster = KubeWriter(self.binder, self.status)
         self.heartbeat = time.monotonic()
         self.last_result: SessionResult | None = None
@@ -252,6 +260,7 @@ class KubeScheduler:
         self.wait_binds(10)
         self.binder.shutdown()
         self.writer.shutdown(5)
+        self.events.shutdown(5)
         if self.elector is not None:  # its loop releases the Lease once it sees the stop: wait for that
             self.elector.join(self.elector.retry_period + 15)
 
@@ -309,3 +318,8 @@ class KubeScheduler:
     def wait_binds(self, timeout: float = 10.0) -> bool:
         """Wait for every issued bind and eviction to finish (tests, shutdown)."""
         return self.binder.wait(timeout)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait for the status writes and then the Events queued so far (tests)."""
+        deadline = time.monotonic() + timeout
+        return self.writer.flush(timeout) and self.events.flush(max(0.0, deadline - time.monotonic()))
