@@ -62,6 +62,10 @@ class SchedulerOptions:
     event_workers: int = 4
     #: a status write waits for the binds in flight, at most this long (``kube/writer.py``: Writer)
     status_defer: float = 5.0
+    #: a session starts once the previous sessions' binds are done, or after waiting this long for them.  A
+    #: session during a drain finds every decided pod Binding and has nothing to bind, but costs CPU and holds
+    #: the cache lock that the informers need (on 5,000 pending PodGroups, 1-2 s each on 2 busy cores)
+    bind_wait: float = 5.0
     identity: str = field(default_factory=default_identity)
     default_queue: str = DEFAULT_QUEUE
     create_default_queue: bool = True
@@ -238,6 +242,8 @@ class KubeScheduler:
                 if not self._leading:
                     self._leading = True
                     self.ensure_default_queue()
+                if self.opts.bind_wait > 0:
+                    self.binder.wait(self.opts.bind_wait)
                 try:
                     self.run_once()
                 except Exception:  # one bad session must not stop the scheduler

@@ -7,8 +7,10 @@ before each write, until no bind is in flight, but never longer than ``max_defer
 first queued.  Binds are what drains a backlog; a PodGroup status write that waits for them meanwhile often
 finds a newer status queued for the same group (Inqueue, then Running once its pods are bound) and sends only
 that one.  Volcano's scheduler likewise writes PodGroup status once per session for what changed
-(``JobUpdater.UpdateAll``, ``framework/job_updater.go``); its binds run in their own goroutines.  ``EventRecorder`` emits core/v1 Events, each (object, reason, message) once
-per ``repeat_after`` seconds, as the client-go recorder's aggregation would.
+(``JobUpdater.UpdateAll``, ``framework/job_updater.go``); its binds run in their own goroutines.
+
+``EventRecorder`` emits core/v1 Events, each (object, reason, message) once per ``repeat_after`` seconds, as the
+client-go recorder's aggregation would.
 """
 
 from __future__ import annotations
