@@ -245,7 +245,7 @@ class KeepAlive:
             try:
                 if c.sock is None:
                     c.connect()
-                c.sock.settimeout(read)  # type: ignore[union-attr]
+                c.sock.settimeout(read)
                 c.request(method, url, body, headers)
                 resp = c.getresponse()
                 data = resp.read()
