@@ -244,10 +244,11 @@ class KubeScheduler:
                     self.ensure_default_queue()
                 if self.opts.bind_wait > 0:
                     self.binder.wait(self.opts.bind_wait)
-                try:
-                    self.run_once()
-                except Exception:  # one bad session must not stop the scheduler
-                    log.exception("scheduling session failed")
+                if self.may_schedule and not self._stop.is_set():  # still leading after the wait
+                    try:
+                        self.run_once()
+                    except Exception:  # one bad session must not stop the scheduler
+                        log.exception("scheduling session failed")
             else:
                 self._leading = False
             self.metrics.is_leader.set(1 if self._leading else 0)
