@@ -131,7 +131,8 @@ class KubeScheduler:
         self.lock = threading.RLock()
         #: the background status writer (PodGroup/Queue/pod status); it lets the binds in flight go first
         self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.status_defer)
-        #: Events, on threads of their own: sent as the binds succeed, as Volcano's and kube-scheduler's are
+        #: Events, on threads of their own, queued as the binds succeed (with 4 threads beside 16 bind threads
+        #: they trail the binds of a large drain: docs/performance.md, the race)
         self.events = Writer(self.opts.event_workers, "events")
         self.recorder = EventRecorder(api, self.events, "volcano", self.opts.identity)
         self.stats = {"binds": 0, "bind_errors": 0, "evictions": 0, "evict_errors": 0, "sessions": 0}
