@@ -63,8 +63,10 @@ VOLCANO_DOWN = kubeserver.TOOLS / "volcano" / "volcano-down"
 KUBE_SCHEDULER_RUN = kubeserver.TOOLS / "kube" / "kube-scheduler-run"
 CPU_MIX = ("250m", "500m", "1", "2")
 MEM_MIX = ("256Mi", "1Gi", "2Gi", "4Gi")
-#: seconds after the last bind to count the writes that follow it (Events, PodGroup status)
+#: seconds after the last bind to count the writes that follow it (Events, PodGroup status), at least ...
 SETTLE = 5.0
+#: ... and at most: until as many Events as binds were POSTed (a scheduler may send Events after its binds)
+SETTLE_MAX = 60.0
 
 
 # --- /proc ---------------------------------------------------------------------------------------------
@@ -322,6 +324,9 @@ class Result:
     requests_settled: dict[str, int]  # ... and until SETTLE seconds after the last bind
     scheduler_cpu_settled_s: float
     apiserver_cpu_settled_s: float
+    #: scheduler start to the moment as many Events as binds had been POSTed (None: not within SETTLE_MAX)
+    events_s: float | None = None
+    events_before_last_bind: int = 0
 
 
 def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog, nodes: int, gang: str,
@@ -349,9 +354,19 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
         api1, etcd1 = cpu_seconds(apiserver), cpu_seconds(etcd)
         others = {k: round(cpu_seconds(p) - others0[k], 2) for k, p in running.extra_pids.items()}
         after = request_counts(api)
-        # the writes a scheduler makes after its last bind (Events, PodGroup status): give them SETTLE seconds
+        # the writes a scheduler makes after its last bind (Events, PodGroup status): give them SETTLE seconds,
+        # and longer (up to SETTLE_MAX) until there are as many Events as binds
         time.sleep(SETTLE)
         settled = request_counts(api)
+        events_at: float | None = None
+        while True:
+            if settled["POST events"] - before["POST events"] >= len(watch.bound):
+                events_at = now()
+                break
+            if now() - t_end > SETTLE_MAX:
+                break
+            time.sleep(1.0)
+            settled = request_counts(api)
         sched_cpu_settled = cpu_seconds(running.pid)
         api_settled = cpu_seconds(apiserver)
     finally:
@@ -364,11 +379,12 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
     return Result(name, nodes, backlog.pods, gang, len(watch.bound), round(seconds, 2),
                   round(len(watch.bound) / seconds, 1), round(sched_cpu, 2), round(api1 - api0, 2),
                   round(etcd1 - etcd0, 2), others, len(watch.rebound), reqs, load, reqs_settled,
-                  round(sched_cpu_settled, 2), round(api_settled - api0, 2))
+                  round(sched_cpu_settled, 2), round(api_settled - api0, 2),
+                  None if events_at is None else round(max(events_at - t0, seconds), 2), reqs.get("POST events", 0))
 
 
 def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work: Path,
-            timeout: float) -> Iterator[Result]:
+            timeout: float, repeat: int = 1) -> Iterator[Result]:
     srv = kubeserver.up(work / "kube")
     try:
         api = KubeClient.from_config(srv.kubeconfig)
@@ -384,11 +400,12 @@ def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work:
         create_nodes(api, nodes)
         print(f"  {nodes} nodes created in {time.monotonic() - t:.0f} s", file=sys.stderr)
         backlog = make_backlog(pods, gang)
-        for name in schedulers:
+        for name in schedulers * repeat:  # interleaved (A B C A B C): a change in the machine's load hits all
             t = time.monotonic()
             res = run_one(name, srv, api, backlog, nodes, gang, work, timeout)
             print(f"  {name}: {res.bound} bound in {res.seconds} s ({res.pods_per_s} pods/s), scheduler CPU "
-                  f"{res.scheduler_cpu_s} s, kube-apiserver CPU {res.apiserver_cpu_s} s "
+                  f"{res.scheduler_cpu_s} s, kube-apiserver CPU {res.apiserver_cpu_s} s, all Events after "
+                  f"{res.events_s} s, {res.load} "
                   f"[run {time.monotonic() - t:.0f} s]", file=sys.stderr)
             yield res
     finally:
@@ -435,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pods", type=int, help="one row: this many pods")
     ap.add_argument("--gang", default="", help="gang sizes LO-HI (e.g. 8-64); default: one pod per PodGroup")
     ap.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma-separated, run in this order")
+    ap.add_argument("--repeat", type=int, default=1, help="run the schedulers this many times each, interleaved")
     ap.add_argument("--timeout", type=float, default=600, help="seconds to wait for one scheduler's drain")
     ap.add_argument("--json", type=Path, help="append the results to this JSON file")
     ap.add_argument("--plot", type=Path, help="write a bar chart of the JSON file's results here")
@@ -465,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(tmp).mkdir(parents=True, exist_ok=True)
             else:
                 tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="race-"))
-            for res in run_row(nodes, pods, gang, schedulers, Path(tmp), a.timeout):
+            for res in run_row(nodes, pods, gang, schedulers, Path(tmp), a.timeout, max(1, a.repeat)):
                 results.append(asdict(res))
                 if a.json:
                     a.json.write_text(json.dumps(previous + results, indent=1) + "\n")

@@ -32,7 +32,7 @@ def test_the_cluster_gets_the_results_podgroup_status_and_pod_conditions() -> No
     try:
         assert s.start_informers(timeout=5)
         result = s.run_once()
-        assert s.wait_binds(5) and s.writer.flush(5)
+        assert s.wait_binds(5) and s.flush(5)
         for uid in ("ns/fits", "ns/big"):
             name = uid.split("/", 1)[1]
             written = api.obj(PODGROUP, name, "ns")["status"]

@@ -176,3 +176,36 @@ def test_unreachable_server_is_unavailable() -> None:
         kc.list(NODE)
     with pytest.raises(Unavailable):
         kc.bind("ns", "p", "", "n")
+
+
+def test_requests_reuse_one_connection_and_survive_the_server_closing_it(server: Server, kc: KubeClient) -> None:
+    """The kept-alive path (``KeepAlive``): one connection per thread for consecutive requests; a connection the
+    server closed meanwhile is replaced, and the request is sent again, once."""
+    ports: list[int] = []
+
+    def ok(h: Any, req: dict[str, Any]) -> None:
+        ports.append(h.client_address[1])
+        h._json(200, {"metadata": {"name": "n"}})
+
+    def ok_then_hang_up(h: Any, req: dict[str, Any]) -> None:
+        ok(h, req)
+        h.close_connection = True  # no "Connection: close" header: the client finds out on its next request
+
+    server.routes[("GET", "/api/v1/nodes/n")] = ok
+    server.routes[("GET", "/api/v1/nodes/bye")] = ok_then_hang_up
+    assert kc.fast is not None
+    kc.get(NODE, "n")
+    kc.get(NODE, "n")
+    assert len(ports) == 2 and ports[0] == ports[1]
+    kc.get(NODE, "bye")
+    kc.get(NODE, "n")  # the kept connection is closed by now: a new one, and the request still succeeds
+    assert len(ports) == 4 and ports[3] != ports[2]
+    assert [r["path"] for r in server.requests] == ["/api/v1/nodes/n", "/api/v1/nodes/n", "/api/v1/nodes/bye",
+                                                    "/api/v1/nodes/n"]
+
+
+def test_a_proxy_keeps_the_official_client_path() -> None:
+    cfg = k8s.Configuration()
+    cfg.host = "http://127.0.0.1:9"
+    cfg.proxy = "http://127.0.0.1:3128"
+    assert KubeClient(k8s.ApiClient(cfg)).fast is None

@@ -26,7 +26,7 @@ class Harness:
     def session(self):
         r = self.s.run_once()
         assert self.s.wait_binds(5)
-        self.s.writer.flush(5)
+        self.s.flush(5)
         return r
 
     def settle(self, what, timeout: float = 5.0) -> None:

@@ -168,11 +168,12 @@ class Binder:
         self.metrics.attempts.labels("scheduled").inc()
         if created:
             self.metrics.task.observe(max(0.0, time.time() - created) * 1000)
-        with self.lock:
-            a = self.assumed.get(key)
-            if a is not None and a.uid == uid:
-                a.bound = True
-            raw = self.cache.raw.get(("Pod", key))
+        # no cache lock here: two dict reads and a flag are atomic under the GIL, and a session holding the
+        # lock (its snapshot, its apply) would otherwise stall every bind worker at this point
+        a = self.assumed.get(key)
+        if a is not None and a.uid == uid:
+            a.bound = True
+        raw = self.cache.raw.get(("Pod", key))
         pod = raw or {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "uid": uid}}
         self.recorder.event(pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}")
 

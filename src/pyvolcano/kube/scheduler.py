@@ -58,6 +58,14 @@ class SchedulerOptions:
     node_selector: str = ""
     bind_workers: int = 16
     status_workers: int = 4
+    #: threads sending Events (their own, so that Events are not queued behind status writes)
+    event_workers: int = 4
+    #: a status write waits for the binds in flight, at most this long (``kube/writer.py``: Writer)
+    status_defer: float = 5.0
+    #: a session starts once the previous sessions' binds are done, or after waiting this long for them.  A
+    #: session during a drain finds every decided pod Binding and has nothing to bind, but costs CPU and holds
+    #: the cache lock that the informers need (on 5,000 pending PodGroups, 1-2 s each on 2 busy cores)
+    bind_wait: float = 5.0
     identity: str = field(default_factory=default_identity)
     default_queue: str = DEFAULT_QUEUE
     create_default_queue: bool = True
@@ -127,15 +135,20 @@ class KubeScheduler:
         self.cache = SchedulerCache(self.opts.scheduler_name, reuse_clones=self.opts.reuse_clones,
                                     memo=self.opts.incremental)
         self.lock = threading.RLock()
-        #: the background status writer (PodGroup/Queue/pod status and Events)
-        self.writer = Writer(self.opts.status_workers, "status")
-        self.recorder = EventRecorder(api, self.writer, "volcano", self.opts.identity)
+        #: the background status writer (PodGroup/Queue/pod status); it lets the binds in flight go first
+        self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.status_defer)
+        #: Events, on threads of their own, queued as the binds succeed (with 4 threads beside 16 bind threads
+        #: they trail the binds of a large drain: docs/performance.md, the race)
+        self.events = Writer(self.opts.event_workers, "events")
+        self.recorder = EventRecorder(api, self.events, "volcano", self.opts.identity)
         self.stats = {"binds": 0, "bind_errors": 0, "evictions": 0, "evict_errors": 0, "sessions": 0}
         self.binder = Binder(api, self.cache, self.lock, self.recorder, self.metrics, self.stats,
                              self.opts.bind_workers, lambda: self.may_schedule)
         self.status = StatusUpdater(api, self.cache, self.lock, self.writer, self.recorder, self.metrics)
         self.handlers = EventHandlers(self.cache, self.lock, self.binder, self.status)
         self.binder.handlers = self.handlers
+        if self.opts.status_defer > 0:
+            self.writer.defer_to = self.binder.wait
         self.cluster = KubeWriter(self.binder, self.status)
         self.heartbeat = time.monotonic()
         self.last_result: SessionResult | None = None
@@ -236,10 +249,13 @@ class KubeScheduler:
                 if not self._leading:
                     self._leading = True
                     self.ensure_default_queue()
-                try:
-                    self.run_once()
-                except Exception:  # one bad session must not stop the scheduler
-                    log.exception("scheduling session failed")
+                if self.opts.bind_wait > 0:
+                    self.binder.wait(self.opts.bind_wait)
+                if self.may_schedule and not self._stop.is_set():  # still leading after the wait
+                    try:
+                        self.run_once()
+                    except Exception:  # one bad session must not stop the scheduler
+                        log.exception("scheduling session failed")
             else:
                 self._leading = False
             self.metrics.is_leader.set(1 if self._leading else 0)
@@ -258,6 +274,7 @@ class KubeScheduler:
         self.wait_binds(10)
         self.binder.shutdown()
         self.writer.shutdown(5)
+        self.events.shutdown(5)
         if self.elector is not None:  # its loop releases the Lease once it sees the stop: wait for that
             self.elector.join(self.elector.retry_period + 15)
 
@@ -315,3 +332,8 @@ class KubeScheduler:
     def wait_binds(self, timeout: float = 10.0) -> bool:
         """Wait for every issued bind and eviction to finish (tests, shutdown)."""
         return self.binder.wait(timeout)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait for the status writes and then the Events queued so far (tests)."""
+        deadline = time.monotonic() + timeout
+        return self.writer.flush(timeout) and self.events.flush(max(0.0, deadline - time.monotonic()))

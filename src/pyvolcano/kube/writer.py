@@ -2,8 +2,15 @@
 
 ``Writer`` runs writes on a few threads, keyed by object: while a write for a key is queued, a newer one
 replaces it (only the latest status matters), and writes for one key never run concurrently, so they
-reach the server in order.  ``EventRecorder`` emits core/v1 Events, each (object, reason, message) once
-per ``repeat_after`` seconds, as the client-go recorder's aggregation would.
+reach the server in order.  A writer may *defer to* something more urgent: the scheduler's status writer waits,
+before each write, until no bind is in flight, but never longer than ``max_defer`` seconds after the write was
+first queued.  Binds are what drains a backlog; a PodGroup status write that waits for them meanwhile often
+finds a newer status queued for the same group (Inqueue, then Running once its pods are bound) and sends only
+that one.  Volcano's scheduler likewise writes PodGroup status once per session for what changed
+(``JobUpdater.UpdateAll``, ``framework/job_updater.go``); its binds run in their own goroutines.
+
+``EventRecorder`` emits core/v1 Events, each (object, reason, message) once per ``repeat_after`` seconds, as the
+client-go recorder's aggregation would.
 """
 
 from __future__ import annotations
@@ -24,12 +31,18 @@ log = logging.getLogger(__name__)
 
 
 class Writer:
-    def __init__(self, workers: int = 4, name: str = "writer") -> None:
+    def __init__(self, workers: int = 4, name: str = "writer", defer_to: Callable[[float], object] | None = None,
+                 max_defer: float = 5.0) -> None:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=name)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._pending: dict[Hashable, Callable[[], None]] = {}
         self._running: set[Hashable] = set()
+        #: when each queued key's oldest unsent write was queued (a key rewritten again and again is not starved)
+        self._since: dict[Hashable, float] = {}
+        #: ``defer_to(seconds)`` returns once the more urgent work is done or ``seconds`` have passed
+        self.defer_to = defer_to
+        self.max_defer = max_defer
         self.failures = 0
 
     def submit(self, key: Hashable, fn: Callable[[], None]) -> None:
@@ -37,13 +50,21 @@ class Writer:
         with self._lock:
             queued = key in self._pending or key in self._running
             self._pending[key] = fn
+            self._since.setdefault(key, time.monotonic())
             if not queued:
                 self._running.add(key)
                 self._pool.submit(self._drain, key)
 
     def _drain(self, key: Hashable) -> None:
         while True:
+            if self.defer_to is not None:
+                with self._lock:
+                    since = self._since.get(key)
+                left = (since + self.max_defer - time.monotonic()) if since is not None else 0.0
+                if left > 0:
+                    self.defer_to(left)
             with self._lock:
+                self._since.pop(key, None)
                 fn = self._pending.pop(key, None)
                 if fn is None:
                     self._running.discard(key)

@@ -1,0 +1,42 @@
+"""The background ``Writer``: writes for one key are coalesced, and a writer that defers to the binds in flight
+sends only the newest write once they are done."""
+
+from __future__ import annotations
+
+import threading
+
+from pyvolcano.kube.writer import Writer
+
+
+def test_a_deferred_write_is_replaced_by_a_newer_one_for_the_same_key() -> None:
+    binds_done = threading.Event()
+    asked: list[float] = []
+
+    def wait_for_binds(seconds: float) -> None:
+        asked.append(seconds)
+        binds_done.wait(seconds)
+
+    sent: list[str] = []
+    w = Writer(1, "t", defer_to=wait_for_binds, max_defer=30.0)
+    try:
+        w.submit(("podgroup", "g"), lambda: sent.append("Inqueue"))
+        w.submit(("podgroup", "h"), lambda: sent.append("h"))
+        w.submit(("podgroup", "g"), lambda: sent.append("Running"))
+        assert sent == []  # still waiting for the binds
+        binds_done.set()
+        assert w.flush(10)
+        assert sorted(sent) == ["Running", "h"]
+        assert asked and all(0 < s <= 30.0 for s in asked)
+    finally:
+        w.shutdown(1)
+
+
+def test_a_write_waits_no_longer_than_max_defer() -> None:
+    never = threading.Event()
+    sent: list[str] = []
+    w = Writer(1, "t", defer_to=lambda s: never.wait(s), max_defer=0.2)
+    try:
+        w.submit("k", lambda: sent.append("x"))
+        assert w.flush(10) and sent == ["x"]
+    finally:
+        w.shutdown(1)
