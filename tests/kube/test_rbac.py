@@ -170,6 +170,15 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
                 {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "2"}}}]}}, "default")
         eventually(lambda: (api.obj(POD, "high-0", "default")["spec"].get("nodeName")), what="preemption")
         eventually(lambda: (api.obj(QUEUE, "default").get("status") or {}).get("running"), what="queue status")
+        # a pod no node can hold: the scheduler writes its PodScheduled=False condition (pods/status)
+        api.create(PODGROUP, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                              "metadata": {"name": "huge", "namespace": "default"},
+                              "spec": {"minMember": 1, "queue": "default"}}, "default")
+        api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "huge-0", "namespace": "default", "annotations": {"scheduling.k8s.io/group-name": "huge"}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100"}}}]}}, "default")
+        eventually(lambda: ("patch", "", "pods/status", "default") in sched_api.calls, what="a pod condition")
         api.delete(VCJOB, "tensorflow-benchmark", "default")  # the controller removes what the job owned
         eventually(lambda: ("delete", "", "configmaps", "default") in ctrl_api.calls, what="the job's cleanup")
     finally:
