@@ -5,14 +5,25 @@ Tasks are taken queue by queue (queue order), job by job (job order), task by ta
 Volcano's pickUpPendingTasks lists them; BestEffort tasks that an earlier action (preempt) pipelined are
 unpipelined and placed again like pending ones.  A task that fits no node records why and the next is tried
 (Volcano master's ``Execute`` goes on; Volcano 1.9 stopped at the first).
+
+The node is chosen by the predicates alone, not by the node's idle resources: with the ``predicates`` plugin on,
+a pod slot is judged by Kubernetes' node view (``plugins/predicates/predicates.go: Predicate``, "NodePodNumber"),
+from which pods evicted earlier in the session are gone.  The placement then charges the session's node, where
+those pods still hold their slots (``framework/session.go: Allocate``, ``api/node_info.go: AddTask`` lets idle go
+negative), and the bind (``dispatch``, ``cache.AddBindTask``) checks the node as the scheduler cache sees it, where
+they hold them too: it fails, the task is left allocated on that node in the session (still counted by the plugins,
+never bound, not tried elsewhere) and the next task is tried.  docs/volcano-differences.md, "Volcano looks wrong".
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from pyvolcano.actions.allocate import schedulable_jobs
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
+from pyvolcano.api.resource import PODS, fit_floor
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
@@ -54,12 +65,53 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
     return out
 
 
+def pods_in_view(ssn: Session) -> np.ndarray:
+    """Per node, the pods the predicates plugin's Kubernetes node view holds: every task on the node (running,
+    placed, pipelined, releasing since before the session) except those evicted in this session, which its
+    Deallocate handler removed (``plugins/predicates/predicates.go``, the event handlers)."""
+    nodes = ssn.nodes
+    count = np.fromiter((len(t) for t in nodes.tasks), float, len(nodes))
+    for ev in ssn.evictions:
+        i = nodes.pos.get(ev.task.node_name)
+        if i is not None and ev.task.uid in nodes.tasks[i]:
+            count[i] -= 1
+    return count
+
+
+def dispatch_fails(ssn: Session, task: TaskInfo) -> str | None:
+    """Why the bind of an allocated task fails, or None.  The scheduler cache's node has what the session's node
+    has, except the session's still undispatched (Allocated) tasks: ``cache.AddBindTask`` adds the task to it as
+    Binding, which needs its request within that node's idle (``api/node_info.go: AddTask``)."""
+    nodes = ssn.nodes
+    i = nodes.pos[task.node_name]
+    idle = nodes.idle[i]
+    if (idle >= 0).all():  # the task itself is among the Allocated tasks: the cache has room for it
+        return None
+    idle = idle.copy()
+    for t in nodes.tasks[i].values():
+        if t.status == TaskStatus.Allocated:
+            idle += t.resreq
+    lack = ~(idle > fit_floor(task.resreq))
+    if not lack.any():
+        return None
+    names = [ssn.res.names[d] for d in np.flatnonzero(lack)]
+    return (f"node {task.node_name} resources {names} are not enough to put task <{task.namespace}/{task.name}>")
+
+
 @register_action
 class Backfill(Action):
     name = "backfill"
 
     def execute(self, ssn: Session) -> None:
-        for task in best_effort_tasks(ssn):
+        pending = best_effort_tasks(ssn)
+        if not pending:
+            return
+        nodes = ssn.nodes
+        # Volcano's pod-count predicate (only with the predicates plugin): Kubernetes' node view, kept up to date
+        # here as backfill places tasks (placements that fail to bind stay in it, as in Volcano)
+        in_view = pods_in_view(ssn) if "predicates" in ssn.plugins else None
+        max_pods = nodes.allocatable[:, ssn.res.names.index(PODS)]
+        for task in pending:
             job = ssn.jobs[task.job]
             objection = ssn.pre_predicate(task)
             if objection is not None:
@@ -67,8 +119,31 @@ class Backfill(Action):
                 fe.add(str(objection), len(ssn.nodes))
                 job.nodes_fit_errors[task.uid] = fe
                 continue
-            node, now = ssn.select_node(task, job)
-            if node is None or not now:
+            e, cand = ssn.selector.feasible(task, job)
+            if in_view is not None:
+                cand = cand & (in_view < max_pods)
+            node = ssn.selector.pick(task, e, cand)
+            if node is None:
                 job.nodes_fit_errors[task.uid] = ssn.explain(task, job)
                 continue
-            ssn.allocate(task, node)
+            failed = self._allocate(ssn, task, job, node)
+            if in_view is not None:
+                in_view[node] += 1
+            if failed is not None:
+                fe = FitErrors(len(ssn.nodes))
+                fe.add(failed)
+                job.nodes_fit_errors[task.uid] = fe
+
+    @staticmethod
+    def _allocate(ssn: Session, task: TaskInfo, job: JobInfo, node: int) -> str | None:
+        """``ssn.Allocate`` with its bind check: place the task as Allocated; once the job is ready, dispatch
+        its Allocated tasks, stopping at the first whose bind fails (returned: why), which stays Allocated."""
+        ssn._place(task, node, TaskStatus.Allocated)
+        if not ssn.job_ready(job):
+            return None
+        for t in job.tasks_in(TaskStatus.Allocated):
+            why = dispatch_fails(ssn, t)
+            if why is not None:
+                return why
+            ssn._dispatch(t)
+        return None

@@ -385,26 +385,34 @@ class NodeSelector:
         if within is not None:
             feas = feas & within
         for cand, now in ((feas & e.fit_idle, True), (feas & e.fit_future, False)):
-            count = int(np.count_nonzero(cand))
-            if count == 0:
-                continue
-            if count == 1:
-                i = int(np.argmax(cand))
-                if self.ties is not None:
-                    self.ties[task.uid] = [i]
-                return i, now
-            total = self.total_scores(task, e, cand)
-            best = self.ssn.best_node(task, cand, total)
+            best = self.pick(task, e, cand)
             if best is not None:
-                if self.ties is not None:
-                    self.ties[task.uid] = [best]
                 return best, now
-            masked = np.where(cand, total, -np.inf)
-            i = int(np.argmax(masked))
-            i = i if cand[i] else int(np.argmax(cand))
-            self._record(task, masked, i)
-            return i, now
         return None, False
+
+    def pick(self, task: TaskInfo, e: _Entry, cand: np.ndarray) -> int | None:
+        """The best-scored node among the candidates ``cand`` (a mask), None when there is none: a single
+        candidate is taken unscored, else a plugin's bestNode or the top total score (lowest index on ties), as
+        Volcano's allocate and backfill do (``PrioritizeNodes``, ``BestNodeFn``, ``SelectBestNodeAndScore``)."""
+        count = int(np.count_nonzero(cand))
+        if count == 0:
+            return None
+        if count == 1:
+            i = int(np.argmax(cand))
+            if self.ties is not None:
+                self.ties[task.uid] = [i]
+            return i
+        total = self.total_scores(task, e, cand)
+        best = self.ssn.best_node(task, cand, total)
+        if best is not None:
+            if self.ties is not None:
+                self.ties[task.uid] = [best]
+            return best
+        masked = np.where(cand, total, -np.inf)
+        i = int(np.argmax(masked))
+        i = i if cand[i] else int(np.argmax(cand))
+        self._record(task, masked, i)
+        return i
 
     def explain(self, task: TaskInfo, job: JobInfo | None, within: np.ndarray | None = None) -> FitErrors:
         """Why no node fits, Volcano's order: resources against future idle first, then each predicate.
