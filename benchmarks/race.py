@@ -255,11 +255,10 @@ class Running:
     extra_pids: dict[str, int] = field(default_factory=dict)  # e.g. vc-controller-manager
 
 
-def start_pyvolcano(kubeconfig: str, work: Path) -> Running:
-    log = (work / "pyvolcano-scheduler.log").open("ab")
-    p = subprocess.Popen([sys.executable, "-m", "pyvolcano.cli", "scheduler", "--kubeconfig", kubeconfig,
-                          "--scheduler-conf", str(VOLCANO_CONF), "--no-leader-elect", "--listen-address", ""],
-                         stdout=log, stderr=subprocess.STDOUT)
+def _start_process(cmd: list[str], log_path: Path) -> Running:
+    """A scheduler as a child process logging to ``log_path``; stopping it is SIGTERM, then SIGKILL after 30 s."""
+    log = log_path.open("ab")
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
 
     def stop() -> None:
         p.send_signal(signal.SIGTERM)
@@ -271,6 +270,12 @@ def start_pyvolcano(kubeconfig: str, work: Path) -> Running:
         log.close()
 
     return Running(p.pid, stop)
+
+
+def start_pyvolcano(kubeconfig: str, work: Path) -> Running:
+    return _start_process([sys.executable, "-m", "pyvolcano.cli", "scheduler", "--kubeconfig", kubeconfig,
+                           "--scheduler-conf", str(VOLCANO_CONF), "--no-leader-elect", "--listen-address", ""],
+                          work / "pyvolcano-scheduler.log")
 
 
 def start_volcano(kubeconfig: str, work: Path) -> Running:
@@ -286,19 +291,7 @@ def start_volcano(kubeconfig: str, work: Path) -> Running:
 
 
 def start_kube_scheduler(kubeconfig: str, work: Path) -> Running:
-    log = (work / "kube-scheduler.log").open("ab")
-    p = subprocess.Popen([str(KUBE_SCHEDULER_RUN), kubeconfig], stdout=log, stderr=subprocess.STDOUT)
-
-    def stop() -> None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(10)
-        log.close()
-
-    return Running(p.pid, stop)
+    return _start_process([str(KUBE_SCHEDULER_RUN), kubeconfig], work / "kube-scheduler.log")
 
 
 STARTERS = {"pyvolcano": start_pyvolcano, "volcano": start_volcano, "kube-scheduler": start_kube_scheduler}

@@ -22,6 +22,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from pyvolcano.conf.loader import DEFAULT_CONF
+
 PG_API = "scheduling.volcano.sh/v1beta1"
 TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
 GI = 1024**3
@@ -31,6 +33,20 @@ _TIER1 = """- plugins:
   - name: gang
     enablePreemptable: false
   - name: conformance
+"""
+
+#: the first tier with gang voting on victims (preempt, reclaim, capacity), and the preempt/reclaim second tier
+_TIER1_VOTING = """- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+"""
+_TIER2 = """- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
 """
 
 CONFS: dict[str, str] = {
@@ -43,61 +59,17 @@ CONFS: dict[str, str] = {
   - name: proportion
   - name: nodeorder
 """,
-    # The installer conf as shipped, binpack included.
-    "binpack": 'actions: "enqueue, allocate, backfill"\ntiers:\n' + _TIER1 + """- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-""",
-    "preempt": """actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-""",
-    "reclaim": """actions: "enqueue, allocate, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-""",
-    "capacity": """actions: "enqueue, allocate, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
+    # The installer conf as shipped, binpack included: pyvolcano's own default (conf/loader.py).
+    "binpack": DEFAULT_CONF,
+    "preempt": 'actions: "enqueue, allocate, preempt, backfill"\ntiers:\n' + _TIER1_VOTING + _TIER2,
+    "reclaim": 'actions: "enqueue, allocate, reclaim, backfill"\ntiers:\n' + _TIER1_VOTING + _TIER2,
+    "capacity": 'actions: "enqueue, allocate, reclaim, backfill"\ntiers:\n' + _TIER1_VOTING + """- plugins:
   - name: drf
   - name: predicates
   - name: capacity
   - name: nodeorder
 """,
-    "hierarchy": """actions: "enqueue, allocate, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
+    "hierarchy": 'actions: "enqueue, allocate, reclaim, backfill"\ntiers:\n' + _TIER1_VOTING + """- plugins:
   - name: drf
   - name: predicates
   - name: capacity

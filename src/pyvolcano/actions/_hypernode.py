@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyvolcano.api.fit_errors import FitErrors
+from pyvolcano.actions._turn import Turn, check_task, fail_task
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import TaskStatus
@@ -229,40 +229,23 @@ def _allocate_tasks(ssn: Session, job: JobInfo, queue: QueueInfo, tasks: Priorit
         return None
     leaf = st.leaf_of_nodes()
     stmt = Statement(ssn)
-    n = len(ssn.nodes)
     try:
         while not tasks.empty():
             task = tasks.pop()
-            if not ssn.allocatable(queue, task):
-                fe = FitErrors(n)
-                fe.set_error(f"queue {queue.name} has no room for the task (allocatable check failed)")
-                job.nodes_fit_errors[task.uid] = fe
+            turn = check_task(ssn, job, queue, task)
+            if turn is Turn.PLACE:
+                st.placing[job.uid] = allocated
+                node, now = ssn.select_node(task, job, within)
+                if node is None:
+                    fe = ssn.explain(task, job, within)
+                    if within is not None:
+                        fe.set_hypernode(st.topo.names[hypernode])
+                    turn = fail_task(job, task, fe)
+            if turn is not Turn.PLACE:
+                if turn is Turn.END:
+                    break
                 continue
-            if job.task_has_fit_errors(task):
-                fe = FitErrors(n)
-                fe.set_error(f"Task {task.name} with role spec {task.task_spec} has already predicated failed, skip")
-                job.nodes_fit_errors[task.uid] = fe
-                continue
-            objection = ssn.pre_predicate(task)
-            if objection is not None:
-                fe = FitErrors(n)
-                fe.add(str(objection), n)
-                job.nodes_fit_errors[task.uid] = fe
-                job.record_fit_failure(task)
-                if job.need_continue_allocating():
-                    continue
-                break
-            st.placing[job.uid] = allocated
-            node, now = ssn.select_node(task, job, within)
-            if node is None:
-                fe = ssn.explain(task, job, within)
-                if within is not None:
-                    fe.set_hypernode(st.topo.names[hypernode])
-                job.nodes_fit_errors[task.uid] = fe
-                job.record_fit_failure(task)
-                if job.need_continue_allocating():
-                    continue
-                break
+            assert node is not None
             if now:
                 stmt.allocate(task, node)
             else:

@@ -13,7 +13,6 @@ from pyvolcano.api.convert import parse_time
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.resource import EPS, fit_floor, less_equal
 from pyvolcano.api.types import TaskStatus
-from pyvolcano.errors import ManifestError
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
@@ -152,8 +151,8 @@ def _start_time(task: TaskInfo) -> float:
     as started now, i.e. later than any that has one."""
     raw = (task.pod.get("status") or {}).get("startTime")
     try:
-        return parse_time(task.pod, raw, "status.startTime") if raw else float("inf")
-    except ManifestError:  # an unreadable start time counts as none
+        return parse_time(raw) if raw else float("inf")
+    except ValueError:  # an unreadable start time counts as none (status is not part of the validated boundary)
         return float("inf")
 
 

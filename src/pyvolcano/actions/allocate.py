@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pyvolcano.actions._hypernode import allocate_topology_job, topology_waits
+from pyvolcano.actions._turn import Turn, check_task, fail_task
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
@@ -123,32 +124,16 @@ class Allocate(Action):
         explained: dict[object, tuple[int, FitErrors]] = {}  # per template: the last "why no node", while valid
         while not tasks.empty():
             task = tasks.pop()
-            if not ssn.allocatable(queue, task):
-                fe = FitErrors(len(ssn.nodes))
-                fe.set_error(f"queue {queue.name} has no room for the task (allocatable check failed)")
-                job.nodes_fit_errors[task.uid] = fe
+            turn = check_task(ssn, job, queue, task)
+            if turn is Turn.PLACE:
+                node, now = ssn.select_node(task, job)
+                if node is None:
+                    turn = fail_task(job, task, self._explain(ssn, task, job, explained))
+            if turn is not Turn.PLACE:
+                if turn is Turn.END:
+                    break
                 continue
-            if job.task_has_fit_errors(task):
-                fe = FitErrors(len(ssn.nodes))
-                fe.set_error(f"Task {task.name} with role spec {task.task_spec} has already predicated failed, skip")
-                job.nodes_fit_errors[task.uid] = fe
-                continue
-            objection = ssn.pre_predicate(task)
-            if objection is not None:  # Volcano: every node fails with the prePredicate error
-                fe = FitErrors(len(ssn.nodes))
-                fe.add(str(objection), len(ssn.nodes))
-                job.nodes_fit_errors[task.uid] = fe
-                job.record_fit_failure(task)
-                if job.need_continue_allocating():
-                    continue
-                break
-            node, now = ssn.select_node(task, job)
-            if node is None:
-                job.nodes_fit_errors[task.uid] = self._explain(ssn, task, job, explained)
-                job.record_fit_failure(task)
-                if job.need_continue_allocating():
-                    continue
-                break
+            assert node is not None
             if now:
                 stmt.allocate(task, node)
             else:

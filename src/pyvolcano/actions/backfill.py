@@ -23,7 +23,7 @@ from pyvolcano.actions.allocate import schedulable_jobs
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import PODS, fit_floor
+from pyvolcano.api.resource import PODS
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.registry import register_action
@@ -49,7 +49,7 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
         tasks[job.uid] = found[job.uid]
         for t in tasks[job.uid]:
             if t.status == TaskStatus.Pipelined:
-                ssn._unplace(t)
+                ssn.unpipeline(t)
         if job.queue not in jobs:
             jobs[job.queue] = PriorityQueue(ssn.job_cmp)
             queues.push(ssn.queues[job.queue])
@@ -78,26 +78,6 @@ def pods_in_view(ssn: Session) -> np.ndarray:
     return count
 
 
-def dispatch_fails(ssn: Session, task: TaskInfo) -> str | None:
-    """Why the bind of an allocated task fails, or None.  The scheduler cache's node has what the session's node
-    has, except the session's still undispatched (Allocated) tasks: ``cache.AddBindTask`` adds the task to it as
-    Binding, which needs its request within that node's idle (``api/node_info.go: AddTask``)."""
-    nodes = ssn.nodes
-    i = nodes.pos[task.node_name]
-    idle = nodes.idle[i]
-    if (idle >= 0).all():  # the task itself is among the Allocated tasks: the cache has room for it
-        return None
-    idle = idle.copy()
-    for t in nodes.tasks[i].values():
-        if t.status == TaskStatus.Allocated:
-            idle += t.resreq
-    lack = ~(idle > fit_floor(task.resreq))
-    if not lack.any():
-        return None
-    names = [ssn.res.names[d] for d in np.flatnonzero(lack)]
-    return (f"node {task.node_name} resources {names} are not enough to put task <{task.namespace}/{task.name}>")
-
-
 @register_action
 class Backfill(Action):
     name = "backfill"
@@ -110,7 +90,7 @@ class Backfill(Action):
         # Volcano's pod-count predicate (only with the predicates plugin): Kubernetes' node view, kept up to date
         # here as backfill places tasks (placements that fail to bind stay in it, as in Volcano)
         in_view = pods_in_view(ssn) if "predicates" in ssn.plugins else None
-        max_pods = nodes.allocatable[:, ssn.res.names.index(PODS)]
+        max_pods = nodes.allocatable[:, ssn.res.pos[PODS]]
         for task in pending:
             job = ssn.jobs[task.job]
             objection = ssn.pre_predicate(task)
@@ -126,24 +106,10 @@ class Backfill(Action):
             if node is None:
                 job.nodes_fit_errors[task.uid] = ssn.explain(task, job)
                 continue
-            failed = self._allocate(ssn, task, job, node)
+            failed = ssn.allocate(task, node, check_binds=True)
             if in_view is not None:
                 in_view[node] += 1
             if failed is not None:
                 fe = FitErrors(len(ssn.nodes))
                 fe.add(failed)
                 job.nodes_fit_errors[task.uid] = fe
-
-    @staticmethod
-    def _allocate(ssn: Session, task: TaskInfo, job: JobInfo, node: int) -> str | None:
-        """``ssn.Allocate`` with its bind check: place the task as Allocated; once the job is ready, dispatch
-        its Allocated tasks, stopping at the first whose bind fails (returned: why), which stays Allocated."""
-        ssn._place(task, node, TaskStatus.Allocated)
-        if not ssn.job_ready(job):
-            return None
-        for t in job.tasks_in(TaskStatus.Allocated):
-            why = dispatch_fails(ssn, t)
-            if why is not None:
-                return why
-            ssn._dispatch(t)
-        return None

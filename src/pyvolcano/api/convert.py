@@ -67,9 +67,8 @@ def normalise_pod_spec(spec: dict[str, Any]) -> None:
                     e["values"] = [label_value(v) for v in e["values"]]
 
 
-def parse_time(obj: Mapping[str, Any], value: Any, field: str = "metadata.creationTimestamp") -> float:
+def parse_time(value: Any) -> float:
     """A time as seconds; ``api/models.py`` (``_time``) has checked it is RFC 3339 or a finite number."""
-    del obj, field
     if value in (None, ""):
         return 0.0
     if isinstance(value, datetime):
@@ -180,7 +179,7 @@ def make_task(pod: dict[str, Any], res: ResourceIndex, job_uid: str, priority: i
         init_resreq=init_resreq, status=task_status(pod), node_name=spec.get("nodeName") or "",
         priority=priority, preemptable=str(preempt).lower() != "false",
         task_spec=task_role(annotations, labels), pod=pod, template_key=key,
-        creation=parse_time(pod, md.get("creationTimestamp")),
+        creation=parse_time(md.get("creationTimestamp")),
         sch_gated=bool(spec.get("schedulingGates")),
         k8s_extra=k8s_extra(pod, res.pos, resreq, init_resreq),
     )
@@ -225,7 +224,7 @@ def podgroup(pg: dict[str, Any], res: ResourceIndex) -> PodGroup:
         queue=spec.get("queue") or DEFAULT_QUEUE, priority_class=spec.get("priorityClassName") or "",
         min_resources=None if min_res is None else res.vector(resource_list(min_res)),
         phase=phase_v, conditions=list(status.get("conditions") or []),
-        creation=parse_time(pg, md.get("creationTimestamp")), annotations=dict(md.get("annotations") or {}),
+        creation=parse_time(md.get("creationTimestamp")), annotations=dict(md.get("annotations") or {}),
         labels=dict(md.get("labels") or {}), manifest=pg,
         network_topology=NetworkTopology.of(_d(spec.get("networkTopology"))
                                             if spec.get("networkTopology") is not None else None),
@@ -252,7 +251,7 @@ def queue(q: dict[str, Any], res: ResourceIndex) -> QueueInfo:
         weights=ann.get("volcano.sh/hierarchy-weights", ""),
         priority=_int(spec.get("priority"), 0),
         affinity=_d(spec.get("affinity")),
-        creation=parse_time(q, md.get("creationTimestamp")), manifest=q,
+        creation=parse_time(md.get("creationTimestamp")), manifest=q,
         capability_set=frozenset(cap), guarantee_set=frozenset(guar), deserved_set=frozenset(des),
     )
 

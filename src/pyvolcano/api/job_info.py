@@ -95,6 +95,14 @@ class TaskInfo:
         return t
 
     @property
+    def uses_pod_constraints(self) -> bool:
+        """A quick look: does the pod have pod (anti-)affinity terms or topology spread constraints?  (Another
+        pod's placement can then change whether and where it fits.)"""
+        spec = (self.pod or {}).get("spec") or {}
+        aff = spec.get("affinity") or {}
+        return bool(spec.get("topologySpreadConstraints") or aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+    @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 

@@ -336,7 +336,7 @@ class SchedulerCache:
                               queue=annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE,
                               priority_class=spec.get("priorityClassName") or "",
                               min_resources=self.res.vector(req) * self.res.fair_mask,
-                              creation=convert.parse_time(pod, md.get("creationTimestamp")), synthetic=True)
+                              creation=convert.parse_time(md.get("creationTimestamp")), synthetic=True)
                 self.podgroups[job_uid] = pg
                 self.jobs[job_uid] = JobInfo(job_uid, None, self.res.size)
                 self._set_podgroup(self.jobs[job_uid], pg)

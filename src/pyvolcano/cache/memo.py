@@ -108,15 +108,7 @@ def _conf_ok(conf: Any, enqueue: bool) -> bool:
 
 def _affinity(job: JobInfo) -> bool:
     """Some pending pod of the job has pod (anti-)affinity or topology spread constraints."""
-    pending = job.index.get(TaskStatus.Pending)
-    if not pending:
-        return False
-    for t in pending.values():
-        spec = (t.pod or {}).get("spec") or {}
-        aff = spec.get("affinity") or {}
-        if spec.get("topologySpreadConstraints") or aff.get("podAffinity") or aff.get("podAntiAffinity"):
-            return True
-    return False
+    return any(t.uses_pod_constraints for t in job.index.get(TaskStatus.Pending, {}).values())
 
 
 class SessionMemo:

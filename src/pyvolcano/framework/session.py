@@ -23,7 +23,7 @@ from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import resource_list
+from pyvolcano.api.resource import fit_floor, resource_list
 from pyvolcano.api.status import Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
@@ -474,16 +474,49 @@ class Session:
         self.evictions.append(Eviction(task, reason))
 
     # --- session-level operations (Volcano's ssn.Allocate/Pipeline/Evict, used outside statements) ----
-    def allocate(self, task: TaskInfo, i: int) -> None:
-        """Allocate now; once the job is ready every allocated task of it is dispatched."""
+    def allocate(self, task: TaskInfo, i: int, *, check_binds: bool = False) -> str | None:
+        """Volcano's ``ssn.Allocate`` (``framework/session.go``): place the task as Allocated; once the job is
+        ready, dispatch its Allocated tasks.  ``check_binds``, for a caller that places regardless of the node's
+        idle resources (backfill): stop at the first task whose bind the scheduler cache refuses (returned: why),
+        which stays Allocated on its node, never bound (``dispatch``, ``cache.AddBindTask``)."""
         self._place(task, i, TaskStatus.Allocated)
         job = self.jobs[task.job]
-        if self.job_ready(job):
-            for t in job.tasks_in(TaskStatus.Allocated):
-                self._dispatch(t)
+        if not self.job_ready(job):
+            return None
+        for t in job.tasks_in(TaskStatus.Allocated):
+            why = self._bind_fails(t) if check_binds else None
+            if why is not None:
+                return why
+            self._dispatch(t)
+        return None
+
+    def _bind_fails(self, task: TaskInfo) -> str | None:
+        """Why the bind of an allocated task fails, or None.  The scheduler cache's node has what the session's
+        node has, except the session's still undispatched (Allocated) tasks: ``cache.AddBindTask`` adds the task
+        to it as Binding, which needs its request within that node's idle (``api/node_info.go: AddTask``).  The
+        session's node may be over-full when a placement ignored idle resources (backfill: the predicates' pod
+        count already leaves out pods evicted in the session, the node does not)."""
+        nodes = self.nodes
+        i = nodes.pos[task.node_name]
+        idle = nodes.idle[i]
+        if (idle >= 0).all():  # the task itself is among the Allocated tasks: the cache has room for it
+            return None
+        idle = idle.copy()
+        for t in nodes.tasks[i].values():
+            if t.status == TaskStatus.Allocated:
+                idle += t.resreq
+        lack = ~(idle > fit_floor(task.resreq))
+        if not lack.any():
+            return None
+        names = [self.res.names[d] for d in np.flatnonzero(lack)]
+        return f"node {task.node_name} resources {names} are not enough to put task <{task.namespace}/{task.name}>"
 
     def pipeline(self, task: TaskInfo, i: int) -> None:
         self._place(task, i, TaskStatus.Pipelined)
+
+    def unpipeline(self, task: TaskInfo) -> None:
+        """Volcano's ``Statement.UnPipeline`` outside a statement: the task is Pending again, off its node."""
+        self._unplace(task)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self._evict(task)

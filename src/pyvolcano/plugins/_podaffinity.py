@@ -266,13 +266,6 @@ def counted(task: TaskInfo) -> bool:
 ROLES = ("req_anti", "pref_aff", "pref_anti")
 
 
-def _uses(task: TaskInfo) -> bool:
-    """A quick look: does the pod have pod (anti-)affinity terms or topology spread constraints?"""
-    spec = (task.pod or {}).get("spec") or {}
-    aff = spec.get("affinity") or {}
-    return bool(spec.get("topologySpreadConstraints") or aff.get("podAffinity") or aff.get("podAntiAffinity"))
-
-
 class PodAffinityState:
     """Per-session counts of placed pods, per node, for every selector in use (see module docstring)."""
 
@@ -302,7 +295,7 @@ class PodAffinityState:
         on_nodes = []
         for i, tasks in enumerate(self.nodes.tasks):
             for t in tasks.values():
-                if _uses(t) and counted(t):
+                if t.uses_pod_constraints and counted(t):
                     aff = ((t.pod.get("spec") or {}).get("affinity") or {})
                     if aff.get("podAffinity") is not None or aff.get("podAntiAffinity") is not None:
                         self.aff_open[i] = True
@@ -311,7 +304,7 @@ class PodAffinityState:
                         self.anti_open[i] = True
                     on_nodes.append(pt)
         pending = [self.parse(t) for j in ssn.jobs.values() for t in j.tasks.values()
-                   if t.status == TaskStatus.Pending and _uses(t)]
+                   if t.status == TaskStatus.Pending and t.uses_pod_constraints]
         self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)
         self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or any(pt.req_anti for pt in on_nodes)
         self.any_hard = any(pt.hard for pt in pending)

@@ -36,14 +36,6 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _stats(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"mean": None, "p50": None, "p95": None, "p99": None}
-    a = np.asarray(values)
-    return {"mean": round(float(a.mean()), 3), "p50": round(float(np.percentile(a, 50)), 3),
-            "p95": round(float(np.percentile(a, 95)), 3), "p99": round(float(np.percentile(a, 99)), 3)}
-
-
 def window(result: SimResult, horizon: float | None = None) -> float:
     """The end of the averaging window: ``horizon`` when given (``--horizon``, or the longest run when runs are
     compared side by side), else the end of the run."""
@@ -88,16 +80,16 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
     for q in sorted({r["queue"] for r in rows}):
         qr = [r for r in rows if r["queue"] == q]
         per_queue[q] = {"jobs": len(qr), **outcomes(qr),
-                        "wait": _stats([r["wait"] for r in qr if r["wait"] is not None]),
-                        "jct": _stats([r["jct"] for r in qr if r["jct"] is not None])}
+                        "wait": figures.stats([r["wait"] for r in qr if r["wait"] is not None]),
+                        "jct": figures.stats([r["jct"] for r in qr if r["jct"] is not None])}
     cs = result.cycle_seconds
     out = outcomes(rows)
     return {
         "config": conf_name, "jobs": len(rows), **out,
         "failed_or_aborted": out["failed"] + out["aborted"],
         "makespan_s": makespan(rows),
-        "wait_s": _stats([r["wait"] for r in rows if r["wait"] is not None]),
-        "jct_s": _stats([r["jct"] for r in rows if r["jct"] is not None]),
+        "wait_s": figures.stats([r["wait"] for r in rows if r["wait"] is not None]),
+        "jct_s": figures.stats([r["jct"] for r in rows if r["jct"] is not None]),
         "per_queue": per_queue,
         "window_s": round(window(result, horizon), 3),
         "utilisation": {"cpu": round(float(util[0]), 4), "memory": round(float(util[1]), 4),
