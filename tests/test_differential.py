@@ -29,15 +29,11 @@ REPROS = sorted((Path(__file__).parent / "differential" / "repros").glob("*.yaml
 #: family -> what blocks it: the issue-13 rules (or "new" findings) whose absence makes it disagree today, from the
 #: sweep recorded in docs/volcano-differences.md ("How agreement is checked"). Enabling a family = deleting its row.
 BLOCKED_FAMILIES: dict[str, str] = {
-    # every other family agrees on seeds 0-19 since 2026-11-24 (docs/volcano-differences.md: 20-59).
-    # issue 14: seeds 0-59 agreed in a sweep, but Volcano picks among equally scored hypernodes at random
-    # (allocate.go: selectBestHyperNodeForJob over a map, util.SelectBestHyperNodeAndScore) and the compare does not
-    # yet count a hypernode tie as a tie (the oracle's decisionScores cover only the chosen hypernode's nodes): a
-    # seed can flake (seed 9 once, under load), so it runs in make bench only
-    "topology": "issue 14: hypernode ties are random in Volcano and not yet recognised as ties by the compare",
+    # every family agrees on seeds 0-19 since 2026-11-24 (docs/volcano-differences.md: 20-59); topology since
+    # the compare counts equally scored hypernodes as a tie (SessionResult.hypernode_ties)
 }
 #: seeds per enabled family in ``make test`` (about 2 s each: pyvolcano and two oracle runs at once, each oracle
-#: run waiting ``oracle.QUIET`` for stragglers); thirteen families, about 4-5 minutes of ``make test``
+#: run waiting ``oracle.QUIET`` for stragglers); fourteen families, about 4-5 minutes of ``make test``
 FAST_CASES = 10
 #: seeds per family in ``make bench`` (``PYVOLCANO_DIFF_BENCH_CASES`` overrides it, e.g. for a quick look)
 BENCH_CASES = int(os.environ.get("PYVOLCANO_DIFF_BENCH_CASES", "100"))
@@ -90,3 +86,12 @@ def test_repro_is_what_volcano_decides_and_pyvolcano_does_not(path: Path) -> Non
     py = run_pyvolcano(Case(path.stem, 0, sc["config"], sc["objects"]))
     assert check(py, sc["expect"]), (f"{path.name} (rule {rule}): pyvolcano now decides what Volcano does; move "
                                      "it to tests/scenarios/core/ and update docs/volcano-differences.md")
+
+
+def test_a_node_under_another_equally_scored_hypernode_is_a_tie() -> None:
+    from tests.differential.compare import _hypernode_tie
+    ties = {"ns/a": {"s0": ["n0", "n1"], "s1": ["n2", "n3"]}}
+    assert _hypernode_tie(ties, "ns/a", "n2", "n0")
+    assert not _hypernode_tie(ties, "ns/a", "n4", "n0")  # Volcano's node under no tied hypernode
+    assert not _hypernode_tie(ties, "ns/b", "n2", "n0")  # another job's choice was no tie
+    assert not _hypernode_tie(ties, None, "n2", "n0")

@@ -205,3 +205,19 @@ def test_a_pod_that_fits_no_node_of_the_hypernode_says_which_hypernode() -> None
     result, _ = cycle_objects(objs, load_conf(CONF, "t"))
     why = result_json(result)["unschedulable"]["ns/a"]
     assert "In hyperNode s" in why and "0/2 nodes are available: 2 Insufficient cpu." in why, why
+
+
+def test_equally_scored_hypernodes_are_recorded_as_ties_for_the_differential_compare() -> None:
+    """Volcano picks among equally scored hypernodes at random (``selectBestHyperNodeForJob`` over a Go map), so
+    ``record_ties`` lists every best one with its nodes; with one leaf fuller the gang's choice is no tie."""
+    gang = [pg("a", 2, {"mode": "hard", "highestTierAllowed": 1}), pod("a-0", "a", 2), pod("a-1", "a", 2)]
+    conf = load_conf(CONF, "test")
+    result, _ = cycle_objects(NODES + TOPO + gang, conf, record_ties=True)
+    assert len(result.binds) == 2
+    assert result.hypernode_ties == {"ns/a": {"s0": ["n0", "n1"], "s1": ["n2", "n3"]}}
+    busy = [pg("b", 1), pod("b-0", "b", 1, node_name="n2")]
+    result, _ = cycle_objects(NODES + TOPO + gang + busy, conf, record_ties=True)
+    assert {result.binds["ns/a-0"], result.binds["ns/a-1"]} <= {"n2", "n3"}  # bin-packing: the fuller leaf
+    assert "ns/a" not in result.hypernode_ties
+    result, _ = cycle_objects(NODES + TOPO + gang, conf)
+    assert result.hypernode_ties == {}

@@ -5,9 +5,11 @@ pyvolcano runs through the code path of ``pyvolcano cycle`` (``framework/cycle.p
 compared (Volcano's Go map order and random node sampling make a second run differ sometimes). A pod bound or
 pipelined to a different node counts as agreement when Volcano scored both nodes the best for it
 (``util.SelectBestNodeAndScore`` picks one of the best at random): the scores are the ones Volcano computed when
-it chose (``tests/oracle.py: decision_scores``). Once Volcano has broken a tie another way, the rest of the case is
-not compared: later decisions may follow from the tie, and comparing them made the same seed agree on one run and
-not on the next.
+it chose (``tests/oracle.py: decision_scores``). The same holds for a job's hypernode: when pyvolcano scored several
+hypernodes best for the job (``SessionResult.hypernode_ties``) and the two nodes lie under them, Volcano picked
+another of them (``selectBestHyperNodeForJob`` ranges over a Go map). Once Volcano has broken a tie another way,
+the rest of the case is not compared: later decisions may follow from the tie, and comparing them made the same
+seed agree on one run and not on the next.
 """
 
 from __future__ import annotations
@@ -76,8 +78,30 @@ class Outcome:
 
 def run_pyvolcano(case: Case) -> dict[str, Any]:
     conf = load_conf(case.config, f"{case.name}: config")
-    result, _ = cycle_objects(oracle.with_installer_queues(case.objects, case.config), conf, "volcano", "vector")
-    return result_json(result)
+    result, _ = cycle_objects(oracle.with_installer_queues(case.objects, case.config), conf, "volcano", "vector",
+                              record_ties=True)
+    out = result_json(result)
+    out["hypernodeTies"] = result.hypernode_ties
+    return out
+
+
+def _pod_jobs(case: Case) -> dict[str, str]:
+    """pod -> its PodGroup's job uid (``namespace/group-name``)."""
+    out: dict[str, str] = {}
+    for o in case.objects:
+        if o["kind"] == "Pod":
+            meta = o["metadata"]
+            pg = (meta.get("annotations") or {}).get("scheduling.k8s.io/group-name")
+            if pg:
+                out[f"{meta['namespace']}/{meta['name']}"] = f"{meta['namespace']}/{pg}"
+    return out
+
+
+def _hypernode_tie(ties: dict[str, dict[str, list[str]]], job: str | None, vnode: str, pnode: str) -> bool:
+    """pyvolcano scored several hypernodes best for ``job`` (Volcano picks one at random) and Volcano's node and
+    pyvolcano's lie under two of them."""
+    tied = ties.get(job or "", {})
+    return any(vnode in nodes for nodes in tied.values()) and any(pnode in nodes for nodes in tied.values())
 
 
 def _nodes(kind: str, vc: dict[str, str], py: dict[str, str], settled: set[str],
@@ -127,10 +151,15 @@ def compare(case: Case, keep_dir: Path | None = None) -> Outcome:
     for pod, vnode, pnode in ties:
         if pod in tied:
             out.unstable.append(f"node {pod}: {vnode} / {pnode} tie")
+    jobs = _pod_jobs(case)
+    for pod, vnode, pnode in ties:
+        if pod not in tied and _hypernode_tie(py["hypernodeTies"], jobs.get(pod), vnode, pnode):
+            tied.add(pod)
+            out.unstable.append(f"node {pod}: {vnode} / {pnode} under equally scored hypernodes")
     if tied:
-        # Volcano broke a tie another way (at random: util.SelectBestNodeAndScore); every later decision of the
-        # session may follow from it, so none is compared (a flake otherwise: the same seed agrees on one run
-        # and not the next)
+        # Volcano broke a tie another way (at random: util.SelectBestNodeAndScore among nodes,
+        # util.SelectBestHyperNodeAndScore and a Go map among hypernodes); every later decision of the session may
+        # follow from it, so none is compared (a flake otherwise: the same seed agrees on one run and not the next)
         out.unstable.append(f"{len(out.diffs) - len(tied)} later difference(s) not compared: they follow the tie")
         out.diffs = []
     out.cause = classify(case, out.diffs) if out.diffs else ""

@@ -37,7 +37,7 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
-from pyvolcano.framework.topology import JobTopology
+from pyvolcano.framework.topology import JobTopology, best_of
 from pyvolcano.framework.util import PriorityQueue
 
 #: a recorded placement: (operation, task, node index), replayed by ``_replay``
@@ -145,7 +145,7 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
                 s_.discard(rollback=False)
         if not solutions:
             continue
-        best = max(solutions, key=lambda k: solutions[k][2])  # the first of equal scores (Volcano: random)
+        best = best_of({h: sol[2] for h, sol in solutions.items()}, st, job)  # Volcano: random among equals
         ops, work, _, sub_allocated = solutions[best]
         st.why.pop(job.uid, None)
         return _replay(ssn, ops), best, work, sub_allocated
@@ -211,7 +211,7 @@ def _allocate_for_subjob(ssn: Session, job: JobInfo, jt: JobTopology, queue: Que
         if not found:
             continue
         scores = st.order(job, list(found))
-        best = max(found, key=lambda k: scores[k])  # the first of equal scores (Volcano: random)
+        best = best_of({h: scores[h] for h in found}, st, job)  # Volcano: random among equals
         ops, work = found[best]
         return _replay(ssn, ops), scores[best], st.lca(sub_allocated, best), work
     return None

@@ -24,11 +24,13 @@ def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vecto
     ``framework.result.apply``).  Every front-end -- ``cycle``, ``simulate``, ``bench``, ``queues`` and the
     Kubernetes scheduler -- runs its sessions through here (Volcano's ``Scheduler.runOnce``,
     ``pkg/scheduler/scheduler.go``).  ``record_ties``: also fill ``SessionResult.ties`` (every best-scored node of
-    each placement), for comparing with Volcano, which picks among equal nodes at random.  ``explain``: also fill
+    each placement) and ``SessionResult.hypernode_ties`` (every best-scored hypernode of each job), for comparing with
+    Volcano, which picks among equal nodes and hypernodes at random.  ``explain``: also fill
     ``SessionResult.scores`` with each pending pod's ``explain`` best nodes and every plugin's score on them."""
     ssn = Session(cache.snapshot(), conf, engine)
     if record_ties:
         ssn.selector.ties = {}
+        ssn.topology.ties = {}
     return ssn.run(explain)
 
 

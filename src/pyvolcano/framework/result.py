@@ -140,6 +140,9 @@ class SessionResult:
     pods: int = 0
     #: with ``run_session(record_ties=True)``: per placed task, the nodes that scored as well as the chosen one
     ties: dict[str, list[str]] = field(default_factory=dict)
+    #: with ``run_session(record_ties=True)``: per job, every hypernode that scored as well as the one chosen for
+    #: it (or one of its sub-groups), with the nodes under it
+    hypernode_ties: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     #: with ``run_session(explain=N)``: per pending pod, the N best nodes with each plugin's score
     #: (``framework/explain.py``, what ``pyvolcano cycle -v`` shows)
     scores: dict[str, ScoreBreakdown] = field(default_factory=dict)

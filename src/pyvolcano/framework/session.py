@@ -608,6 +608,11 @@ class Session:
         if self.selector.ties is not None:
             names = self.nodes.names
             out.ties = {uid: [names[i] for i in idx] for uid, idx in self.selector.ties.items()}
+        if self.topology.ties is not None:
+            topo = self.topology.topo
+            out.hypernode_ties = {uid: {topo.names[h]: [self.nodes.names[i] for i in
+                                                       np.flatnonzero(topo.members[h, :len(self.nodes)])]
+                                        for h in sorted(hs)} for uid, hs in self.topology.ties.items()}
         held: dict[str, np.ndarray] = {}
         phases: dict[str, dict[str, int]] = {}
         tasks: dict[str, list[int]] = {}

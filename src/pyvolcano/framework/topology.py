@@ -70,6 +70,10 @@ class SessionTopology:
     #: per job that found no placement because of its topology constraint: why, for ``cycle`` (not Volcano's
     #: condition message, which stays Volcano's)
     why: dict[str, str] = field(default_factory=dict)
+    #: when a dict (``run_session(record_ties=True)``): per job, every hypernode that scored as well as the one
+    #: chosen for it or one of its sub-groups (Volcano picks among them at random: ``selectBestHyperNodeForJob``
+    #: ranges over a Go map, ``util.SelectBestHyperNodeAndScore`` shuffles), for the differential compare
+    ties: dict[str, set[int]] | None = None
     gradient_fns: list[list[tuple[str, GradientFn]]] = field(default_factory=list)
     order_fns: list[list[tuple[str, OrderFn]]] = field(default_factory=list)
 
@@ -205,3 +209,14 @@ def add_hypernode_order(ssn: Session, plugin: str, fn: OrderFn) -> None:
     if ti is not None:
         ssn.topology.order_fns[ti].append((plugin, fn))
 
+
+def best_of(scores: dict[int, float], st: SessionTopology, job: JobInfo) -> int:
+    """The first (breadth-first, name order) of the best-scored hypernodes; with ``st.ties`` recording, every
+    hypernode scoring as well is remembered for ``job`` (Volcano picks among them at random)."""
+    best = max(scores, key=lambda k: scores[k])
+    if st.ties is not None:
+        top = scores[best]
+        tied = {h for h, v in scores.items() if abs(v - top) <= 1e-9 * max(1.0, abs(top))}
+        if len(tied) > 1:
+            st.ties.setdefault(job.uid, set()).update(tied)
+    return best
