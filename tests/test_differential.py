@@ -95,3 +95,17 @@ def test_a_node_under_another_equally_scored_hypernode_is_a_tie() -> None:
     assert not _hypernode_tie(ties, "ns/a", "n4", "n0")  # Volcano's node under no tied hypernode
     assert not _hypernode_tie(ties, "ns/b", "n2", "n0")  # another job's choice was no tie
     assert not _hypernode_tie(ties, None, "n2", "n0")
+
+
+def test_evicting_one_of_two_pods_alike_but_for_their_names_is_a_tie() -> None:
+    from tests.differential.compare import _swaps
+    from tests.differential.gen import Case
+
+    def pod(name: str, cpu: str = "1") -> dict[str, object]:
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "annotations": {"g": "j"}},
+                "spec": {"nodeName": "n0", "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
+
+    case = Case("x", 0, "", [pod("a"), pod("b"), pod("c", "2"), pod("d")])
+    assert _swaps(case, ["ns/a"], ["ns/b"]) == [("ns/a", "ns/b")]
+    assert _swaps(case, ["ns/a"], ["ns/c"]) == []  # a different request: a real difference
+    assert _swaps(case, ["ns/a", "ns/d"], ["ns/b"]) == [("ns/a", "ns/b")]  # each pod paired once
