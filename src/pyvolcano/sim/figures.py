@@ -40,6 +40,17 @@ def stage_waits(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def outcomes(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How the jobs ended: completed + failed + aborted (Aborted or Terminated) + unfinished = all of them; and
+    apart from that, how many never had their gang started (they have no wait)."""
+    unfinished = sum(r["finished"] is None for r in rows)
+    done = [r for r in rows if r["finished"] is not None]
+    completed = sum(r["phase"] == "Completed" for r in done)
+    failed = sum(r["phase"] == "Failed" for r in done)
+    return {"completed": completed, "failed": failed, "aborted": len(done) - completed - failed,
+            "unfinished": unfinished, "never_started": sum(r["wait"] is None for r in rows)}
+
+
 def cost(result: SimResult, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """What evictions cost: how many (by cause), restarts, jobs that failed or were aborted, and the cpu- and
     GPU-hours held by pods deleted before they succeeded (``UsageLedger.lost``: from their bind to their deletion;
@@ -49,12 +60,13 @@ def cost(result: SimResult, rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_cause[e.cause] = by_cause.get(e.cause, 0) + 1
     lost = result.usage.lost
     total = sum(lost.values(), np.zeros(3))
+    ended = outcomes(rows)  # the same counts as the summary table's
     return {
         "evictions": len(result.eviction_log), "evictions_by_cause": dict(sorted(by_cause.items())),
         "restarts": sum(r["restarts"] for r in rows),
         "jobs_restarted": sum(r["restarts"] > 0 for r in rows),
-        "failed": sum(r["phase"] == "Failed" for r in rows),
-        "aborted_or_terminated": sum(r["phase"] in ("Aborted", "Terminated") for r in rows),
+        "failed": ended["failed"],
+        "aborted_or_terminated": ended["aborted"],
         "gpu_hours_lost": round(float(total[2]) / 3600, 3), "cpu_hours_lost": round(float(total[0]) / 3600, 3),
         "gpu_hours_lost_by_cause": {k: round(float(v[2]) / 3600, 3) for k, v in sorted(lost.items())},
         "gpu_hours_lost_by_queue": {k: round(float(v[2]) / 3600, 3) for k, v in sorted(result.usage.lost_queues.items())},

@@ -19,6 +19,7 @@ import numpy as np
 
 from pyvolcano.sim import figures
 from pyvolcano.sim.engine import SimResult
+from pyvolcano.sim.figures import outcomes
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
                "finished", "wait", "jct", "restarts", "preempted")
@@ -113,17 +114,6 @@ def makespan(rows: list[dict[str, Any]]) -> float:
     """First submission to last finish (0 when no job finished)."""
     ends = [r["finished"] for r in rows if r["finished"] is not None]
     return round(max(ends) - min(r["submit"] for r in rows), 3) if ends else 0.0
-
-
-def outcomes(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """How the jobs ended: completed + failed + aborted (Aborted or Terminated) + unfinished = all of them; and
-    apart from that, how many never had their gang started (they have no wait)."""
-    unfinished = sum(r["finished"] is None for r in rows)
-    done = [r for r in rows if r["finished"] is not None]
-    completed = sum(r["phase"] == "Completed" for r in done)
-    failed = sum(r["phase"] == "Failed" for r in done)
-    return {"completed": completed, "failed": failed, "aborted": len(done) - completed - failed,
-            "unfinished": unfinished, "never_started": sum(r["wait"] is None for r in rows)}
 
 
 def write(out: Path, result: SimResult, conf_name: str = "", horizon: float | None = None) -> dict[str, Any]:

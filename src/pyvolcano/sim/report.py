@@ -34,7 +34,7 @@ import yaml
 
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.sim.engine import SimResult
-from pyvolcano.sim.figures import FAILED, stage_waits, stats
+from pyvolcano.sim.figures import FAILED, outcomes, stage_waits, stats
 from pyvolcano.sim.usage import dominant
 
 RESOURCES = ("cpu", "memory", "gpu")
@@ -277,10 +277,11 @@ def _change(new: float | None, old: float | None) -> str:
 
 
 def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    return {"jobs": len(rows), "completed": sum(r["phase"] == "Completed" for r in rows),
-            "failed": sum(r["phase"] in FAILED for r in rows),
-            "unfinished": sum(r["finished"] is None for r in rows),
-            "never_started": sum(r["wait"] is None for r in rows)}
+    """``metrics.outcomes`` with failed and aborted together (the page's "failed / aborted" column), so the page's
+    counts add up to the same total as the CLI table and summary.json."""
+    o = outcomes(rows)
+    return {"jobs": len(rows), "completed": o["completed"], "failed": o["failed"] + o["aborted"],
+            "unfinished": o["unfinished"], "never_started": o["never_started"]}
 
 
 def p95_wait(rows: list[dict[str, Any]], window: float) -> tuple[float | None, int]:
