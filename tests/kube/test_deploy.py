@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from pyvolcano.cli import main
 from pyvolcano.commands.install import apply_all, manifest_objects
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
+from pyvolcano.controllers.hypernode import parse_discovery_conf
 from pyvolcano.kube.resources import CRD, for_object
 from tests.kube.fakeapi import FakeApi
 
@@ -23,7 +27,7 @@ def test_install_print_is_applyable_yaml_with_the_image_substituted() -> None:
     assert r.exit_code == 0
     docs = [d for d in yaml.safe_load_all(r.output) if d]
     kinds = [d["kind"] for d in docs]
-    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 4
+    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 5
     assert kinds.index("CustomResourceDefinition") < kinds.index("Deployment")
     images = [c["image"] for d in docs if d["kind"] == "Deployment"
               for c in d["spec"]["template"]["spec"]["containers"]]
@@ -43,6 +47,7 @@ def test_crds_match_volcanos_names() -> None:
                                             ["pg", "podgroup-v1beta1"]),
         "jobs.batch.volcano.sh": ("batch.volcano.sh", "v1alpha1", "Job", "Namespaced", ["vcjob", "vj"]),
         "commands.bus.volcano.sh": ("bus.volcano.sh", "v1alpha1", "Command", "Namespaced", []),
+        "hypernodes.topology.volcano.sh": ("topology.volcano.sh", "v1alpha1", "HyperNode", "Cluster", ["hn"]),
     }
     assert set(crds) == set(expect)
     for name, (group, version, kind, scope, short) in expect.items():
@@ -58,6 +63,12 @@ def test_crds_match_volcanos_names() -> None:
                                                            "priorityClassName"}
     assert set(pg["properties"]["status"]["properties"]) >= {"phase", "conditions", "running", "succeeded",
                                                              "failed"}
+    hn = crds["hypernodes.topology.volcano.sh"]["spec"]["versions"][0]
+    assert hn["subresources"] == {"status": {}}
+    hn_schema = hn["schema"]["openAPIV3Schema"]["properties"]
+    assert hn_schema["spec"]["required"] == ["tier"] and hn_schema["spec"]["properties"]["tier"]["minimum"] == 0
+    assert hn_schema["spec"]["properties"]["members"]["minItems"] == 1
+    assert set(hn_schema["status"]["properties"]) == {"conditions", "nodeCount"}
     job = crds["jobs.batch.volcano.sh"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
     assert set(job["spec"]["properties"]) >= {"schedulerName", "minAvailable", "tasks", "policies", "plugins",
                                               "queue", "maxRetry", "priorityClassName", "volumes",
@@ -90,6 +101,24 @@ def test_configmap_carries_the_default_conf() -> None:
     cm = by_kind("ConfigMap")["volcano-scheduler-configmap"]
     text = cm["data"]["volcano-scheduler.conf"]
     assert load_conf(text) == load_conf(DEFAULT_CONF)
+
+
+def test_hypernode_crd_is_volcanos_file_unchanged() -> None:
+    """The HyperNode CRD is Volcano's own yaml (config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml); when
+    Volcano's mirror is on this machine, compare them document for document."""
+    repo = Path("/work/.mirror/volcano-sh+volcano/repo")
+    if not repo.exists():
+        pytest.skip("no Volcano mirror on this machine")
+    theirs = subprocess.run(["git", "-C", str(repo), "show",
+                             "HEAD:config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml"],
+                            capture_output=True, text=True, check=True).stdout
+    assert by_kind("CustomResourceDefinition")["hypernodes.topology.volcano.sh"] == yaml.safe_load(theirs)
+
+
+def test_controller_configmap_is_empty_discovery_conf() -> None:
+    cm = by_kind("ConfigMap")["volcano-controller-configmap"]
+    assert cm["metadata"]["namespace"] == "volcano-system"
+    assert parse_discovery_conf(cm["data"]["volcano-controller.conf"]).label_types is None
 
 
 def test_scheduler_rbac_is_least_privilege() -> None:

@@ -30,14 +30,20 @@ def register(group: click.Group) -> None:
     @click.option("--identity", default=None, help="Leader-election identity (default: hostname_pid).")
     @click.option("--scheduler-name", "scheduler_names", multiple=True, default=["volcano"], show_default=True,
                   help="Pods for these schedulers without a PodGroup get one (the podgroup controller).")
+    @click.option("--controller-configmap", default=None, metavar="NAMESPACE/NAME",
+                  help="The ConfigMap whose volcano-controller.conf configures HyperNode discovery (default: "
+                  "$KUBE_POD_NAMESPACE/$HELM_RELEASE_NAME-controller-configmap, i.e. "
+                  "volcano-system/volcano-controller-configmap, as Volcano's controller).")
     @click.option("-v", "--verbose", count=True, help="Debug logging.")
     def controller(kubeconfig: str | None, master: str | None, context: str | None, leader_elect: bool,
                    lock_object_namespace: str, leader_elect_resource_name: str, leader_elect_lease_duration: str,
                    leader_elect_renew_deadline: str, leader_elect_retry_period: str, listen_address: str,
-                   identity: str | None, scheduler_names: tuple[str, ...], verbose: int) -> None:
-        """Turn Volcano Jobs into PodGroups and Pods, and keep Job and Queue status."""
+                   identity: str | None, scheduler_names: tuple[str, ...], controller_configmap: str | None,
+                   verbose: int) -> None:
+        """Turn Volcano Jobs into PodGroups and Pods, keep Job, Queue and HyperNode status, discover HyperNodes."""
         from pyvolcano.errors import UserError
         from pyvolcano.kube.controller import JobRunner
+        from pyvolcano.kube.hypernode_controller import HyperNodeControllerRunner, default_configmap
         from pyvolcano.kube.leader import LeaderElector
         from pyvolcano.kube.metrics import ControllerMetrics, HealthServer
         from pyvolcano.kube.podgroup_controller import PodGroupController
@@ -46,6 +52,12 @@ def register(group: click.Group) -> None:
         from pyvolcano.kube.writer import EventRecorder, Writer
 
         setup_logging(verbose)
+        cm = default_configmap()
+        if controller_configmap:
+            ns, _, name = controller_configmap.partition("/")
+            if not ns or not name or "/" in name:
+                raise UserError(f"--controller-configmap: {controller_configmap!r} is not NAMESPACE/NAME")
+            cm = (ns, name)
         me = identity or default_identity()
         api = make_client(kubeconfig, master, context)
         elector = None
@@ -63,11 +75,13 @@ def register(group: click.Group) -> None:
         jobs = JobRunner(api, recorder)
         queues = QueueController(api, recorder)
         podgroups = PodGroupController(api, tuple(scheduler_names))
+        hypernodes = HyperNodeControllerRunner(api, cm)
         metrics = ControllerMetrics()
         stop, deposed, started = threading.Event(), threading.Event(), threading.Event()
 
         def healthy() -> tuple[bool, str]:
-            if started.is_set() and not (jobs.alive and podgroups.alive and all(r.alive for r in queues.reflectors)):
+            if started.is_set() and not (jobs.alive and podgroups.alive and hypernodes.alive
+                                         and all(r.alive for r in queues.reflectors)):
                 return False, "a controller thread stopped"
             return True, "ok"
 
@@ -97,9 +111,9 @@ def register(group: click.Group) -> None:
         else:
             started.set()
         metrics.is_leader.set(1)
-        if not queues.start() or not jobs.start() or not podgroups.start():
+        if not queues.start() or not jobs.start() or not podgroups.start() or not hypernodes.start():
             raise UserError("controller: informers did not sync")
-        log.info("pyvolcano controller %s: job and queue controllers running", me)
+        log.info("pyvolcano controller %s: job, queue, podgroup and hypernode controllers running", me)
         while not stop.wait(5.0):
             phases = Counter(st.phase for st in jobs.ctrl.jobs.values())
             for phase in ("Pending", "Running", "Restarting", "Aborting", "Aborted", "Terminating", "Terminated",
@@ -110,6 +124,7 @@ def register(group: click.Group) -> None:
         jobs.stop()
         queues.stop()
         podgroups.stop()
+        hypernodes.stop()
         writer.shutdown(5)
         if elector is not None and not deposed.is_set():
             elector.release()
