@@ -315,3 +315,19 @@ def test_conf_off_leaves_discovered_hypernodes() -> None:
     ctrl.on_node("DELETED", node("n0", tor="t0"))
     run(ctrl, store)
     assert len(store.objects) == 1
+
+
+def test_a_node_whose_labels_disagree_gives_a_leaf_two_parents_as_volcano_does() -> None:
+    """node3 moved to leaf s2 but still says hypercluster s4, while s2's other nodes say s5: Volcano's
+    vc-controller-manager (ed72c7c8, run by hand on kube-apiserver v1.32.6) lists s2 as a member of both s4 and s5,
+    and so does pyvolcano; the scheduler's tree is then not ready, so jobs with a constraint wait."""
+    nodes = doc_nodes()
+    nodes[3]["metadata"]["labels"]["volcano.sh/hypernode"] = "s2"
+    hns = hypernodes_from_labels(nodes, CONF, seed=0)
+    s2 = by_label(hns, "volcano.sh/hypernode", "s2")["metadata"]["name"]
+    s4, s5 = by_label(hns, "volcano.sh/hypercluster", "s4"), by_label(hns, "volcano.sh/hypercluster", "s5")
+    assert s2 in members(s4) and s2 in members(s5)
+    assert s4["status"]["nodeCount"] == 3 and s5["status"]["nodeCount"] == 1
+    assert members(by_label(hns, "volcano.sh/hypernode", "s2")) == ["node3", "node4", "node5"]
+    topo = Topology.build([parse_hypernode(h) for h in hns], [f"node{i}" for i in range(8)], [{}] * 8)
+    assert not topo.ready and "member of both" in topo.problems[0]
