@@ -8,7 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from pyvolcano.cli import main
+from pyvolcano.commands.controller import KNOWN_CONTROLLERS, controller_enabled, parse_gates
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.hypernode_controller import HyperNodeControllerRunner, default_configmap
 from pyvolcano.kube.resources import CONFIGMAP, HYPERNODE, NODE, POD, PODGROUP, QUEUE
@@ -229,3 +232,23 @@ def test_scheduler_watches_hypernodes_and_keeps_a_hard_gang_in_one_leaf(tmp_path
     finally:
         s.stop()
         r.stop()
+
+
+@pytest.mark.parametrize(("gates", "on"), [
+    ([], set(KNOWN_CONTROLLERS)),
+    (["*"], set(KNOWN_CONTROLLERS)),
+    (["*", "-hyperNode-controller"], set(KNOWN_CONTROLLERS) - {"hyperNode-controller"}),
+    (["-hyperNode-controller", "*"], set(KNOWN_CONTROLLERS) - {"hyperNode-controller"}),
+    (["hyperNode-controller"], {"hyperNode-controller"}),
+    (["+job-controller", "-job-controller"], {"job-controller"}),  # the first mention wins
+])
+def test_controllers_gate_is_volcanos(gates: list[str], on: set[str]) -> None:
+    assert {n for n in KNOWN_CONTROLLERS if controller_enabled(n, gates)} == on
+
+
+def test_unknown_controller_is_refused_before_connecting() -> None:
+    r = CliRunner().invoke(main, ["controller", "--controllers", "*,-sharding-controller", "--kubeconfig",
+                                  "/nonexistent"])
+    assert r.exit_code != 0 and "unknown controller 'sharding-controller'" in r.output
+    assert parse_gates(("*,-queue-controller", "hyperNode-controller")) == ["*", "-queue-controller",
+                                                                            "hyperNode-controller"]
