@@ -162,6 +162,7 @@ class HyperNodeControllerRunner:
         return failed
 
     def _loop(self) -> None:
+        delay = self.retry
         while not self._stop.is_set():
             with self.cond:
                 while not self._due() and not self._stop.is_set():
@@ -174,8 +175,11 @@ class HyperNodeControllerRunner:
             except Exception:
                 log.exception("HyperNode controller round failed")
                 failed = ["round"]
-            if failed:
-                self._stop.wait(self.retry)
+            if failed:  # retried with exponential backoff (a missing CRD, an unreachable server)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 60.0)
+            else:
+                delay = self.retry
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self, timeout: float | None = None) -> bool:
