@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyvolcano.kube.client import ApiError, Unavailable
-from pyvolcano.kube.resources import NODE, POD, QUEUE, VCJOB, Resource
+from pyvolcano.kube.resources import HYPERNODE, NODE, POD, QUEUE, VCJOB, Resource
 
-STATUS_SUBRESOURCE = {POD, NODE, QUEUE, VCJOB}
+STATUS_SUBRESOURCE = {POD, NODE, QUEUE, VCJOB, HYPERNODE}
 
 
 def now_iso() -> str:

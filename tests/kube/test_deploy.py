@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from pyvolcano.cli import main
 from pyvolcano.commands.install import apply_all, manifest_objects
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
+from pyvolcano.controllers.hypernode import parse_discovery_conf
 from pyvolcano.kube.resources import CRD, for_object
+from tests.kube import kubeserver
 from tests.kube.fakeapi import FakeApi
 
 
@@ -23,7 +26,7 @@ def test_install_print_is_applyable_yaml_with_the_image_substituted() -> None:
     assert r.exit_code == 0
     docs = [d for d in yaml.safe_load_all(r.output) if d]
     kinds = [d["kind"] for d in docs]
-    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 4
+    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 5
     assert kinds.index("CustomResourceDefinition") < kinds.index("Deployment")
     images = [c["image"] for d in docs if d["kind"] == "Deployment"
               for c in d["spec"]["template"]["spec"]["containers"]]
@@ -43,6 +46,7 @@ def test_crds_match_volcanos_names() -> None:
                                             ["pg", "podgroup-v1beta1"]),
         "jobs.batch.volcano.sh": ("batch.volcano.sh", "v1alpha1", "Job", "Namespaced", ["vcjob", "vj"]),
         "commands.bus.volcano.sh": ("bus.volcano.sh", "v1alpha1", "Command", "Namespaced", []),
+        "hypernodes.topology.volcano.sh": ("topology.volcano.sh", "v1alpha1", "HyperNode", "Cluster", ["hn"]),
     }
     assert set(crds) == set(expect)
     for name, (group, version, kind, scope, short) in expect.items():
@@ -58,6 +62,12 @@ def test_crds_match_volcanos_names() -> None:
                                                            "priorityClassName"}
     assert set(pg["properties"]["status"]["properties"]) >= {"phase", "conditions", "running", "succeeded",
                                                              "failed"}
+    hn = crds["hypernodes.topology.volcano.sh"]["spec"]["versions"][0]
+    assert hn["subresources"] == {"status": {}}
+    hn_schema = hn["schema"]["openAPIV3Schema"]["properties"]
+    assert hn_schema["spec"]["required"] == ["tier"] and hn_schema["spec"]["properties"]["tier"]["minimum"] == 0
+    assert hn_schema["spec"]["properties"]["members"]["minItems"] == 1
+    assert set(hn_schema["status"]["properties"]) == {"conditions", "nodeCount"}
     job = crds["jobs.batch.volcano.sh"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
     assert set(job["spec"]["properties"]) >= {"schedulerName", "minAvailable", "tasks", "policies", "plugins",
                                               "queue", "maxRetry", "priorityClassName", "volumes",
@@ -90,6 +100,21 @@ def test_configmap_carries_the_default_conf() -> None:
     cm = by_kind("ConfigMap")["volcano-scheduler-configmap"]
     text = cm["data"]["volcano-scheduler.conf"]
     assert load_conf(text) == load_conf(DEFAULT_CONF)
+
+
+def test_hypernode_crd_is_volcanos_file_unchanged() -> None:
+    """The HyperNode CRD is Volcano's own yaml (config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml at
+    ed72c7c8, which the shared tools carry unchanged in ``volcano/crd/``): compared document for document."""
+    theirs = kubeserver.TOOLS / "volcano" / "crd" / "topology.volcano.sh_hypernodes.yaml"
+    if not theirs.exists():
+        pytest.skip(f"no {theirs} (the shared tools)")
+    assert by_kind("CustomResourceDefinition")["hypernodes.topology.volcano.sh"] == yaml.safe_load(theirs.read_text())
+
+
+def test_controller_configmap_is_empty_discovery_conf() -> None:
+    cm = by_kind("ConfigMap")["volcano-controller-configmap"]
+    assert cm["metadata"]["namespace"] == "volcano-system"
+    assert parse_discovery_conf(cm["data"]["volcano-controller.conf"]).label_types is None
 
 
 def test_scheduler_rbac_is_least_privilege() -> None:

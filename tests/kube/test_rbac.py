@@ -15,10 +15,11 @@ import yaml
 
 from pyvolcano.commands.install import manifest_objects
 from pyvolcano.kube.controller import JobRunner
+from pyvolcano.kube.hypernode_controller import HyperNodeControllerRunner
 from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.podgroup_controller import PodGroupController
 from pyvolcano.kube.queue_controller import QueueController
-from pyvolcano.kube.resources import NODE, PDB, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB, Resource
+from pyvolcano.kube.resources import CONFIGMAP, HYPERNODE, NODE, PDB, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB, Resource
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from pyvolcano.kube.writer import EventRecorder, Writer
 from tests.kube.fakeapi import FakeApi
@@ -117,7 +118,7 @@ def phase(api: FakeApi) -> str:
 
 def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  # type: ignore[no-untyped-def]
     api = FakeApi()
-    api.create(NODE, node("n1", cpu="8", memory="32Gi"))
+    api.create(NODE, node("n1", cpu="8", memory="32Gi", labels={"example.com/tor": "t1"}))
     api.create(PRIORITYCLASS, priority_class("low", 1))
     api.create(PRIORITYCLASS, priority_class("high", 1000))
     api.create(PDB, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -136,6 +137,7 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
     jobs = JobRunner(ctrl_api, EventRecorder(ctrl_api, writer))
     queues = QueueController(ctrl_api, EventRecorder(ctrl_api, writer), resync=0.2)
     podgroups = PodGroupController(ctrl_api, ("volcano",))
+    hypernodes = HyperNodeControllerRunner(ctrl_api, ("volcano-system", "volcano-controller-configmap"), settle=0.01)
     threading.Thread(target=sched.run, args=(stop,), daemon=True).start()
 
     def kubelet() -> None:
@@ -143,7 +145,22 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
             api.run_bound_pods()
     threading.Thread(target=kubelet, daemon=True).start()
     try:
-        assert queues.start(5) and jobs.start(5) and podgroups.start(5)
+        assert queues.start(5) and jobs.start(5) and podgroups.start(5) and hypernodes.start(5)
+        # HyperNode discovery from node labels: create, update (a node joins the leaf), nodeCount, delete
+        api.create(CONFIGMAP, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "volcano-controller-configmap", "namespace": "volcano-system"}, "data": {
+            "volcano-controller.conf": "networkTopologyDiscovery:\n- source: label\n  enabled: true\n  config:\n"
+            "    networkTopologyTypes: {t: [{nodeLabel: example.com/tor}, {nodeLabel: kubernetes.io/hostname}]}\n"}},
+                   "volcano-system")
+        eventually(lambda: [(h.get("status") or {}).get("nodeCount") for h in api.objects(HYPERNODE)] == [1],
+                   what="the discovered leaf")
+        api.create(NODE, node("n2", cpu="1", labels={"example.com/tor": "t1"}))
+        eventually(lambda: [(h.get("status") or {}).get("nodeCount") for h in api.objects(HYPERNODE)] == [2],
+                   what="the leaf updated")
+        api.create(NODE, node("n3", cpu="1", labels={"example.com/tor": "t3"}))
+        eventually(lambda: len(api.objects(HYPERNODE)) == 2, what="a second leaf")
+        api.delete(NODE, "n3")
+        eventually(lambda: len(api.objects(HYPERNODE)) == 1, what="the second leaf deleted")
         eventually(lambda: api.obj(QUEUE, "default"), what="the scheduler to create the default queue")
         eventually(lambda: all(e.is_leader for e in electors), what="both leases")
         api.create(VCJOB, yaml.safe_load(TF_JOB), "default")
@@ -183,7 +200,7 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
         eventually(lambda: ("delete", "", "configmaps", "default") in ctrl_api.calls, what="the job's cleanup")
     finally:
         stop.set()
-        for c in (jobs, queues, podgroups):
+        for c in (jobs, queues, podgroups, hypernodes):
             c.stop()
         sched.stop()
         writer.shutdown()
@@ -192,14 +209,21 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
     # the run did reach the calls that matter, so the check below is not vacuous
     assert {("create", "", "pods/binding", "default"), ("create", "", "pods/eviction", "default"),
             ("update", "coordination.k8s.io", "leases", "volcano-system"), ("list", "policy", "poddisruptionbudgets", ""),
-            ("patch", "", "pods/status", "default")} <= sched_calls
+            ("patch", "", "pods/status", "default"), ("watch", "topology.volcano.sh", "hypernodes", "")} <= sched_calls
     assert {("create", "", "pods", "default"), ("create", "", "services", "default"),
             ("create", "", "configmaps", "default"), ("delete", "bus.volcano.sh", "commands", "default"),
             ("patch", "", "pods", "default"), ("create", "scheduling.volcano.sh", "podgroups", "default"),
-            ("update", "batch.volcano.sh", "jobs/status", "default"), ("delete", "", "services", "default")} <= ctrl_calls
+            ("update", "batch.volcano.sh", "jobs/status", "default"), ("delete", "", "services", "default"),
+            ("list", "", "configmaps", "volcano-system"), ("list", "", "nodes", ""),
+            ("create", "topology.volcano.sh", "hypernodes", ""), ("update", "topology.volcano.sh", "hypernodes", ""),
+            ("delete", "topology.volcano.sh", "hypernodes", ""),
+            ("patch", "topology.volcano.sh", "hypernodes/status", "")} <= ctrl_calls
     objs = manifest_objects()
     assert allowed(sched_calls, "volcano-scheduler", objs) == []
     assert allowed(ctrl_calls, "volcano-controllers", objs) == []
     # least privilege: the scheduler never writes the controllers' objects and the controllers never bind
     assert allowed({("create", "", "pods", "default")}, "volcano-scheduler", objs)
     assert allowed({("create", "", "pods/binding", "default")}, "volcano-controllers", objs)
+    # the scheduler only reads HyperNodes; the controllers read ConfigMaps only in their own namespace
+    assert allowed({("create", "topology.volcano.sh", "hypernodes", "")}, "volcano-scheduler", objs)
+    assert allowed({("list", "", "configmaps", "default")}, "volcano-controllers", objs)

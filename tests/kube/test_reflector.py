@@ -8,7 +8,7 @@ import pytest
 
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.reflector import Reflector
-from pyvolcano.kube.resources import NODE, POD
+from pyvolcano.kube.resources import HYPERNODE, NODE, POD
 from tests.kube.fakeapi import FakeApi
 from tests.kube.helpers import eventually, node, pod
 
@@ -127,5 +127,31 @@ def test_handler_error_does_not_kill_the_reflector(api: FakeApi) -> None:
         api.create(NODE, node("good"))
         eventually(lambda: "good" in r.store and "good" in calls)
         assert r.alive
+    finally:
+        r.stop()
+
+
+def test_an_optional_resource_not_served_is_empty_and_listed_again(api: FakeApi) -> None:
+    """A CRD that is not installed (404 on list): the informer counts as synced with nothing in it, and picks the
+    objects up once the resource is served."""
+    api.fail("list", ApiError(404, "NotFound", "the server could not find the requested resource"), times=3,
+             when=lambda res, ns, name: res == HYPERNODE)
+    api.create(HYPERNODE, {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                           "metadata": {"name": "leaf"}, "spec": {"tier": 1, "members": []}})
+    r, rec = start(api, HYPERNODE, optional=True)
+    try:
+        assert r.missing or rec.seen("ADDED", "leaf")
+        eventually(lambda: rec.seen("ADDED", "leaf"), what="the HyperNode once the resource is served")
+        assert not r.missing and r.errors == 0
+    finally:
+        r.stop()
+
+
+def test_a_required_resource_not_served_is_an_error(api: FakeApi) -> None:
+    api.fail("list", ApiError(404, "NotFound", "not found"), times=1, when=lambda res, ns, name: res == NODE)
+    api.create(NODE, node("n1"))
+    r, rec = start(api, NODE)  # the first list fails and is retried with backoff
+    try:
+        assert rec.seen("ADDED", "n1") and r.errors == 1
     finally:
         r.stop()

@@ -278,7 +278,8 @@ class Topology:
         return self.members.astype(per_node.dtype) @ per_node
 
     def node_count(self, h: int) -> int:
-        """``status.nodeCount`` of a HyperNode: the real nodes under it."""
+        """The real nodes under a hypernode.  Not Volcano's ``status.nodeCount``, which counts the names its member
+        selectors give (a spine's leaves, not their nodes): ``controllers/hypernode.py: member_count``."""
         return int(self.members[h].sum())
 
 

@@ -405,6 +405,85 @@ class Namespace(_Obj):
     """Only its labels are read (a pod affinity term's ``namespaceSelector``)."""
 
 
+# --- volcano-controller.conf: HyperNode discovery ------------------------------------------------------
+def _go_duration(v: Any) -> Any:
+    """A Go ``time.Duration`` as gopkg.in/yaml.v2 decodes one: a ``time.ParseDuration`` string (``10m``) or an
+    integer of nanoseconds; returned in seconds."""
+    from pyvolcano.conf.arguments import parse_duration
+
+    if v is None:
+        return None
+    if isinstance(v, bool) or (isinstance(v, float) and not math.isfinite(v)):
+        raise ValueError(f"{v!r} is not a duration")
+    if isinstance(v, int | float):
+        return v / 1e9
+    if isinstance(v, str):
+        try:
+            return parse_duration(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not a duration (e.g. 10m, 1h)") from None
+    raise ValueError(f"{v!r} is not a duration")
+
+
+class SecretRef(_M):
+    name: str
+    namespace: str
+
+
+class DiscoveryCredentials(_M):
+    secretRef: SecretRef | None = None
+
+
+class DiscoveryConfig(_M):
+    """One ``networkTopologyDiscovery`` entry (Volcano's ``pkg/controllers/hypernode/api/types.go:
+    DiscoveryConfig``): a source (``label``, ``ufm``, ...), whether it is enabled, its interval, credentials and
+    source-specific ``config``."""
+
+    source: str
+    enabled: Annotated[bool, Field(strict=True)] = False
+    interval: Annotated[float | None, BeforeValidator(_go_duration)] = None
+    credentials: DiscoveryCredentials | None = None
+    config: dict[str, Any] | None = None
+
+
+class NetworkTopologyConfig(_M):
+    """The ``volcano-controller.conf`` key of the ``volcano-controller-configmap`` ConfigMap (Volcano's
+    ``NetworkTopologyConfig``, read by ``pkg/controllers/hypernode/config/loader.go``)."""
+
+    networkTopologyDiscovery: list[DiscoveryConfig] | None = None
+
+
+def _weak_string(v: Any) -> Any:
+    """mapstructure's WeakDecode into a string: numbers and booleans become their text."""
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return str(v)
+    return v
+
+
+class NodeLabel(_M):
+    nodeLabel: Annotated[str, BeforeValidator(_weak_string)]
+
+
+class LabelDiscoverySource(_M):
+    """The ``config`` of the ``label`` source (``discovery/label/label.go: NetworkTopologyType``): topology types,
+    each a list of node labels from the highest tier down to ``kubernetes.io/hostname``."""
+
+    networkTopologyTypes: dict[str, list[NodeLabel]] | None = None
+
+
+def validate_model(model: type[BaseModel], data: Any, where: str, prefix: str = "") -> Any:
+    """``model.model_validate(data)``; a mistake is a ManifestError naming ``where`` and the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        path = _path(tuple(err["loc"]))
+        full = ".".join(p for p in (prefix, path) if p) or "(object)"
+        raise ManifestError(where, full.replace(".[", "["), _message(err)) from None
+
+
 MODELS: dict[str, type[_Obj]] = {
     "Node": Node, "Pod": Pod, "PodGroup": PodGroup, "Queue": Queue, "PriorityClass": PriorityClass,
     "PodDisruptionBudget": PodDisruptionBudget, "ResourceQuota": ResourceQuota, "Namespace": Namespace,

@@ -7,12 +7,44 @@ import signal
 import sys
 import threading
 from collections import Counter
+from typing import Any
 
 import click
 
 from pyvolcano.commands._kube import kube_options, make_client, parse_duration, setup_logging
 
 log = logging.getLogger("pyvolcano.controller")
+
+#: the controllers this command runs, by Volcano's names (``Name()`` of each in ``pkg/controllers``)
+KNOWN_CONTROLLERS = ("job-controller", "pg-controller", "queue-controller", "hyperNode-controller")
+
+
+def controller_enabled(name: str, gates: list[str]) -> bool:
+    """Volcano's ``--controllers`` gate (``cmd/controller-manager/app/server.go: isControllerEnabled``): an explicit
+    ``name`` or ``+name`` enables, ``-name`` disables (the first mention wins), otherwise ``*`` enables all; no
+    gates at all enable everything."""
+    if not gates:
+        return True
+    star = False
+    for g in gates:
+        if g in (name, f"+{name}"):
+            return True
+        if g == f"-{name}":
+            return False
+        star = star or g == "*"
+    return star
+
+
+def parse_gates(values: tuple[str, ...]) -> list[str]:
+    """``--controllers`` values (repeatable, comma-separated); an unknown controller name is a user error."""
+    from pyvolcano.errors import UserError
+
+    gates = [g.strip() for v in values for g in v.split(",") if g.strip()]
+    for g in gates:
+        if g != "*" and g.lstrip("+-") not in KNOWN_CONTROLLERS:
+            raise UserError(f"--controllers: unknown controller {g.lstrip('+-')!r} (known: "
+                            f"{', '.join(KNOWN_CONTROLLERS)}, or '*')")
+    return gates
 
 
 def register(group: click.Group) -> None:
@@ -30,14 +62,23 @@ def register(group: click.Group) -> None:
     @click.option("--identity", default=None, help="Leader-election identity (default: hostname_pid).")
     @click.option("--scheduler-name", "scheduler_names", multiple=True, default=["volcano"], show_default=True,
                   help="Pods for these schedulers without a PodGroup get one (the podgroup controller).")
+    @click.option("--controller-configmap", default=None, metavar="NAMESPACE/NAME",
+                  help="The ConfigMap whose volcano-controller.conf configures HyperNode discovery (default: "
+                  "$KUBE_POD_NAMESPACE/$HELM_RELEASE_NAME-controller-configmap, i.e. "
+                  "volcano-system/volcano-controller-configmap, as Volcano's controller).")
+    @click.option("--controllers", "controller_gates", multiple=True, default=["*"], show_default=True,
+                  help="Which controllers run, as Volcano's flag: '*' for all, 'name' or '-name' to turn one on or "
+                  f"off (comma-separated or repeated). Known: {', '.join(KNOWN_CONTROLLERS)}.")
     @click.option("-v", "--verbose", count=True, help="Debug logging.")
     def controller(kubeconfig: str | None, master: str | None, context: str | None, leader_elect: bool,
                    lock_object_namespace: str, leader_elect_resource_name: str, leader_elect_lease_duration: str,
                    leader_elect_renew_deadline: str, leader_elect_retry_period: str, listen_address: str,
-                   identity: str | None, scheduler_names: tuple[str, ...], verbose: int) -> None:
-        """Turn Volcano Jobs into PodGroups and Pods, and keep Job and Queue status."""
+                   identity: str | None, scheduler_names: tuple[str, ...], controller_configmap: str | None,
+                   controller_gates: tuple[str, ...], verbose: int) -> None:
+        """Turn Volcano Jobs into PodGroups and Pods, keep Job, Queue and HyperNode status, discover HyperNodes."""
         from pyvolcano.errors import UserError
         from pyvolcano.kube.controller import JobRunner
+        from pyvolcano.kube.hypernode_controller import HyperNodeControllerRunner, default_configmap
         from pyvolcano.kube.leader import LeaderElector
         from pyvolcano.kube.metrics import ControllerMetrics, HealthServer
         from pyvolcano.kube.podgroup_controller import PodGroupController
@@ -46,6 +87,14 @@ def register(group: click.Group) -> None:
         from pyvolcano.kube.writer import EventRecorder, Writer
 
         setup_logging(verbose)
+        gates = parse_gates(controller_gates)
+        on = {n for n in KNOWN_CONTROLLERS if controller_enabled(n, gates)}
+        cm = default_configmap()
+        if controller_configmap:
+            ns, _, name = controller_configmap.partition("/")
+            if not ns or not name or "/" in name:
+                raise UserError(f"--controller-configmap: {controller_configmap!r} is not NAMESPACE/NAME")
+            cm = (ns, name)
         me = identity or default_identity()
         api = make_client(kubeconfig, master, context)
         elector = None
@@ -60,14 +109,17 @@ def register(group: click.Group) -> None:
                 raise UserError(str(exc)) from None
         writer = Writer(4, "events")
         recorder = EventRecorder(api, writer, "vc-controller-manager", me)
-        jobs = JobRunner(api, recorder)
-        queues = QueueController(api, recorder)
-        podgroups = PodGroupController(api, tuple(scheduler_names))
+        jobs = JobRunner(api, recorder) if "job-controller" in on else None
+        queues = QueueController(api, recorder) if "queue-controller" in on else None
+        podgroups = PodGroupController(api, tuple(scheduler_names)) if "pg-controller" in on else None
+        hypernodes = HyperNodeControllerRunner(api, cm) if "hyperNode-controller" in on else None
+        running: list[Any] = [c for c in (queues, jobs, podgroups, hypernodes) if c is not None]
         metrics = ControllerMetrics()
         stop, deposed, started = threading.Event(), threading.Event(), threading.Event()
 
         def healthy() -> tuple[bool, str]:
-            if started.is_set() and not (jobs.alive and podgroups.alive and all(r.alive for r in queues.reflectors)):
+            if started.is_set() and not all(
+                    all(r.alive for r in c.reflectors) if isinstance(c, QueueController) else c.alive for c in running):
                 return False, "a controller thread stopped"
             return True, "ok"
 
@@ -97,19 +149,21 @@ def register(group: click.Group) -> None:
         else:
             started.set()
         metrics.is_leader.set(1)
-        if not queues.start() or not jobs.start() or not podgroups.start():
+        if not all(c.start() for c in running):
             raise UserError("controller: informers did not sync")
-        log.info("pyvolcano controller %s: job and queue controllers running", me)
+        log.info("pyvolcano controller %s: controllers running: %s", me,
+                 ", ".join(n for n in KNOWN_CONTROLLERS if n in on) or "none")
         while not stop.wait(5.0):
+            if jobs is None:
+                continue
             phases = Counter(st.phase for st in jobs.ctrl.jobs.values())
             for phase in ("Pending", "Running", "Restarting", "Aborting", "Aborted", "Terminating", "Terminated",
                           "Completing", "Completed", "Failed"):
                 metrics.jobs.labels(phase).set(phases.get(phase, 0))
             metrics.handled.set(jobs.processed)
             metrics.invalid.set(len(jobs.invalid))
-        jobs.stop()
-        queues.stop()
-        podgroups.stop()
+        for c in running:
+            c.stop()
         writer.shutdown(5)
         if elector is not None and not deposed.is_set():
             elector.release()

@@ -5,6 +5,10 @@ A reflector lists (paged), hands the handler every object that changed since it 
 A watch the server ends (timeout) is simply restarted from the last seen version; ``410 Gone`` (the
 version was compacted away) re-lists at once; a connection error (server gone, watch cut) waits with
 exponential backoff and re-lists, so nothing that happened while disconnected is lost.
+
+An ``optional`` reflector (a CRD that may not be installed, such as HyperNodes) treats ``404`` on its list as an
+empty list: it counts as synced, so the scheduler starts, and it lists again every ``backoff[1]`` seconds until the
+resource appears.
 """
 
 from __future__ import annotations
@@ -47,8 +51,11 @@ class Reflector:
 
     def __init__(self, api: ListWatcher, res: Resource, handler: Handler, *, namespace: str | None = None,
                  label_selector: str = "", field_selector: str = "", watch_timeout: int = 300,
-                 backoff: tuple[float, float] = (0.5, 30.0)) -> None:
+                 backoff: tuple[float, float] = (0.5, 30.0), optional: bool = False) -> None:
         self.api = api
+        self.optional = optional
+        #: an optional resource the server does not serve (its CRD is not installed)
+        self.missing = False
         self.res = res
         self.handler = handler
         self.namespace = namespace
@@ -91,6 +98,9 @@ class Reflector:
             try:
                 if need_list:
                     self.relist()
+                    if self.missing:
+                        self._stop.wait(self.backoff[1])
+                        continue
                     need_list = False
                     delay = self.backoff[0]
                 self.watch_once()
@@ -112,8 +122,19 @@ class Reflector:
 
     # --- one list, one watch -----------------------------------------------------------------------
     def relist(self) -> None:
-        items, rv = self.api.list(self.res, self.namespace, label_selector=self.label_selector,
-                                  field_selector=self.field_selector)
+        try:
+            items, rv = self.api.list(self.res, self.namespace, label_selector=self.label_selector,
+                                      field_selector=self.field_selector)
+        except ApiError as exc:
+            if not (self.optional and exc.not_found):
+                raise
+            if not self.missing:
+                log.info("%s: not served by the API server (CRD not installed?); treated as empty, listed again "
+                         "every %.0fs", self.res, self.backoff[1])
+            self.missing = True
+            items, rv = [], ""
+        else:
+            self.missing = False
         self.lists += 1
         fresh = {obj_key(o): o for o in items}
         for key, old in list(self.store.items()):

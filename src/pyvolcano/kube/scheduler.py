@@ -36,7 +36,17 @@ from pyvolcano.kube.event_handlers import EventHandlers
 from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.metrics import SchedulerMetrics
 from pyvolcano.kube.reflector import Reflector
-from pyvolcano.kube.resources import NODE, PDB, POD, PODGROUP, PRIORITYCLASS, QUEUE, RESOURCEQUOTA, Resource
+from pyvolcano.kube.resources import (
+    HYPERNODE,
+    NODE,
+    PDB,
+    POD,
+    PODGROUP,
+    PRIORITYCLASS,
+    QUEUE,
+    RESOURCEQUOTA,
+    Resource,
+)
 from pyvolcano.kube.status import StatusUpdater
 from pyvolcano.kube.writer import EventRecorder, Writer
 
@@ -159,11 +169,14 @@ class KubeScheduler:
         sel = self.opts.node_selector
         wt = self.opts.watch_timeout
 
-        def refl(res: Resource, label_selector: str = "") -> Reflector:
-            return Reflector(api, res, self.handlers.on_event, label_selector=label_selector, watch_timeout=wt)
+        def refl(res: Resource, label_selector: str = "", optional: bool = False) -> Reflector:
+            return Reflector(api, res, self.handlers.on_event, label_selector=label_selector, watch_timeout=wt,
+                             optional=optional)
 
-        # order matters at start: priorities and queues before the pods and groups that refer to them
-        self.first = [refl(PRIORITYCLASS), refl(QUEUE), refl(NODE, sel)]
+        # order matters at start: priorities and queues before the pods and groups that refer to them; HyperNodes
+        # (Volcano's hyperNodeInformer) are synced before the first session, so a job with a topology constraint
+        # never sees a partial tree; a cluster without the HyperNode CRD is a cluster without HyperNodes
+        self.first = [refl(PRIORITYCLASS), refl(QUEUE), refl(NODE, sel), refl(HYPERNODE, optional=True)]
         self.second = [refl(PODGROUP), refl(POD), refl(PDB), refl(RESOURCEQUOTA)]
         self.reflectors = self.first + self.second
 
@@ -297,7 +310,8 @@ class KubeScheduler:
             self.binder.expire_assumed(self.opts.assume_ttl)
             c, cache_gauge = self.cache, self.metrics.cache_objects
             for kind, n in (("pods", len(c.tasks)), ("other_pods", len(c.other_tasks)), ("nodes", len(c.nodes)),
-                            ("podgroups", len(c.podgroups)), ("queues", len(c.queues))):
+                            ("podgroups", len(c.podgroups)), ("queues", len(c.queues)),
+                            ("hypernodes", len(c.hypernodes))):
                 cache_gauge.labels(kind).set(n)
         result = run_session(_LockedCache(self), self.conf.conf)
         self.apply(result)
