@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.sim import figures
+from pyvolcano.sim import figures, topology
 from pyvolcano.sim.engine import SimResult
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
-               "finished", "wait", "jct", "restarts", "preempted")
+               "finished", "wait", "jct", "restarts", "preempted", "network_topology", "lca_tier", "max_lca_tier")
 
 
 def job_rows(result: SimResult) -> list[dict[str, Any]]:
@@ -32,7 +32,8 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
         rows.append({"job": r.key, "queue": r.queue, "tasks": r.tasks, "min_available": r.min_available,
                      "phase": r.phase, "submit": r.submit, "enqueued": r.enqueued, "first_start": r.first_start,
                      "all_started": r.all_started, "finished": r.finished, "wait": wait, "jct": jct,
-                     "restarts": r.restarts, "preempted": r.preempted})
+                     "restarts": r.restarts, "preempted": r.preempted,
+                     **topology.job_columns(result.spread, r.key)})
     return rows
 
 
@@ -106,6 +107,7 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
         "events_per_second": round(result.events / result.wall_seconds, 1) if result.wall_seconds else None,
         "interrupted": result.interrupted, "problems": result.problems[:50], "problem_count": len(result.problems),
         **figures.summary_extra(result, rows, max(result.end_time, horizon or 0.0)),  # per-queue shares, cost
+        **({"topology": topology.summary(result.spread, rows)} if result.spread is not None else {}),
     }
 
 
