@@ -222,7 +222,7 @@ def register(group: click.Group) -> None:
             data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
             emit(data[0] if len(data) == 1 else {"runs": data}, output)
         else:
-            compare_table(summaries, wide=output == "wide")
+            compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
 
 
 def _constraint_variants(inputs: Inputs, values: tuple[str, ...], fraction: float | None,
