@@ -21,7 +21,9 @@ from pyvolcano.sim import figures, topology
 from pyvolcano.sim.engine import SimResult
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
-               "finished", "wait", "jct", "restarts", "preempted", "network_topology", "lca_tier", "max_lca_tier")
+               "finished", "wait", "jct", "restarts", "preempted")
+#: the columns jobs.csv adds for a cluster with a network topology (``sim/topology.py: job_columns``)
+TOPOLOGY_COLUMNS = ("network_topology", "lca_tier", "max_lca_tier")
 
 
 def job_rows(result: SimResult) -> list[dict[str, Any]]:
@@ -132,7 +134,8 @@ def write(out: Path, result: SimResult, conf_name: str = "", horizon: float | No
     out.mkdir(parents=True, exist_ok=True)
     rows = job_rows(result)
     with (out / "jobs.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=JOB_COLUMNS)
+        w = csv.DictWriter(f, fieldnames=JOB_COLUMNS + (TOPOLOGY_COLUMNS if result.spread is not None else ()),
+                           extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if v is None else (round(v, 3) if isinstance(v, float) else v)) for k, v in r.items()})

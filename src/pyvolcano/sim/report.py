@@ -467,6 +467,13 @@ def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> 
         never = [sum(x["wait"] is None for x in run.rows) for run in (base, r)]
         if never != [0, 0]:
             cost += f'; <span class="warn">jobs never started: {never[0]} &rarr; {never[1]}</span>'
+        if base.result.spread is not None and r.result.spread is not None:  # the locality the wait bought
+            local = []
+            for run in (base, r):
+                sp = _spread(run, window)
+                local.append(f"{(sp['counts'].get(0, 0) + sp['counts'].get(1, 0)) / sp['started']:.0%}"
+                             if sp["started"] else "-")
+            cost += f"; multi-pod jobs within one tier-1 hypernode: {local[0]} &rarr; {local[1]}"
         if moves:
             _, q, before, after = max(moves)
             out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: queue <b>{_e(q)}</b> p95 wait "
