@@ -302,3 +302,48 @@ def test_unknown_tier_name_is_a_warning(tmp_path: Path) -> None:
                                   "--topology", "leaf=2", "--network-topology", "hard:rack"])
     assert r.exit_code == 0, r.output
     assert "no HyperNode has tierName 'rack' (leaf); Volcano then sets no hard limit" in r.output
+
+
+# --- sweeps -------------------------------------------------------------------------------------------------
+def sweep_file(tmp_path: Path, **over: Any) -> Path:
+    d: dict[str, Any] = {"name": "topo", "cluster": "8x{cpu: 4, memory: 16Gi}", "topology": "leaf=2,spine=2",
+                         "workload": {"synthetic": {"jobs": 10, "rate": 0.5, "gang_sizes": [2, 4],
+                                                    "mean_duration": 30, "gpu_fraction": 0}},
+                         "confs": [{"name": "nt", "file": NT_CONF}],
+                         "grid": {"network_topology": ["none", "hard:1"]}, "seeds": [0]}
+    d.update(over)
+    p = tmp_path / "sweep.yaml"
+    p.write_text(yaml.safe_dump(d))
+    return p
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"topology": "leaf=0"}, "topology 'leaf=0': 'leaf=0': the count must be at least 1"),
+    ({"hypernodes": "hn.yaml"}, "not both"),
+    ({"topology": None}, "grid.network_topology: 'hard:1' needs a topology"),
+    ({"grid": {"network_topology": ["soft:2"]}}, "grid.network_topology 'soft:2': soft mode takes no tier"),
+    ({"grid": {"network_topology_fraction": [1.5]}}, "not a share between 0 and 1"),
+])
+def test_bad_topology_in_sweep_files(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    from pyvolcano.sim import sweep as sw
+
+    (tmp_path / "hn.yaml").write_text("")
+    with pytest.raises(UserError) as exc:
+        sw.load_spec(sweep_file(tmp_path, **change))
+    assert message in str(exc.value)
+
+
+def test_sweep_over_constraints(tmp_path: Path) -> None:
+    from pyvolcano.sim import sweep as sw
+
+    pl = sw.plan(sw.load_spec(sweep_file(tmp_path)))
+    assert [p.folder for p in pl.points] == ["nt__network_topology=none__seed=0", "nt__network_topology=hard-1__seed=0"]
+    sw.run_sweep(pl, tmp_path / "out", workers=1)
+    got = {}
+    for p in pl.points:
+        s = json.loads((tmp_path / "out" / "points" / p.folder / "summary.json").read_text())
+        got[dict(p.params)["network_topology"]] = s["topology"]
+    assert set(got["none"]["by_constraint"]) == {"none"} and set(got["hard:1"]["by_constraint"]) == {"hard:1"}
+    assert got["hard:1"]["within_tier1"] == 1.0 and got["hard:1"]["hard_violations"] == 0
+    rows = sw.aggregate(pl, tmp_path / "out")
+    assert {r.params["network_topology"]: r.metrics["within_tier1"][0] for r in rows}["hard:1"] == 1.0

@@ -38,9 +38,8 @@ def compare_table(summaries: list[dict[str, Any]], wide: bool = True, names: lis
     row("evictions", lambda s: s["evictions"])
     if any("topology" in s for s in summaries):  # the multi-pod jobs' spread: share within one tier-1 hypernode
         def local(s: dict[str, Any]) -> str | None:
-            counts = (s.get("topology") or {}).get("lca_tier_at_start") or {}
-            total = sum(counts.values())
-            return f"{(counts.get('0', 0) + counts.get('1', 0)) / total * 100:.0f}%" if total else None
+            share = (s.get("topology") or {}).get("within_tier1")
+            return None if share is None else f"{share * 100:.0f}%"
         row("gangs within tier 1", local)
     if wide:
         row("gangs rolled back", lambda s: s["gangs_rolled_back"])

@@ -412,7 +412,8 @@ def _tier_counts(tiers: Iterable[int | None]) -> dict[str, int]:
 
 def summary(spread: SpreadLog, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``summary.json``'s ``topology``: the tiers, the distribution of LCA tiers at gang start of the jobs with more
-    than one pod (a one-pod job is always tier 0), and per constraint (``none``, ``soft``, ``hard:1``, ...) the
+    than one pod (a one-pod job is always tier 0), their mean and the share within one tier-1 hypernode (or one
+    node), and per constraint (``none``, ``soft``, ``hard:1``, ...) the
     jobs, how many never started, their wait statistics and LCA tiers; hard-constrained jobs whose pods ever
     spanned above their tier (``hard_violations``: 0 unless the scheduler broke its constraint)."""
     from pyvolcano.sim.figures import stats
@@ -425,7 +426,10 @@ def summary(spread: SpreadLog, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
                      "wait": stats([r["wait"] for r in rs if r["wait"] is not None]),
                      "lca_tier_at_start": _tier_counts(r["lca_tier"] for r in rs)}
     bad = spread.violations()
+    tiers = [r["lca_tier"] for r in multi if r["lca_tier"] is not None]
     return {"top_tier": spread.top_tier, "tier_names": spread.topo.tier_names(),
+            "lca_tier_mean": round(float(np.mean(tiers)), 4) if tiers else None,
+            "within_tier1": round(sum(t <= 1 for t in tiers) / len(tiers), 4) if tiers else None,
             "lca_tier_at_start": _tier_counts(r["lca_tier"] for r in multi),
             "max_lca_tier": _tier_counts(r["max_lca_tier"] for r in multi),
             "by_constraint": by, "hard_violations": len(bad), "hard_violation_jobs": bad[:20]}
