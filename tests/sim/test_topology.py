@@ -347,3 +347,31 @@ def test_sweep_over_constraints(tmp_path: Path) -> None:
     assert got["hard:1"]["within_tier1"] == 1.0 and got["hard:1"]["hard_violations"] == 0
     rows = sw.aggregate(pl, tmp_path / "out")
     assert {r.params["network_topology"]: r.metrics["within_tier1"][0] for r in rows}["hard:1"] == 1.0
+
+
+def test_simulate_with_a_hypernode_file(tmp_path: Path) -> None:
+    """``--hypernodes`` with the cluster file itself: two racks by label and regex under one spine; every gang of
+    ``hard:rack`` runs inside one rack."""
+    nodes = parse_cluster_spec("2x{cpu: 4, memory: 16Gi, labels: {rack: a}} + 2x{cpu: 4, memory: 16Gi, labels: "
+                               "{rack: b}}")
+    hns = [{"apiVersion": st.API_VERSION, "kind": "HyperNode", "metadata": {"name": "rack-a"},
+            "spec": {"tier": 1, "tierName": "rack", "members": [
+                {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "a"}}}}]}},
+           {"apiVersion": st.API_VERSION, "kind": "HyperNode", "metadata": {"name": "rack-b"},
+            "spec": {"tier": 1, "tierName": "rack", "members": [
+                {"type": "Node", "selector": {"regexMatch": {"pattern": "node-000[23]"}}}]}},
+           {"apiVersion": st.API_VERSION, "kind": "HyperNode", "metadata": {"name": "spine"},
+            "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": n}}}
+                                             for n in ("rack-a", "rack-b")]}}]
+    f = tmp_path / "cluster.yaml"
+    f.write_text(yaml.safe_dump_all([*nodes, *hns]))
+    r = CliRunner().invoke(main, ["simulate", "--no-progress", "--out", str(tmp_path / "out"), "--cluster", str(f),
+                                  "--hypernodes", str(f), "--synthetic", "10", "--gang-sizes", "2,3",
+                                  "--rate", "0.5", "--mean-duration", "30", "-c", NT_CONF,
+                                  "--network-topology", "hard:rack", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    topo = json.loads(r.stdout)["topology"]
+    assert topo["tier_names"] == {"rack": 1} and topo["hard_violations"] == 0
+    assert topo["by_constraint"]["hard:rack"]["jobs"] == 10 and topo["within_tier1"] == 1.0
+    assert "tier 1 (rack): 2 hypernodes of 2 nodes; tier 2: 1 hypernode of 4 nodes" in \
+        (tmp_path / "out" / "report.html").read_text()

@@ -162,7 +162,7 @@ def describe_topology(topo: Topology) -> str:
         tname = next((topo.tier_name[i] for i in idx if topo.tier_name[i]), None)
         label = f"tier {t}" + (f" ({tname})" if tname else "")
         span = f"{int(sizes.min())}" if sizes.min() == sizes.max() else f"{int(sizes.min())}-{int(sizes.max())}"
-        parts.append(f"{label}: {len(idx)} hypernodes of {span} nodes")
+        parts.append(f"{label}: {len(idx)} hypernode{'s' if len(idx) != 1 else ''} of {span} nodes")
     real = topo.members[:-1].any(axis=0) if len(topo.names) > 1 else np.zeros(topo.members.shape[1], dtype=bool)
     loose = int((~real).sum())
     return "; ".join(parts) + (f"; {loose} nodes under no hypernode" if loose else "") if parts else "none"
