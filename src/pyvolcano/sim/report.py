@@ -370,7 +370,8 @@ def topology_section(runs: list[RunData], window: float) -> str:
             "nodes a job's pods were on when its gang first started (0: all on one node; the highest: above every "
             "real hypernode, or a node under none). Jobs of one pod are left out (always tier 0). Wait p95 counts a "
             "job that never started as waiting until the end of the window (&ge;). \"Hard constraint broken\": "
-            "jobs with a hard tier whose pods ever spanned above it (0 unless the scheduler broke it).</p>"
+            "jobs with a hard tier whose pods ever spanned above it (0 with the network-topology-aware plugin; without "
+            "it Volcano does not confine jobs).</p>"
             f"<h3>By constraint</h3>{t2}")
 
 
