@@ -120,3 +120,36 @@ def test_comparison_page_renders_offline(tmp_path: Path) -> None:
     assert shot.stat().st_size > 50_000 and seen["height"] > 3000
     if os.environ.get("PYVOLCANO_SCREENSHOT"):
         shutil.copy(shot, os.environ["PYVOLCANO_SCREENSHOT"])
+
+
+def test_topology_comparison_renders_offline(tmp_path: Path) -> None:
+    """The spread-vs-wait section of a comparison with and without a hard topology constraint (issue 14 item 9):
+    rendered in chromium, its plot decodes, and the tables name every LCA tier; ``PYVOLCANO_TOPO_SCREENSHOT=path``
+    keeps the screenshot for a person to look at."""
+    import dataclasses
+    import os
+
+    from pyvolcano.sim import topology as st
+    from pyvolcano.sim.run import Run, common_window, compare_page
+
+    root = Path(__file__).resolve().parents[2]
+    conf = load_conf_file(str(root / "examples/confs/network-topology.conf"))
+    wl = synthetic(seed=2, jobs=24, rate=0.3, gang_sizes=(2, 4), mean_duration=120, gpu_fraction=0)
+    nodes = load_cluster("8x{cpu: 4, memory: 16Gi}")
+    base = Inputs(nodes, load_queues(None, wl), wl, settings={"workload": "synthetic, 24 gangs"},
+                  hypernodes=st.spec_hypernodes("leaf=2,spine=2", [n["metadata"]["name"] for n in nodes]))
+    runs: list[Run] = []
+    for c in ("none", "hard:1"):
+        jobs = st.with_constraint(wl.jobs, st.parse_constraint(c))
+        inputs = dataclasses.replace(base, workload=dataclasses.replace(wl, jobs=jobs))
+        run_one(inputs, conf, c, tmp_path / c.replace(":", "-"), progress=False, keep=runs)
+    page = compare_page(runs, common_window(runs), tmp_path / "compare.html", "topology", ["none", "hard:1"])
+    shot = tmp_path / "compare.png"
+    seen = open_page(page, shot)
+    check(seen, page)
+    assert "spread_wait" in [alt for alt, _, _ in seen["images"]]
+    for words in ("Network topology: spread vs wait", "tier 0 (one node)", "tier 1 (leaf)", "tier 2 (spine)",
+                  "tier 3 (above all)", "By constraint", "hard constraint broken"):
+        assert words in seen["text"], words
+    if os.environ.get("PYVOLCANO_TOPO_SCREENSHOT"):
+        shutil.copy(shot, os.environ["PYVOLCANO_TOPO_SCREENSHOT"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -10,6 +11,7 @@ from pyvolcano.cache.manifests import load_objects
 from pyvolcano.commands._output import Number, emit, output_option
 from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba
+from pyvolcano.sim import topology as simtopo
 from pyvolcano.sim.compare import compare_table
 from pyvolcano.sim.run import (
     Inputs,
@@ -28,10 +30,10 @@ from pyvolcano.sim.run import (
     queue_weights,
     run_one,
 )
-from pyvolcano.sim.workload import MONTH, from_manifests, load_csv, services, synthetic
+from pyvolcano.sim.workload import MONTH, Workload, from_manifests, load_csv, services, synthetic
 
 #: options that take several values after one flag (``--compare a.conf b.conf``) as well as repeated flags
-MULTI_VALUE = ("--compare",)
+MULTI_VALUE = ("--compare", "--network-topology")
 
 
 def expand_multi(args: list[str], flags: tuple[str, ...] = MULTI_VALUE) -> list[str]:
@@ -109,6 +111,16 @@ def register(group: click.Group) -> None:
     @click.option("--horizon", type=Number(0, 1e12, lo_open=True), default=None,
                   help="Average utilisation over [0, SECONDS] (every run of --compare alike); default: the end of "
                        "the run, or of the longest compared run.")
+    @click.option("--hypernodes", "hypernodes_arg", metavar="FILE",
+                  help="HyperNode manifests (YAML; may be the --cluster file): the cluster's network topology.")
+    @click.option("--topology", "topology_arg", metavar="SPEC",
+                  help="A regular topology over the nodes, from the lowest tier up: 'leaf=16,spine=8' is 16 nodes "
+                       "per tier-1 hypernode, 8 of those per tier-2 one.")
+    @click.option("--network-topology", "network_topology", multiple=True, metavar="CONSTRAINT...",
+                  help="none, soft, hard:TIER or hard:TIERNAME, set on a share of the gangs (the rest get none); "
+                       "several values: one run each on the same jobs, compared like --compare.")
+    @click.option("--network-topology-fraction", "nt_fraction", type=Number(0, 1), default=None,
+                  help="Share of the gangs (minAvailable > 1) that get --network-topology (default 1).")
     @click.option("--node-failures", help="TIME:NODE:DOWNTIME,... node failures.")
     @click.option("--cancel", help="TIME:[NS/]JOB,... job cancellations.")
     @click.option("--seed", type=int, default=0, show_default=True,
@@ -124,7 +136,9 @@ def register(group: click.Group) -> None:
                  ali_pods: int, compress: float,
                  duration_scale: float, gang_window: float, max_gang: int, config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
-                 horizon: float | None, node_failures: str | None, cancel: str | None, seed: int, out: str,
+                 horizon: float | None, hypernodes_arg: str | None, topology_arg: str | None,
+                 network_topology: tuple[str, ...], nt_fraction: float | None,
+                 node_failures: str | None, cancel: str | None, seed: int, out: str,
                  no_progress: bool, full_sessions: bool, output: str) -> None:
         """Simulate a workload (one of --workload, --csv, --synthetic, --synthetic-services, --alibaba) and write
         jobs.csv, summary.json and report.html into --out."""
@@ -166,6 +180,10 @@ def register(group: click.Group) -> None:
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
         check_targets(inputs)
+        inputs.hypernodes, topo_text = simtopo.load_or_build(hypernodes_arg, topology_arg, inputs.nodes)
+        if topo_text is not None:
+            inputs.settings["network topology"] = topo_text
+        variants = _constraint_variants(inputs, network_topology, nt_fraction, seed)
         seen: set[str] = set()
 
         def warn(p: str) -> None:  # each problem once, even when --compare finds it in every run
@@ -179,21 +197,65 @@ def register(group: click.Group) -> None:
         loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
         summaries = []
         runs: list[Run] = []
-        for i, (c, (conf, name)) in enumerate(zip(confs, loaded, strict=True)):
-            d = Path(out) if len(confs) == 1 else Path(out) / f"run{i}-{Path(c).stem if c else 'default'}"
-            s = run_one(inputs, conf, name, d, period=period, start_latency=start_latency, grace=grace,
-                        until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon,
-                        full_sessions=full_sessions)
-            summaries.append(s)
-            click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
+        labels: list[str] = []
+        for label, inp in variants:  # each constraint (or the workload as written) under every conf
+            for c, (conf, name) in zip(confs, loaded, strict=True):
+                run_name = f"run{len(labels)}" + (f"-{Path(c).stem if c else 'default'}"
+                                                  if len(confs) > 1 or len(variants) == 1 else "") \
+                    + (f"-{label.replace(':', '-')}" if len(variants) > 1 else "")
+                d = Path(out) if len(confs) * len(variants) == 1 else Path(out) / run_name
+                s = run_one(inp, conf, name, d, period=period, start_latency=start_latency, grace=grace,
+                            until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon,
+                            full_sessions=full_sessions)
+                summaries.append(s)
+                labels.append(run_name)
+                click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
         summaries = common_window(runs, horizon)  # writes each report.html; compared runs share one time window
         if len(runs) > 1:
+            what = f"{len(confs)} confs" if len(variants) == 1 else (
+                f"{len(variants)} network topology constraints" + (f" x {len(confs)} confs" if len(confs) > 1
+                                                                     else ""))
             page = compare_page(runs, summaries, Path(out) / "compare.html",
-                                f"pyvolcano simulate --compare: {len(runs)} confs on one workload",
-                                [f"run{i}-{Path(c).stem if c else 'default'}" for i, c in enumerate(confs)])
+                                f"pyvolcano simulate --compare: {what} on one workload", labels)
             click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
         if output in ("json", "yaml"):
             data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
             emit(data[0] if len(data) == 1 else {"runs": data}, output)
         else:
-            compare_table(summaries, wide=output == "wide")
+            compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+
+
+def _constraint_variants(inputs: Inputs, values: tuple[str, ...], fraction: float | None,
+                         seed: int) -> list[tuple[str, Inputs]]:
+    """One (label, inputs) per ``--network-topology`` value, each the same jobs with that constraint on the same
+    share of gangs (``sim/topology.py: with_constraint``); the workload as written without the option."""
+    if fraction is not None and not values:
+        raise UserError("--network-topology-fraction needs --network-topology")
+    if not values:
+        return [("as written", inputs)]
+    constraints = [simtopo.parse_constraint(v) for v in values]
+    if len({str(c) for c in constraints}) != len(constraints):
+        raise UserError(f"--network-topology: a value is given twice ({', '.join(values)})")
+    if not inputs.hypernodes and any(c.mode is not None for c in constraints):
+        raise UserError("--network-topology needs a topology: --topology SPEC (e.g. leaf=16,spine=8) or "
+                        "--hypernodes FILE")
+    names = simtopo.build_topology(inputs.hypernodes, inputs.nodes).tier_names() if inputs.hypernodes else {}
+    for c in constraints:
+        if c.tier_name and c.tier_name not in names:
+            click.echo(f"pyvolcano: warning: --network-topology {c}: no HyperNode has tierName {c.tier_name!r} "
+                       f"({', '.join(sorted(names)) or 'none has a tierName'}); Volcano then sets no hard limit",
+                       err=True)
+    share = 1.0 if fraction is None else fraction
+    out = []
+    for c in constraints:
+        wl = inputs.workload
+        jobs = simtopo.with_constraint(wl.jobs, c, share, seed)
+        settings = {**inputs.settings, "network topology constraint":
+                    "none" if c.mode is None else f"{c} on {share:.0%} of the gangs (seed {seed})"}
+        if len(constraints) > 1:
+            settings["network topology constraint"] = ", ".join(
+                f"{x}" for x in constraints) + f": one run each, on {share:.0%} of the gangs (seed {seed})"
+        out.append((str(c), dataclasses.replace(inputs, workload=Workload(jobs, wl.priority_classes,
+                                                                          list(wl.problems)),
+                                                settings=settings)))
+    return out

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 
-def compare_table(summaries: list[dict[str, Any]], wide: bool = True) -> None:
-    """The runs side by side, sized to the terminal; without ``wide`` only the headline metrics."""
+def compare_table(summaries: list[dict[str, Any]], wide: bool = True, names: list[str] | None = None) -> None:
+    """The runs side by side, sized to the terminal; without ``wide`` only the headline metrics.  ``names`` head
+    the columns (default: each conf's file name)."""
     from rich.console import Console
     from rich.table import Table
 
     t = Table(title="pyvolcano simulate" + (" --compare" if len(summaries) > 1 else ""))
     t.add_column("metric")
-    for s in summaries:  # the conf's file name: a long path would fold the header in a narrow terminal
-        name = str(s["config"])
+    for i, s in enumerate(summaries):  # the conf's file name: a long path would fold the header in a narrow terminal
+        name = names[i] if names else str(s["config"])
         t.add_column(name.rsplit("/", 1)[-1] if "/" in name else name, overflow="fold")
 
     def row(name: str, get: Any) -> None:
@@ -35,6 +36,11 @@ def compare_table(summaries: list[dict[str, Any]], wide: bool = True) -> None:
         row(f"utilisation {r}", lambda s, r=r: f"{s['utilisation'][r] * 100:.1f}%")
     row("Jain fairness (queues)", lambda s: s["jain_fairness_queue_shares"])
     row("evictions", lambda s: s["evictions"])
+    if any("topology" in s for s in summaries):  # the multi-pod jobs' spread: share within one tier-1 hypernode
+        def local(s: dict[str, Any]) -> str | None:
+            share = (s.get("topology") or {}).get("within_tier1")
+            return None if share is None else f"{share * 100:.0f}%"
+        row("gangs within tier 1", local)
     if wide:
         row("gangs rolled back", lambda s: s["gangs_rolled_back"])
         row("scheduler s/cycle", lambda s: s["scheduler_seconds_per_cycle"]["mean"])

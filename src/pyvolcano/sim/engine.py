@@ -41,6 +41,7 @@ from pyvolcano.framework.result import (
     podgroup_status_body,
 )
 from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
+from pyvolcano.sim.topology import SpreadLog, build_topology
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
@@ -91,6 +92,8 @@ class SimResult:
     usage: UsageLedger = field(default_factory=lambda: UsageLedger(3))
     #: every evicted pod: when, why, the job it was evicted for (``sim/evictions.py``) and what it threw away
     eviction_log: list[EvictionRecord] = field(default_factory=list)
+    #: with HyperNodes: how spread each job's pods ran (``sim/topology.py``)
+    spread: SpreadLog | None = None
 
 
 class SimAPI:
@@ -106,7 +109,7 @@ class SimAPI:
 
     def create(self, obj: dict[str, Any]) -> None:
         md = obj["metadata"]
-        ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass") else "default")
+        ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass", "HyperNode") else "default")
         md.setdefault("creationTimestamp", self.sim.now)
         md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
         if obj["kind"] == "Pod":
@@ -125,6 +128,8 @@ class SimAPI:
         if obj is not None:
             if kind == "Pod":  # deleted while holding resources (not succeeded): its work is thrown away
                 key = f"{namespace}/{name}"
+                if self.sim.spread is not None:
+                    self.sim.spread.gone(self.sim._job_of(obj)[0], key)
                 log = self.sim.eviction_log
                 log.released(key, self.sim.usage.release(self.sim.now, key, log.cause(key) or "deleted by its job"))
             self.sim.cache.delete(obj)
@@ -170,6 +175,8 @@ class SimWriter:
         pod["spec"]["nodeName"] = node
         sim.api.update(pod)
         rec = sim.records.get(sim._job_of(pod)[0])
+        if sim.spread is not None:
+            sim.spread.bound(sim._job_of(pod)[0], task.uid, node)
         sim.usage.hold(sim.now, task.uid, rec.queue if rec is not None else "", sim._pick(task.resreq))
         sim._push(sim.now + sim.start_latency, "running", (task.uid, pod["metadata"]["uid"]))
 
@@ -239,7 +246,7 @@ class Simulator:
                  conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
                  node_failures: list[tuple[float, str, float]] | None = None,
                  cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0,
-                 full_sessions: bool = False) -> None:
+                 full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None) -> None:
         self.conf = conf
         self.period = period
         self.start_latency = start_latency
@@ -269,8 +276,11 @@ class Simulator:
         self.rollbacks = 0
         self.evictions = 0
         self.stop = False
-        for obj in [*workload.priority_classes, *queues, *nodes]:
+        for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or [])]:
             self.api.create(obj)
+        #: the topology's tree over the cluster (the sessions build the same one from the cache's HyperNodes)
+        self.spread = SpreadLog.of(build_topology(hypernodes, nodes), [n["metadata"]["name"] for n in nodes]) \
+            if hypernodes else None
         for p in list(self.cache.problems):
             self.problems.append(p)
         self.cache.problems.clear()
@@ -378,6 +388,8 @@ class Simulator:
         tasks = sum(int(t.get("replicas", 1)) for t in job["spec"]["tasks"])
         self.records[key] = JobRecord(key, job["spec"].get("queue") or "default", tasks,
                                       int(job["spec"].get("minAvailable", tasks)), self.now)
+        if self.spread is not None:
+            self.spread.arrived(key, job)
         self.controller.add_job(job)
 
     def _running(self, key: str, uid: str) -> None:
@@ -394,6 +406,8 @@ class Simulator:
                 rec.first_start = self.now
             if rec.all_started is None and rec.running >= max(rec.min_available, 1):
                 rec.all_started = self.now
+                if self.spread is not None:
+                    self.spread.started(job_key)
         dur = float(((pod["metadata"].get("annotations") or {}).get(DURATION)) or 0)
         self._push(self.now + dur, "finish", (key, uid))
         self.controller.on_pod(job_key, pod["metadata"]["name"], task, "Running")
@@ -406,6 +420,8 @@ class Simulator:
         pod["status"] = {"phase": "Succeeded"}
         self.api.update(pod)
         self.usage.release(self.now, key)  # a finished pod holds nothing on its node
+        if self.spread is not None:
+            self.spread.gone(self._job_of(pod)[0], key)
         job_key, task = self._job_of(pod)
         rec = self.records.get(job_key)
         if rec is not None:
@@ -563,7 +579,7 @@ class Simulator:
         return SimResult(self.records, self.samples, self.capacity, self.cycles, self.cycle_seconds, self.events,
                          self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
                          self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage,
-                         self.eviction_log.records)
+                         self.eviction_log.records, self.spread)
 
     def _dispatch(self, kind: str, payload: Any) -> None:
         if kind == "arrive":

@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.sim import figures
+from pyvolcano.sim import figures, topology
 from pyvolcano.sim.engine import SimResult
 from pyvolcano.sim.figures import outcomes
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
                "finished", "wait", "jct", "restarts", "preempted")
+#: the columns jobs.csv adds for a cluster with a network topology (``sim/topology.py: job_columns``)
+TOPOLOGY_COLUMNS = ("network_topology", "lca_tier", "max_lca_tier")
 
 
 def job_rows(result: SimResult) -> list[dict[str, Any]]:
@@ -33,7 +35,8 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
         rows.append({"job": r.key, "queue": r.queue, "tasks": r.tasks, "min_available": r.min_available,
                      "phase": r.phase, "submit": r.submit, "enqueued": r.enqueued, "first_start": r.first_start,
                      "all_started": r.all_started, "finished": r.finished, "wait": wait, "jct": jct,
-                     "restarts": r.restarts, "preempted": r.preempted})
+                     "restarts": r.restarts, "preempted": r.preempted,
+                     **topology.job_columns(result.spread, r.key)})
     return rows
 
 
@@ -107,6 +110,7 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
         "events_per_second": round(result.events / result.wall_seconds, 1) if result.wall_seconds else None,
         "interrupted": result.interrupted, "problems": result.problems[:50], "problem_count": len(result.problems),
         **figures.summary_extra(result, rows, max(result.end_time, horizon or 0.0)),  # per-queue shares, cost
+        **({"topology": topology.summary(result.spread, rows)} if result.spread is not None else {}),
     }
 
 
@@ -120,7 +124,8 @@ def write(out: Path, result: SimResult, conf_name: str = "", horizon: float | No
     out.mkdir(parents=True, exist_ok=True)
     rows = job_rows(result)
     with (out / "jobs.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=JOB_COLUMNS)
+        w = csv.DictWriter(f, fieldnames=JOB_COLUMNS + (TOPOLOGY_COLUMNS if result.spread is not None else ()),
+                           extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if v is None else (round(v, 3) if isinstance(v, float) else v)) for k, v in r.items()})

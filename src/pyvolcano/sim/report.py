@@ -246,6 +246,135 @@ def plot_evictions(runs: list[RunData], queues: list[str], window: float) -> str
     return _png(fig)
 
 
+# --- network topology: spread vs wait ----------------------------------------------------------------------------
+def _multi(r: RunData) -> list[dict[str, Any]]:
+    """The run's jobs of more than one pod (a one-pod job always runs on one node: tier 0)."""
+    return [x for x in r.rows if x["tasks"] > 1]
+
+
+def _tiers(runs: list[RunData]) -> list[int]:
+    """Every tier a page's spread columns show: 0 (one node) up to the highest virtual top."""
+    top = max((r.result.spread.top_tier for r in runs if r.result.spread is not None), default=1)
+    return list(range(top + 1))
+
+
+def _tier_label(runs: list[RunData], t: int) -> str:
+    """``0 (one node)``, ``1 (leaf)``, ..., ``3 (above all)`` for the virtual top."""
+    for r in runs:
+        sp = r.result.spread
+        if sp is None:
+            continue
+        if t == 0:
+            return "0 (one node)"
+        if t == sp.top_tier:
+            return f"{t} (above all)"
+        name = next((n for n, k in sp.topo.tier_names().items() if k == t), None)
+        if name:
+            return f"{t} ({name})"
+    return str(t)
+
+
+def _spread(r: RunData, window: float) -> dict[str, Any]:
+    """The multi-pod jobs' LCA-tier shares at gang start, mean tier, p95 wait (never started counted until the
+    window's end, a lower bound) and how many never started."""
+    rows = _multi(r)
+    tiers = [x["lca_tier"] for x in rows if x["lca_tier"] is not None]
+    counts: dict[int, int] = {}
+    for t in tiers:
+        counts[t] = counts.get(t, 0) + 1
+    p95, never = p95_wait(rows, window) if rows else (None, 0)
+    return {"jobs": len(rows), "started": len(tiers), "counts": counts,
+            "mean_tier": float(np.mean(tiers)) if tiers else None, "p95": p95,
+            "p50": stats([x["wait"] for x in rows if x["wait"] is not None])["p50"], "never": never,
+            "violations": (r.summary.get("topology") or {}).get("hard_violations", 0)}
+
+
+def plot_spread_wait(runs: list[RunData], window: float) -> str | None:
+    """Left: where each run's multi-pod jobs ran (share by the tier of their pods' lowest common ancestor, when
+    the gang started).  Right: the trade-off, one point per run: mean LCA tier (lower: more local) against p95
+    wait of those jobs."""
+    shown = [r for r in runs if r.result.spread is not None and _multi(r)]
+    if not shown:
+        return None
+    tiers = _tiers(shown)
+    cmap = plt.get_cmap("viridis")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(shown) + 2.6),
+                                 gridspec_kw={"width_ratios": [1.3, 1]})
+    for k, r in enumerate(shown):
+        sp = _spread(r, window)
+        left = 0.0
+        for t in tiers:
+            share = sp["counts"].get(t, 0) / sp["jobs"] if sp["jobs"] else 0.0
+            ax.barh(k, share, left=left, color=cmap(t / max(len(tiers) - 1, 1)), edgecolor="white",
+                    label=_tier_label(shown, t) if k == 0 else None)
+            if share >= 0.06:
+                ax.text(left + share / 2, k, f"{share:.0%}", ha="center", va="center", fontsize=7,
+                        color="white" if t < len(tiers) / 2 else "black")
+            left += share
+        if sp["never"]:
+            ax.barh(k, sp["never"] / sp["jobs"], left=left, color="#dddddd", edgecolor="white",
+                    hatch="//", label="never started" if not any(
+                        _spread(x, window)["never"] for x in shown[:k]) else None)
+        if sp["p95"] is not None and sp["mean_tier"] is not None:
+            bx.scatter(sp["p95"], sp["mean_tier"], color=_colour(runs.index(r)), s=50, zorder=3)
+            bx.annotate(r.name, (sp["p95"], sp["mean_tier"]), textcoords="offset points", xytext=(6, 4),
+                        fontsize=8)
+    ax.set_yticks(range(len(shown)), [r.name for r in shown], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 1), xlabel="share of multi-pod jobs", title="Where gangs ran: tier of their pods' LCA")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.18 if len(shown) < 3 else -0.12), ncol=len(tiers) + 1,
+              fontsize=7, frameon=False)
+    bx.set(xlabel="p95 wait of multi-pod jobs (s; never started = until the end)",
+           ylabel="mean LCA tier (lower: closer)", title="Locality vs wait, one point per run")
+    pts = [(sp["p95"], sp["mean_tier"]) for sp in (_spread(r, window) for r in shown)
+           if sp["p95"] is not None and sp["mean_tier"] is not None]
+    if pts:  # room for the labels: the point furthest right or highest must not touch the frame
+        bx.set_xlim(0, max(x for x, _ in pts) * 1.35 + 1)
+        bx.set_ylim(0, max(y for _, y in pts) + 0.4)
+    bx.grid(alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def topology_section(runs: list[RunData], window: float) -> str:
+    """The spread-vs-wait tables: per run, the multi-pod jobs' LCA tiers at gang start against their wait; then
+    per run and constraint (``none``, ``soft``, ``hard:1``, ...) the jobs, wait and tiers."""
+    if not any(r.result.spread is not None for r in runs):
+        return ""
+    tiers = _tiers(runs)
+    head = ["run", "multi-pod jobs", *[f"tier {_e(_tier_label(runs, t))}" for t in tiers], "mean LCA tier",
+            "wait p50 / p95 (s)", "never started", "hard constraint broken"]
+    body = []
+    for r in runs:
+        if r.result.spread is None:
+            body.append([_e(r.name), "no topology", *["-" for _ in tiers], "-", "-", "-", "-"])
+            continue
+        sp = _spread(r, window)
+        n = sp["jobs"] or 1
+        body.append([_e(r.name), _f(sp["jobs"]), *[f"{sp['counts'].get(t, 0)} ({sp['counts'].get(t, 0) / n:.0%})"
+                                                    for t in tiers],
+                     _f(sp["mean_tier"], 2), f"{_f(sp['p50'])} / " + ("&ge; " if sp["never"] else "") + _f(sp["p95"]),
+                     _f(sp["never"]), _f(sp["violations"])])
+    t1 = _table(head, body, "small")
+    head2 = ["run", "constraint", "jobs", "never started", "wait p50 / p95 (s, started jobs)",
+             "LCA tier at gang start"]
+    body2 = []
+    for r in runs:
+        for label, d in ((r.summary.get("topology") or {}).get("by_constraint") or {}).items():
+            w = d.get("wait") or {}
+            tiers_txt = ", ".join(f"tier {t}: {n}" for t, n in (d.get("lca_tier_at_start") or {}).items())
+            body2.append([_e(r.name), _e(label), _f(d.get("jobs")), _f(d.get("never_started")),
+                          f"{_f(w.get('p50'))} / {_f(w.get('p95'))}", _e(tiers_txt or "-")])
+    t2 = _table(head2, body2, "small")
+    return (f"{t1}<p class=\"note\">Spread: the tier of the lowest common ancestor, in the HyperNode tree, of the "
+            "nodes a job's pods were on when its gang first started (0: all on one node; the highest: above every "
+            "real hypernode, or a node under none). Jobs of one pod are left out (always tier 0). Wait p95 counts a "
+            "job that never started as waiting until the end of the window (&ge;). \"Hard constraint broken\": "
+            "jobs with a hard tier whose pods ever spanned above it (0 with the network-topology-aware plugin; without "
+            "it Volcano does not confine jobs).</p>"
+            f"<h3>By constraint</h3>{t2}")
+
+
 # --- tables -----------------------------------------------------------------------------------------------------
 def _f(v: Any, digits: int = 1) -> str:
     if v is None:
@@ -340,6 +469,13 @@ def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> 
         never = [sum(x["wait"] is None for x in run.rows) for run in (base, r)]
         if never != [0, 0]:
             cost += f'; <span class="warn">jobs never started: {never[0]} &rarr; {never[1]}</span>'
+        if base.result.spread is not None and r.result.spread is not None:  # the locality the wait bought
+            local = []
+            for run in (base, r):
+                sp = _spread(run, window)
+                local.append(f"{(sp['counts'].get(0, 0) + sp['counts'].get(1, 0)) / sp['started']:.0%}"
+                             if sp["started"] else "-")
+            cost += f"; multi-pod jobs within one tier-1 hypernode: {local[0]} &rarr; {local[1]}"
         if moves:
             _, q, before, after = max(moves)
             out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: queue <b>{_e(q)}</b> p95 wait "
@@ -499,6 +635,10 @@ def page(runs: list[RunData], title: str, settings: dict[str, Any] | None = None
         "<h2>Summary</h2>", summary_table(runs),
         "<h2>Per queue</h2>", queue_table(runs, queues),
     ]
+    topo_html = topology_section(runs, window)
+    if topo_html:
+        parts += ["<h2>Network topology: spread vs wait</h2>",
+                  fig("spread_wait", plot_spread_wait(runs, window)), topo_html]
     for alt, head, data in imgs:
         if data:
             parts.append(f"<h2>{head}</h2>{fig(alt, data)}")

@@ -27,6 +27,8 @@ class Inputs:
     cancellations: list[tuple[float, str]] = field(default_factory=list)
     #: how the workload was made (source, knobs), shown on the report pages
     settings: dict[str, Any] = field(default_factory=dict)
+    #: the cluster's HyperNode manifests (``--hypernodes`` or ``--topology``: ``sim/topology.py``)
+    hypernodes: list[dict[str, Any]] = field(default_factory=list)
 
 
 def describe(inputs: Inputs, capacity: Any, **options: Any) -> dict[str, Any]:
@@ -198,7 +200,7 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
                              list(inputs.workload.problems)),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations,
-                    full_sessions=full_sessions)
+                    full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None)
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
         for p in sim.problems:

@@ -134,6 +134,10 @@ class SweepSpec(BaseModel):
     workload: WorkloadSpec
     cluster: str | None = None
     queues: str | None = None
+    #: the cluster's network topology: a compact spec (``leaf=16,spine=8``, as ``simulate --topology``) or a file
+    #: of HyperNode manifests (as ``--hypernodes``), not both
+    topology: str | None = None
+    hypernodes: str | None = None
     confs: list[ConfSpec] = Field(default_factory=lambda: [ConfSpec(name="default")], min_length=1)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
@@ -148,6 +152,28 @@ class SweepSpec(BaseModel):
         if len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
             raise ValueError("seeds: must be distinct integers >= 0")
         allowed = knob_names(self.workload.kind)
+        if self.topology is not None and self.hypernodes is not None:
+            raise ValueError("give topology (a compact spec) or hypernodes (a file), not both")
+        if self.topology is not None:
+            from pyvolcano.sim.topology import parse_topology_spec
+
+            try:
+                parse_topology_spec(self.topology)
+            except UserError as exc:
+                raise ValueError(str(exc).replace("--topology", "topology")) from None
+        for v in self.grid.get("network_topology", []):
+            from pyvolcano.sim.topology import parse_constraint
+
+            try:
+                c = parse_constraint(str(v))
+            except UserError as exc:
+                raise ValueError(str(exc).replace("--network-topology", "grid.network_topology")) from None
+            if c.mode is not None and self.topology is None and self.hypernodes is None:
+                raise ValueError(f"grid.network_topology: {v!r} needs a topology (topology: leaf=16,spine=8, or "
+                                 "hypernodes: FILE)")
+        for v in self.grid.get("network_topology_fraction", []):
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
+                raise ValueError(f"grid.network_topology_fraction: {v!r} is not a share between 0 and 1")
         for k, values in self.grid.items():
             if not values:
                 raise ValueError(f"grid.{k}: give at least one value")
@@ -168,7 +194,7 @@ class SweepSpec(BaseModel):
 
 def knob_names(kind: str) -> set[str]:
     """The grid knobs a workload kind understands (besides ``conf.<override>``)."""
-    common = {"node_failures", "period", "grace"}
+    common = {"node_failures", "period", "grace", "network_topology", "network_topology_fraction"}
     if kind == "synthetic":
         return common | {"jobs", "rate", "mean_duration", "gpu_fraction", "cluster_size"}
     if kind == "alibaba":
@@ -223,6 +249,7 @@ def _relative_to(spec: SweepSpec, base: Path) -> SweepSpec:
     if w.alibaba is not None:
         w.alibaba.trace_dir = fix(w.alibaba.trace_dir)
     spec.cluster, spec.queues = fix(spec.cluster, False), fix(spec.queues, False)
+    spec.hypernodes = fix(spec.hypernodes)
     return spec
 
 
@@ -363,7 +390,7 @@ def bundle_for(spec: SweepSpec) -> Bundle:
 
         d = w.alibaba.trace_dir or str(alibaba.default_dir())
         b.add(d)
-    for path in (spec.cluster, spec.queues):
+    for path in (spec.cluster, spec.queues, spec.hypernodes):
         if path and Path(path).is_file():
             b.add(path)
     return b
@@ -421,6 +448,15 @@ def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Poi
             load_csv(str(_local(w.csv, paths)))
         inputs = Inputs(load_cluster(str(cluster)), load_queues(queues, wl), wl)
     inputs.node_failures = node_failures(inputs, int(knobs.get("node_failures", 0)), point.seed)
+    if spec.topology or spec.hypernodes:
+        from pyvolcano.sim import topology as st
+
+        inputs.hypernodes, _ = st.load_or_build(_local(spec.hypernodes, paths), spec.topology, inputs.nodes)
+        if "network_topology" in knobs:  # the same gangs for every constraint of the grid (seeded by the point)
+            c = st.parse_constraint(str(knobs["network_topology"]))
+            inputs.workload.jobs = st.with_constraint(inputs.workload.jobs, c,
+                                                      float(knobs.get("network_topology_fraction", 1.0)),
+                                                      point.seed)
     conf_spec = next(c for c in spec.confs if c.name == point.conf)
     text = conf_text(spec, conf_spec, point, bundle)
     sim = spec.simulate
@@ -492,8 +528,10 @@ class Plan:
 def plan(spec: SweepSpec) -> Plan:
     """Read the inputs and check every conf with its overrides (a bad one is refused before anything runs)."""
     bundle = bundle_for(spec)
-    settings = json.dumps([spec.model_dump(mode="json", include={"workload", "cluster", "queues", "simulate"}),
-                           bundle.digest], sort_keys=True)
+    inputs = {"workload", "cluster", "queues", "simulate"}
+    if spec.topology is not None or spec.hypernodes is not None:  # only then, so older sweeps keep their digests
+        inputs |= {"topology", "hypernodes"}
+    settings = json.dumps([spec.model_dump(mode="json", include=inputs), bundle.digest], sort_keys=True)
     texts: dict[tuple[str, tuple[tuple[str, Scalar], ...]], str] = {}
     fps = {}
     pts = points(spec)
@@ -604,6 +642,8 @@ METRICS: dict[str, tuple[tuple[str, ...], str]] = {
     "completed": (("completed",), "jobs completed"),
     "fairness": (("jain_fairness_queue_shares",), "Jain index of queue shares (1 = fair)"),
     "makespan": (("makespan_s",), "first arrival to last finish (s)"),
+    "lca_tier_mean": (("topology", "lca_tier_mean"), "mean LCA tier of multi-pod jobs at gang start (topology)"),
+    "within_tier1": (("topology", "within_tier1"), "share of multi-pod jobs started within one tier-1 hypernode"),
 }
 
 

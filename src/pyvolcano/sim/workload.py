@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pyvolcano.api import models
-from pyvolcano.api.models import Metadata, PodSpec, StringMap, _integer
+from pyvolcano.api.models import Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import ManifestError, QuantityError, UserError
 
@@ -174,6 +174,9 @@ class _SimJobSpec(BaseModel):
     priorityClassName: str | None = None
     maxRetry: Annotated[int, _integer(0, 1000)] | None = None
     policies: list[dict[str, Any]] | None = None
+    #: Volcano's vcjob ``spec.networkTopology`` (mode, highestTierAllowed or highestTierName), which the job
+    #: controller copies to the PodGroup
+    networkTopology: NetworkTopologySpec | None = None
 
 
 class _SimJob(BaseModel):

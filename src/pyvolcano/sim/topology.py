@@ -1,0 +1,435 @@
+"""Network topology in the simulator: a cluster's HyperNodes, workloads with ``networkTopology``, and how spread
+each job ran.
+
+* **The cluster's topology**: HyperNode manifests from a file (``--hypernodes``, every one through the scheduler's
+  validated boundary ``api/hypernode.py: parse_hypernode``, the tree checked with ``Topology.build`` over the
+  simulated nodes) or a compact spec (``--topology leaf=16,spine=8``: 16 nodes per tier-1 hypernode, 8 tier-1
+  hypernodes per tier-2 one, and so on up) that :func:`tree_hypernodes` turns into HyperNode manifests.
+* **Constraints on the workload**: :func:`parse_constraint` reads ``none``, ``hard:TIER``, ``hard:TIERNAME`` or
+  ``soft``, and :func:`with_constraint` gives a share of a workload's gangs that ``spec.networkTopology`` (the vcjob
+  field Volcano's job controller copies to the PodGroup: ``pkg/controllers/job/job_controller_actions.go:
+  createOrUpdatePodGroup``).  The gangs chosen depend only on the seed and the jobs, so runs that differ only in
+  the constraint replay exactly the same jobs.
+* **Spread**: :class:`SpreadLog` follows every job's pods on their nodes (bind until deletion or success) and
+  records the tier of the lowest common ancestor (LCA) of their nodes in the HyperNode tree, as Volcano's session
+  computes it (``framework/session.go: recoverAllocatedHyperNode``, ``api/hyper_node_info.go: GetLCAHyperNode``):
+  when the gang first started (what its wait bought) and the widest it ever was.  Tier 0 means every pod on one
+  node; the virtual top's tier (highest real tier + 1) means "above every real hypernode".
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
+from pyvolcano.errors import ManifestError, UserError
+
+#: tiers a compact spec may describe (Volcano's deployments use 2 or 3)
+MAX_TIERS = 8
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+API_VERSION = "topology.volcano.sh/v1alpha1"
+
+
+# --- the cluster's topology ---------------------------------------------------------------------------------
+def parse_topology_spec(spec: str) -> list[tuple[str, int]]:
+    """``leaf=16,spine=8``: (tier name, fan-out) from tier 1 up.  The first count is nodes per tier-1 hypernode,
+    each next one the hypernodes of the tier below per hypernode of its tier.  UserError naming the part when a
+    part is not ``NAME=COUNT``, a count is not an integer >= 1, a name is not a lowercase DNS label or repeats, or
+    there are more than ``MAX_TIERS`` tiers."""
+    where = f"--topology {spec!r}"
+    parts = [p.strip() for p in spec.split(",")]
+    if not spec.strip() or any(not p for p in parts):
+        raise UserError(f"{where}: expected NAME=COUNT,... from the lowest tier up, e.g. leaf=16,spine=8 "
+                        "(16 nodes per leaf, 8 leaves per spine)")
+    out: list[tuple[str, int]] = []
+    for i, part in enumerate(parts):
+        name, eq, count = part.partition("=")
+        name, count = name.strip(), count.strip()
+        what = "nodes per hypernode" if i == 0 else f"tier-{i} hypernodes per hypernode"
+        if not eq or not name:
+            raise UserError(f"{where}: {part!r}: expected NAME=COUNT (tier {i + 1}: {what})")
+        if not _NAME.match(name) or len(name) > 50:
+            raise UserError(f"{where}: {part!r}: the tier name must be a lowercase DNS label such as leaf or spine")
+        if any(n == name for n, _ in out):
+            raise UserError(f"{where}: tier name {name!r} is used twice")
+        try:
+            n = int(count)
+        except ValueError:
+            raise UserError(f"{where}: {part!r}: {count!r} is not an integer ({what})") from None
+        if n < 1:
+            raise UserError(f"{where}: {part!r}: the count must be at least 1 ({what})")
+        out.append((name, n))
+    if len(out) > MAX_TIERS:
+        raise UserError(f"{where}: {len(out)} tiers, at most {MAX_TIERS}")
+    return out
+
+
+def _hypernode(name: str, tier: int, tier_name: str | None, kind: str, members: Iterable[str]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"tier": tier,
+                            "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members]}
+    if tier_name:
+        spec["tierName"] = tier_name
+    return {"apiVersion": API_VERSION, "kind": "HyperNode", "metadata": {"name": name}, "spec": spec}
+
+
+def tree_hypernodes(node_names: Sequence[str], nodes_per_leaf: int, *per_parent: int,
+                    tier_names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """HyperNode manifests of a regular tree over ``node_names`` (in their order): tier 1 groups every
+    ``nodes_per_leaf`` consecutive nodes, tier 2 every ``per_parent[0]`` consecutive tier-1 hypernodes, tier 3 every
+    ``per_parent[1]`` tier-2 ones, and so on; the last group of a tier may be smaller.  Hypernodes are named
+    ``NAME-I`` with the tier's name (``tier_names``, default ``tier1``, ``tier2``, ...), which is also its
+    ``tierName``; node members by exact name, hypernode members by exact name (Volcano's HyperNode CRD).
+
+    ``tree_hypernodes(names, 16, 8)``: leaves of 16 nodes, one spine per 8 leaves (the issue's 3-tier cluster
+    counting the virtual top)."""
+    fanouts = (nodes_per_leaf, *per_parent)
+    if any(isinstance(f, bool) or not isinstance(f, int) or f < 1 for f in fanouts):
+        raise ValueError(f"fan-outs must be integers >= 1, got {fanouts}")
+    names = list(tier_names) if tier_names is not None else [f"tier{t + 1}" for t in range(len(fanouts))]
+    if len(names) != len(fanouts):
+        raise ValueError(f"{len(names)} tier names for {len(fanouts)} tiers")
+    out: list[dict[str, Any]] = []
+    below, kind = list(node_names), "Node"
+    for tier, (fan, tname) in enumerate(zip(fanouts, names, strict=True), start=1):
+        groups = [below[i:i + fan] for i in range(0, len(below), fan)]
+        here = [f"{tname}-{i}" for i in range(len(groups))]
+        out += [_hypernode(n, tier, tname, kind, g) for n, g in zip(here, groups, strict=True)]
+        below, kind = here, "HyperNode"
+    return out
+
+
+def spec_hypernodes(spec: str, node_names: Sequence[str]) -> list[dict[str, Any]]:
+    """The HyperNodes of a compact ``--topology`` spec over the cluster's nodes."""
+    tiers = parse_topology_spec(spec)
+    return tree_hypernodes(node_names, *(n for _, n in tiers), tier_names=[t for t, _ in tiers])
+
+
+def load_hypernodes(path: str, nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The HyperNode objects of a YAML file (other kinds are ignored, so the cluster's Node file may hold them
+    too), each validated by ``parse_hypernode``; the tree is built over ``nodes`` and must be ready (no hypernode
+    with two parents, no cycle), or Volcano would keep every job with a constraint waiting.  UserError naming the
+    HyperNode and field otherwise."""
+    from pyvolcano.cache.manifests import load_objects
+
+    objs = [o for o in load_objects(path) if isinstance(o, dict) and o.get("kind") == "HyperNode"]
+    if not objs:
+        raise UserError(f"--hypernodes {path}: no HyperNode objects")
+    seen: set[str] = set()
+    for o in objs:
+        try:
+            hn = parse_hypernode(o)
+        except ManifestError as exc:
+            raise UserError(f"--hypernodes {path}: {exc}") from None
+        if hn.name in seen:
+            raise UserError(f"--hypernodes {path}: HyperNode {hn.name} appears twice")
+        seen.add(hn.name)
+    build_topology(objs, nodes, f"--hypernodes {path}")
+    return objs
+
+
+def build_topology(hypernodes: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                   where: str = "topology") -> Topology:
+    """The tree of these HyperNode manifests over the cluster's Node manifests, as the scheduler's cache builds it
+    (``Topology.build``); UserError when it is not ready."""
+    hns: list[HyperNode] = []
+    for o in hypernodes:
+        try:
+            hns.append(parse_hypernode(o))
+        except ManifestError as exc:
+            raise UserError(f"{where}: {exc}") from None
+    names = [str(n["metadata"]["name"]) for n in nodes]
+    labels = [dict((n.get("metadata") or {}).get("labels") or {}) for n in nodes]
+    topo = Topology.build(hns, names, labels)
+    if not topo.ready:
+        raise UserError(f"{where}: the HyperNode tree is not usable (Volcano would keep every job with a "
+                        f"network topology constraint waiting): {'; '.join(topo.problems)}")
+    return topo
+
+
+def describe_topology(topo: Topology) -> str:
+    """One line for the report's settings: hypernodes per tier, and nodes under none."""
+    parts = []
+    for t in topo.tiers()[:-1] if len(topo.names) > 1 else []:
+        idx = topo.at_tier(t)
+        sizes = topo.members[idx].sum(axis=1)
+        tname = next((topo.tier_name[i] for i in idx if topo.tier_name[i]), None)
+        label = f"tier {t}" + (f" ({tname})" if tname else "")
+        span = f"{int(sizes.min())}" if sizes.min() == sizes.max() else f"{int(sizes.min())}-{int(sizes.max())}"
+        parts.append(f"{label}: {len(idx)} hypernode{'s' if len(idx) != 1 else ''} of {span} nodes")
+    real = topo.members[:-1].any(axis=0) if len(topo.names) > 1 else np.zeros(topo.members.shape[1], dtype=bool)
+    loose = int((~real).sum())
+    return "; ".join(parts) + (f"; {loose} nodes under no hypernode" if loose else "") if parts else "none"
+
+
+# --- constraints on the workload ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Constraint:
+    """A ``--network-topology`` value: ``none`` (``mode`` None), ``hard:TIER``, ``hard:TIERNAME`` or ``soft``."""
+
+    mode: str | None
+    tier: int | None = None
+    tier_name: str | None = None
+
+    def spec(self) -> dict[str, Any] | None:
+        """The vcjob ``spec.networkTopology`` it sets (None: none)."""
+        if self.mode is None:
+            return None
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.tier is not None:
+            out["highestTierAllowed"] = self.tier
+        elif self.tier_name:
+            out["highestTierName"] = self.tier_name
+        return out
+
+    def __str__(self) -> str:
+        if self.mode is None:
+            return "none"
+        return self.mode + (f":{self.tier}" if self.tier is not None else f":{self.tier_name}" if self.tier_name
+                            else "")
+
+
+def parse_constraint(arg: str) -> Constraint:
+    """``none``, ``hard:1`` (highestTierAllowed), ``hard:leaf`` (highestTierName) or ``soft`` (Volcano turns soft
+    mode into "the lowest tier that holds the job", ignoring any tier: ``adjustNetworkTopologySpec``, so a tier
+    after ``soft`` is refused rather than silently ignored).  UserError otherwise."""
+    a = arg.strip()
+    if a == "none":
+        return Constraint(None)
+    if a == "soft":
+        return Constraint("soft")
+    mode, _, tier = a.partition(":")
+    if mode == "soft":
+        raise UserError(f"--network-topology {arg!r}: soft mode takes no tier (Volcano places a soft job as close "
+                        "as it can, whatever the tier); use soft, or hard:TIER")
+    if mode != "hard" or not tier.strip():
+        raise UserError(f"--network-topology {arg!r}: expected none, soft, hard:TIER (e.g. hard:1) or "
+                        "hard:TIERNAME (e.g. hard:leaf)")
+    tier = tier.strip()
+    if tier.lstrip("-").isdigit():
+        if int(tier) < 0 or int(tier) > 1_000:
+            raise UserError(f"--network-topology {arg!r}: the tier must be between 0 and 1000")
+        return Constraint("hard", int(tier))
+    if len(tier) > 253:
+        raise UserError(f"--network-topology {arg!r}: a tier name has at most 253 characters")
+    return Constraint("hard", tier_name=tier)
+
+
+def _gang_size(job: Mapping[str, Any]) -> int:
+    spec = job.get("spec") or {}
+    tasks = spec.get("tasks") or []
+    total = sum(int(t.get("replicas", 1)) for t in tasks if isinstance(t, dict))
+    ma = spec.get("minAvailable")
+    return int(ma) if isinstance(ma, int) and not isinstance(ma, bool) else total
+
+
+def constrained_gangs(jobs: Sequence[tuple[float, dict[str, Any]]], fraction: float, seed: int) -> set[str]:
+    """``namespace/name`` of the gangs (minAvailable > 1) that get the constraint: each with probability
+    ``fraction``, drawn in job order from a generator of its own (seeded by ``seed``), so it does not change the
+    workload's other draws and every constraint of a comparison picks the same gangs."""
+    rnd = random.Random(f"network-topology/{seed}")
+    out = set()
+    for _, job in jobs:
+        if _gang_size(job) <= 1:
+            continue
+        if rnd.random() < fraction:
+            md = job.get("metadata") or {}
+            out.add(f"{md.get('namespace') or 'default'}/{md.get('name')}")
+    return out
+
+
+def with_constraint(jobs: Sequence[tuple[float, dict[str, Any]]], constraint: Constraint, fraction: float = 1.0,
+                    seed: int = 0) -> list[tuple[float, dict[str, Any]]]:
+    """The jobs (copied) with ``spec.networkTopology`` set to ``constraint`` on the gangs
+    :func:`constrained_gangs` picks and removed from every other job: the option decides every job's constraint,
+    whatever the workload said (``none`` removes them all)."""
+    import copy
+
+    if not 0.0 <= fraction <= 1.0:
+        raise UserError(f"--network-topology-fraction {fraction:g}: expected a share between 0 and 1")
+    chosen = constrained_gangs(jobs, fraction, seed) if constraint.mode is not None else set()
+    spec = constraint.spec()
+    out = []
+    for t, job in jobs:
+        j = copy.deepcopy(job)
+        md = j.get("metadata") or {}
+        js = j.setdefault("spec", {})
+        js.pop("networkTopology", None)
+        if spec is not None and f"{md.get('namespace') or 'default'}/{md.get('name')}" in chosen:
+            js["networkTopology"] = dict(spec)
+        out.append((t, j))
+    return out
+
+
+def constraint_label(job: Mapping[str, Any]) -> str:
+    """How a vcjob's ``spec.networkTopology`` reads in the report: ``none``, ``soft``, ``hard:1`` or
+    ``hard:leaf``."""
+    nt = (job.get("spec") or {}).get("networkTopology")
+    if not isinstance(nt, dict):
+        return "none"
+    mode = str(nt.get("mode") or "hard")
+    if mode == "soft":
+        return "soft"
+    if nt.get("highestTierAllowed") is not None:
+        return f"{mode}:{nt['highestTierAllowed']}"
+    if nt.get("highestTierName"):
+        return f"{mode}:{nt['highestTierName']}"
+    return mode
+
+
+# --- spread -------------------------------------------------------------------------------------------------
+@dataclass
+class SpreadLog:
+    """Per job, the tier of the LCA of the nodes its live pods (bound, not yet succeeded or deleted: evicted pods
+    count until their grace period ends, as they hold their node) sit on: when its gang first started
+    (``at_start``) and the widest it ever was (``widest``).  Tier 0: one node; ``top_tier``: above every real
+    hypernode (or a node under none).
+
+    Kept incrementally: a job's live nodes and the boolean vector of hypernodes holding all of them (one AND with a
+    membership column per bind, never a per-node loop); a pod leaving marks the vector stale and the next bind
+    rebuilds it from the live nodes."""
+
+    topo: Topology
+    node_pos: dict[str, int]
+    constraint: dict[str, str] = field(default_factory=dict)
+    at_start: dict[str, int] = field(default_factory=dict)
+    widest: dict[str, int] = field(default_factory=dict)
+    _live: dict[str, dict[str, int]] = field(default_factory=dict)
+    _holds: dict[str, np.ndarray | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, topo: Topology, node_names: Sequence[str]) -> SpreadLog:
+        return cls(topo, {n: i for i, n in enumerate(node_names)})
+
+    @property
+    def top_tier(self) -> int:
+        return int(self.topo.tier[self.topo.top])
+
+    def hard_tier(self, label: str) -> int | None:
+        """The highest tier a ``hard:...`` label allows (a tier name through the tree's tierNames; None for an
+        unknown name, no hard limit as in Volcano, or a label that is not hard)."""
+        mode, _, tier = label.partition(":")
+        if mode != "hard" or not tier:
+            return None
+        return int(tier) if tier.isdigit() else self.topo.tier_names().get(tier)
+
+    def arrived(self, job: str, manifest: Mapping[str, Any]) -> None:
+        self.constraint[job] = constraint_label(manifest)
+
+    def tier_of(self, job: str) -> int | None:
+        """The LCA tier of the job's live pods now (None without any)."""
+        live = self._live.get(job)
+        if not live:
+            return None
+        nodes = set(live.values())
+        if len(nodes) == 1:
+            return 0
+        holds = self._holds.get(job)
+        if holds is None:
+            holds = np.asarray(self.topo.members[:, sorted(nodes)].all(axis=1))
+            self._holds[job] = holds
+        cand = np.flatnonzero(holds)
+        return int(self.topo.tier[cand].min())
+
+    def bound(self, job: str, pod: str, node: str) -> None:
+        n = self.node_pos.get(node)
+        if n is None:
+            return
+        live = self._live.setdefault(job, {})
+        live[pod] = n
+        holds = self._holds.get(job)
+        if holds is not None:
+            holds &= self.topo.members[:, n]
+        elif len(live) == 1:
+            self._holds[job] = self.topo.members[:, n].copy()
+        tier = self.tier_of(job)
+        if tier is not None and tier > self.widest.get(job, -1):
+            self.widest[job] = tier
+
+    def gone(self, job: str, pod: str) -> None:
+        live = self._live.get(job)
+        if live is not None and live.pop(pod, None) is not None:
+            self._holds[job] = None
+            if not live:
+                del self._live[job]
+
+    def started(self, job: str) -> None:
+        """The job's gang started (first time): its spread now is what its wait bought."""
+        tier = self.tier_of(job)
+        if tier is not None and job not in self.at_start:
+            self.at_start[job] = tier
+
+    def violations(self) -> list[str]:
+        """Jobs with a hard tier whose live pods ever spanned above it (none if the scheduler kept its word)."""
+        out = []
+        for job, label in sorted(self.constraint.items()):
+            tier = self.hard_tier(label)
+            if tier is not None and self.widest.get(job, -1) > tier:
+                out.append(job)
+        return out
+
+
+def load_or_build(hypernodes: str | None, topology: str | None, nodes: Sequence[Mapping[str, Any]]) \
+        -> tuple[list[dict[str, Any]], str | None]:
+    """The HyperNodes of ``--hypernodes FILE`` or ``--topology SPEC`` (not both) over ``nodes``, and their
+    description for the report (None without a topology)."""
+    if hypernodes and topology:
+        raise UserError("give --hypernodes FILE or --topology SPEC, not both")
+    if hypernodes:
+        if not Path(hypernodes).is_file() and hypernodes != "-":
+            raise UserError(f"--hypernodes {hypernodes}: no such file")
+        objs = load_hypernodes(hypernodes, nodes)
+    elif topology:
+        objs = spec_hypernodes(topology, [str(n["metadata"]["name"]) for n in nodes])
+    else:
+        return [], None
+    return objs, describe_topology(build_topology(objs, nodes))
+
+
+# --- metrics ------------------------------------------------------------------------------------------------
+def job_columns(spread: SpreadLog | None, job: str) -> dict[str, Any]:
+    """The jobs.csv columns of one job: its constraint, the LCA tier of its pods when its gang first started and
+    the widest its live pods ever were (empty without a topology or before the gang started)."""
+    if spread is None:
+        return {"network_topology": None, "lca_tier": None, "max_lca_tier": None}
+    return {"network_topology": spread.constraint.get(job, "none"), "lca_tier": spread.at_start.get(job),
+            "max_lca_tier": spread.widest.get(job)}
+
+
+def _tier_counts(tiers: Iterable[int | None]) -> dict[str, int]:
+    out: dict[int, int] = {}
+    for t in tiers:
+        if t is not None:
+            out[t] = out.get(t, 0) + 1
+    return {str(k): v for k, v in sorted(out.items())}
+
+
+def summary(spread: SpreadLog, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``summary.json``'s ``topology``: the tiers, the distribution of LCA tiers at gang start of the jobs with more
+    than one pod (a one-pod job is always tier 0), their mean and the share within one tier-1 hypernode (or one
+    node), and per constraint (``none``, ``soft``, ``hard:1``, ...) the
+    jobs, how many never started, their wait statistics and LCA tiers; hard-constrained jobs whose pods ever
+    spanned above their tier (``hard_violations``: 0 unless the scheduler broke its constraint)."""
+    from pyvolcano.sim.figures import stats
+
+    multi = [r for r in rows if r["tasks"] > 1]
+    by: dict[str, dict[str, Any]] = {}
+    for label in sorted({r["network_topology"] or "none" for r in rows}):
+        rs = [r for r in rows if (r["network_topology"] or "none") == label]
+        by[label] = {"jobs": len(rs), "never_started": sum(r["wait"] is None for r in rs),
+                     "wait": stats([r["wait"] for r in rs if r["wait"] is not None]),
+                     "lca_tier_at_start": _tier_counts(r["lca_tier"] for r in rs)}
+    bad = spread.violations()
+    tiers = [r["lca_tier"] for r in multi if r["lca_tier"] is not None]
+    return {"top_tier": spread.top_tier, "tier_names": spread.topo.tier_names(),
+            "lca_tier_mean": round(float(np.mean(tiers)), 4) if tiers else None,
+            "within_tier1": round(sum(t <= 1 for t in tiers) / len(tiers), 4) if tiers else None,
+            "lca_tier_at_start": _tier_counts(r["lca_tier"] for r in multi),
+            "max_lca_tier": _tier_counts(r["max_lca_tier"] for r in multi),
+            "by_constraint": by, "hard_violations": len(bad), "hard_violation_jobs": bad[:20]}
