@@ -70,6 +70,9 @@ class SessionTopology:
     #: per job that found no placement because of its topology constraint: why, for ``cycle`` (not Volcano's
     #: condition message, which stays Volcano's)
     why: dict[str, str] = field(default_factory=dict)
+    #: per job that gangpreempt or gangreclaim made room for: the hypernode its (default) sub-group was pipelined
+    #: in (Volcano's ``SubJobInfo.NominatedHyperNode``, which lives in the session's copy of the job only)
+    nominated: dict[str, int] = field(default_factory=dict)
     gradient_fns: list[list[tuple[str, GradientFn]]] = field(default_factory=list)
     order_fns: list[list[tuple[str, OrderFn]]] = field(default_factory=list)
 
