@@ -399,7 +399,8 @@ class NodeSelector:
         if within is not None:
             cand &= within
         e = self.entry(task, job)
-        for group in (cand & e.fit_idle, cand & e.fit_future):
+        cand &= e.fit_future  # simulatePredicate: a node's idle does not shrink by pipelined tasks, its future idle does
+        for group in (cand & e.fit_idle, cand):
             best = self.pick(task, e, group)
             if best is not None:
                 return best
