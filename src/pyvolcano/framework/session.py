@@ -158,6 +158,10 @@ class Session:
         self.state = SessionState()
         #: statements discarded (gang roll-backs)
         self.rollbacks = 0
+        #: tasks whose eviction was undone in this session (a discarded statement, a dry run): Volcano's predicates
+        #: plugin does not put them back into its Kubernetes node view (its Reserve plugins fail for a pod that
+        #: PrePredicate never saw, ``plugins/_podaffinity.py: reserve_fails``), so they no longer count there
+        self.unevicted: dict[str, TaskInfo] = {}
         self.action_seconds: dict[str, float] = {}
         self.plugin_seconds: dict[tuple[str, str], float] = {}
         #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
@@ -482,9 +486,11 @@ class Session:
         self._fire(task, False)
         return old
 
-    def _unevict(self, task: TaskInfo, old: TaskStatus) -> None:
+    def _unevict(self, task: TaskInfo, old: TaskStatus, *, hide: bool = True) -> None:
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, old, self.jobs.get(task.job))
+        if hide:
+            self.unevicted[task.uid] = task
         self._fire(task, True)
 
     def _dispatch(self, task: TaskInfo) -> None:
