@@ -20,12 +20,14 @@ from pyvolcano.actions._gang_evict import (
     roi,
     sort_bundles,
 )
+from pyvolcano.actions.backfill import pods_in_view
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.cycle import cycle_objects, result_json
 from pyvolcano.framework.points import ABSTAIN, GANG_PREEMPT, PERMIT, EvictionContext, Rule, combine
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.statement import Statement
 from tests.test_topology_allocate import hn, node, pg, pod
 
 CONF = """actions: "enqueue, allocate, gangpreempt"
@@ -177,3 +179,16 @@ def test_reason_is_the_action_name() -> None:
     result, _ = cycle_objects([{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1},
                                 "status": {"state": "Open"}}, *objs], load_conf(CONF, "t"))
     assert [(e.task.name, e.reason) for e in result.evictions] == [("lo-0", "gangpreempt")]
+
+
+def test_an_undone_eviction_leaves_the_node_view_unless_simulated() -> None:
+    ssn = session([node("n0"), pg("a", 1), running("a-0", "a", "n0", cpu=1), running("a-1", "a", "n0", cpu=1)])
+    t0, t1 = sorted(ssn.jobs["ns/a"].tasks.values(), key=lambda t: t.uid)
+    sim = Statement(ssn, simulated=True)
+    sim.evict(t0, "x")
+    sim.discard(rollback=False)
+    assert pods_in_view(ssn)[0] == 2 and not ssn.unevicted
+    real = Statement(ssn)
+    real.evict(t1, "x")
+    real.discard(rollback=False)
+    assert pods_in_view(ssn)[0] == 1 and set(ssn.unevicted) == {t1.uid}
