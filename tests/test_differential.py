@@ -35,7 +35,7 @@ BLOCKED_FAMILIES: dict[str, str] = {
     # yet count a hypernode tie as a tie (the oracle's decisionScores cover only the chosen hypernode's nodes): a
     # seed can flake (seed 9 once, under load), so it runs in make bench only
     "topology": "issue 14: hypernode ties are random in Volcano and not yet recognised as ties by the compare",
-    # issue 14 item 7: seeds 0-59 of each agreed in a sweep (2026-11-24); allocate runs first with the same hypernode
+    # issue 14 item 7: seeds 0-199 of each agreed in a sweep (2026-11-24); allocate runs first with the same hypernode
     # ties, and gangpreempt/gangreclaim visit the hypernodes of one tier in Go map order, so make bench only
     "gangpreempt": "issue 14: hypernode ties and eviction-domain order are random in Volcano",
     "gangreclaim": "issue 14: hypernode ties and eviction-domain order are random in Volcano",
