@@ -220,7 +220,7 @@ def classify(case: Case, diffs: list[Diff]) -> str:
         return "node-score"  # a different node first; what follows is usually its consequence
     if any(k.startswith("evict") for k in kinds) or "pipelined-only-volcano" in kinds or \
             "pipelined-only-pyvolcano" in kinds:
-        return "reclaim-victims" if conf in ("reclaim", "capacity", "hierarchy") else "preempt-victims"
+        return "reclaim-victims" if conf in ("reclaim", "capacity", "hierarchy", "gangreclaim") else "preempt-victims"
     if kinds == {"phase"}:
         if all(d.volcano == "Inqueue" and d.pyvolcano == "Pending" for d in diffs):
             return "enqueue"

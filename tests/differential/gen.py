@@ -79,6 +79,14 @@ CONFS: dict[str, str] = {
 }
 # Network topology: the default conf with network-topology-aware (issue 14), HyperNodes and networkTopology.
 CONFS["topology"] = CONFS["default"] + "  - name: network-topology-aware\n"
+# Gang-aware eviction by domain (issue 14 item 7): the preempt/reclaim tiers with network-topology-aware, the same
+# HyperNodes and networkTopology as the topology family.
+CONFS["gangpreempt"] = ('actions: "enqueue, allocate, gangpreempt, backfill"\ntiers:\n' + _TIER1_VOTING + _TIER2
+                        + "  - name: network-topology-aware\n")
+CONFS["gangreclaim"] = ('actions: "enqueue, allocate, gangreclaim, backfill"\ntiers:\n' + _TIER1_VOTING + _TIER2
+                        + "  - name: network-topology-aware\n")
+#: families whose cases carry HyperNodes and PodGroups with networkTopology
+TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim")
 
 #: families that reuse a conf above with more kinds of object: multi-role gangs (``volcano.sh/task-spec``),
 #: inter-pod (anti-)affinity and topology spread, queues with ``spec.priority``.
@@ -126,7 +134,7 @@ def generate(family: str, seed: int) -> Case:
 
     # Nodes: distinct cpu sizes so that the nodeorder/binpack scores rarely tie.
     n_nodes = 1 if family.startswith("one-node") else rnd.randint(2, 4)
-    if family == "topology":  # room for two or three leaves
+    if family in TOPOLOGY_FAMILIES:  # room for two or three leaves
         n_nodes = rnd.randint(3, 6)
     cpus = rnd.sample([2, 3, 4, 6, 8, 12, 16], n_nodes)
     nodes: list[dict[str, Any]] = []
@@ -159,6 +167,8 @@ def generate(family: str, seed: int) -> Case:
 
     # Queues.
     n_queues = rnd.randint(1, 3)
+    if family == "gangreclaim":  # a queue to reclaim from
+        n_queues = max(2, n_queues)
     queue_names = [f"q{i + 1}" for i in range(n_queues)]
     parents: dict[str, str] = {}
     # Hierarchy: q1 is the parent of the others, or they are all under root.
@@ -195,7 +205,10 @@ def generate(family: str, seed: int) -> Case:
 
     # Jobs.
     topo_rnd = random.Random(f"{family}:{seed}:topology")  # its own stream: other families' cases are unchanged
+    gang_rnd = random.Random(f"{family}:{seed}:gang")
     n_jobs = rnd.randint(1, 5)
+    if family in ("gangpreempt", "gangreclaim"):
+        n_jobs = gang_rnd.randint(3, 6)
     t = 1
     for j in range(n_jobs):
         ns = rnd.choice(["team-a", "team-b"])
@@ -211,6 +224,15 @@ def generate(family: str, seed: int) -> Case:
         tolerate = rnd.random() < 0.3
         besteffort = rnd.random() < 0.07
         state = rnd.choice(["pending", "inqueue", "running", "running", "partial"])
+        if family in ("gangpreempt", "gangreclaim"):  # fill the nodes with low jobs, then starving high ones
+            hungry = j == n_jobs - 1 or gang_rnd.random() < 0.25
+            state = gang_rnd.choice(["inqueue", "partial"]) if hungry else "running"
+            pclass = "high" if hungry else gang_rnd.choice(["low", "low", ""])
+            n_pods = gang_rnd.randint(1, 3) if hungry else gang_rnd.randint(2, 4)
+            min_member = gang_rnd.randint(1, n_pods)
+            cpu_m = gang_rnd.choice([1000, 2000, 3000] if hungry else [2000, 3000, 4000])
+            if family == "gangreclaim" and len(leaf_queues) > 1:
+                queue = leaf_queues[-1] if hungry else gang_rnd.choice(leaf_queues[:-1])
         created = _ts(t)
         t += 1
         running = 0
@@ -270,14 +292,14 @@ def generate(family: str, seed: int) -> Case:
         # every allocated pod counts as elastic in proportion's enqueue). one-node keeps to the controller's way.
         if (rnd.random() < 0.5 or family == "one-node") and not besteffort:
             pg_spec["minResources"] = _res(cpu_m * min_member, mem * min_member, gpu * min_member)
-        if family == "topology":
+        if family in TOPOLOGY_FAMILIES:
             nt = _network_topology(topo_rnd)
             if nt is not None:
                 pg_spec["networkTopology"] = nt
         objects.append({"apiVersion": PG_API, "kind": "PodGroup",
                         "metadata": {"name": pg, "namespace": ns, "creationTimestamp": created},
                         "spec": pg_spec, "status": {"phase": pg_phase}})
-    if family == "topology":
+    if family in TOPOLOGY_FAMILIES:
         objects += _hypernodes(topo_rnd, [n["name"] for n in nodes])
     # A finished job (Completed PodGroup, Succeeded pods still bound to a node), drawn from its own stream so
     # that adding it left every other object of every seed unchanged.

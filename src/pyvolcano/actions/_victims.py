@@ -166,7 +166,7 @@ def select_victims_on_node(ssn: Session, task: TaskInfo, node: int, victims: lis
     if not validate(ssn, task, node, victims):
         return None
     queue = victims_queue(ssn, victims, task)
-    trial = Statement(ssn)
+    trial = Statement(ssn, simulated=True)
     removed: list[TaskInfo] = []
     try:
         while not queue.empty():

@@ -68,12 +68,15 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
 def pods_in_view(ssn: Session) -> np.ndarray:
     """Per node, the pods the predicates plugin's Kubernetes node view holds: every task on the node (running,
     placed, pipelined, releasing since before the session) except those evicted in this session, which its
-    Deallocate handler removed (``plugins/predicates/predicates.go``, the event handlers)."""
+    Deallocate handler removed, and those whose eviction was undone, which its Allocate handler did not put back
+    (``plugins/predicates/predicates.go``, the event handlers; ``Session.unevicted``)."""
     nodes = ssn.nodes
     count = np.fromiter((len(t) for t in nodes.tasks), float, len(nodes))
-    for ev in ssn.evictions:
-        i = nodes.pos.get(ev.task.node_name)
-        if i is not None and ev.task.uid in nodes.tasks[i]:
+    # an undone eviction (a discarded statement or dry run) does not put the pod back into the view either
+    gone = {**ssn.unevicted, **{ev.task.uid: ev.task for ev in ssn.evictions}}
+    for t in gone.values():
+        i = nodes.pos.get(t.node_name)
+        if i is not None and t.uid in nodes.tasks[i]:
             count[i] -= 1
     return count
 

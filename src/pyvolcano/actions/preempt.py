@@ -5,7 +5,8 @@ Queues with starving jobs are taken in queue order.  First between jobs of one q
 job order) pops its pending tasks (in task order) while it is starving; each task preempts on one node; the
 job's evictions are kept only if the job is then pipelined.  Then within each starving job: its pending tasks
 take from its own lower-ranked tasks, each kept only if the task was placed, stopping at the first that was
-not.
+not.  A job with a network topology constraint (``networkTopology`` on its PodGroup, any mode) is skipped
+altogether, as Volcano's preempt does (``ContainsNetworkTopology``); the ``gangpreempt`` action serves it.
 
 For one task, by default (Volcano's ``normalPreempt``): nodes passing the predicates, or failing only resolvable
 ones (host ports, pod anti-affinity, spread skew: ``PredicateForPreemptAction``), are tried best score first;
@@ -152,6 +153,10 @@ class Preempt(Action):
             if job.is_pending() or q is None or ssn.job_valid(job) is not None:
                 continue
             if not ssn.job_starving(job):
+                continue
+            if ssn.topology.of(job) is not None:
+                # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job
+                # neither preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
                 continue
             preemptors.setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
             under.setdefault(job.queue, []).append(job)

@@ -390,6 +390,22 @@ class NodeSelector:
                 return best, now
         return None, False
 
+    def select_resolvable(self, task: TaskInfo, job: JobInfo | None, within: np.ndarray | None) -> int | None:
+        """The node a dry run of gangpreempt/gangreclaim pipelines ``task`` to (Volcano's
+        ``runSimulateTrialAtHyperNode`` with ``simulatePredicate`` and ``prioritizeNodesForSimulate``,
+        actions/utils/simulate.go): among the nodes (of ``within``) whose predicate failures are all resolvable
+        and whose future idle fits the task, those whose idle fits first, else the rest, best score first."""
+        cand = self.preempt_candidates(task, job)
+        if within is not None:
+            cand &= within
+        e = self.entry(task, job)
+        cand &= e.fit_future  # simulatePredicate: a node's idle does not shrink by pipelined tasks, its future idle does
+        for group in (cand & e.fit_idle, cand):
+            best = self.pick(task, e, group)
+            if best is not None:
+                return best
+        return None
+
     def pick(self, task: TaskInfo, e: _Entry, cand: np.ndarray) -> int | None:
         """The best-scored node among the candidates ``cand`` (a mask), None when there is none: a single
         candidate is taken unscored, else a plugin's bestNode or the top total score (lowest index on ties), as

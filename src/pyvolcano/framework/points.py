@@ -79,6 +79,22 @@ OverusedFn = Callable[[QueueInfo], bool]
 #: (preemptor or reclaimer, candidates) -> (the candidates this plugin lets go, PERMIT or ABSTAIN)
 EvictableFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], Vote]]
 VictimTasksFn = Callable[[list[TaskInfo]], list[TaskInfo]]
+
+
+@dataclass(frozen=True)
+class EvictionContext:
+    """Who asks a ``unifiedEvictable`` plugin for victims (Volcano's ``api.EvictionContext``, api/types.go): the
+    kind of eviction (``GANG_PREEMPT`` / ``GANG_RECLAIM``), the starving job the victims make room for and the
+    hypernode (name) whose nodes the candidates run on."""
+
+    kind: str
+    job: JobInfo
+    hypernode: str
+
+
+GANG_PREEMPT, GANG_RECLAIM = "gangpreempt", "gangreclaim"
+#: (who asks, candidates in bundle order) -> (the candidates this plugin lets go, PERMIT, ABSTAIN or REJECT)
+UnifiedEvictableFn = Callable[[EvictionContext, list[TaskInfo]], tuple[list[TaskInfo], Vote]]
 TargetJobFn = Callable[[list[JobInfo]], JobInfo | None]
 ReservedNodesFn = Callable[[], None]
 
@@ -133,6 +149,9 @@ OVERUSED: Point[OverusedFn] = Point("overused", "enabledOverused", Rule.ANY)
 PREEMPTABLE: Point[EvictableFn] = Point("preemptable", "enablePreemptable", Rule.INTERSECT)
 RECLAIMABLE: Point[EvictableFn] = Point("reclaimable", "enableReclaimable", Rule.INTERSECT)
 PREEMPTIVE: Point[QueueTaskFn] = Point("preemptive", "enablePreemptive", Rule.ALL_PASS)
+#: Volcano's ``Session.UnifiedEvictable`` (gangpreempt, gangreclaim): the same tier rule as preemptable, but no
+#: enable flag switches it off
+UNIFIED_EVICTABLE: Point[UnifiedEvictableFn] = Point("unifiedEvictable", None, Rule.INTERSECT)
 VICTIM_TASKS: Point[VictimTasksFn] = Point("victimTasks", "enabledVictim", Rule.UNION)
 TARGET_JOB: Point[TargetJobFn] = Point("targetJob", "enableTargetJob", Rule.FIRST_RESULT)
 RESERVED_NODES: Point[ReservedNodesFn] = Point("reservedNodes", "enableReservedNodes", Rule.CALL_ALL)
@@ -141,7 +160,7 @@ _DECLARED: list[Point[Any]] = [
     JOB_ORDER, QUEUE_ORDER, TASK_ORDER, NAMESPACE_ORDER, CLUSTER_ORDER, VICTIM_ORDER, VICTIM_QUEUE_ORDER,
     PREDICATE, PRE_PREDICATE, NODE_ORDER, BATCH_NODE_ORDER, BEST_NODE, JOB_VALID, JOB_READY, JOB_PIPELINED,
     JOB_STARVING, JOB_ENQUEUEABLE, JOB_ENQUEUED, ALLOCATABLE, OVERUSED, PREEMPTABLE, RECLAIMABLE, PREEMPTIVE,
-    VICTIM_TASKS, TARGET_JOB, RESERVED_NODES,
+    UNIFIED_EVICTABLE, VICTIM_TASKS, TARGET_JOB, RESERVED_NODES,
 ]
 POINTS: dict[str, Point[Any]] = {p.name: p for p in _DECLARED}
 

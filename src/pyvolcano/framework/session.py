@@ -59,6 +59,7 @@ from pyvolcano.framework.points import (
     RESERVED_NODES,
     TARGET_JOB,
     TASK_ORDER,
+    UNIFIED_EVICTABLE,
     VICTIM_ORDER,
     VICTIM_QUEUE_ORDER,
     VICTIM_TASKS,
@@ -66,6 +67,7 @@ from pyvolcano.framework.points import (
     BestNodeFn,
     ClusterOrderFn,
     EvictableFn,
+    EvictionContext,
     F,
     JobEnqueuedFn,
     JobOrderFn,
@@ -85,6 +87,7 @@ from pyvolcano.framework.points import (
     Rule,
     TargetJobFn,
     TaskOrderFn,
+    UnifiedEvictableFn,
     VectorPredicateFn,
     VectorScoreFn,
     VictimQueueOrderFn,
@@ -155,6 +158,10 @@ class Session:
         self.state = SessionState()
         #: statements discarded (gang roll-backs)
         self.rollbacks = 0
+        #: tasks whose eviction was undone in this session (a discarded statement, a dry run): Volcano's predicates
+        #: plugin does not put them back into its Kubernetes node view (its Reserve plugins fail for a pod that
+        #: PrePredicate never saw, ``plugins/_podaffinity.py: reserve_fails``), so they no longer count there
+        self.unevicted: dict[str, TaskInfo] = {}
         self.action_seconds: dict[str, float] = {}
         self.plugin_seconds: dict[tuple[str, str], float] = {}
         #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
@@ -263,6 +270,9 @@ class Session:
 
     def add_preemptive_fn(self, plugin: str, fn: QueueTaskFn) -> None:
         self.add_fn(PREEMPTIVE, plugin, fn)
+
+    def add_unified_evictable_fn(self, plugin: str, fn: UnifiedEvictableFn) -> None:
+        self.add_fn(UNIFIED_EVICTABLE, plugin, fn)
 
     def add_victim_tasks_fn(self, plugin: str, fn: VictimTasksFn) -> None:
         self.add_fn(VICTIM_TASKS, plugin, fn)
@@ -384,11 +394,29 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.call("preemptive", queue, task)
 
+    def preemptive_all(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        """Volcano's ``Session.Preemptive(queue, candidates)`` for several tasks at once (gangreclaim asks for a
+        job's pending tasks together): proportion and capacity judge the candidates' summed request, so the
+        plugins are asked about one task carrying the sum."""
+        if len(tasks) == 1:
+            return self.preemptive(queue, tasks[0])
+        first = tasks[0]
+        whole = TaskInfo(uid=first.uid, name=first.name, namespace=first.namespace, job=first.job,
+                         resreq=np.sum([t.resreq for t in tasks], axis=0),
+                         init_resreq=np.sum([t.init_resreq for t in tasks], axis=0), pod=first.pod,
+                         task_spec=first.task_spec, priority=first.priority)
+        return self.preemptive(queue, whole)
+
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.call("preemptable", preemptor, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.call("reclaimable", reclaimer, candidates)
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates the plugins let gangpreempt/gangreclaim evict (Volcano's ``Session.UnifiedEvictable``,
+        framework/session_plugins.go): intersected within a tier, the first tier ending with victims decides."""
+        return self.call("unifiedEvictable", ctx, candidates)
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         return self.call("victimTasks", tasks)
@@ -458,9 +486,11 @@ class Session:
         self._fire(task, False)
         return old
 
-    def _unevict(self, task: TaskInfo, old: TaskStatus) -> None:
+    def _unevict(self, task: TaskInfo, old: TaskStatus, *, hide: bool = True) -> None:
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, old, self.jobs.get(task.job))
+        if hide:
+            self.unevicted[task.uid] = task
         self._fire(task, True)
 
     def _dispatch(self, task: TaskInfo) -> None:

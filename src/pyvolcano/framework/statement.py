@@ -24,8 +24,12 @@ class _Op:
 
 
 class Statement:
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Session, *, simulated: bool = False) -> None:
+        """``simulated``: stands for Volcano's ``SimulateRemoveTaskFn``/``SimulateAddTaskFn`` (preempt's
+        topology-aware dry run), not a Volcano statement: undoing its evictions does not hide the pods from the
+        predicates' node view (``Session.unevicted``)."""
         self.ssn = ssn
+        self.simulated = simulated
         self.ops: list[_Op] = []
 
     def allocate(self, task: TaskInfo, node: int) -> None:
@@ -46,7 +50,7 @@ class Statement:
         for k in range(len(self.ops) - 1, -1, -1):
             op = self.ops[k]
             if op.kind == "evict" and op.task is task:
-                self.ssn._unevict(task, op.old)
+                self.ssn._unevict(task, op.old, hide=not self.simulated)
                 del self.ops[k]
                 return
         raise ValueError(f"task {task.uid} was not evicted by this statement")
@@ -58,7 +62,7 @@ class Statement:
             self.ssn.rollbacks += 1
         for op in reversed(self.ops):
             if op.kind == "evict":
-                self.ssn._unevict(op.task, op.old)
+                self.ssn._unevict(op.task, op.old, hide=not self.simulated)
             else:
                 self.ssn._unplace(op.task)
         self.ops.clear()

@@ -74,6 +74,9 @@ class SessionTopology:
     #: chosen for it or one of its sub-groups (Volcano picks among them at random: ``selectBestHyperNodeForJob``
     #: ranges over a Go map, ``util.SelectBestHyperNodeAndScore`` shuffles), for the differential compare
     ties: dict[str, set[int]] | None = None
+    #: per job that gangpreempt or gangreclaim made room for: the hypernode its (default) sub-group was pipelined
+    #: in (Volcano's ``SubJobInfo.NominatedHyperNode``, which lives in the session's copy of the job only)
+    nominated: dict[str, int] = field(default_factory=dict)
     gradient_fns: list[list[tuple[str, GradientFn]]] = field(default_factory=list)
     order_fns: list[list[tuple[str, OrderFn]]] = field(default_factory=list)
 

@@ -50,7 +50,7 @@ from pyvolcano.api.queue_validate import Problem, validate_parents
 from pyvolcano.api.resource import EPS, ResourceIndex, is_empty, less_equal
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, REJECT, Vote
+from pyvolcano.framework.points import GANG_PREEMPT, PERMIT, REJECT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.framework.state import CAPACITY_QUEUES, QUEUE_PROBLEMS, StateKey
@@ -451,6 +451,33 @@ class Capacity(Plugin):
                 out.append(t)
             return out, PERMIT
         ssn.add_reclaimable_fn(self.name, reclaimable)
+
+        def unified(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+            """Volcano's capacity ``UnifiedEvictableFn``: gangpreempt passes every candidate; for gangreclaim the
+            candidates are walked in the order given (bundle order) with a tally per queue: one is skipped when
+            taking it leaves its queue below guarantee; it is a victim when its queue's deserved names none of
+            the resources it uses, or when its queue exceeds deserved on a dimension it requests.  No ancestor
+            levels and no "shares a resource with the reclaimer" test, unlike ``reclaimable``."""
+            if ctx.kind == GANG_PREEMPT:
+                return candidates, PERMIT
+            if not ready:
+                return [], REJECT
+            tally: dict[str, np.ndarray] = {}
+            out = []
+            for t in candidates:
+                job = ssn.jobs.get(t.job)
+                a = attrs.get(job.queue) if job else None
+                if a is None:
+                    continue
+                alloc = tally.setdefault(a.name, a.allocated.copy())
+                if not less_equal(a.guarantee, alloc - t.resreq):
+                    continue
+                if relevant(t.resreq, a.deserved) and not gt_partly_relevant(alloc, a.deserved, t.resreq, a.present):
+                    continue
+                alloc -= t.resreq
+                out.append(t)
+            return out, PERMIT
+        ssn.add_unified_evictable_fn(self.name, unified)
 
         def enqueueable(job: JobInfo) -> Vote:
             if not ready:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.types import SYSTEM_CRITICAL
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, Vote
+from pyvolcano.framework.points import PERMIT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
@@ -25,3 +25,7 @@ class Conformance(Plugin):
             return [t for t in preemptees if not is_critical(t)], PERMIT
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
+
+        def unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+            return [t for t in candidates if not is_critical(t)], PERMIT
+        ssn.add_unified_evictable_fn(self.name, unified)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.status import Status, unschedulable
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, REJECT, Vote
+from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import SCHEDULED, UNSCHEDULABLE, Session
 
@@ -46,6 +46,11 @@ class Gang(Plugin):
             return out, PERMIT
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
+
+        def unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+            """gangpreempt/gangreclaim keep minMember through their safe/whole bundles: every candidate passes."""
+            return candidates, PERMIT
+        ssn.add_unified_evictable_fn(self.name, unified)
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             lr, rr = left.is_ready(), right.is_ready()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.framework.plugin import Plugin
-from pyvolcano.framework.points import PERMIT, Vote
+from pyvolcano.framework.points import GANG_RECLAIM, PERMIT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
@@ -38,6 +38,16 @@ class Priority(Plugin):
                 out.append(t)
             return out, PERMIT
         ssn.add_preemptable_fn(self.name, victims)
+
+        def unified(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+            """gangpreempt: only tasks of jobs of lower priority than the starving job; gangreclaim: any
+            (reclaim is about queues' fair shares, not priority)."""
+            if ctx.kind == GANG_RECLAIM:
+                return candidates, PERMIT
+            jobs = ssn.jobs
+            return [t for t in candidates if (j := jobs.get(t.job)) is not None and j.priority < ctx.job.priority], \
+                PERMIT
+        ssn.add_unified_evictable_fn(self.name, unified)
 
         def starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
