@@ -207,7 +207,10 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
     else:
         gradients = [[top]]  # HyperNodeGradientForJobFn for a job without a hard tier
     tried: list[int] = []
-    failed: dict[str, tuple[SubJob, int]] = {}  # sub-groups that found no place, in the first candidate
+    # sub-groups that found no place: the first candidate that failed them and the nodes' idle then (after the
+    # sub-groups placed before them in that dry run), for ``cycle``
+    failed: dict[str, tuple[SubJob, int, np.ndarray]] = {}
+    explain = job.has_sub_policy()
     for gradient in gradients:
         tried += gradient
         solutions: dict[int, tuple[Ops, Worksheet, float, dict[str, int]]] = {}
@@ -221,7 +224,8 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
                 sj = work.subs.pop()
                 got = _allocate_for_subjob(ssn, job, jt, sj, queue, work.tasks[sj.uid], h, alloc)
                 if got is None:
-                    failed.setdefault(sj.uid, (sj, h))
+                    if explain and sj.uid not in failed:
+                        failed[sj.uid] = (sj, h, ssn.nodes.idle.copy())
                     continue
                 stmt, s, left = got
                 work.tasks[sj.uid] = left
@@ -362,33 +366,36 @@ def _limit(jt: JobTopology | SubTopology, names: list[str], allocated: int) -> s
     return out
 
 
-def _why_sub(ssn: Session, job: JobInfo, jt: JobTopology, sj: SubJob, root: int) -> str:
-    """Why sub-group ``sj`` found no placement under the job's candidate ``root``: its size, its tier, and the
-    idle resources of the hypernodes it could use against its pending pods' requests."""
+def _why_sub(ssn: Session, jt: JobTopology, sj: SubJob, root: int, node_idle: np.ndarray) -> str:
+    """Why sub-group ``sj`` found no placement under the job's candidate ``root``: its size, its constraint, and
+    the idle resources (``node_idle``: when it failed) of the hypernodes it could use against its pending pods'
+    requests."""
     st = ssn.topology
     topo, res = st.topo, ssn.res
     names = topo.names
     sub_t = jt.subs.get(sj.uid)
     pending = sj.pending()
     need = _pending_request(pending, res.size)
-    label = "sub-group " + sj.uid.split("/", 2)[-1] if job.has_sub_policy() else "the gang"
     where = "" if root == topo.top else f" in {names[root]}"
-    idle = topo.sums(ssn.nodes.idle)
+    head = f"sub-group {sj.uid.split('/', 2)[-1]}{where} needs {sj.min_available} of its {len(sj.tasks)} pods"
     if sub_t is not None and sub_t.hard:
         assert sub_t.tier is not None
-        cands = [h for h in st.subtree(root) if topo.tier[h] <= sub_t.tier]
-        if not cands:
-            return f"{label}{where}: no hypernode at or below tier {sub_t.tier}"
-        shown = sorted(cands, key=lambda h: (-float(idle[h][0]), names[h]))[:2]
-        have = ", ".join(f"{names[h]} (tier {int(topo.tier[h])}) {res.format(idle[h])}" for h in shown)
-        return (f"{label}{where} (needs {sj.min_available} of {len(sj.tasks)} pods together, hard tier "
-                f"{sub_t.tier}): its {len(pending)} pending pods ask {res.format(need)}; idle in {have}")
-    return (f"{label}{where} (needs {sj.min_available} of {len(sj.tasks)} pods): its {len(pending)} pending pods "
-            f"ask {res.format(need)}; idle {res.format(idle[root])}")
+        cands = np.array([h for h in st.subtree(root) if topo.tier[h] <= sub_t.tier], dtype=np.int64)
+        mode = f"soft, up to tier {sub_t.tier}" if sub_t.soft else f"hard, highest tier {sub_t.tier}"
+        if not len(cands):
+            return f"{head} under one hypernode ({mode}): none at or below that tier"
+        idle = topo.members[cands].astype(float) @ node_idle
+        order = sorted(range(len(cands)), key=lambda i: (-float(idle[i][0]), names[cands[i]]))[:2]
+        have = ", ".join(f"{names[cands[i]]} {res.format(idle[i])}" for i in order)
+        return (f"{head} under one hypernode ({mode}); its {len(pending)} pending pods ask {res.format(need)}; "
+                f"idle then in {have}")
+    within = node_idle if root == topo.top else node_idle[topo.members[root]]
+    return (f"{head}; its {len(pending)} pending pods ask {res.format(need)}; idle then "
+            f"{res.format(within.sum(axis=0))}")
 
 
-def _why(ssn: Session, job: JobInfo, jt: JobTopology, tried: list[int], failed: dict[str, tuple[SubJob, int]]
-         ) -> str:
+def _why(ssn: Session, job: JobInfo, jt: JobTopology, tried: list[int],
+         failed: dict[str, tuple[SubJob, int, np.ndarray]]) -> str:
     """Why no hypernode took the job: the constraint, then which hypernodes were candidates and how much of the
     job's pending requests the best of them had idle when the session opened; for a job with sub-groups, the
     sub-groups that found no place (in the first candidate that failed them)."""
@@ -397,11 +404,12 @@ def _why(ssn: Session, job: JobInfo, jt: JobTopology, tried: list[int], failed: 
     names = topo.names
     subs_note = ""
     if job.has_sub_policy():
-        short = job.sub_jobs_short(lambda sj: sj.uid not in failed and ssn.sub_job_ready(job, sj))
-        parts = [_why_sub(ssn, job, jt, sj, h) for sj, h in list(failed.values())[:3]]
+        mins = ", ".join(f"{g.rsplit('/', 1)[-1]} {n}" for g, n in job.min_sub_jobs().items() if n)
+        parts = [_why_sub(ssn, jt, sj, h, at) for sj, h, at in list(failed.values())[:3]]
         more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
-        subs_note = (f"{short + ' ' if short else ''}sub-groups not placed: {'; '.join(parts)}{more}"
-                     if parts else short)
+        subs_note = f"sub-groups needed (minSubGroups): {mins or 'none'}"
+        if parts:
+            subs_note += f"; not placed: {'; '.join(parts)}{more}"
     if not jt.hard:
         return subs_note or "no placement leaves the job ready"
     limit = _limit(jt, names, jt.allocated)

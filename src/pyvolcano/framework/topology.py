@@ -53,6 +53,8 @@ class SubTopology:
     tier: int | None
     #: the lowest hypernode holding the sub-group's placed pods (-1: none); ``SubJobInfo.AllocatedHyperNode``
     allocated: int = -1
+    #: soft mode turned into hard mode (for explanations)
+    soft: bool = False
 
 
 @dataclass
@@ -131,7 +133,7 @@ class SessionTopology:
             for sid, sj in subs.items():
                 nt = sj.network_topology
                 s_hard, s_tier = adjust(nt, sub_soft) if nt is not None else (False, None)
-                jt.subs[sid] = SubTopology(nt is not None, s_hard, s_tier)
+                jt.subs[sid] = SubTopology(nt is not None, s_hard, s_tier, soft=nt is not None and nt.mode == "soft")
             if st.ready:
                 st.recover_job(job, jt)
             st.jobs[job.uid] = jt
