@@ -73,6 +73,14 @@ class JobTopology:
     subs: dict[str, SubTopology] = field(default_factory=dict)
     #: whether the job has a constraint of its own (``WithNetworkTopology``), not only on sub-groups
     own: bool = True
+    #: the job's uid, which is also its default sub-group's id
+    uid: str = ""
+
+    @property
+    def sub_allocated(self) -> int:
+        """The default sub-group's allocated hypernode (-1 without one)."""
+        sub = self.subs.get(self.uid)
+        return sub.allocated if sub is not None else -1
 
 
 @dataclass
@@ -123,11 +131,18 @@ class SessionTopology:
             if pg is None or (pg.network_topology is None
                               and not any(p.network_topology is not None for p in pg.sub_group_policy)):
                 continue
+            hard, tier = adjust(pg.network_topology, top_tier) if pg.network_topology else (False, None)
+            jt = JobTopology(hard, tier, own=pg.network_topology is not None, uid=job.uid)
+            if not pg.sub_group_policy:  # one sub-group, all the pods, the job's constraint: no grouping needed
+                jt.subs[job.uid] = SubTopology(True, hard, tier, soft=pg.network_topology is not None
+                                               and pg.network_topology.mode == "soft")
+                if st.ready:
+                    jt.allocated = jt.subs[job.uid].allocated = st.recover(job.tasks_in(ALLOCATED))
+                st.jobs[job.uid] = jt
+                continue
             subs = job.sub_jobs()
             if pg.network_topology is None and not any(s.network_topology is not None for s in subs.values()):
                 continue  # the policies with a constraint select no pod (ContainsNetworkTopology is false)
-            hard, tier = adjust(pg.network_topology, top_tier) if pg.network_topology else (False, None)
-            jt = JobTopology(hard, tier, own=pg.network_topology is not None)
             # a sub-group's soft mode is capped by the job's tier (convertSoftToHardTopology's subJobMaxTier)
             sub_soft = tier if pg.network_topology is not None and tier is not None else top_tier
             for sid, sj in subs.items():
