@@ -35,6 +35,7 @@ BLOCKED_FAMILIES: dict[str, str] = {
     # yet count a hypernode tie as a tie (the oracle's decisionScores cover only the chosen hypernode's nodes): a
     # seed can flake (seed 9 once, under load), so it runs in make bench only
     "topology": "issue 14: hypernode ties are random in Volcano and not yet recognised as ties by the compare",
+    "subgroups": "issue 14: as topology (random hypernode ties), with sub-groups",
 }
 #: seeds per enabled family in ``make test`` (about 2 s each: pyvolcano and two oracle runs at once, each oracle
 #: run waiting ``oracle.QUIET`` for stragglers); thirteen families, about 4-5 minutes of ``make test``
