@@ -98,6 +98,8 @@ def test_sub_jobs_follow_tasks_and_status_changes() -> None:
     assert len(job.sub_jobs()["ns/j/w-0"].tasks) == 1
     clone = job.clone()
     assert clone.sub_jobs()["ns/j/w-0"].tasks["a"] is clone.tasks["a"]
+    job.podgroup = PodGroup("j", "ns", sub_group_policy=())  # a new PodGroup without policies
+    assert list(job.sub_jobs()) == ["ns/j"]
 
 
 def test_failed_roles_are_per_sub_group() -> None:

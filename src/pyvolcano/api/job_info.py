@@ -284,7 +284,7 @@ class JobInfo:
         self.cloned_from = -1
         #: the sub-groups and which task is in which, built when first asked (``sub_jobs``) and dropped when a
         #: task joins or leaves
-        self._subs: tuple[dict[str, SubJob], dict[str, str]] | None = None
+        self._subs: tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int] | None = None
 
     # --- membership -----------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
@@ -350,7 +350,7 @@ class JobInfo:
         d.update(tasks=self.tasks, index=self.index, allocated=self.allocated, total_request=self.total_request,
                  podgroup=src.podgroup.clone() if src.podgroup else None,
                  task_min_available=dict(src.task_min_available), nodes_fit_errors={}, fit_failed_roles=set(),
-                 cloned_from=src.version, _subs=self.__dict__.get("_subs"))
+                 cloned_from=src.version, _subs=None)
         self.__dict__ = d
         return True
 
@@ -400,7 +400,7 @@ class JobInfo:
         """Volcano's ``ContainsSubJobPolicy``: the PodGroup has a ``subGroupPolicy``."""
         return self.podgroup is not None and bool(self.podgroup.sub_group_policy)
 
-    def _build_subs(self) -> tuple[dict[str, SubJob], dict[str, str]]:
+    def _build_subs(self) -> tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int]:
         """Every task to its sub-group (``addTaskToSubJob``): the first policy that selects the pod with non-empty
         match values, else the default sub-group (id and group id: the job's uid)."""
         subs: dict[str, SubJob] = {}
@@ -428,28 +428,27 @@ class JobInfo:
                                                  pg.network_topology if pg is not None else None)
             sj.add(task)
             of[task.uid] = sj.uid
-        return subs, of
+        return subs, of, pg, self.min_available
+
+    def _sub_index(self) -> tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int]:
+        """The sub-groups, rebuilt when a task joined or left or the PodGroup (or minMember) changed."""
+        got = self._subs
+        if got is None or got[2] is not self.podgroup or got[3] != self.min_available:
+            got = self._subs = self._build_subs()
+        return got
 
     def sub_jobs(self) -> dict[str, SubJob]:
         """The job's sub-groups by id (only those with a task)."""
-        got = self._subs
-        if got is None:
-            got = self._subs = self._build_subs()
-        return got[0]
+        return self._sub_index()[0]
 
     def sub_of(self, task: TaskInfo) -> SubJob:
         """The sub-group ``task`` is in (``TaskToSubJob``)."""
-        got = self._subs
-        if got is None:
-            got = self._subs = self._build_subs()
+        got = self._sub_index()
         return got[0][got[1][task.uid]]
 
     def sub_id(self, task_uid: str) -> str | None:
         """The id of the sub-group a task is in, None for a task the job does not have."""
-        got = self._subs
-        if got is None:
-            got = self._subs = self._build_subs()
-        return got[1].get(task_uid)
+        return self._sub_index()[1].get(task_uid)
 
     def min_sub_jobs(self) -> dict[str, int]:
         """Volcano's ``MinSubJobs``: per policy (its group id ``<job>/<name>``), the ``minSubGroups``."""
