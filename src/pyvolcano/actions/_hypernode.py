@@ -199,6 +199,8 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
     new allocated hypernodes, or None when no candidate leaves the job ready or pipelined."""
     st = ssn.topology
     top = st.topo.top
+    if ws.empty():
+        return None
     if jt.hard:
         assert jt.tier is not None
         pg = job.podgroup
