@@ -431,8 +431,9 @@ class JobInfo:
         return subs, of, pg, self.min_available
 
     def _sub_index(self) -> tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int]:
-        """The sub-groups, rebuilt when a task joined or left or the PodGroup (or minMember) changed."""
-        got = self._subs
+        """The sub-groups, rebuilt when a task joined or left or the PodGroup (or minMember) changed (read through
+        ``__dict__``: a JobInfo made without ``__init__`` has none yet)."""
+        got = self.__dict__.get("_subs")
         if got is None or got[2] is not self.podgroup or got[3] != self.min_available:
             got = self._subs = self._build_subs()
         return got
