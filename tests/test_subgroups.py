@@ -225,3 +225,15 @@ def test_a_valid_partition_policy_passes() -> None:
         "worker", 6, minAvailable=4, partitionPolicy={"totalPartitions": 3, "partitionSize": 2, "minPartitions": 2,
                                                       "networkTopology": {"mode": "soft"}})]}}
     assert job_problems(job) == []
+
+
+def test_cycle_explains_a_sub_group_left_out_of_a_ready_job() -> None:
+    """The job is ready with partition 0; partition 1 finds no leaf: the job's reason in ``cycle -o wide`` says
+    which sub-group and why (the PodGroup condition stays Volcano's)."""
+    objs = [*NODES, *TOPO, pg("a", 2, subGroupPolicy=[policy("w", 2, 1, {"highestTierAllowed": 1})]),
+            *[lpod(f"a-{i}", "a", "w", i // 2, 3) for i in range(4)],
+            pg("busy", 1), pod("busy-0", "busy", 2, node_name="n2")]
+    result, _ = cycle_objects(objs, load_conf(CONF, "t"))
+    assert sorted(result_json(result)["binds"]) == ["ns/a-0", "ns/a-1"]
+    reason = result.podgroups["ns/a"].reason
+    assert "not placed: sub-group w-1 needs 2 of its 2 pods under one hypernode" in reason, reason

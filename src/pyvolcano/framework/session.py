@@ -693,6 +693,8 @@ class Session:
             note = self.topology.why.get(uid)
             if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
                 out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
+            elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
+                st.reason = f"{st.reason}; {note}"
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}
