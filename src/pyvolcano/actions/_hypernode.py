@@ -189,7 +189,8 @@ def _reset_fit_errors(job: JobInfo) -> None:
     job.job_fit_errors = ""
 
 
-#: a dry run's outcome: (the statement, the job's hypernode, the worksheet left, each sub-group's new hypernode)
+#: a dry run's outcome: (the statement, the job's hypernode, the worksheet left, the sub-groups' hypernodes recorded
+#: under that hypernode)
 JobSolution = tuple[Statement, int, Worksheet, dict[str, int]]
 
 
@@ -213,9 +214,12 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
     # sub-groups placed before them in that dry run), for ``cycle``
     failed: dict[str, tuple[SubJob, int, np.ndarray]] = {}
     explain = job.has_sub_policy()
+    # recorder.SaveSubJobDecision: per job candidate, each sub-group's hypernode after its dry run there; kept for
+    # the whole action, so a commit under a candidate also applies what earlier turns' dry runs recorded under it
+    rec = st.decisions.setdefault(job.uid, {})
     for gradient in gradients:
         tried += gradient
-        solutions: dict[int, tuple[Ops, Worksheet, float, dict[str, int]]] = {}
+        solutions: dict[int, tuple[Ops, Worksheet, float]] = {}
         for h in gradient:
             _reset_fit_errors(job)
             work = ws.clone()
@@ -230,6 +234,7 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
                         failed[sj.uid] = (sj, h, ssn.nodes.idle.copy())
                     continue
                 stmt, s, left = got
+                rec.setdefault(h, {})[sj.uid] = alloc[sj.uid]
                 work.tasks[sj.uid] = left
                 stmts.append(stmt)
                 score += s
@@ -241,16 +246,16 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
             if ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
                 if len(gradient) == 1:  # the only candidate: keep its placements instead of undo and replay
                     st.why.pop(job.uid, None)
-                    return _merged(ssn, stmts), h, work, alloc
-                solutions[h] = (ops, work, score, alloc)
+                    return _merged(ssn, stmts), h, work, rec.get(h, {})
+                solutions[h] = (ops, work, score)
             for s_ in reversed(stmts):
                 s_.discard(rollback=False)
         if not solutions:
             continue
         best = max(solutions, key=lambda k: solutions[k][2])  # the first of equal scores (Volcano: random)
-        ops, work, _, alloc = solutions[best]
+        ops, work, _ = solutions[best]
         st.why.pop(job.uid, None)
-        return _replay(ssn, ops), best, work, alloc
+        return _replay(ssn, ops), best, work, rec.get(best, {})
     st.why[job.uid] = _why(ssn, job, jt, tried, failed)
     return None
 

@@ -70,6 +70,7 @@ class Allocate(Action):
         self.memo = memo
         self.placed: set[str] = set()
         self.deserved = ssn.proportion_deserved()
+        ssn.topology.new_allocate()  # worksheets and the recorder are per allocate run (NewRecorder, buildAllocateContext)
         wanted: Callable[[JobInfo], bool] | None = None
         if memo is not None:
             live, deserved = memo, self.deserved

@@ -102,6 +102,8 @@ class SessionTopology:
     #: per job with sub-groups or a hard constraint: allocate's worksheet (``actions/_hypernode.py: Worksheet``),
     #: built on the job's first turn of the session
     worksheets: dict[str, Any] = field(default_factory=dict)
+    #: allocate's recorder (``recorder.go: subJobDecisions``): job -> job candidate -> sub-group -> hypernode
+    decisions: dict[str, dict[int, dict[str, int]]] = field(default_factory=dict)
     gradient_fns: list[list[tuple[str, GradientFn]]] = field(default_factory=list)
     order_fns: list[list[tuple[str, OrderFn]]] = field(default_factory=list)
 
@@ -234,6 +236,11 @@ class SessionTopology:
             out.extend(self.topo.children[out[k]])
             k += 1
         return out
+
+    def new_allocate(self) -> None:
+        """A new allocate run: forget the worksheets and the recorder of the previous one."""
+        self.worksheets.clear()
+        self.decisions.clear()
 
     # --- extension points --------------------------------------------------------------------------------
     def gradient(self, job: JobInfo, root: int, tier: int, allocated: int, min_res: np.ndarray,
