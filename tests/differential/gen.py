@@ -205,6 +205,8 @@ def generate(family: str, seed: int) -> Case:
         ns = rnd.choice(["team-a", "team-b"])
         pg = f"j{j + 1}"
         n_pods = rnd.randint(1, 4)
+        if family == "subgroups":  # bigger gangs, several sub-groups each
+            n_pods = sub_rnd.randint(2, 6)
         min_member = rnd.randint(1, n_pods)
         sub_policy = _sub_group_policy(sub_rnd, pg, n_pods) if family == "subgroups" else None
         pclass = rnd.choice(["", "", "low", "high"])
