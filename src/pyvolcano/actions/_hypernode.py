@@ -36,6 +36,7 @@ the hypernode its pods already sit under.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cmp_to_key
 
@@ -260,7 +261,7 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
     return None
 
 
-def _pending_request(tasks: list[TaskInfo], size: int) -> np.ndarray:
+def _pending_request(tasks: Iterable[TaskInfo], size: int) -> np.ndarray:
     """``SubJobInfo.GetMinResources``: the init requests of every pending pod of the sub-group."""
     total = np.zeros(size)
     for t in tasks:
@@ -279,7 +280,8 @@ def _allocate_for_subjob(ssn: Session, job: JobInfo, jt: JobTopology, sj: SubJob
     allocated = alloc.get(sj.uid, -1)
     if sub_t is not None and sub_t.hard:
         assert sub_t.tier is not None
-        need = _pending_request(sj.pending(), ssn.res.size)
+        pending = sj.pending() if job.has_sub_policy() else job.index.get(TaskStatus.Pending, {}).values()
+        need = _pending_request(pending, ssn.res.size)
         gradients = st.gradient(job, root, sub_t.tier, allocated, need)
     else:
         gradients = [[root]]  # HyperNodeGradientForSubJobFn for a sub-group without a hard tier
