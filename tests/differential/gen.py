@@ -92,9 +92,12 @@ TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim")
 #: inter-pod (anti-)affinity and topology spread, queues with ``spec.priority``.
 #: ``one-node*``: a single node, so that node scores play no part (gang, queues, enqueue, priorities, victims);
 #: ``one-node`` never fills a node by pod count and always sets PodGroup minResources, ``one-node-pods`` may not.
+#: ``subgroups``: the topology family with PodGroup ``subGroupPolicy`` (pods labelled with a partition, as the
+#: vcjob controller does for a ``partitionPolicy``).
 EXTRA: dict[str, str] = {"roles": "default", "affinity": "default", "queue-priority": "reclaim",
                          "one-node": "default", "one-node-pods": "default", "one-node-preempt": "preempt",
-                         "one-node-reclaim": "reclaim"}
+                         "one-node-reclaim": "reclaim", "subgroups": "topology"}
+TOPOLOGY_FAMILIES = ("topology", "subgroups")
 FAMILIES = (*CONFS, *EXTRA)
 
 
@@ -206,6 +209,7 @@ def generate(family: str, seed: int) -> Case:
     # Jobs.
     topo_rnd = random.Random(f"{family}:{seed}:topology")  # its own stream: other families' cases are unchanged
     gang_rnd = random.Random(f"{family}:{seed}:gang")
+    sub_rnd = random.Random(f"{family}:{seed}:subgroups")
     n_jobs = rnd.randint(1, 5)
     if family in ("gangpreempt", "gangreclaim"):
         n_jobs = gang_rnd.randint(3, 6)
@@ -214,7 +218,10 @@ def generate(family: str, seed: int) -> Case:
         ns = rnd.choice(["team-a", "team-b"])
         pg = f"j{j + 1}"
         n_pods = rnd.randint(1, 4)
+        if family == "subgroups":  # bigger gangs, several sub-groups each
+            n_pods = sub_rnd.randint(2, 6)
         min_member = rnd.randint(1, n_pods)
+        sub_policy = _sub_group_policy(sub_rnd, pg, n_pods) if family == "subgroups" else None
         pclass = rnd.choice(["", "", "low", "high"])
         queue = rnd.choice(leaf_queues)
         cpu_m = rnd.choice([250, 500, 1000, 1000, 2000, 3000, 4000])
@@ -273,9 +280,12 @@ def generate(family: str, seed: int) -> Case:
             annotations = {"scheduling.k8s.io/group-name": pg}
             if role:
                 annotations["volcano.sh/task-spec"] = role
+            labels = {"app": pg}
+            if sub_policy is not None and k < sub_policy[1]:  # the first pods are partitioned
+                labels["volcano.sh/partition-id"] = str(k // sub_policy[0]["subGroupSize"])
             objects.append({"apiVersion": "v1", "kind": "Pod",
                             "metadata": {"name": f"{pg}-{k}", "namespace": ns, "creationTimestamp": created,
-                                         "labels": {"app": pg}, "annotations": annotations},
+                                         "labels": labels, "annotations": annotations},
                             "spec": pod_spec, "status": {"phase": phase}})
         if running >= min_member:
             pg_phase = "Running"
@@ -296,6 +306,8 @@ def generate(family: str, seed: int) -> Case:
             nt = _network_topology(topo_rnd)
             if nt is not None:
                 pg_spec["networkTopology"] = nt
+        if sub_policy is not None:
+            pg_spec["subGroupPolicy"] = [sub_policy[0]]
         objects.append({"apiVersion": PG_API, "kind": "PodGroup",
                         "metadata": {"name": pg, "namespace": ns, "creationTimestamp": created},
                         "spec": pg_spec, "status": {"phase": pg_phase}})
@@ -356,6 +368,25 @@ def _network_topology(rnd: random.Random) -> dict[str, Any] | None:
     if kind == "leaf":
         return {"mode": "hard", "highestTierName": "leaf"}
     return {"mode": "hard", "highestTierAllowed": 1 if kind == "hard1" else 2}
+
+
+def _sub_group_policy(rnd: random.Random, pg: str, n_pods: int) -> tuple[dict[str, Any], int] | None:
+    """For the subgroups family: none, or a policy over the job's first pods (all, or all but one, which then
+    fall in the default sub-group), grouped by ``volcano.sh/partition-id`` in partitions of 1-3 pods, needing
+    0 to all of them, with its own networkTopology; returns the policy and how many pods it covers."""
+    if rnd.random() < 0.25:
+        return None
+    covered = n_pods if n_pods == 1 or rnd.random() < 0.7 else n_pods - 1
+    size = rnd.randint(1, min(3, covered))
+    parts = -(-covered // size)
+    policy: dict[str, Any] = {"name": "w", "subGroupSize": size, "minSubGroups": rnd.randint(0, parts),
+                              "matchLabelKeys": ["volcano.sh/partition-id"]}
+    if rnd.random() < 0.5:
+        policy["labelSelector"] = {"matchLabels": {"app": pg}}
+    nt = _network_topology(rnd)
+    if nt is not None:
+        policy["networkTopology"] = nt
+    return policy, covered
 
 
 def _hypernodes(rnd: random.Random, nodes: list[str]) -> list[dict[str, Any]]:

@@ -81,6 +81,27 @@ def vcjob(env: Env, name: str, replicas: int, min_available: int, cpu: str = "1"
                          "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}}}]}}
 
 
+def test_vcjob_partitions_become_sub_groups(api: KubeClient, env: Env, procs, controller, tmp_path: Path) -> None:
+    """A task's partitionPolicy: the controller writes the PodGroup's subGroupPolicy (kept by the CRD's schema)
+    and labels the pods with their partition; the scheduler places the required partition whole and not a third
+    pod (the node has room for three: without sub-groups the gang would take it)."""
+    env.node("n1", cpu="3")
+    procs.append(scheduler(tmp_path, "sched", env=env))
+    job = vcjob(env, "parts", 4, 2)
+    job["spec"]["tasks"][0]["partitionPolicy"] = {"totalPartitions": 2, "partitionSize": 2, "minPartitions": 1}
+    with Kubelet(api, env.ns):
+        api.create(VCJOB, job, env.ns)
+        wait(lambda: len(bound(api, env.ns)) == 2, 30, "the first partition to be bound")
+        time.sleep(1.0)  # more periods: the second partition does not fit whole on the node
+        assert sorted(bound(api, env.ns)) == ["parts-worker-0", "parts-worker-1"]
+    policy = api.get(PODGROUP, "parts", env.ns)["spec"]["subGroupPolicy"]
+    assert policy == [{"name": "worker", "subGroupSize": 2, "minSubGroups": 1,
+                       "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "worker"}},
+                       "matchLabelKeys": ["volcano.sh/partition-id"]}]
+    pods = {p["metadata"]["name"]: p for p in api.list(POD, env.ns)[0]}
+    assert pods["parts-worker-3"]["metadata"]["labels"]["volcano.sh/partition-id"] == "1"
+
+
 def test_vcjob_gang_all_or_nothing(api: KubeClient, env: Env, procs, controller, tmp_path: Path) -> None:
     env.node("n1", cpu="2")
     procs.append(scheduler(tmp_path, "sched", env=env))

@@ -246,7 +246,8 @@ def nomination_plan(ssn: Session, queue: QueueInfo, job: JobInfo, domain: int, v
         chain.evict(v, reason)
     jt = st.of(job)
     if jt is not None and jt.hard and jt.tier is not None:
-        rows = st.gradient(job, domain, jt.tier, jt.sub_allocated, _pending_request(job, ssn.res.size), PURPOSE_EVICT)
+        pending = job.index.get(TaskStatus.Pending, {}).values()
+        rows = st.gradient(job, domain, jt.tier, jt.sub_allocated, _pending_request(pending, ssn.res.size), PURPOSE_EVICT)
     else:
         rows = [[domain]]
     for row in rows:

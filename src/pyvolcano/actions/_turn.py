@@ -28,7 +28,7 @@ def fail_task(job: JobInfo, task: TaskInfo, fe: FitErrors) -> Turn:
     """Record why ``task`` found no node (its role fails) and say whether the job's turn goes on."""
     job.nodes_fit_errors[task.uid] = fe
     job.record_fit_failure(task)
-    return Turn.NEXT if job.need_continue_allocating() else Turn.END
+    return Turn.NEXT if job.need_continue_allocating(task) else Turn.END
 
 
 def check_task(ssn: Session, job: JobInfo, queue: QueueInfo, task: TaskInfo) -> Turn:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pyvolcano.actions._hypernode import allocate_topology_job, topology_waits
+from pyvolcano.actions._hypernode import allocate_topology_job, takes_hypernode_path, topology_waits
 from pyvolcano.actions._turn import Turn, check_task, fail_task
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
@@ -70,6 +70,7 @@ class Allocate(Action):
         self.memo = memo
         self.placed: set[str] = set()
         self.deserved = ssn.proportion_deserved()
+        ssn.topology.new_allocate()  # worksheets and the recorder are per allocate run (NewRecorder, buildAllocateContext)
         wanted: Callable[[JobInfo], bool] | None = None
         if memo is not None:
             live, deserved = memo, self.deserved
@@ -106,7 +107,7 @@ class Allocate(Action):
                 pending[job.uid] = PriorityQueue(
                     ssn.task_cmp, [t for t in job.index.get(TaskStatus.Pending, {}).values()
                                    if not t.best_effort and not t.sch_gated])
-            if ssn.topology.of(job) is not None:  # networkTopology: hypernode by hypernode (actions/_hypernode.py)
+            if takes_hypernode_path(ssn, job):  # networkTopology or sub-groups: actions/_hypernode.py
                 allocate_topology_job(ssn, job, best, pending[job.uid], queues[best.name])
             else:
                 self.allocate_job(ssn, job, best, pending[job.uid], queues[best.name])

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.hypernode import NetworkTopology
-from pyvolcano.api.job_info import PodGroup, TaskInfo
+from pyvolcano.api.job_info import PodGroup, SubGroupPolicy, TaskInfo
 from pyvolcano.api.k8s_requests import k8s_extra
 from pyvolcano.api.node_info import NodeSpec
 from pyvolcano.api.queue_info import QueueInfo
@@ -228,6 +228,21 @@ def podgroup(pg: dict[str, Any], res: ResourceIndex) -> PodGroup:
         labels=dict(md.get("labels") or {}), manifest=pg,
         network_topology=NetworkTopology.of(_d(spec.get("networkTopology"))
                                             if spec.get("networkTopology") is not None else None),
+        sub_group_policy=tuple(_sub_group_policy(_d(p)) for p in spec.get("subGroupPolicy") or []),
+    )
+
+
+def _sub_group_policy(p: dict[str, Any]) -> SubGroupPolicy:
+    """One validated ``spec.subGroupPolicy`` entry."""
+    sel = p.get("labelSelector")
+    return SubGroupPolicy(
+        name=str(p.get("name") or ""),
+        size=None if p.get("subGroupSize") is None else int(p["subGroupSize"]),
+        min_sub_groups=None if p.get("minSubGroups") is None else int(p["minSubGroups"]),
+        label_selector=None if sel is None else _d(sel),
+        match_label_keys=tuple(str(k) for k in p.get("matchLabelKeys") or []),
+        network_topology=NetworkTopology.of(_d(p["networkTopology"])) if p.get("networkTopology") is not None
+        else None,
     )
 
 

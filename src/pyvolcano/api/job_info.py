@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -11,6 +13,7 @@ import numpy as np
 
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.hypernode import NetworkTopology
+from pyvolcano.api.labels import selector_matches
 from pyvolcano.api.resource import is_empty
 from pyvolcano.api.types import ALLOCATED, READY, VALID, PodGroupPhase, TaskStatus
 
@@ -110,6 +113,22 @@ class TaskInfo:
         return f"Task({self.key} {self.status.name} node={self.node_name or '-'})"
 
 
+@dataclass(frozen=True)
+class SubGroupPolicy:
+    """One entry of a PodGroup's ``spec.subGroupPolicy`` (``scheduling.volcano.sh/v1beta1 SubGroupPolicySpec``):
+    the pods its ``label_selector`` selects (None: every pod) are grouped by the values of their
+    ``match_label_keys`` labels; each group is a sub-group (Volcano's ``SubJobInfo``) that needs ``size`` of its
+    pods placed together (default 1), under its own ``network_topology``; the job needs ``min_sub_groups`` of
+    them ready (default 0)."""
+
+    name: str = ""
+    size: int | None = None
+    min_sub_groups: int | None = None
+    label_selector: dict[str, Any] | None = None
+    match_label_keys: tuple[str, ...] = ()
+    network_topology: NetworkTopology | None = None
+
+
 @dataclass
 class PodGroup:
     """The parts of a ``scheduling.volcano.sh/v1beta1`` PodGroup that scheduling reads and writes."""
@@ -128,6 +147,8 @@ class PodGroup:
     labels: dict[str, str] = field(default_factory=dict)
     #: ``spec.networkTopology`` (None: no topology constraint)
     network_topology: NetworkTopology | None = None
+    #: ``spec.subGroupPolicy`` (empty: the job is one sub-group, Volcano's default sub-job)
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()
     synthetic: bool = False  # made for a volcano pod without a PodGroup, as Volcano's podgroup controller does
     manifest: dict[str, Any] | None = None
 
@@ -138,6 +159,96 @@ class PodGroup:
         p = PodGroup.__new__(PodGroup)
         p.__dict__.update(self.__dict__)
         return p
+
+
+_READY_SET = frozenset(_members(READY))
+_INT = re.compile(r"[+-]?[0-9]+")
+_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _fnv32a(data: bytes) -> int:
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def sub_job_id(job: str, policy: str, values: list[str]) -> str:
+    """Volcano's ``getSubJobID``: ``<job>/<policy>-<values joined by ->``, the values part replaced by a hash
+    of it (FNV-32a, spelled with ``rand.SafeEncodeString``'s alphabet) when longer than 128 characters."""
+    key = "-".join(values)
+    if len(key) > 128:
+        key = "".join(_ALPHANUMS[ord(c) % len(_ALPHANUMS)] for c in str(_fnv32a(key.encode())))
+    return f"{job}/{policy}-{key}"
+
+
+def match_values(policy: SubGroupPolicy, labels: dict[str, str]) -> list[str] | None:
+    """Volcano's ``getSubJobMatchValues``: None when the pod is not selected (the label selector does not match,
+    or a match key is missing or empty), else the values of the match keys in order ([] without keys, which
+    Volcano then treats as "not in this policy": the pod joins the default sub-group)."""
+    sel = policy.label_selector
+    # an empty selector (LabelSelectorAsSelector: Everything) selects every pod
+    if sel is not None and (sel.get("matchLabels") or sel.get("matchExpressions")) and not selector_matches(sel, labels):
+        return None
+    out: list[str] = []
+    for key in policy.match_label_keys:
+        v = labels.get(key)
+        if not v:
+            return None
+        out.append(v)
+    return out
+
+
+class SubJob:
+    """A sub-group of a job (Volcano's ``SubJobInfo``, ``pkg/scheduler/api/sub_job_info.go``): the pods of one
+    ``subGroupPolicy`` entry that share the values of its ``matchLabelKeys``, or the job's default sub-group (every
+    pod no policy takes; for a job without policies, all of them, with the job's minMember and topology).
+
+    ``tasks`` are the job's own TaskInfo objects, so the counts follow status changes; ``priority`` is the highest
+    task priority (at least 0), ``match_index`` the first match value as an integer (0 if it is not one)."""
+
+    __slots__ = ("gid", "job", "match_index", "min_available", "network_topology", "policy", "priority", "tasks",
+                 "uid")
+
+    def __init__(self, gid: str, uid: str, job: str, policy: SubGroupPolicy | None, min_available: int,
+                 network_topology: NetworkTopology | None, values: list[str] | None = None) -> None:
+        self.gid, self.uid, self.job, self.policy = gid, uid, job, policy
+        self.min_available = min_available
+        self.network_topology = network_topology
+        self.tasks: dict[str, TaskInfo] = {}
+        self.priority = 0
+        self.match_index = int(values[0]) if values and _INT.fullmatch(values[0]) else 0
+        if abs(self.match_index) >= 2**63:  # strconv.Atoi: out of range is an error, MatchIndex stays 0
+            self.match_index = 0
+
+    def add(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        if task.priority > self.priority:
+            self.priority = task.priority
+
+    def ready_num(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status in _READY_SET)
+
+    def waiting_num(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status == TaskStatus.Pipelined)
+
+    def pending_best_effort_num(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status == TaskStatus.Pending and t.best_effort)
+
+    def allocated_num(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status in _ALLOCATED_SET)
+
+    def is_ready(self) -> bool:
+        return self.ready_num() + self.pending_best_effort_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return self.waiting_num() + self.ready_num() + self.pending_best_effort_num() >= self.min_available
+
+    def pending(self) -> list[TaskInfo]:
+        return [t for t in self.tasks.values() if t.status == TaskStatus.Pending]
+
+    def __repr__(self) -> str:
+        return f"SubJob({self.uid} min={self.min_available} tasks={len(self.tasks)})"
 
 
 class JobInfo:
@@ -171,10 +282,14 @@ class JobInfo:
         self.version = 0
         #: the ``version`` of the job this one was cloned from (-1: not a clone), for ``reuse``
         self.cloned_from = -1
+        #: the sub-groups and which task is in which, built when first asked (``sub_jobs``) and dropped when a
+        #: task joins or leaves
+        self._subs: tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int] | None = None
 
     # --- membership -----------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
         self.version += 1
+        self._subs = None
         self.tasks[task.uid] = task
         self.index[task.status][task.uid] = task
         self.total_request += task.resreq
@@ -186,6 +301,7 @@ class JobInfo:
         if t is None:
             return
         self.version += 1
+        self._subs = None
         self.index[t.status].pop(t.uid, None)
         self.total_request -= t.resreq
         if t.status & ALLOCATED:
@@ -221,6 +337,7 @@ class JobInfo:
         j.nodes_fit_errors = {}
         j.fit_failed_roles = set()
         j.cloned_from = self.version
+        j._subs = None
         return j
 
     def reuse(self, src: JobInfo) -> bool:
@@ -233,7 +350,7 @@ class JobInfo:
         d.update(tasks=self.tasks, index=self.index, allocated=self.allocated, total_request=self.total_request,
                  podgroup=src.podgroup.clone() if src.podgroup else None,
                  task_min_available=dict(src.task_min_available), nodes_fit_errors={}, fit_failed_roles=set(),
-                 cloned_from=src.version)
+                 cloned_from=src.version, _subs=None)
         self.__dict__ = d
         return True
 
@@ -278,28 +395,143 @@ class JobInfo:
                         counts[t.task_spec] += 1
         return counts
 
+    # --- sub-groups (Volcano api/job_info.go: SubJobs, TaskToSubJob, MinSubJobs; sub_job_info.go) --------------
+    def has_sub_policy(self) -> bool:
+        """Volcano's ``ContainsSubJobPolicy``: the PodGroup has a ``subGroupPolicy``."""
+        return self.podgroup is not None and bool(self.podgroup.sub_group_policy)
+
+    def _build_subs(self) -> tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int]:
+        """Every task to its sub-group (``addTaskToSubJob``): the first policy that selects the pod with non-empty
+        match values, else the default sub-group (id and group id: the job's uid)."""
+        subs: dict[str, SubJob] = {}
+        of: dict[str, str] = {}
+        pg = self.podgroup
+        policies = pg.sub_group_policy if pg is not None else ()
+        for task in self.tasks.values():
+            sj = None
+            if policies:
+                labels = (task.pod.get("metadata") or {}).get("labels") or {}
+                for p in policies:
+                    values = match_values(p, labels)
+                    if values:
+                        sid = sub_job_id(self.uid, p.name, values)
+                        sj = subs.get(sid)
+                        if sj is None:
+                            sj = subs[sid] = SubJob(f"{self.uid}/{p.name}", sid, self.uid, p,
+                                                    p.size if p.size is not None else 1, p.network_topology, values)
+                        break
+            if sj is None:
+                sj = subs.get(self.uid)
+                if sj is None:  # getOrCreateDefaultSubJob
+                    sj = subs[self.uid] = SubJob(self.uid, self.uid, self.uid, None,
+                                                 1 if policies else self.min_available,
+                                                 pg.network_topology if pg is not None else None)
+            sj.add(task)
+            of[task.uid] = sj.uid
+        return subs, of, pg, self.min_available
+
+    def _sub_index(self) -> tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int]:
+        """The sub-groups, rebuilt when a task joined or left or the PodGroup (or minMember) changed (read through
+        ``__dict__``: a JobInfo made without ``__init__`` has none yet)."""
+        got = self.__dict__.get("_subs")
+        if got is None or got[2] is not self.podgroup or got[3] != self.min_available:
+            got = self._subs = self._build_subs()
+        return got
+
+    def sub_jobs(self) -> dict[str, SubJob]:
+        """The job's sub-groups by id (only those with a task)."""
+        return self._sub_index()[0]
+
+    def sub_of(self, task: TaskInfo) -> SubJob:
+        """The sub-group ``task`` is in (``TaskToSubJob``)."""
+        got = self._sub_index()
+        return got[0][got[1][task.uid]]
+
+    def sub_id(self, task_uid: str) -> str | None:
+        """The id of the sub-group a task is in, None for a task the job does not have."""
+        return self._sub_index()[1].get(task_uid)
+
+    def min_sub_jobs(self) -> dict[str, int]:
+        """Volcano's ``MinSubJobs``: per policy (its group id ``<job>/<name>``), the ``minSubGroups``."""
+        pg = self.podgroup
+        if pg is None:
+            return {}
+        return {f"{self.uid}/{p.name}": p.min_sub_groups or 0 for p in pg.sub_group_policy}
+
+    def _sub_counts(self, cond: Callable[[SubJob], bool] | None) -> dict[str, int]:
+        counts: dict[str, int] = defaultdict(int)
+        for sj in self.sub_jobs().values():
+            if cond is None or cond(sj):
+                counts[sj.gid] += 1
+        return counts
+
+    def check_sub_job_valid(self) -> bool:
+        """Volcano's ``CheckSubJobValid``: every policy has at least its ``minSubGroups`` sub-groups."""
+        if not self.has_sub_policy():
+            return True
+        counts = self._sub_counts(None)
+        return all(counts[g] >= n for g, n in self.min_sub_jobs().items())
+
+    def sub_jobs_short(self, cond: Callable[[SubJob], bool]) -> str:
+        """Volcano's ``checkSubJobCondition``: "" when every policy has ``minSubGroups`` sub-groups meeting
+        ``cond``, else Volcano's reason for the first one that does not."""
+        if not self.has_sub_policy():
+            return ""
+        counts = self._sub_counts(cond)
+        for g, n in self.min_sub_jobs().items():
+            if n and counts[g] < n:
+                return (f"the number of allocated subGroups {counts[g]} is less than the number of subGroups {n} "
+                        f"with the minSubGroups attribute in subGroupPolicy {g}.")
+        return ""
+
+    def check_sub_job_ready(self) -> bool:
+        return not self.sub_jobs_short(SubJob.is_ready)
+
+    def check_sub_job_pipelined(self) -> bool:
+        return not self.sub_jobs_short(SubJob.is_pipelined)
+
     # --- allocation continuation (Volcano api/job_info.go) ------------------------------------------------
+    def _role_key(self, task: TaskInfo) -> str:
+        """Failed roles are per sub-group (``FitFailedRoles(subJob)``); a job without policies has one."""
+        return f"{self.sub_of(task).uid}\0{task.task_spec}" if self.has_sub_policy() else task.task_spec
+
     def record_fit_failure(self, task: TaskInfo) -> None:
         """The task found no node (or a prePredicate refused it): its role counts as failed for the session."""
-        self.fit_failed_roles.add(task.task_spec)
+        self.fit_failed_roles.add(self._role_key(task))
 
     def task_has_fit_errors(self, task: TaskInfo) -> bool:
-        """Volcano's ``TaskHasFitErrors``: a task of a role that already failed is skipped without trying nodes,
-        since its siblings would fail the same way.  Tasks without a role are always tried."""
-        return bool(task.task_spec) and task.task_spec in self.fit_failed_roles
+        """Volcano's ``TaskHasFitErrors``: a task of a role that already failed (in its sub-group) is skipped
+        without trying nodes, since its siblings would fail the same way.  Tasks without a role are always
+        tried."""
+        return bool(task.task_spec) and self._role_key(task) in self.fit_failed_roles
 
-    def need_continue_allocating(self) -> bool:
-        """Volcano's ``NeedContinueAllocating``: after a task found no node, can the gang still be met by the
+    def reset_sub_job_fit_errors(self, sub: SubJob) -> None:
+        """Volcano's ``ResetSubJobFitErr``: forget the fit errors and failed roles of one sub-group's tasks."""
+        if not self.has_sub_policy():
+            self.nodes_fit_errors = {}
+            self.fit_failed_roles = set()
+            return
+        for uid in sub.tasks:
+            self.nodes_fit_errors.pop(uid, None)
+        prefix = f"{sub.uid}\0"
+        self.fit_failed_roles = {r for r in self.fit_failed_roles if not r.startswith(prefix)}
+
+    def need_continue_allocating(self, task: TaskInfo | None = None) -> bool:
+        """Volcano's ``NeedContinueAllocating``: after ``task`` found no node, can the gang still be met by the
         job's other tasks?
 
-        No when minMember is at least the number of tasks (every task is needed; Volcano's default sub-job
-        check ``subJob.MinAvailable >= len(subJob.Tasks)``).  When the per-role minimums add up to more than
-        minMember (so they do not bind), yes only if ready tasks plus pending tasks of roles that have not
-        failed still reach minMember.  Otherwise no only if a failed role has a minimum it does not yet hold
-        (allocated or finished tasks, plus its pending BestEffort ones); a job without per-role minimums
-        always goes on."""
+        No when minMember is at least the number of tasks (every task is needed; Volcano's default sub-job check
+        ``subJob.MinAvailable >= len(subJob.Tasks)``). A job with a ``subGroupPolicy`` goes on unless the failed
+        task's sub- group needs every one of its pods (its size is at least its pod count). When the per-role minimums
+        add up to more than minMember (so they do not bind), yes only if ready tasks plus pending tasks of roles that
+        have not failed still reach minMember. Otherwise no only if a failed role has a minimum it does not yet hold
+        (allocated or finished tasks, plus its pending BestEffort ones); a job without per-role minimums always goes
+        on."""
         if self.min_available >= len(self.tasks):
             return False
+        if task is not None and self.has_sub_policy():
+            sub = self.sub_of(task)
+            return sub.min_available < len(sub.tasks)
         failed = self.fit_failed_roles
         if self.min_available < sum(self.task_min_available.values()):
             pending = self.index.get(TaskStatus.Pending) or {}

@@ -110,6 +110,63 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
     return out
 
 
+def _network_topology(ref: str, at: str, nt: Any) -> list[JobProblem]:
+    """A job's or a partition's ``networkTopology``: the CRD's schema (mode hard or soft, ``highestTierAllowed``
+    >= 0, ``highestTierName`` at most 253 characters) and the webhook's ``validateNetworkTopology`` (not both)."""
+    if nt is None:
+        return []
+    if not isinstance(nt, dict):
+        return [JobProblem(ref, at, "must be a mapping")]
+    out: list[JobProblem] = []
+    if nt.get("mode") not in (None, "", "hard", "soft"):
+        out.append(JobProblem(ref, f"{at}.mode", f"must be hard or soft, got {nt['mode']!r}"))
+    tier = nt.get("highestTierAllowed")
+    if tier is not None and (_int(tier) is None or (_int(tier) or 0) < 0):
+        out.append(JobProblem(ref, f"{at}.highestTierAllowed", f"must be an integer >= 0, got {tier!r}"))
+    name = nt.get("highestTierName")
+    if name is not None and (not isinstance(name, str) or len(name) > 253):
+        out.append(JobProblem(ref, f"{at}.highestTierName", "must be a string of at most 253 characters"))
+    if tier is not None and name:
+        out.append(JobProblem(ref, at, "must not specify 'highestTierAllowed' and 'highestTierName' in "
+                                       "networkTopology simultaneously"))
+    return out
+
+
+def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int) -> list[JobProblem]:
+    """A task's ``partitionPolicy``: the CRD's minimums (totalPartitions and partitionSize >= 1, minPartitions >=
+    0) and the webhook's ``validatePartitionPolicy``, which stops at the first of: totalPartitions and
+    partitionSize positive, replicas = totalPartitions * partitionSize, and (when minPartitions is set)
+    minAvailable = minPartitions * partitionSize; then the partition's networkTopology."""
+    pp = task.get("partitionPolicy")
+    if pp is None:
+        return []
+    where = f"{at}.partitionPolicy"
+    if not isinstance(pp, dict):
+        return [JobProblem(ref, where, "must be a mapping")]
+    total, size = _int(pp.get("totalPartitions", 0)), _int(pp.get("partitionSize", 0))
+    min_parts = _int(pp.get("minPartitions", 0))
+    name = task.get("name") or ""
+    out: list[JobProblem] = []
+    if min_parts is None or min_parts < 0:
+        out.append(JobProblem(ref, f"{where}.minPartitions", f"must be >= 0, got {pp.get('minPartitions')!r}"))
+        min_parts = 0
+    tmin = _int(task["minAvailable"]) if task.get("minAvailable") is not None else None
+    if total is None or total <= 0:
+        out.append(JobProblem(ref, f"{where}.totalPartitions", f"'TotalPartitions' must be greater than 0 in task: "
+                                                               f"{name}"))
+    elif size is None or size <= 0:
+        out.append(JobProblem(ref, f"{where}.partitionSize", f"'PartitionSize' must be greater than 0 in task: "
+                                                             f"{name}"))
+    elif replicas != total * size:
+        out.append(JobProblem(ref, f"{where}", f"'Replicas' ({replicas}) are not equal to TotalPartitions*"
+                                               f"PartitionSize ({total}*{size}) in task: {name}"))
+    elif tmin is not None and min_parts > 0 and min_parts * size != tmin:
+        out.append(JobProblem(ref, f"{where}.minPartitions", f"'MinAvailable' ({tmin}) is not equal to "
+                                                             f"MinPartitions*PartitionSize ({min_parts}*{size}) in "
+                                                             f"task: {name}"))
+    return out + _network_topology(ref, f"{where}.networkTopology", pp.get("networkTopology"))
+
+
 def job_ref(job: Mapping[str, Any]) -> str:
     meta = job.get("metadata")
     md: Mapping[str, Any] = meta if isinstance(meta, dict) else {}
@@ -128,7 +185,7 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
     spec = job.get("spec")
     if not isinstance(spec, dict):
         return [JobProblem(ref, "spec", "is required")]
-    out: list[JobProblem] = []
+    out: list[JobProblem] = _network_topology(ref, "spec.networkTopology", spec.get("networkTopology"))
     min_available = _int(spec.get("minAvailable", 0))
     if min_available is None or min_available < 0:
         out.append(JobProblem(ref, "spec.minAvailable", f"must be >= 0, got {spec.get('minAvailable')!r}"))
@@ -181,6 +238,7 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
                         except QuantityError as exc:
                             out.append(JobProblem(ref, f"{at}.template.spec.containers[{ci}].resources.{kind}."
                                                        f"{rname}", str(exc)))
+        out += _partition_policy(ref, at, t, replicas)
         out += _policies(ref, at, t.get("policies"))
     if min_available is not None and min_available > total:
         out.append(JobProblem(ref, "spec.minAvailable", f"({min_available}) should not be greater than total "

@@ -321,6 +321,20 @@ class NetworkTopologySpec(_M):
         return self
 
 
+class SubGroupPolicySpec(_M):
+    """One entry of a PodGroup's ``spec.subGroupPolicy`` (``volcano.sh/apis scheduling/v1beta1
+    SubGroupPolicySpec`` and the CRD): ``name`` at most 253 characters, ``subGroupSize`` >= 1, ``minSubGroups``
+    >= 0, a label selector, the label keys whose values group the selected pods, and a per-sub-group
+    ``networkTopology`` (tier and tier name not both: the podgroup webhook's ``validateNetworkTopology``)."""
+
+    name: Annotated[str, Field(max_length=253)] | None = None
+    networkTopology: NetworkTopologySpec | None = None
+    subGroupSize: Annotated[int, _integer(1, MAX_COUNT)] | None = None
+    minSubGroups: Count | None = None
+    labelSelector: LabelSelector | None = None
+    matchLabelKeys: list[Annotated[str, Field(min_length=1)]] | None = None
+
+
 class PodGroupSpec(_M):
     minMember: Count | None = None
     minTaskMember: dict[str, Count] | None = None
@@ -328,6 +342,7 @@ class PodGroupSpec(_M):
     priorityClassName: str | None = None
     minResources: ResourceList | None = None
     networkTopology: NetworkTopologySpec | None = None
+    subGroupPolicy: list[SubGroupPolicySpec] | None = None
 
 
 class PodGroupStatus(_M):

@@ -14,7 +14,8 @@ FLAGS: list[str] = sorted({
     "enableJobOrder", "enableJobPipelined", "enableJobReady", "enableJobStarving", "enableNamespaceOrder",
     "enableNodeOrder", "enablePredicate", "enablePreemptable", "enablePreemptive", "enableQueueOrder",
     "enableReclaimable", "enableReservedNodes", "enableTargetJob", "enableTaskOrder", "enabledAllocatable",
-    "enabledHyperNodeGradient", "enabledHyperNodeOrder", "enabledOverused", "enabledVictim",
+    "enabledHyperNodeGradient", "enabledHyperNodeOrder", "enabledOverused", "enabledSubJobOrder",
+    "enabledSubJobPipelined", "enabledSubJobReady", "enabledVictim",
 })
 #: spellings Volcano users write, mapped to the flag they mean
 FLAG_ALIASES: dict[str, str] = {

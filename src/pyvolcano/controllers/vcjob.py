@@ -3,7 +3,11 @@
 
 What Volcano's job controller does, reduced to what scheduling outcomes depend on:
 - a PodGroup named after the job with minMember = minAvailable, minTaskMember per task, the queue, the
-  priority class and minResources (the requests of the first minAvailable pods, tasks in spec order);
+  priority class and minResources (the requests of the first minAvailable pods, tasks in spec order), the job's
+  networkTopology, and one ``subGroupPolicy`` per task with a ``partitionPolicy`` (``setPgSubGroupPolicy``: the
+  task's pods grouped by ``volcano.sh/partition-id``, ``partitionSize`` pods each, ``minPartitions`` of them
+  needed, the partition's networkTopology); such a task's pods carry ``volcano.sh/partition-id`` = index //
+  partitionSize;
 - pods are created only once the PodGroup has left Pending (enqueue admitted it), named
   ``<job>-<task>-<index>`` with Volcano's labels/annotations and env ``VK_TASK_INDEX``;
 - events: PodEvicted (a pod deleted by someone else: preemption, reclaim, a failed node), PodFailed, TaskCompleted
@@ -43,6 +47,9 @@ from pyvolcano.api.job_validate import job_problems, policy_events
 from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
 from pyvolcano.controllers.api import ClusterAPI
 from pyvolcano.errors import ManifestError
+
+#: the pod label holding a partitioned task's partition (``volcano.sh/apis batch/v1alpha1: TaskPartitionID``)
+PARTITION_ID_LABEL = "volcano.sh/partition-id"
 
 FINAL = ("Completed", "Failed", "Aborted", "Terminated")
 #: the phase a job shows while the pods it killed are still terminating, and the one it reaches when they are gone
@@ -130,6 +137,8 @@ class JobController:
                     "volcano.sh/job-version": str(st.version), "volcano.sh/queue-name": self._queue(st.job)})
         labels = dict(pmd.get("labels") or {})
         labels.update({JOB_NAME_ANNOTATION: jname, "volcano.sh/job-namespace": ns, "volcano.sh/task-spec": task["name"]})
+        if isinstance(task.get("partitionPolicy"), dict):  # createJobPod: the pod's partition as a label
+            labels[PARTITION_ID_LABEL] = str(partition_of(name, task["partitionPolicy"].get("partitionSize")))
         pmd.update({"name": name, "namespace": ns, "annotations": ann, "labels": labels,
                     "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": jname,
                                          "uid": md.get("uid", ""), "controller": True}]})
@@ -162,7 +171,7 @@ class JobController:
             for k, v in req.items():
                 if k != "pods":
                     min_res[k] = min_res.get(k, 0.0) + v * n
-        mtm = {t["name"]: int(t["minAvailable"]) for t in tasks if t.get("minAvailable") is not None}
+        mtm = {t["name"]: m for t in tasks if (m := task_min_member(t)) is not None}
         pg_spec: dict[str, Any] = {"minMember": min_av, "queue": self._queue(job),
                                    "minResources": {k: qty_string(k, v) for k, v in min_res.items()}}
         if mtm:
@@ -177,6 +186,9 @@ class JobController:
             elif nt.get("highestTierName"):
                 pg_nt["highestTierName"] = nt["highestTierName"]
             pg_spec["networkTopology"] = pg_nt
+        policies = [sub_group_policy(t) for t in tasks if isinstance(t.get("partitionPolicy"), dict)]
+        if policies:  # setPgSubGroupPolicy
+            pg_spec["subGroupPolicy"] = policies
         return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                 "metadata": {"name": md["name"], "namespace": md.get("namespace") or "default",
                              "creationTimestamp": md.get("creationTimestamp"),
@@ -460,6 +472,39 @@ class JobController:
         if not self.keep_finished_pods:
             for name in list(st.pods):
                 self._delete_pod(st, ns, name)
+
+
+def task_min_member(task: dict[str, Any]) -> int | None:
+    """A task's ``minTaskMember`` entry: its ``minAvailable``, else, with a partition policy whose ``minPartitions``
+    is set, ``minPartitions * partitionSize`` (the job webhook's ``mutateSpec`` default and the controller's
+    ``getMinTaskMember``); None leaves the task out."""
+    if task.get("minAvailable") is not None:
+        return int(task["minAvailable"])
+    pp = task.get("partitionPolicy")
+    if isinstance(pp, dict) and int(pp.get("minPartitions") or 0) > 0:
+        return int(pp["minPartitions"]) * int(pp.get("partitionSize") or 0)
+    return None
+
+
+def sub_group_policy(task: dict[str, Any]) -> dict[str, Any]:
+    """The PodGroup ``subGroupPolicy`` entry of a task with a ``partitionPolicy`` (the job controller's
+    ``getSubGroupPolicy``): named after the task, ``subGroupSize`` = ``partitionSize``, ``minSubGroups`` =
+    ``minPartitions``, the task's pods (label ``volcano.sh/task-spec``) grouped by ``volcano.sh/partition-id``,
+    and the partition's ``networkTopology`` (mode, tier, tier name as given)."""
+    pp = task["partitionPolicy"]
+    out: dict[str, Any] = {"name": task["name"], "subGroupSize": int(pp.get("partitionSize") or 0),
+                           "minSubGroups": int(pp.get("minPartitions") or 0),
+                           "labelSelector": {"matchLabels": {"volcano.sh/task-spec": task["name"]}},
+                           "matchLabelKeys": [PARTITION_ID_LABEL]}
+    nt = pp.get("networkTopology")
+    if isinstance(nt, dict):
+        pg_nt: dict[str, Any] = {"mode": nt.get("mode") or "hard"}
+        if nt.get("highestTierAllowed") is not None:
+            pg_nt["highestTierAllowed"] = nt["highestTierAllowed"]
+        if nt.get("highestTierName"):
+            pg_nt["highestTierName"] = nt["highestTierName"]
+        out["networkTopology"] = pg_nt
+    return out
 
 
 def partition_of(pod_name: str, size: Any) -> int:

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.status import Code, Status
@@ -73,6 +73,10 @@ JobReadyFn = Callable[[JobInfo], bool]
 JobStarvingFn = Callable[[JobInfo], bool]
 JobVoteFn = Callable[[JobInfo], Vote]
 JobEnqueuedFn = Callable[[JobInfo], None]
+#: sub-groups (Volcano's SubJobReady / SubJobPipelined / SubJobOrder, asked only for jobs with a subGroupPolicy)
+SubJobReadyFn = Callable[[SubJob], bool]
+SubJobVoteFn = Callable[[SubJob], Vote]
+SubJobOrderFn = Callable[[SubJob, SubJob], int]
 #: may the queue take this task (allocatable), may the queue reclaim for it (preemptive)
 QueueTaskFn = Callable[[QueueInfo, TaskInfo], bool]
 OverusedFn = Callable[[QueueInfo], bool]
@@ -155,12 +159,15 @@ UNIFIED_EVICTABLE: Point[UnifiedEvictableFn] = Point("unifiedEvictable", None, R
 VICTIM_TASKS: Point[VictimTasksFn] = Point("victimTasks", "enabledVictim", Rule.UNION)
 TARGET_JOB: Point[TargetJobFn] = Point("targetJob", "enableTargetJob", Rule.FIRST_RESULT)
 RESERVED_NODES: Point[ReservedNodesFn] = Point("reservedNodes", "enableReservedNodes", Rule.CALL_ALL)
+SUB_JOB_READY: Point[SubJobReadyFn] = Point("subJobReady", "enabledSubJobReady", Rule.ALL_PASS)
+SUB_JOB_PIPELINED: Point[SubJobVoteFn] = Point("subJobPipelined", "enabledSubJobPipelined", Rule.VOTE)
+SUB_JOB_ORDER: Point[SubJobOrderFn] = Point("subJobOrder", "enabledSubJobOrder", Rule.FIRST_DECIDES)
 
 _DECLARED: list[Point[Any]] = [
     JOB_ORDER, QUEUE_ORDER, TASK_ORDER, NAMESPACE_ORDER, CLUSTER_ORDER, VICTIM_ORDER, VICTIM_QUEUE_ORDER,
     PREDICATE, PRE_PREDICATE, NODE_ORDER, BATCH_NODE_ORDER, BEST_NODE, JOB_VALID, JOB_READY, JOB_PIPELINED,
     JOB_STARVING, JOB_ENQUEUEABLE, JOB_ENQUEUED, ALLOCATABLE, OVERUSED, PREEMPTABLE, RECLAIMABLE, PREEMPTIVE,
-    UNIFIED_EVICTABLE, VICTIM_TASKS, TARGET_JOB, RESERVED_NODES,
+    UNIFIED_EVICTABLE, VICTIM_TASKS, TARGET_JOB, RESERVED_NODES, SUB_JOB_READY, SUB_JOB_PIPELINED, SUB_JOB_ORDER,
 ]
 POINTS: dict[str, Point[Any]] = {p.name: p for p in _DECLARED}
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.fit_errors import FitErrors
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import fit_floor, resource_list
@@ -57,6 +57,9 @@ from pyvolcano.framework.points import (
     QUEUE_ORDER,
     RECLAIMABLE,
     RESERVED_NODES,
+    SUB_JOB_ORDER,
+    SUB_JOB_PIPELINED,
+    SUB_JOB_READY,
     TARGET_JOB,
     TASK_ORDER,
     UNIFIED_EVICTABLE,
@@ -85,6 +88,9 @@ from pyvolcano.framework.points import (
     QueueTaskFn,
     ReservedNodesFn,
     Rule,
+    SubJobOrderFn,
+    SubJobReadyFn,
+    SubJobVoteFn,
     TargetJobFn,
     TaskOrderFn,
     UnifiedEvictableFn,
@@ -312,6 +318,15 @@ class Session:
         if self._tier(plugin, (BATCH_NODE_ORDER if batch else NODE_ORDER).flag) is not None:
             self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch, normalize, weight))
 
+    def add_sub_job_ready_fn(self, plugin: str, fn: SubJobReadyFn) -> None:
+        self.add_fn(SUB_JOB_READY, plugin, fn)
+
+    def add_sub_job_pipelined_fn(self, plugin: str, fn: SubJobVoteFn) -> None:
+        self.add_fn(SUB_JOB_PIPELINED, plugin, fn)
+
+    def add_sub_job_order_fn(self, plugin: str, fn: SubJobOrderFn) -> None:
+        self.add_fn(SUB_JOB_ORDER, plugin, fn)
+
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
@@ -369,6 +384,27 @@ class Session:
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return self.call("jobPipelined", job)
+
+    def sub_job_ready(self, job: JobInfo, sub: SubJob) -> bool:
+        """Volcano's ``Session.SubJobReady``: for a job without a ``subGroupPolicy``, whether the job is ready."""
+        if not job.has_sub_policy():
+            return self.job_ready(job)
+        return self.call("subJobReady", sub)
+
+    def sub_job_pipelined(self, job: JobInfo, sub: SubJob) -> bool:
+        """Volcano's ``Session.SubJobPipelined``: for a job without a ``subGroupPolicy``, the job's answer."""
+        if not job.has_sub_policy():
+            return self.job_pipelined(job)
+        return self.call("subJobPipelined", sub)
+
+    def sub_job_cmp(self, left: SubJob, right: SubJob) -> int:
+        """Volcano's ``Session.SubJobOrderFn``: the plugins, then the first match value, then the id."""
+        r = self.call("subJobOrder", left, right)
+        if r:
+            return r
+        if left.match_index != right.match_index:
+            return -1 if left.match_index < right.match_index else 1
+        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
 
     def job_starving(self, job: JobInfo) -> bool:
         return self.call("jobStarving", job)
@@ -692,6 +728,8 @@ class Session:
             note = self.topology.why.get(uid)
             if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
                 out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
+            elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
+                st.reason = f"{st.reason}; {note}"
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}

@@ -5,7 +5,10 @@ Volcano's session opens with the HyperNode tree of the snapshot plus a virtual t
 into a tier and turns soft mode into hard mode up to the virtual top (``adjustNetworkTopologySpec``,
 ``convertSoftToHardTopology``: "as close as possible" is "the lowest tier that holds the job, at worst the whole
 cluster"), and recovers each job's allocated hypernode from the nodes its placed pods run on
-(``recoverAllocatedHyperNode``: the lowest-tier hypernode holding all of them).  All of that is here, computed
+(``recoverAllocatedHyperNode``: the lowest-tier hypernode holding all of them).  The same is done per sub-group
+(``JobInfo.sub_jobs``: a PodGroup's ``subGroupPolicy``): each has the constraint of its policy (the default
+sub-group the job's), a soft one capped by the job's tier, and its own allocated hypernode; the job's is the
+lowest common ancestor of its constrained sub-groups'.  All of that is here, computed
 once per session, plus the two extension points the ``network-topology-aware`` plugin fills
 (``HyperNodeGradientForJobFn`` and ``HyperNodeOrderMapFn`` of ``framework/session_plugins.go``).
 
@@ -17,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pyvolcano.api.hypernode import Topology
-from pyvolcano.api.job_info import JobInfo
+from pyvolcano.api.hypernode import NetworkTopology, Topology
+from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.types import ALLOCATED
 
 if TYPE_CHECKING:
@@ -34,13 +37,30 @@ PURPOSE_ALLOCATE, PURPOSE_EVICT = "allocate", "evict"
 #: ``fn(job, search_root, purpose, highest_tier, allocated_hypernode, min_resources) -> [[hypernode index]]``:
 #: candidate hypernodes grouped by tier, lowest first
 GradientFn = Callable[[JobInfo, int, str, int, int, np.ndarray], list[list[int]]]
-#: ``fn(job, [hypernode index]) -> {hypernode index: score}``
-OrderFn = Callable[[JobInfo, list[int]], dict[int, float]]
+#: ``fn(job, sub-group, [hypernode index]) -> {hypernode index: score}``
+OrderFn = Callable[[JobInfo, SubJob, list[int]], dict[int, float]]
+
+
+@dataclass
+class SubTopology:
+    """A sub-group's network topology constraint after the session's adjustment (Volcano's
+    ``SubJobInfo.NetworkTopology``: the job's for the default sub-group, the policy's for the others).
+
+    ``constrained``: it has one (``WithNetworkTopology``); ``hard``/``tier`` as in ``JobTopology``."""
+
+    constrained: bool
+    hard: bool
+    tier: int | None
+    #: the lowest hypernode holding the sub-group's placed pods (-1: none); ``SubJobInfo.AllocatedHyperNode``
+    allocated: int = -1
+    #: soft mode turned into hard mode (for explanations)
+    soft: bool = False
 
 
 @dataclass
 class JobTopology:
-    """A job's network topology constraint after the session's adjustment.
+    """A job's network topology constraint after the session's adjustment, for a job with a constraint of its
+    own or on one of its sub-groups (Volcano's ``ContainsNetworkTopology``).
 
     ``tier`` is the highest tier allowed (None: no hard limit, e.g. an unknown ``highestTierName``); ``hard`` is
     Volcano's ``IsHardTopologyMode`` after soft mode was turned into hard mode up to the virtual top."""
@@ -49,9 +69,18 @@ class JobTopology:
     tier: int | None
     #: the lowest hypernode holding the job's placed pods (-1: none yet); Volcano's ``JobInfo.AllocatedHyperNode``
     allocated: int = -1
-    #: the same for the job's default sub-group (``SubJobInfo.AllocatedHyperNode``), which the sub-group search
-    #: starts from; recovered alike, but moved by the sub-group's own choices
-    sub_allocated: int = -1
+    #: per sub-group id, its constraint and allocated hypernode (every sub-group of the job)
+    subs: dict[str, SubTopology] = field(default_factory=dict)
+    #: whether the job has a constraint of its own (``WithNetworkTopology``), not only on sub-groups
+    own: bool = True
+    #: the job's uid, which is also its default sub-group's id
+    uid: str = ""
+
+    @property
+    def sub_allocated(self) -> int:
+        """The default sub-group's allocated hypernode (-1 without one)."""
+        sub = self.subs.get(self.uid)
+        return sub.allocated if sub is not None else -1
 
 
 @dataclass
@@ -77,6 +106,11 @@ class SessionTopology:
     #: per job that gangpreempt or gangreclaim made room for: the hypernode its (default) sub-group was pipelined
     #: in (Volcano's ``SubJobInfo.NominatedHyperNode``, which lives in the session's copy of the job only)
     nominated: dict[str, int] = field(default_factory=dict)
+    #: per job with sub-groups or a hard constraint: allocate's worksheet (``actions/_hypernode.py: Worksheet``),
+    #: built on the job's first turn of the session
+    worksheets: dict[str, Any] = field(default_factory=dict)
+    #: allocate's recorder (``recorder.go: subJobDecisions``): job -> job candidate -> sub-group -> hypernode
+    decisions: dict[str, dict[int, dict[str, int]]] = field(default_factory=dict)
     gradient_fns: list[list[tuple[str, GradientFn]]] = field(default_factory=list)
     order_fns: list[list[tuple[str, OrderFn]]] = field(default_factory=list)
 
@@ -90,19 +124,42 @@ class SessionTopology:
                  order_fns=[[] for _ in range(n_tiers)])
         top_tier = int(topo.tier[topo.top])
         names = topo.tier_names()
-        for job in ssn.jobs.values():
-            spec = job.podgroup.network_topology if job.podgroup is not None else None
-            if spec is None:
-                continue
+
+        def adjust(spec: NetworkTopology, soft_tier: int) -> tuple[bool, int | None]:
+            """``translateHighestTierNameToAllowed`` (an unknown name: no hard limit) and
+            ``convertSoftToHardTopology`` (soft: hard up to ``soft_tier``)."""
+            if spec.mode == "soft":
+                return True, soft_tier
             tier = spec.highest_tier
             if tier is None and spec.tier_name:
-                tier = names.get(spec.tier_name)  # unknown name: no hard limit (translateHighestTierNameToAllowed)
-            hard = spec.mode == "hard"
-            if spec.mode == "soft":
-                hard, tier = True, top_tier
-            jt = JobTopology(hard and tier is not None, tier)
+                tier = names.get(spec.tier_name)
+            return spec.mode == "hard" and tier is not None, tier
+
+        for job in ssn.jobs.values():
+            pg = job.podgroup
+            if pg is None or (pg.network_topology is None
+                              and not any(p.network_topology is not None for p in pg.sub_group_policy)):
+                continue
+            hard, tier = adjust(pg.network_topology, top_tier) if pg.network_topology else (False, None)
+            jt = JobTopology(hard, tier, own=pg.network_topology is not None, uid=job.uid)
+            if not pg.sub_group_policy:  # one sub-group, all the pods, the job's constraint: no grouping needed
+                jt.subs[job.uid] = SubTopology(True, hard, tier, soft=pg.network_topology is not None
+                                               and pg.network_topology.mode == "soft")
+                if st.ready:
+                    jt.allocated = jt.subs[job.uid].allocated = st.recover(job.tasks_in(ALLOCATED))
+                st.jobs[job.uid] = jt
+                continue
+            subs = job.sub_jobs()
+            if pg.network_topology is None and not any(s.network_topology is not None for s in subs.values()):
+                continue  # the policies with a constraint select no pod (ContainsNetworkTopology is false)
+            # a sub-group's soft mode is capped by the job's tier (convertSoftToHardTopology's subJobMaxTier)
+            sub_soft = tier if pg.network_topology is not None and tier is not None else top_tier
+            for sid, sj in subs.items():
+                nt = sj.network_topology
+                s_hard, s_tier = adjust(nt, sub_soft) if nt is not None else (False, None)
+                jt.subs[sid] = SubTopology(nt is not None, s_hard, s_tier, soft=nt is not None and nt.mode == "soft")
             if st.ready:
-                jt.allocated = jt.sub_allocated = st.recover(job)
+                st.recover_job(job, jt)
             st.jobs[job.uid] = jt
         return st
 
@@ -110,18 +167,29 @@ class SessionTopology:
     def of(self, job: JobInfo) -> JobTopology | None:
         return self.jobs.get(job.uid)
 
-    def recover(self, job: JobInfo) -> int:
-        """The lowest-tier hypernode holding every node the job's allocated pods are on, or -1 without any
+    def recover_job(self, job: JobInfo, jt: JobTopology) -> None:
+        """``session.go: recoverAllocatedHyperNode``: each constrained sub-group's allocated hypernode from the
+        nodes its allocated pods run on, then the job's as the lowest common ancestor of those."""
+        subs = job.sub_jobs()
+        lca = -1
+        for sid, s in jt.subs.items():
+            if s.constrained:
+                s.allocated = self.recover([t for t in subs[sid].tasks.values() if t.status & ALLOCATED])
+                lca = self.lca(lca, s.allocated)
+        jt.allocated = lca
+
+    def recover(self, tasks: list[TaskInfo]) -> int:
+        """The lowest-tier hypernode holding every node the given (allocated) pods are on, or -1 without any
         (``session.go: recoverAllocatedHyperNode`` / ``removeInvalidAllocatedHyperNode``)."""
-        pos = self.topo_node_positions(job)
+        pos = self.topo_node_positions(tasks)
         if pos is None:
             return -1
         return self.topo.lca_of_nodes(pos)
 
-    def topo_node_positions(self, job: JobInfo) -> np.ndarray | None:
-        """Node positions of the job's allocated pods (Volcano's ``AllocatedStatus``), None without any; a pod on
-        a node the session does not have makes Volcano's search find no hypernode: -1 then."""
-        names = {t.node_name for t in job.tasks_in(ALLOCATED) if t.node_name}
+    def topo_node_positions(self, tasks: list[TaskInfo]) -> np.ndarray | None:
+        """Node positions of the given pods, None without any; a pod on a node the session does not have makes
+        Volcano's search find no hypernode: -1 then."""
+        names = {t.node_name for t in tasks if t.node_name}
         if not names:
             return None
         index = self.node_pos
@@ -176,6 +244,11 @@ class SessionTopology:
             k += 1
         return out
 
+    def new_allocate(self) -> None:
+        """A new allocate run: forget the worksheets and the recorder of the previous one."""
+        self.worksheets.clear()
+        self.decisions.clear()
+
     # --- extension points --------------------------------------------------------------------------------
     def gradient(self, job: JobInfo, root: int, tier: int, allocated: int, min_res: np.ndarray,
                  purpose: str = PURPOSE_ALLOCATE) -> list[list[int]]:
@@ -187,13 +260,17 @@ class SessionTopology:
                 return fn(job, root, purpose, tier, allocated, min_res)
         return [[root]]
 
-    def order(self, job: JobInfo, hypernodes: list[int]) -> dict[int, float]:
-        """Every plugin's hypernode scores added up; a hypernode no plugin scores gets 0
+    def order(self, job: JobInfo, hypernodes: list[int], sub: SubJob | None = None) -> dict[int, float]:
+        """Every plugin's hypernode scores for placing sub-group ``sub`` (default: the job's default sub-group,
+        i.e. the whole job when it has no ``subGroupPolicy``) added up; a hypernode no plugin scores gets 0
         (``Session.HyperNodeOrderMapFn`` and ``util.PrioritizeHyperNodes``)."""
+        if sub is None:
+            subs = job.sub_jobs()
+            sub = subs.get(job.uid) or next(iter(subs.values()))
         total = dict.fromkeys(hypernodes, 0.0)
         for tier in self.order_fns:
             for _, fn in tier:
-                for h, s in fn(job, hypernodes).items():
+                for h, s in fn(job, sub, hypernodes).items():
                     if h in total:
                         total[h] += s
         return total

@@ -1,14 +1,16 @@
 """gang (``pkg/scheduler/plugins/gang/gang.go``): a job runs only when at least minMember of its tasks (and each task
 spec's minimum) can.
 
-jobValid drops jobs that cannot ever reach minMember; jobReady/jobPipelined/jobStarving tell actions when a
-gang is complete; victims may only come from jobs that keep minMember afterwards; jobs not yet ready go first.
+jobValid drops jobs that cannot ever reach minMember (or a subGroupPolicy's minSubGroups); jobReady/jobPipelined/
+jobStarving tell actions when a gang is complete (with every policy's minSubGroups sub-groups ready or pipelined);
+subJobReady/subJobPipelined/subJobOrder do the same for one sub-group (its subGroupSize), unready ones first;
+victims may only come from jobs that keep minMember afterwards; jobs not yet ready go first.
 At session close every job that is not ready gets an Unschedulable condition with the fit errors.
 """
 
 from __future__ import annotations
 
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.status import Status, unschedulable
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
@@ -24,6 +26,8 @@ class Gang(Plugin):
         def valid(job: JobInfo) -> Status | None:
             if not job.check_task_valid():
                 return unschedulable("Not enough valid pods of each task for gang-scheduling", self.name)
+            if not job.check_sub_job_valid():
+                return unschedulable("Not enough valid subGroups of each task for gang-scheduling", self.name)
             vtn = job.valid_task_num()
             if vtn < job.min_available:
                 return unschedulable(f"Not enough valid tasks for gang-scheduling, valid: {vtn}, "
@@ -58,9 +62,18 @@ class Gang(Plugin):
                 return 0
             return 1 if lr else -1
         ssn.add_job_order_fn(self.name, job_order)
-        ssn.add_job_ready_fn(self.name, lambda j: j.check_task_ready() and j.is_ready())
-        ssn.add_job_pipelined_fn(self.name,
-                   lambda j: PERMIT if j.check_task_pipelined() and j.is_pipelined() else REJECT)
+
+        def sub_job_order(left: SubJob, right: SubJob) -> int:
+            lr, rr = left.is_ready(), right.is_ready()
+            if lr == rr:
+                return 0
+            return 1 if lr else -1
+        ssn.add_sub_job_order_fn(self.name, sub_job_order)
+        ssn.add_job_ready_fn(self.name, lambda j: j.check_task_ready() and j.check_sub_job_ready() and j.is_ready())
+        ssn.add_sub_job_ready_fn(self.name, lambda sj: sj.is_ready())
+        ssn.add_job_pipelined_fn(self.name, lambda j: PERMIT if j.check_task_pipelined() and j.check_sub_job_pipelined()
+                                 and j.is_pipelined() else REJECT)
+        ssn.add_sub_job_pipelined_fn(self.name, lambda sj: PERMIT if sj.is_pipelined() else REJECT)
         # Volcano: in preemption only minMember matters, not the per-spec minimums
         ssn.add_job_starving_fn(self.name, lambda j: j.is_starving())
 

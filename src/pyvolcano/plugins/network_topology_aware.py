@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.resource import EPS
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
@@ -173,28 +173,30 @@ class NetworkTopologyAware(Plugin):
         ratio = used / np.where(alloc > 0, alloc, 1.0)
         return np.where(over, 0.0, (ratio * w).sum(axis=1) / total_w)
 
-    def _task_share(self, job: JobInfo, hs: np.ndarray) -> np.ndarray:
-        """Share of the job's pods on nodes under each hypernode (``scoreWithTaskNum``)."""
-        total = len(job.tasks)
+    def _task_share(self, sub: SubJob, hs: np.ndarray) -> np.ndarray:
+        """Share of the sub-group's pods on nodes under each hypernode (``scoreWithTaskNum``)."""
+        total = len(sub.tasks)
         if not total:
             return np.ones(len(hs))
         pos = self.ssn.nodes.pos
-        on = [pos[t.node_name] for t in job.tasks.values() if t.node_name in pos]
+        on = [pos[t.node_name] for t in sub.tasks.values() if t.node_name in pos]
         if not on:
             return np.zeros(len(hs))
         counts = self.st.topo.members[hs][:, np.array(on, dtype=np.int64)].sum(axis=1)
         return counts / total
 
-    def hypernode_order(self, job: JobInfo, hypernodes: list[int]) -> dict[int, float]:
+    def hypernode_order(self, job: JobInfo, sub: SubJob, hypernodes: list[int]) -> dict[int, float]:
+        """``HyperNodeOrderFn`` for placing sub-group ``sub`` (``getSubJobHyperNodeBinPackingScore``: all of its
+        pods, placed or not; ties to the share of its pods already under the hypernode)."""
         hs = np.array(hypernodes, dtype=np.int64)
         request = np.zeros(len(self.weights))
-        for t in job.tasks.values():
+        for t in sub.tasks.values():
             request += t.resreq
         score = self._binpack(request, hs)
         best = np.flatnonzero(score == score.max()) if len(hs) else hs
         if len(best) > 1:
             score = score.copy()
-            score[best] += self._task_share(job, hs[best])
+            score[best] += self._task_share(sub, hs[best])
         scaled = MAX_NODE_SCORE * self.global_weight * score
         return {int(h): float(s) for h, s in zip(hs.tolist(), scaled.tolist(), strict=True)}
 
@@ -203,8 +205,11 @@ class NetworkTopologyAware(Plugin):
         job = self.ssn.jobs.get(task.job)
         if job is None:
             return np.zeros(len(idx))
-        if self.st.of(job) is not None:
-            score = self._network_aware(task, job, idx)
+        jt = self.st.of(job)
+        sid = job.sub_id(task.uid) if jt is not None else None
+        sub_t = jt.subs.get(sid) if jt is not None and sid is not None else None
+        if sid is not None and sub_t is not None and sub_t.constrained:  # WithNetworkTopology of its sub-group
+            score = self._network_aware(task, job, job.sub_jobs()[sid], idx)
         else:
             score = self._normal(task, idx)
         return MAX_NODE_SCORE * self.global_weight * score
@@ -216,8 +221,9 @@ class NetworkTopologyAware(Plugin):
         inside = (tiers >= lo) & (tiers <= hi)
         return np.where(inside, (hi - tiers) / (hi - lo), 0.0)
 
-    def _network_aware(self, task: TaskInfo, job: JobInfo, idx: np.ndarray) -> np.ndarray:
-        """``batchNodeOrderFnForNetworkAwarePods``: 0 everywhere until the job's pods sit under a hypernode.
+    def _network_aware(self, task: TaskInfo, job: JobInfo, sub: SubJob, idx: np.ndarray) -> np.ndarray:
+        """``batchNodeOrderFnForNetworkAwarePods``: 0 everywhere until the sub-group's pods sit under a hypernode;
+        ties to the hypernode holding more of the sub-group's pods.
         Computed once per distinct lowest-tier hypernode among the candidates, then spread to their nodes."""
         st = self.st
         allocated = st.placing.get(job.uid, -1)
@@ -235,7 +241,7 @@ class NetworkTopologyAware(Plugin):
         if len(best) > 1:
             share = np.zeros(len(uniq))
             if has.any():
-                share[has] = self._task_share(job, uniq[has])
+                share[has] = self._task_share(sub, uniq[has])
             score[best] += share[inv[best]]
         return score
 

@@ -1,6 +1,6 @@
-"""priority (``pkg/scheduler/plugins/priority/priority.go``): higher PriorityClass value first, for jobs and for
-tasks; a task may preempt tasks of lower-priority jobs (or lower-priority tasks of its own job); a job starves while
-it has tasks that hold nothing."""
+"""priority (``pkg/scheduler/plugins/priority/priority.go``): higher PriorityClass value first, for jobs, tasks and
+sub-groups; a task may preempt tasks of lower-priority jobs (or lower-priority tasks of its own job); a job starves
+while it has tasks that hold nothing."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class Priority(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
         ssn.add_job_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
+        # a sub-group's priority is its highest task priority (SubJobInfo.Priority)
+        ssn.add_sub_job_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             pj = ssn.jobs.get(preemptor.job)
