@@ -23,7 +23,7 @@ import yaml
 
 from pyvolcano.commands.install import apply_all
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import CRD, EVENT, LEASE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB
+from pyvolcano.kube.resources import CRD, EVENT, LEASE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB, Resource
 from tests.kube import cluster
 from tests.kube.cluster import Env, Kubelet, bound, mk_pod, mk_podgroup, scheduler, wait
 from tests.kube.helpers import PREEMPT_CONF
@@ -320,6 +320,14 @@ def test_two_replicas_only_the_leader_schedules(api: KubeClient, env: Env, procs
     assert (api.get(LEASE, "vc-scheduler", env.ns)["spec"]["holderIdentity"]) == "replica-b"
 
 
+def _exists(api: KubeClient, resource: Resource, name: str) -> bool:
+    try:
+        api.get(resource, name)
+    except ApiError:
+        return False
+    return True
+
+
 TF_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tf-dist-mnist-example.yaml"
 
 
@@ -340,6 +348,10 @@ def test_install_then_volcanos_tensorflow_example_binds(api: KubeClient, env: En
     env.node("n1", cpu="4", memory="8Gi")
     env.node("n2", cpu="4", memory="8Gi")
     procs.append(scheduler(tmp_path, "sched", "--node-selector", env.label))
+    # the job names no queue: "default", which the scheduler creates when it starts (Volcano's scheduler does too),
+    # and `job run` refuses a job whose queue does not exist (Volcano's admission webhook) -- so wait for it, as a
+    # user submitting right after `install` would have to (this raced when this test ran first on a fresh server)
+    wait(lambda: _exists(api, QUEUE, "default"), 60, "the scheduler to create the default queue")
     with Kubelet(api, env.ns):
         r = subprocess.run([sys.executable, "-m", "pyvolcano.cli", "job", "run", "-f", str(TF_EXAMPLE), "-n", env.ns,
                             "--kubeconfig", cluster.KUBECONFIG], capture_output=True, text=True)
