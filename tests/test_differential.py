@@ -29,15 +29,16 @@ REPROS = sorted((Path(__file__).parent / "differential" / "repros").glob("*.yaml
 #: family -> what blocks it: the issue-13 rules (or "new" findings) whose absence makes it disagree today, from the
 #: sweep recorded in docs/volcano-differences.md ("How agreement is checked"). Enabling a family = deleting its row.
 BLOCKED_FAMILIES: dict[str, str] = {
-    # every family agrees on seeds 0-19 since 2026-11-24 (docs/volcano-differences.md: 20-59); topology since
-    # the compare counts equally scored hypernodes as a tie (SessionResult.hypernode_ties)
+    # every family agrees on seeds 0-19 since 2026-11-24 (docs/volcano-differences.md: 20-59); topology and
+    # subgroups (seeds 0-199 agree) since the compare counts equally scored hypernodes as a tie
+    # (SessionResult.hypernode_ties)
     # issue 14 item 7: seeds 0-199 of each agreed in a sweep (2026-11-24); gangpreempt/gangreclaim visit the
     # hypernodes of one tier in Go map order, which the compare does not count as a tie, so make bench only
     "gangpreempt": "issue 14: eviction-domain order is random in Volcano",
     "gangreclaim": "issue 14: eviction-domain order is random in Volcano",
 }
 #: seeds per enabled family in ``make test`` (about 2 s each: pyvolcano and two oracle runs at once, each oracle
-#: run waiting ``oracle.QUIET`` for stragglers); fourteen families, about 4-5 minutes of ``make test``
+#: run waiting ``oracle.QUIET`` for stragglers); fifteen families, about 4-5 minutes of ``make test``
 FAST_CASES = 10
 #: seeds per family in ``make bench`` (``PYVOLCANO_DIFF_BENCH_CASES`` overrides it, e.g. for a quick look)
 BENCH_CASES = int(os.environ.get("PYVOLCANO_DIFF_BENCH_CASES", "100"))
