@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pyvolcano.actions._trials import ordered_trials
 from pyvolcano.actions._turn import Turn, check_task, fail_task
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
@@ -119,22 +120,16 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
     tried: list[int] = []
     for gradient in gradients:
         tried += gradient
+        predicted = ordered_trials(ssn, job, gradient)
+        if predicted is not None:  # the same choice from a few dry runs (_search_by_score)
+            found = _search_by_score(ssn, job, jt, queue, tasks, gradient, predicted)
+            if found is not None:
+                st.why.pop(job.uid, None)
+                return found
+            continue
         solutions: dict[int, tuple[Ops, PriorityQueue[TaskInfo], float, int]] = {}
         for h in gradient:
-            _reset_fit_errors(job)
-            work = tasks.clone()
-            sub_allocated = jt.sub_allocated
-            stmts: list[Statement] = []
-            score = 0.0
-            while not work.empty():
-                got = _allocate_for_subjob(ssn, job, jt, queue, work, h, sub_allocated)
-                if got is None or not got[0].ops:
-                    break
-                stmt, s, sub_allocated, work = got
-                stmts.append(stmt)
-                score += s
-                if ssn.job_ready(job):
-                    break
+            stmts, work, score, sub_allocated = _dry_run_job(ssn, job, jt, queue, tasks, h)
             ops = [op for s_ in stmts for op in _record(s_)]
             if ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
                 if len(gradient) == 1:  # the only candidate: keep its placements instead of undo and replay
@@ -151,6 +146,64 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
         return _replay(ssn, ops), best, work, sub_allocated
     st.why[job.uid] = _why(ssn, job, jt, tried)
     return None
+
+
+def _dry_run_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueInfo, tasks: PriorityQueue[TaskInfo],
+                 h: int) -> tuple[list[Statement], PriorityQueue[TaskInfo], float, int]:
+    """The job's dry run in candidate ``h`` (the body of ``allocateForJob``'s hypernode loop): its sub-group
+    placed under ``h`` until the job is ready or nothing more is placed; (the statements, left in the session, the
+    tasks left, the summed sub-group score, the sub-group's new allocated hypernode)."""
+    _reset_fit_errors(job)
+    work = tasks.clone()
+    sub_allocated = jt.sub_allocated
+    stmts: list[Statement] = []
+    score = 0.0
+    while not work.empty():
+        got = _allocate_for_subjob(ssn, job, jt, queue, work, h, sub_allocated)
+        if got is None or not got[0].ops:
+            break
+        stmt, s, sub_allocated, work = got
+        stmts.append(stmt)
+        score += s
+        if ssn.job_ready(job):
+            break
+    return stmts, work, score, sub_allocated
+
+
+def _search_by_score(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueInfo, tasks: PriorityQueue[TaskInfo],
+                     gradient: list[int], predicted: np.ndarray,
+                     ) -> tuple[Statement, int, PriorityQueue[TaskInfo], int] | None:
+    """The gradient's choice, as the plain loop above makes it, from fewer dry runs (see ``_trials.py`` for when
+    ``ordered_trials`` allows it): a successful candidate scores exactly its ``predicted`` score, so trying them
+    best score first (breadth-first order among equal scores) the first success is the plain loop's choice and
+    nothing after it needs a dry run.  The gradient's last candidate is dry-run first, whatever its score, because
+    its failed roles and fit errors are what the plain loop leaves on the job (each candidate starts afresh); the
+    chosen candidate's placements are kept (no undo and replay), and those fit errors put back."""
+    last = len(gradient) - 1
+    stmts, work, score, sub_allocated = _dry_run_job(ssn, job, jt, queue, tasks, gradient[last])
+    errors = (job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors)
+    last_ops: Ops = [op for s_ in stmts for op in _record(s_)]
+    last_ok = bool(last_ops) and (ssn.job_ready(job) or ssn.job_pipelined(job))
+    last_solution = (work, sub_allocated) if last_ok else None
+    for s_ in reversed(stmts):
+        s_.discard(rollback=False)
+
+    def restore() -> None:
+        job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors = errors
+
+    for k in sorted(range(last), key=lambda k: (-predicted[k], k)):
+        if last_solution is not None and predicted[k] < predicted[last]:
+            break
+        stmts, work, score, sub_allocated = _dry_run_job(ssn, job, jt, queue, tasks, gradient[k])
+        if stmts and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+            restore()
+            return _merged(ssn, stmts), gradient[k], work, sub_allocated
+        for s_ in reversed(stmts):
+            s_.discard(rollback=False)
+    restore()
+    if last_solution is None:
+        return None
+    return _replay(ssn, last_ops), gradient[last], last_solution[0], last_solution[1]
 
 
 def _why(ssn: Session, job: JobInfo, jt: JobTopology, tried: list[int]) -> str:

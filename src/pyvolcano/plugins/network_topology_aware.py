@@ -102,7 +102,7 @@ class NetworkTopologyAware(Plugin):
 
         ssn.add_event_handler(EventHandler(allocate, deallocate))
         add_hypernode_gradient(ssn, NAME, self.gradient)
-        add_hypernode_order(ssn, NAME, self.hypernode_order)
+        add_hypernode_order(ssn, NAME, self.hypernode_order, self.hypernode_order_alone)
         ssn.add_node_order(NAME, vector=self.node_scores, batch=True)
 
     # --- gradients ---------------------------------------------------------------------------------------
@@ -185,18 +185,26 @@ class NetworkTopologyAware(Plugin):
         counts = self.st.topo.members[hs][:, np.array(on, dtype=np.int64)].sum(axis=1)
         return counts / total
 
-    def hypernode_order(self, job: JobInfo, hypernodes: list[int]) -> dict[int, float]:
-        hs = np.array(hypernodes, dtype=np.int64)
+    def _job_request(self, job: JobInfo) -> np.ndarray:
         request = np.zeros(len(self.weights))
         for t in job.tasks.values():
             request += t.resreq
-        score = self._binpack(request, hs)
+        return request
+
+    def hypernode_order(self, job: JobInfo, hypernodes: list[int]) -> dict[int, float]:
+        hs = np.array(hypernodes, dtype=np.int64)
+        score = self._binpack(self._job_request(job), hs)
         best = np.flatnonzero(score == score.max()) if len(hs) else hs
         if len(best) > 1:
             score = score.copy()
             score[best] += self._task_share(job, hs[best])
         scaled = MAX_NODE_SCORE * self.global_weight * score
         return {int(h): float(s) for h, s in zip(hs.tolist(), scaled.tolist(), strict=True)}
+
+    def hypernode_order_alone(self, job: JobInfo, hs: np.ndarray) -> np.ndarray:
+        """``hypernode_order(job, [h])[h]`` for every ``h`` at once: a hypernode scored alone gets no tie-break
+        share, and ``_binpack`` computes each row independently of the others."""
+        return MAX_NODE_SCORE * self.global_weight * self._binpack(self._job_request(job), hs)
 
     # --- node scores -------------------------------------------------------------------------------------
     def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
