@@ -134,6 +134,7 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
             if ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
                 if len(gradient) == 1:  # the only candidate: keep its placements instead of undo and replay
                     st.why.pop(job.uid, None)
+                    _forget_other_candidates(job, stmts, tasks)
                     return _merged(ssn, stmts), h, work, sub_allocated
                 solutions[h] = (ops, work, score, sub_allocated)
             for s_ in reversed(stmts):
@@ -143,7 +144,9 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
         best = max(solutions, key=lambda k: solutions[k][2])  # the first of equal scores (Volcano: random)
         ops, work, _, sub_allocated = solutions[best]
         st.why.pop(job.uid, None)
-        return _replay(ssn, ops), best, work, sub_allocated
+        stmt = _replay(ssn, ops)
+        _forget_other_candidates(job, [stmt], tasks)
+        return stmt, best, work, sub_allocated
     st.why[job.uid] = _why(ssn, job, jt, tried)
     return None
 
@@ -176,34 +179,60 @@ def _search_by_score(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueIn
     """The gradient's choice, as the plain loop above makes it, from fewer dry runs (see ``_trials.py`` for when
     ``ordered_trials`` allows it): a successful candidate scores exactly its ``predicted`` score, so trying them
     best score first (breadth-first order among equal scores) the first success is the plain loop's choice and
-    nothing after it needs a dry run.  The gradient's last candidate is dry-run first, whatever its score, because
-    its failed roles and fit errors are what the plain loop leaves on the job (each candidate starts afresh); the
-    chosen candidate's placements are kept (no undo and replay), and those fit errors put back."""
+    nothing after it needs a dry run.  The chosen candidate's placements are kept (no undo and replay).
+
+    The plain loop leaves on the job the failed roles and fit errors of the gradient's *last* candidate (each
+    candidate starts afresh).  They matter only when the chosen solution leaves tasks of this turn unplaced
+    (``_forget_other_candidates``), so when a solution may do that (a gang whose minimum needs fewer than all
+    its pending tasks) the last candidate is dry-run first, whatever its score, and its record put back at the
+    end; when nothing succeeds every candidate has been tried and the last one's record is put back."""
     last = len(gradient) - 1
-    stmts, work, score, sub_allocated = _dry_run_job(ssn, job, jt, queue, tasks, gradient[last])
-    errors = (job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors)
-    last_ops: Ops = [op for s_ in stmts for op in _record(s_)]
-    last_ok = bool(last_ops) and (ssn.job_ready(job) or ssn.job_pipelined(job))
-    last_solution = (work, sub_allocated) if last_ok else None
-    for s_ in reversed(stmts):
-        s_.discard(rollback=False)
-
-    def restore() -> None:
-        job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors = errors
-
-    for k in sorted(range(last), key=lambda k: (-predicted[k], k)):
-        if last_solution is not None and predicted[k] < predicted[last]:
-            break
-        stmts, work, score, sub_allocated = _dry_run_job(ssn, job, jt, queue, tasks, gradient[k])
-        if stmts and (ssn.job_ready(job) or ssn.job_pipelined(job)):
-            restore()
-            return _merged(ssn, stmts), gradient[k], work, sub_allocated
+    errors = None
+    last_ops: Ops = []
+    last_solution: tuple[PriorityQueue[TaskInfo], int] | None = None
+    if not _every_task_needed(job, tasks):
+        stmts, work, _, sub_allocated = _dry_run_job(ssn, job, jt, queue, tasks, gradient[last])
+        errors = (job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors)
+        last_ops = [op for s_ in stmts for op in _record(s_)]
+        if last_ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+            last_solution = (work, sub_allocated)
         for s_ in reversed(stmts):
             s_.discard(rollback=False)
-    restore()
+    order = sorted(range(last if errors is not None else last + 1), key=lambda k: (-predicted[k], k))
+    for k in order:
+        if last_solution is not None and predicted[k] < predicted[last]:
+            break
+        stmts, work, _, sub_allocated = _dry_run_job(ssn, job, jt, queue, tasks, gradient[k])
+        if stmts and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+            if errors is not None:
+                job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors = errors
+            _forget_other_candidates(job, stmts, tasks)
+            return _merged(ssn, stmts), gradient[k], work, sub_allocated
+        if k == last:
+            errors = (job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors)
+        for s_ in reversed(stmts):
+            s_.discard(rollback=False)
+    if errors is not None:
+        job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors = errors
     if last_solution is None:
         return None
-    return _replay(ssn, last_ops), gradient[last], last_solution[0], last_solution[1]
+    stmt = _replay(ssn, last_ops)
+    _forget_other_candidates(job, [stmt], tasks)
+    return stmt, gradient[last], last_solution[0], last_solution[1]
+
+
+def _every_task_needed(job: JobInfo, tasks: PriorityQueue[TaskInfo]) -> bool:
+    """The job becomes ready only once every task of this turn is placed (its minimum is not below them)."""
+    need = job.min_available - job.ready_task_num() - job.pending_best_effort_task_num()
+    return need >= len(tasks)
+
+
+def _forget_other_candidates(job: JobInfo, stmts: list[Statement], tasks: PriorityQueue[TaskInfo]) -> None:
+    """A solution that placed every task of the turn clears what the candidates tried left on the job: Volcano
+    keeps the last candidate's fit errors (``JobInfo.ResetFitErr`` before each), which nothing reads once no
+    task of the job waits, while here they would become the PodGroup's "task(s) not placed" reason."""
+    if sum(len(s.ops) for s in stmts) == len(tasks):
+        _reset_fit_errors(job)
 
 
 def _why(ssn: Session, job: JobInfo, jt: JobTopology, tried: list[int]) -> str:

@@ -226,26 +226,38 @@ class NetworkTopologyAware(Plugin):
 
     def _network_aware(self, task: TaskInfo, job: JobInfo, idx: np.ndarray) -> np.ndarray:
         """``batchNodeOrderFnForNetworkAwarePods``: 0 everywhere until the job's pods sit under a hypernode.
-        Computed once per distinct lowest-tier hypernode among the candidates, then spread to their nodes."""
+        Each node's score is its lowest-tier hypernode's, looked up in a per-session table for the job's
+        hypernode (``_tier_table``); the tie-break share is computed only for the hypernodes of the top nodes."""
         st = self.st
         allocated = st.placing.get(job.uid, -1)
         if allocated < 0:
             return np.zeros(len(idx))
-        uniq, inv = np.unique(st.leaf_of_nodes()[idx], return_inverse=True)
-        u_score = np.zeros(len(uniq))
-        has = uniq >= 0
-        if has.any():
-            s = self._tier_score(st.lca_tiers(uniq[has], allocated).astype(float))
-            s[uniq[has] == allocated] = 1.0
-            u_score[has] = s
-        score = u_score[inv]
+        leaf = st.leaf_of_nodes()[idx]
+        score = self._tier_table(allocated)[leaf]  # a node under no hypernode (-1) reads the table's last entry, 0
         best = np.flatnonzero(score == score.max())
         if len(best) > 1:
+            top = leaf[best]
+            uniq, inv = np.unique(top, return_inverse=True)
             share = np.zeros(len(uniq))
+            has = uniq >= 0
             if has.any():
                 share[has] = self._task_share(job, uniq[has])
-            score[best] += share[inv[best]]
+            score[best] += share[inv]
         return score
+
+    def _tier_table(self, allocated: int) -> np.ndarray:
+        """Per hypernode ``h`` (and a last entry 0 for nodes under none), the node score by the tier of
+        LCA(h, allocated): 1 for ``allocated`` itself; computed once per session and allocated hypernode, element by
+        element as the per-call form would (every entry is independent of the others)."""
+        tables: dict[int, np.ndarray] = self.__dict__.setdefault("_tier_tables", {})
+        got = tables.get(allocated)
+        if got is None:
+            hs = np.arange(len(self.st.topo.names), dtype=np.int64)
+            got = np.zeros(len(hs) + 1)
+            got[:-1] = self._tier_score(self.st.lca_tiers(hs, allocated).astype(float))
+            got[allocated] = 1.0
+            tables[allocated] = got
+        return got
 
     def _normal(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         """``batchNodeOrderFnForNormalPods``: hypernode bin-packing of the pod at every tier, fading upwards."""
