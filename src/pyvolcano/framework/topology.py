@@ -133,7 +133,11 @@ class SessionTopology:
             return b
         if b < 0:
             return a
-        return self.topo.lca(a, b)
+        cache: dict[tuple[int, int], int] = self.__dict__.setdefault("_lca", {})
+        got = cache.get((a, b))
+        if got is None:  # the tree is fixed for the session; allocate asks once per placement
+            got = cache[a, b] = self.topo.lca(a, b)
+        return got
 
     def leaf_of_nodes(self) -> np.ndarray:
         """Per node, the hypernode of the lowest tier holding it, or -1 (Volcano's ``FindHyperNodeForNode``,

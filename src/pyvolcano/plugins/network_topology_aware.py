@@ -84,6 +84,13 @@ class NetworkTopologyAware(Plugin):
         #: carries pods=1 and a node's idle its free pod slots (Volcano's ``Resource.LessEqual`` over scalars)
         self.dims = np.arange(res.size)
         members = topo.members
+        above: dict[int, np.ndarray] = {}  # per node index: the hypernodes holding it (a column of members)
+
+        def holding(i: int) -> np.ndarray:
+            got = above.get(i)
+            if got is None:
+                got = above[i] = np.flatnonzero(members[:, i])
+            return got
 
         where: dict[str, int] = {}  # the session clears a task's node before its deallocate event
 
@@ -91,14 +98,14 @@ class NetworkTopologyAware(Plugin):
             i = nodes.pos.get(task.node_name)
             if i is not None:
                 where[task.uid] = i
-                self.used[members[:, i]] += task.resreq
+                self.used[holding(i)] += task.resreq
 
         def deallocate(task: TaskInfo) -> None:
             i = where.pop(task.uid, None)
             if i is None:
                 i = nodes.pos.get(task.node_name)
             if i is not None:
-                self.used[members[:, i]] -= task.resreq
+                self.used[holding(i)] -= task.resreq
 
         ssn.add_event_handler(EventHandler(allocate, deallocate))
         add_hypernode_gradient(ssn, NAME, self.gradient)
@@ -237,6 +244,11 @@ class NetworkTopologyAware(Plugin):
         best = np.flatnonzero(score == score.max())
         if len(best) > 1:
             top = leaf[best]
+            first = int(top[0])
+            if (top == first).all():  # the top nodes under one hypernode (a leaf candidate): one share
+                if first >= 0:
+                    score[best] += self._task_share(job, top[:1])[0]
+                return score
             uniq, inv = np.unique(top, return_inverse=True)
             share = np.zeros(len(uniq))
             has = uniq >= 0
