@@ -176,3 +176,43 @@ def test_scores_alone_are_the_order_of_each_hypernode_alone(seed: int) -> None:
         alone = st.order_alone(job, hs)
         one_by_one = np.array([st.order(job, [h])[h] for h in hs])
         assert np.array_equal(alone, one_by_one)
+
+
+def test_task_share_kept_by_events_matches_a_fresh_count() -> None:
+    """network-topology-aware keeps each job's tasks-per-hypernode count from the allocate/deallocate events:
+    placing, unplacing, evicting (the task keeps its node) and undoing an eviction give the count that the job's
+    tasks on nodes give afresh."""
+    from pyvolcano.api.types import TaskStatus
+    from pyvolcano.framework.statement import Statement
+    from pyvolcano.plugins.network_topology_aware import NetworkTopologyAware
+
+    objs = random_cluster(3)
+    objs.append({"kind": "PodGroup", "metadata": {"name": "mix", "namespace": "ns"}, "spec": {"minMember": 1},
+                 "status": {"phase": "Running"}})
+    objs += [_pod("mix-run", "mix", 1, "n0"), _pod("mix-a", "mix", 1), _pod("mix-b", "mix", 1)]
+    ssn = Session(SchedulerCache.from_objects(objs).snapshot(), load_conf(CONF, "test")).open()
+    plugin = ssn.plugins["network-topology-aware"]
+    assert isinstance(plugin, NetworkTopologyAware)
+    job = next(j for j in ssn.jobs.values() if j.name == "mix")
+    hs = np.arange(len(ssn.topology.topo.names))
+
+    def fresh() -> np.ndarray:
+        pos = ssn.nodes.pos
+        on = [pos[t.node_name] for t in job.tasks.values() if t.node_name in pos]
+        return ssn.topology.topo.members[:, on].sum(axis=1) / len(job.tasks)
+
+    assert np.array_equal(plugin._task_share(job, hs), fresh())
+    pending = list(job.index[TaskStatus.Pending].values())
+    running = next(iter(job.index[TaskStatus.Running].values()))
+    stmt = Statement(ssn)
+    stmt.allocate(pending[0], len(ssn.nodes) - 1)
+    stmt.pipeline(pending[1], 0)
+    assert np.array_equal(plugin._task_share(job, hs), fresh())
+    stmt.evict(running, "test")
+    assert running.node_name and np.array_equal(plugin._task_share(job, hs), fresh())
+    stmt.discard(rollback=False)
+    assert np.array_equal(plugin._task_share(job, hs), fresh())
+    stmt.allocate(pending[1], 1)
+    stmt.evict(running, "test")
+    stmt.restore(running)
+    assert np.array_equal(plugin._task_share(job, hs), fresh())

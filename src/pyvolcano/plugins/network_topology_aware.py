@@ -93,12 +93,20 @@ class NetworkTopologyAware(Plugin):
             return got
 
         where: dict[str, int] = {}  # the session clears a task's node before its deallocate event
+        #: per job whose tie-break share was asked: its tasks on a node (uid -> node index) and how many of them
+        #: each hypernode holds, kept as tasks get or lose a node (``_task_share``)
+        self.on_nodes: dict[str, tuple[dict[str, int], np.ndarray]] = {}
+        self.holding = holding
 
         def allocate(task: TaskInfo) -> None:
             i = nodes.pos.get(task.node_name)
             if i is not None:
                 where[task.uid] = i
                 self.used[holding(i)] += task.resreq
+                got = self.on_nodes.get(task.job)
+                if got is not None and task.uid not in got[0]:  # placed (an eviction undone keeps its node)
+                    got[0][task.uid] = i
+                    got[1][holding(i)] += 1
 
         def deallocate(task: TaskInfo) -> None:
             i = where.pop(task.uid, None)
@@ -106,6 +114,11 @@ class NetworkTopologyAware(Plugin):
                 i = nodes.pos.get(task.node_name)
             if i is not None:
                 self.used[holding(i)] -= task.resreq
+            got = self.on_nodes.get(task.job)
+            if got is not None and not task.node_name:  # unplaced (an evicted task keeps its node)
+                k = got[0].pop(task.uid, None)
+                if k is not None:
+                    got[1][holding(k)] -= 1
 
         ssn.add_event_handler(EventHandler(allocate, deallocate))
         add_hypernode_gradient(ssn, NAME, self.gradient)
@@ -181,16 +194,22 @@ class NetworkTopologyAware(Plugin):
         return np.where(over, 0.0, (ratio * w).sum(axis=1) / total_w)
 
     def _task_share(self, job: JobInfo, hs: np.ndarray) -> np.ndarray:
-        """Share of the job's pods on nodes under each hypernode (``scoreWithTaskNum``)."""
+        """Share of the job's pods on nodes under each hypernode (``scoreWithTaskNum``): the job's tasks with a
+        node are counted per hypernode once, from its tasks, then kept by the allocate/deallocate events."""
         total = len(job.tasks)
         if not total:
             return np.ones(len(hs))
-        pos = self.ssn.nodes.pos
-        on = [pos[t.node_name] for t in job.tasks.values() if t.node_name in pos]
-        if not on:
+        got = self.on_nodes.get(job.uid)
+        if got is None:
+            pos = self.ssn.nodes.pos
+            on = {t.uid: pos[t.node_name] for t in job.tasks.values() if t.node_name in pos}
+            counts = np.zeros(len(self.st.topo.names), dtype=np.int64)
+            for i in on.values():
+                counts[self.holding(i)] += 1
+            got = self.on_nodes[job.uid] = (on, counts)
+        if not got[0]:
             return np.zeros(len(hs))
-        counts = self.st.topo.members[hs][:, np.array(on, dtype=np.int64)].sum(axis=1)
-        return counts / total
+        return got[1][hs] / total
 
     def _job_request(self, job: JobInfo) -> np.ndarray:
         request = np.zeros(len(self.weights))
