@@ -12,7 +12,10 @@ does not depend on which other candidates succeed.  That holds when:
   dry run ends ready or places nothing that counts, after one sub-group pass (a pipelined-but-not-ready job would
   take a second pass and add its score);
 * readiness is gang's alone (``jobReady``/``jobPipelined`` registered only by gang), so "pipelined" cannot hold
-  without pipelined tasks.
+  without pipelined tasks;
+* the job has only its default sub-group (every job today: ``subGroupPolicy`` is not read yet).  With several
+  sub-groups a candidate's score is the sum of its sub-groups' scores, each taken after the previous sub-groups'
+  placements, which ``order_alone`` does not predict: sub-group support must add that condition here.
 
 Every dry run is undone exactly (node arrays and plugin state hold integral resource amounts), so the candidates
 tried later see the session as the plain loop's would.  ``actions/_hypernode.py: _search_by_score`` does the
