@@ -77,3 +77,34 @@ def test_candidate_limits_from_arguments() -> None:
     lim = CandidateLimits.of(Arguments({"minCandidateNodesPercentage": "20", "minCandidateNodesAbsolute": 1,
                                         "maxCandidateNodesAbsolute": 500}, "preempt"))
     assert (lim.count(1000), lim.count(4), lim.count(5000)) == (200, 1, 500)
+
+
+def test_topology_case_builds_the_tree_and_places_every_gang_in_one_allowed_hypernode() -> None:
+    """``bench --topology``: leaves of 16 nodes, spines of 8 leaves, one top; every hard gang lands under one
+    hypernode of its allowed tier and every pod is placed."""
+    from pyvolcano.bench import topology
+    from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.conf.loader import load_conf
+    from pyvolcano.framework.cycle import run_session
+
+    out = bench("--topology", "--nodes", "160", "--gangs", "6", "--pods", "10")
+    assert out["case"] == "topology" and out["placed"] == out["pods"] and out["session_cpu_seconds"] >= 0
+    objs = topology.build(160, 6, 10)
+    hns = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "HyperNode"}
+    assert sorted({s["tier"] for s in hns.values()}) == [1, 2, 3]
+    assert len(hns) == 10 + 2 + 1 and len(hns["leaf-0000"]["members"]) == 16
+    assert len(hns["spine-000"]["members"]) == 8 and len(hns["top"]["members"]) == 2
+    result = run_session(SchedulerCache.from_objects(objs), load_conf(topology.CONF, "bench"), "vector")
+    leaf_of = {m["selector"]["exactMatch"]["name"]: (name, int(name[5:]) // 8)
+               for name, s in hns.items() if s["tier"] == 1 for m in s["members"]}
+    for pg in (o for o in objs if o["kind"] == "PodGroup" and "networkTopology" in o["spec"]):
+        name = pg["metadata"]["name"]
+        nodes = [n for pod, n in result.binds.items() if pod.rsplit("-", 1)[0] == f"bench/{name}"]
+        assert len(nodes) == pg["spec"]["minMember"]
+        level = 0 if pg["spec"]["networkTopology"]["highestTierAllowed"] == 1 else 1
+        assert len({leaf_of[n][level] for n in nodes}) == 1
+
+
+def test_topology_oracle_is_refused_without_topology() -> None:
+    res = CliRunner().invoke(main, ["bench", "--oracle", "/bin/true", "--nodes", "4", "--pods", "4"])
+    assert res.exit_code != 0 and "--topology" in res.output

@@ -42,6 +42,7 @@ from functools import cmp_to_key
 
 import numpy as np
 
+from pyvolcano.actions._trials import ordered_trials
 from pyvolcano.actions._turn import Turn, check_task, fail_task
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
@@ -79,6 +80,10 @@ class Worksheet:
 
     def clone(self) -> Worksheet:
         return Worksheet(self.subs.clone(), {k: q.clone() for k, q in self.tasks.items()})
+
+    def task_count(self) -> int:
+        """The pending tasks of every sub-group still to place."""
+        return sum(len(q) for q in self.tasks.values())
 
     def assign(self, other: Worksheet) -> None:
         self.subs.assign(other.subs)
@@ -218,35 +223,25 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
     # recorder.SaveSubJobDecision: per job candidate, each sub-group's hypernode after its dry run there; kept for
     # the whole action, so a commit under a candidate also applies what earlier turns' dry runs recorded under it
     rec = st.decisions.setdefault(job.uid, {})
+    n_tasks = ws.task_count()
     for gradient in gradients:
         tried += gradient
+        # only the default sub-group: a candidate's score is then known before its dry run (actions/_trials.py)
+        predicted = None if job.has_sub_policy() else ordered_trials(ssn, job, gradient)
+        if predicted is not None:  # the same choice from a few dry runs (_search_by_score)
+            found = _search_by_score(ssn, job, jt, queue, ws, gradient, predicted, rec, n_tasks)
+            if found is not None:
+                st.why.pop(job.uid, None)
+                return found
+            continue
         solutions: dict[int, tuple[Ops, Worksheet, float]] = {}
         for h in gradient:
-            _reset_fit_errors(job)
-            work = ws.clone()
-            alloc = {sid: s.allocated for sid, s in jt.subs.items()}  # RecoverSubJobStatus: per dry run
-            stmts: list[Statement] = []
-            score = 0.0
-            while not work.subs.empty():
-                sj = work.subs.pop()
-                got = _allocate_for_subjob(ssn, job, jt, sj, queue, work.tasks[sj.uid], h, alloc)
-                if got is None:
-                    if explain and sj.uid not in failed:
-                        failed[sj.uid] = (sj, h, ssn.nodes.idle.copy())
-                    continue
-                stmt, s, left = got
-                rec.setdefault(h, {})[sj.uid] = alloc[sj.uid]
-                work.tasks[sj.uid] = left
-                stmts.append(stmt)
-                score += s
-                if not left.empty():
-                    work.subs.push(sj)
-                if ssn.job_ready(job):
-                    break
+            stmts, work, score = _dry_run_job(ssn, job, jt, queue, ws, h, rec, failed if explain else None)
             ops = [op for s_ in stmts for op in _record(s_)]
             if ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
                 if len(gradient) == 1:  # the only candidate: keep its placements instead of undo and replay
                     st.why.pop(job.uid, None)
+                    _forget_other_candidates(job, stmts, n_tasks)
                     return _merged(ssn, stmts), h, work, rec.get(h, {})
                 solutions[h] = (ops, work, score)
             for s_ in reversed(stmts):
@@ -256,9 +251,120 @@ def _allocate_for_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueI
         best = best_of({h: sol[2] for h, sol in solutions.items()}, st, job)  # Volcano: random among equals
         ops, work, _ = solutions[best]
         st.why.pop(job.uid, None)
-        return _replay(ssn, ops), best, work, rec.get(best, {})
+        stmt = _replay(ssn, ops)
+        _forget_other_candidates(job, [stmt], n_tasks)
+        return stmt, best, work, rec.get(best, {})
     st.why[job.uid] = _why(ssn, job, jt, tried, failed)
     return None
+
+
+def _dry_run_job(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueInfo, ws: Worksheet, h: int,
+                 rec: dict[int, dict[str, int]], failed: dict[str, tuple[SubJob, int, np.ndarray]] | None,
+                 ) -> tuple[list[Statement], Worksheet, float]:
+    """The job's dry run in candidate ``h`` (the body of ``allocateForJob``'s hypernode loop): its sub-groups in
+    worksheet order, each placed under ``h``, until the job is ready or nothing more is placed; (the statements,
+    left in the session, the worksheet left, the summed sub-group score).  Records each sub-group's hypernode
+    under ``h`` in ``rec``; ``failed`` (for ``cycle``) gets the sub-groups that found no place."""
+    _reset_fit_errors(job)
+    work = ws.clone()
+    alloc = {sid: s.allocated for sid, s in jt.subs.items()}  # RecoverSubJobStatus: per dry run
+    stmts: list[Statement] = []
+    score = 0.0
+    while not work.subs.empty():
+        sj = work.subs.pop()
+        got = _allocate_for_subjob(ssn, job, jt, sj, queue, work.tasks[sj.uid], h, alloc)
+        if got is None:
+            if failed is not None and sj.uid not in failed:
+                failed[sj.uid] = (sj, h, ssn.nodes.idle.copy())
+            continue
+        stmt, s, left = got
+        rec.setdefault(h, {})[sj.uid] = alloc[sj.uid]
+        work.tasks[sj.uid] = left
+        stmts.append(stmt)
+        score += s
+        if not left.empty():
+            work.subs.push(sj)
+        if ssn.job_ready(job):
+            break
+    return stmts, work, score
+
+
+def _search_by_score(ssn: Session, job: JobInfo, jt: JobTopology, queue: QueueInfo, ws: Worksheet,
+                     gradient: list[int], predicted: np.ndarray, rec: dict[int, dict[str, int]], n_tasks: int,
+                     ) -> JobSolution | None:
+    """The gradient's choice, as the plain loop above makes it, from fewer dry runs (see ``_trials.py`` for when
+    ``ordered_trials`` allows it): a successful candidate scores exactly its ``predicted`` score, so trying them
+    best score first (breadth-first order among equal scores) the first success is the plain loop's choice and
+    nothing after it needs a dry run.  The chosen candidate's placements are kept (no undo and replay).  With
+    ``st.ties`` recording, the candidates scored as well as the chosen one are recorded as ties, as the plain
+    loop's ``best_of`` would (a tie the plain loop sees only among candidates that succeed: predicted scores of
+    candidates never tried may count too, so the record can name more hypernodes than the plain loop's).
+
+    The plain loop leaves on the job the failed roles and fit errors of the gradient's *last* candidate (each
+    candidate starts afresh).  They matter only when the chosen solution leaves tasks of this turn unplaced
+    (``_forget_other_candidates``), so when a solution may do that (a gang whose minimum needs fewer than all
+    its pending tasks) the last candidate is dry-run first, whatever its score, and its record put back at the
+    end; when nothing succeeds every candidate has been tried and the last one's record is put back.
+
+    Only for a job with its default sub-group alone, whose recorder entry under the chosen candidate is the one
+    its own dry run just wrote (entries under candidates not tried are never applied)."""
+    st = ssn.topology
+    last = len(gradient) - 1
+    errors = None
+    last_ops: Ops = []
+    last_solution: Worksheet | None = None
+    if not _every_task_needed(job, n_tasks):
+        stmts, work, _ = _dry_run_job(ssn, job, jt, queue, ws, gradient[last], rec, None)
+        errors = (job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors)
+        last_ops = [op for s_ in stmts for op in _record(s_)]
+        if last_ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+            last_solution = work
+        for s_ in reversed(stmts):
+            s_.discard(rollback=False)
+    order = sorted(range(last if errors is not None else last + 1), key=lambda k: (-predicted[k], k))
+
+    def chosen(k: int) -> int:
+        if st.ties is not None:
+            best_of({gradient[i]: float(predicted[i]) for i in range(len(gradient))
+                     if predicted[i] == predicted[k]}, st, job)
+        return gradient[k]
+
+    for k in order:
+        if last_solution is not None and predicted[k] < predicted[last]:
+            break
+        stmts, work, _ = _dry_run_job(ssn, job, jt, queue, ws, gradient[k], rec, None)
+        if stmts and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+            if errors is not None:
+                job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors = errors
+            _forget_other_candidates(job, stmts, n_tasks)
+            h = chosen(k)
+            return _merged(ssn, stmts), h, work, rec.get(h, {})
+        if k == last:
+            errors = (job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors)
+        for s_ in reversed(stmts):
+            s_.discard(rollback=False)
+    if errors is not None:
+        job.nodes_fit_errors, job.fit_failed_roles, job.job_fit_errors = errors
+    if last_solution is None:
+        return None
+    stmt = _replay(ssn, last_ops)
+    _forget_other_candidates(job, [stmt], n_tasks)
+    h = chosen(last)
+    return stmt, h, last_solution, rec.get(h, {})
+
+
+def _every_task_needed(job: JobInfo, n_tasks: int) -> bool:
+    """The job becomes ready only once every task of this turn is placed (its minimum is not below them)."""
+    need = job.min_available - job.ready_task_num() - job.pending_best_effort_task_num()
+    return need >= n_tasks
+
+
+def _forget_other_candidates(job: JobInfo, stmts: list[Statement], n_tasks: int) -> None:
+    """A solution that placed every task of the turn clears what the candidates tried left on the job: Volcano
+    keeps the last candidate's fit errors (``JobInfo.ResetFitErr`` before each), which nothing reads once no
+    task of the job waits, while here they would become the PodGroup's "task(s) not placed" reason."""
+    if sum(len(s.ops) for s in stmts) == n_tasks:
+        _reset_fit_errors(job)
 
 
 def _pending_request(tasks: Iterable[TaskInfo], size: int) -> np.ndarray:

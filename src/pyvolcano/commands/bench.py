@@ -30,10 +30,27 @@ def register(group: click.Group) -> None:
     @click.option("--compare-engines", is_flag=True, help="Also run the scalar engine on the same input.")
     @click.option("--force", is_flag=True, help="Run --compare-engines even on inputs too big for the scalar engine.")
     @click.option("--seed", type=int, default=0, show_default=True)
+    @click.option("--topology", is_flag=True,
+                  help="The network-topology case (issue 14): --nodes under leaves of 16 and spines of 8, --gangs "
+                       "hard-constrained gangs of 8-128 pods (tier 1 or 2) and --pods one-pod jobs, the default conf "
+                       "plus network-topology-aware (--pods defaults to 5000 here, --gang and --queues are unused).")
+    @click.option("--gangs", type=int, default=1000, show_default=True, help="With --topology: constrained gangs.")
+    @click.option("--oracle", "oracle", default=None, metavar="VC_ORACLE",
+                  help="With --topology: also time the same snapshot through the real Volcano (the path of "
+                       "vc-oracle, e.g. ../shared/tools/volcano/vc-oracle); can take hours at full size.")
+    @click.option("--oracle-timeout", type=float, default=3600.0, show_default=True,
+                  help="Seconds after which the oracle run is stopped and reported unfinished.")
     @click.option("--output", "-o", type=click.Choice(["json", "table"]), default="table", show_default=True)
     def bench(nodes: int, pods: int, gang: int, queues: int, running: int, actions: str | None, config: str | None,
-              engine: str, compare_engines: bool, force: bool, seed: int, output: str) -> None:
+              engine: str, compare_engines: bool, force: bool, seed: int, topology: bool, gangs: int,
+              oracle: str | None, oracle_timeout: float, output: str) -> None:
         """Build N nodes and P pending pods in gangs of G across Q queues, run one session, time each action."""
+        if topology:
+            _topology_bench(nodes, gangs, pods, seed, oracle, oracle_timeout, engine, output,
+                            pods_given=_given("pods"))
+            return
+        if oracle:
+            raise UserError("--oracle times the --topology case only")
         if min(nodes, queues, gang) < 1 or pods < 0 or running < 0:
             raise UserError("--nodes, --queues and --gang must be at least 1; --pods and --running not negative")
         if compare_engines and nodes * (pods + running) > SCALAR_LIMIT and not force:
@@ -91,3 +108,45 @@ def _with_actions(config: str | None, actions: str) -> str:
         raise UserError(f"{source}: expected a mapping with 'actions' and 'tiers', got {type(data).__name__}")
     data["actions"] = actions
     return yaml.safe_dump(data)
+
+
+def _given(param: str) -> bool:
+    """Whether the option was on the command line (not its default)."""
+    ctx = click.get_current_context()
+    return ctx.get_parameter_source(param) is click.core.ParameterSource.COMMANDLINE
+
+
+def _topology_bench(nodes: int, gangs: int, pods: int, seed: int, oracle: str | None, oracle_timeout: float,
+                    engine: str, output: str, *, pods_given: bool) -> None:
+    """``bench --topology``: one session on ``bench/topology.py``'s cluster, and optionally the oracle's time."""
+    import tempfile
+
+    from pyvolcano.bench import topology
+
+    if nodes < 1 or gangs < 0 or pods < 0:
+        raise UserError("--nodes must be at least 1; --gangs and --pods not negative")
+    plain = pods if pods_given else 5000
+    objs = topology.build(nodes, gangs, plain, seed=seed)
+    conf = load_conf(topology.CONF, "topology bench conf")
+    out, _ = run(objs, conf, engine)
+    out["case"] = "topology"
+    out["gangs"] = gangs
+    cpu = out["session_cpu_seconds"]
+    out["pods_per_cpu_second"] = round(out["placed"] / cpu, 1) if cpu > 0 else None
+    if oracle:
+        with tempfile.TemporaryDirectory(prefix="pyvolcano-topo-bench-") as wd:
+            out["oracle"] = topology.time_oracle(objs, oracle, wd, timeout=oracle_timeout)
+    if output == "json":
+        click.echo(json.dumps(out))
+        return
+    s = out["seconds"]
+    click.echo(f"pyvolcano bench --topology: {out['nodes']} nodes, {gangs} hard gangs + {plain} one-pod jobs "
+               f"({out['pods']} pods)")
+    click.echo(f"placed {out['placed']} pods in {sum(s.values()):.2f} s (allocate {s.get('allocate', 0):.2f} s): "
+               f"{out['pods_per_second']} pods/s; session CPU {cpu} s ({out['pods_per_cpu_second']} pods per CPU "
+               f"second); cache load {out['load_seconds']} s")
+    o = out.get("oracle")
+    if o:
+        state = "" if o["finished"] else f" (NOT finished: stopped after {oracle_timeout:.0f} s)"
+        click.echo(f"Volcano (vc-oracle) on the same snapshot: allocate+backfill {o['allocate_seconds']} s wall, "
+                   f"{o['allocate_cpu_seconds']} s CPU{state}")

@@ -351,10 +351,11 @@ class NodeSelector:
                 extra += reg.weight * default_normalize(raw[idx], reg.normalize == "max-reverse")
             for sc in self.fresh_scores:
                 extra += sc.scores(self.ssn, task, idx, self.engine)
-            views = [self.ssn.nodes.views[i] for i in idx]
-            for fn in self.ssn.batch_scores:
-                got = fn(task, views) or {}
-                extra += np.array([float(got.get(v.name, 0.0)) for v in views])
+            if self.ssn.batch_scores:  # Volcano-style batch functions take the candidates' node views
+                views = [self.ssn.nodes.views[i] for i in idx]
+                for fn in self.ssn.batch_scores:
+                    got = fn(task, views) or {}
+                    extra += np.array([float(got.get(v.name, 0.0)) for v in views])
             total = total.copy()
             total[idx] += extra
         return total

@@ -55,6 +55,9 @@ class SubTopology:
     allocated: int = -1
     #: soft mode turned into hard mode (for explanations)
     soft: bool = False
+#: ``fn(job, hypernode indices) -> scores``: what ``OrderFn`` gives each hypernode scored on its own for the job's
+#: default sub-group (``fn(job, default, [h])[h]`` for every ``h``), in one vectorised call
+AloneFn = Callable[[JobInfo, np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -113,6 +116,8 @@ class SessionTopology:
     decisions: dict[str, dict[int, dict[str, int]]] = field(default_factory=dict)
     gradient_fns: list[list[tuple[str, GradientFn]]] = field(default_factory=list)
     order_fns: list[list[tuple[str, OrderFn]]] = field(default_factory=list)
+    #: per registered order function (same plugin name), its vectorised form for hypernodes scored alone
+    alone_fns: dict[str, AloneFn] = field(default_factory=dict)
 
     @classmethod
     def open(cls, ssn: Session) -> SessionTopology:
@@ -203,7 +208,11 @@ class SessionTopology:
             return b
         if b < 0:
             return a
-        return self.topo.lca(a, b)
+        cache: dict[tuple[int, int], int] = self.__dict__.setdefault("_lca", {})
+        got = cache.get((a, b))
+        if got is None:  # the tree is fixed for the session; allocate asks once per placement
+            got = cache[a, b] = self.topo.lca(a, b)
+        return got
 
     def leaf_of_nodes(self) -> np.ndarray:
         """Per node, the hypernode of the lowest tier holding it, or -1 (Volcano's ``FindHyperNodeForNode``,
@@ -275,6 +284,25 @@ class SessionTopology:
                         total[h] += s
         return total
 
+    def order_alone(self, job: JobInfo, hypernodes: list[int]) -> np.ndarray:
+        """``order(job, [h])[h]`` for every ``h`` in ``hypernodes``: each hypernode's score when it is the only
+        one scored (so no plugin's tie-break among several applies), with the same float operations in the same
+        order; through a plugin's vectorised form when it registered one (``add_hypernode_order(alone=...)``).
+        Allocate's ordered dry runs rank a gradient's candidates by it (``actions/_hypernode.py``)."""
+        hs = np.array(hypernodes, dtype=np.int64)
+        subs = job.sub_jobs()
+        default = subs.get(job.uid) or next(iter(subs.values()))
+        total = np.zeros(len(hs))
+        for tier in self.order_fns:
+            for plugin, fn in tier:
+                alone = self.alone_fns.get(plugin)
+                if alone is not None:
+                    total = total + alone(job, hs)
+                else:
+                    total = total + np.array([fn(job, default, [h]).get(h, 0.0) for h in hypernodes],
+                                              dtype=float)
+        return total
+
 
 def add_hypernode_gradient(ssn: Session, plugin: str, fn: GradientFn) -> None:
     """Register a hypernode gradient function, switched by the plugin's ``enabledHyperNodeGradient``."""
@@ -283,11 +311,14 @@ def add_hypernode_gradient(ssn: Session, plugin: str, fn: GradientFn) -> None:
         ssn.topology.gradient_fns[ti].append((plugin, fn))
 
 
-def add_hypernode_order(ssn: Session, plugin: str, fn: OrderFn) -> None:
-    """Register a hypernode score function, switched by the plugin's ``enabledHyperNodeOrder``."""
+def add_hypernode_order(ssn: Session, plugin: str, fn: OrderFn, alone: AloneFn | None = None) -> None:
+    """Register a hypernode score function, switched by the plugin's ``enabledHyperNodeOrder``; ``alone``: its
+    vectorised form for hypernodes scored one by one (see ``SessionTopology.order_alone``)."""
     ti = ssn._tier(plugin, "enabledHyperNodeOrder")
     if ti is not None:
         ssn.topology.order_fns[ti].append((plugin, fn))
+        if alone is not None:
+            ssn.topology.alone_fns[plugin] = alone
 
 
 def best_of(scores: dict[int, float], st: SessionTopology, job: JobInfo) -> int:

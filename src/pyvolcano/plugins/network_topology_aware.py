@@ -84,25 +84,53 @@ class NetworkTopologyAware(Plugin):
         #: carries pods=1 and a node's idle its free pod slots (Volcano's ``Resource.LessEqual`` over scalars)
         self.dims = np.arange(res.size)
         members = topo.members
+        above: dict[int, np.ndarray] = {}  # per node index: the hypernodes holding it (a column of members)
+
+        def holding(i: int) -> np.ndarray:
+            got = above.get(i)
+            if got is None:
+                got = above[i] = np.flatnonzero(members[:, i])
+            return got
 
         where: dict[str, int] = {}  # the session clears a task's node before its deallocate event
+        #: per sub-group whose tie-break share was asked: its tasks on a node (uid -> node index) and how many of
+        #: them each hypernode holds, kept as tasks get or lose a node (``_task_share``)
+        self.on_nodes: dict[str, tuple[dict[str, int], np.ndarray]] = {}
+
+        def counted(task: TaskInfo) -> tuple[dict[str, int], np.ndarray] | None:
+            """The counts of ``task``'s sub-group, when its share was asked this session."""
+            if not self.on_nodes:
+                return None
+            job = ssn.jobs.get(task.job)
+            sid = job.sub_id(task.uid) if job is not None else None
+            return self.on_nodes.get(sid) if sid is not None else None
+        self.holding = holding
 
         def allocate(task: TaskInfo) -> None:
             i = nodes.pos.get(task.node_name)
             if i is not None:
                 where[task.uid] = i
-                self.used[members[:, i]] += task.resreq
+                self.used[holding(i)] += task.resreq
+                got = counted(task)
+                if got is not None and task.uid not in got[0]:  # placed (an eviction undone keeps its node)
+                    got[0][task.uid] = i
+                    got[1][holding(i)] += 1
 
         def deallocate(task: TaskInfo) -> None:
             i = where.pop(task.uid, None)
             if i is None:
                 i = nodes.pos.get(task.node_name)
             if i is not None:
-                self.used[members[:, i]] -= task.resreq
+                self.used[holding(i)] -= task.resreq
+            got = counted(task)
+            if got is not None and not task.node_name:  # unplaced (an evicted task keeps its node)
+                k = got[0].pop(task.uid, None)
+                if k is not None:
+                    got[1][holding(k)] -= 1
 
         ssn.add_event_handler(EventHandler(allocate, deallocate))
         add_hypernode_gradient(ssn, NAME, self.gradient)
-        add_hypernode_order(ssn, NAME, self.hypernode_order)
+        add_hypernode_order(ssn, NAME, self.hypernode_order, self.hypernode_order_alone)
         ssn.add_node_order(NAME, vector=self.node_scores, batch=True)
 
     # --- gradients ---------------------------------------------------------------------------------------
@@ -174,31 +202,46 @@ class NetworkTopologyAware(Plugin):
         return np.where(over, 0.0, (ratio * w).sum(axis=1) / total_w)
 
     def _task_share(self, sub: SubJob, hs: np.ndarray) -> np.ndarray:
-        """Share of the sub-group's pods on nodes under each hypernode (``scoreWithTaskNum``)."""
+        """Share of the sub-group's pods on nodes under each hypernode (``scoreWithTaskNum``): its tasks with a
+        node are counted per hypernode once, from its tasks, then kept by the allocate/deallocate events."""
         total = len(sub.tasks)
         if not total:
             return np.ones(len(hs))
-        pos = self.ssn.nodes.pos
-        on = [pos[t.node_name] for t in sub.tasks.values() if t.node_name in pos]
-        if not on:
+        got = self.on_nodes.get(sub.uid)
+        if got is None:
+            pos = self.ssn.nodes.pos
+            on = {t.uid: pos[t.node_name] for t in sub.tasks.values() if t.node_name in pos}
+            counts = np.zeros(len(self.st.topo.names), dtype=np.int64)
+            for i in on.values():
+                counts[self.holding(i)] += 1
+            got = self.on_nodes[sub.uid] = (on, counts)
+        if not got[0]:
             return np.zeros(len(hs))
-        counts = self.st.topo.members[hs][:, np.array(on, dtype=np.int64)].sum(axis=1)
-        return counts / total
+        return got[1][hs] / total
+
+    def _request(self, tasks: dict[str, TaskInfo]) -> np.ndarray:
+        request = np.zeros(len(self.weights))
+        for t in tasks.values():
+            request += t.resreq
+        return request
 
     def hypernode_order(self, job: JobInfo, sub: SubJob, hypernodes: list[int]) -> dict[int, float]:
         """``HyperNodeOrderFn`` for placing sub-group ``sub`` (``getSubJobHyperNodeBinPackingScore``: all of its
         pods, placed or not; ties to the share of its pods already under the hypernode)."""
         hs = np.array(hypernodes, dtype=np.int64)
-        request = np.zeros(len(self.weights))
-        for t in sub.tasks.values():
-            request += t.resreq
-        score = self._binpack(request, hs)
+        score = self._binpack(self._request(sub.tasks), hs)
         best = np.flatnonzero(score == score.max()) if len(hs) else hs
         if len(best) > 1:
             score = score.copy()
             score[best] += self._task_share(sub, hs[best])
         scaled = MAX_NODE_SCORE * self.global_weight * score
         return {int(h): float(s) for h, s in zip(hs.tolist(), scaled.tolist(), strict=True)}
+
+    def hypernode_order_alone(self, job: JobInfo, hs: np.ndarray) -> np.ndarray:
+        """``hypernode_order(job, [h])[h]`` for every ``h`` at once: a hypernode scored alone gets no tie-break
+        share, and ``_binpack`` computes each row independently of the others.  For the job's default sub-group
+        (all its tasks): ``ordered_trials`` asks it only of jobs without a ``subGroupPolicy``."""
+        return MAX_NODE_SCORE * self.global_weight * self._binpack(self._request(job.tasks), hs)
 
     # --- node scores -------------------------------------------------------------------------------------
     def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
@@ -222,28 +265,45 @@ class NetworkTopologyAware(Plugin):
         return np.where(inside, (hi - tiers) / (hi - lo), 0.0)
 
     def _network_aware(self, task: TaskInfo, job: JobInfo, sub: SubJob, idx: np.ndarray) -> np.ndarray:
-        """``batchNodeOrderFnForNetworkAwarePods``: 0 everywhere until the sub-group's pods sit under a hypernode;
-        ties to the hypernode holding more of the sub-group's pods.
-        Computed once per distinct lowest-tier hypernode among the candidates, then spread to their nodes."""
+        """``batchNodeOrderFnForNetworkAwarePods``: 0 everywhere until the job's pods sit under a hypernode; ties
+        to the hypernode holding more of the sub-group's pods.
+        Each node's score is its lowest-tier hypernode's, looked up in a per-session table for the job's
+        hypernode (``_tier_table``); the tie-break share is computed only for the hypernodes of the top nodes."""
         st = self.st
         allocated = st.placing.get(job.uid, -1)
         if allocated < 0:
             return np.zeros(len(idx))
-        uniq, inv = np.unique(st.leaf_of_nodes()[idx], return_inverse=True)
-        u_score = np.zeros(len(uniq))
-        has = uniq >= 0
-        if has.any():
-            s = self._tier_score(st.lca_tiers(uniq[has], allocated).astype(float))
-            s[uniq[has] == allocated] = 1.0
-            u_score[has] = s
-        score = u_score[inv]
+        leaf = st.leaf_of_nodes()[idx]
+        score = self._tier_table(allocated)[leaf]  # a node under no hypernode (-1) reads the table's last entry, 0
         best = np.flatnonzero(score == score.max())
         if len(best) > 1:
+            top = leaf[best]
+            first = int(top[0])
+            if (top == first).all():  # the top nodes under one hypernode (a leaf candidate): one share
+                if first >= 0:
+                    score[best] += self._task_share(sub, top[:1])[0]
+                return score
+            uniq, inv = np.unique(top, return_inverse=True)
             share = np.zeros(len(uniq))
+            has = uniq >= 0
             if has.any():
                 share[has] = self._task_share(sub, uniq[has])
-            score[best] += share[inv[best]]
+            score[best] += share[inv]
         return score
+
+    def _tier_table(self, allocated: int) -> np.ndarray:
+        """Per hypernode ``h`` (and a last entry 0 for nodes under none), the node score by the tier of
+        LCA(h, allocated): 1 for ``allocated`` itself; computed once per session and allocated hypernode, element by
+        element as the per-call form would (every entry is independent of the others)."""
+        tables: dict[int, np.ndarray] = self.__dict__.setdefault("_tier_tables", {})
+        got = tables.get(allocated)
+        if got is None:
+            hs = np.arange(len(self.st.topo.names), dtype=np.int64)
+            got = np.zeros(len(hs) + 1)
+            got[:-1] = self._tier_score(self.st.lca_tiers(hs, allocated).astype(float))
+            got[allocated] = 1.0
+            tables[allocated] = got
+        return got
 
     def _normal(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         """``batchNodeOrderFnForNormalPods``: hypernode bin-packing of the pod at every tier, fading upwards."""
