@@ -1,7 +1,8 @@
 """List+watch one resource into a handler, forever: the informer of the Kubernetes mode.
 
-A reflector lists (the first time from the API server's watch cache, later paged from etcd), hands the handler every object that changed since it last looked (and a
-``DELETED`` for every object that vanished meanwhile), then watches from the list's resourceVersion.
+A reflector lists (the first time from the API server's watch cache, later paged from etcd), hands the
+handler every object that changed since it last looked (and a ``DELETED`` for every object that vanished
+meanwhile), then watches from the list's resourceVersion.
 A watch the server ends (timeout) is simply restarted from the last seen version; ``410 Gone`` (the
 version was compacted away) re-lists at once; a connection error (server gone, watch cut) waits with
 exponential backoff and re-lists, so nothing that happened while disconnected is lost.
