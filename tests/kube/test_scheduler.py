@@ -432,3 +432,19 @@ def test_binds_start_while_the_session_that_decided_them_runs(api: FakeApi, harn
     assert h.s.wait_binds(5) and api.count("bind") == 3 and len(h.bound()) == 3
     assert not h.s.binder.streamed
     assert h.s.run_once().binds == {}  # nothing decided twice
+
+
+def test_a_bind_the_informers_never_confirm_is_dropped_after_the_ttl_and_young_ones_stay(api: FakeApi,
+                                                                                          harness) -> None:
+    """``Binder.expire_assumed`` walks the assumed binds oldest first and stops at the first young one."""
+    import time
+
+    from pyvolcano.kube.binder import Assumed
+
+    h = harness()
+    now = time.monotonic()
+    with h.s.lock:
+        h.s.binder.assumed.update({"ns/old-1": Assumed("n1", "u1", now - 700), "ns/old-2": Assumed("n1", "u2", now - 650),
+                                   "ns/young": Assumed("n1", "u3", now - 10)})
+        h.s.binder.expire_assumed(600)
+        assert list(h.s.binder.assumed) == ["ns/young"]
