@@ -67,6 +67,12 @@ MEM_MIX = ("256Mi", "1Gi", "2Gi", "4Gi")
 SETTLE = 5.0
 #: ... and at most: until as many Events as binds were POSTed (a scheduler may send Events after its binds)
 SETTLE_MAX = 60.0
+#: then every write a scheduler makes for the drain is counted until none came for WRITES_QUIET seconds (at most
+#: WRITES_MAX after the last bind): Volcano writes its PodGroup statuses when its first session closes, after
+#: all its binds, so a window of a few seconds after the last bind saw almost none of them (0.04 `PUT` per pod
+#: in the first runs; 2 per pod in all)
+WRITES_QUIET = 10.0
+WRITES_MAX = 240.0
 
 
 # --- /proc ---------------------------------------------------------------------------------------------
@@ -320,6 +326,23 @@ class Result:
     #: scheduler start to the moment as many Events as binds had been POSTed (None: not within SETTLE_MAX)
     events_s: float | None = None
     events_before_last_bind: int = 0
+    #: every request until the scheduler's writes stopped (``writes_s`` after its start), and the CPU until then
+    requests_total: dict[str, int] = field(default_factory=dict)
+    writes_s: float | None = None
+    scheduler_cpu_total_s: float | None = None
+    apiserver_cpu_total_s: float | None = None
+    etcd_cpu_total_s: float | None = None
+
+
+def is_write(key: str) -> bool:
+    """A request a scheduler sends to change something (not a read, not the API server's own Lease renewals)."""
+    verb, res = key.split(" ", 1)
+    return verb not in ("GET", "LIST", "WATCH") and res != "leases"
+
+
+def per_pod(requests: dict[str, int], pods: int) -> dict[str, float]:
+    """The writes of ``requests`` per drained pod."""
+    return {k: round(v / pods, 3) for k, v in requests.items() if is_write(k) and pods}
 
 
 def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog, nodes: int, gang: str,
@@ -362,6 +385,19 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
             settled = request_counts(api)
         sched_cpu_settled = cpu_seconds(running.pid)
         api_settled = cpu_seconds(apiserver)
+        # every write of the drain: until no write was counted for WRITES_QUIET seconds
+        def writes(c: Counter[str]) -> tuple[tuple[str, int], ...]:
+            return tuple(sorted((k, v) for k, v in (c - before).items() if is_write(k)))
+
+        total, seen, quiet_since = settled, writes(settled), now()
+        while now() - quiet_since < WRITES_QUIET and now() - t_end < WRITES_MAX:
+            time.sleep(2.0)
+            total = request_counts(api)
+            w = writes(total)
+            if w != seen:
+                seen, quiet_since = w, now()
+        writes_at = quiet_since
+        sched_cpu_total, api_total, etcd_total = cpu_seconds(running.pid), cpu_seconds(apiserver), cpu_seconds(etcd)
     finally:
         watch.stop()
         running.stop()
@@ -369,11 +405,14 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
     seconds = max(t_end - t0, 1e-3)
     reqs = {k: v for k, v in sorted((after - before).items(), key=lambda kv: -kv[1]) if v}
     reqs_settled = {k: v for k, v in sorted((settled - before).items(), key=lambda kv: -kv[1]) if v}
+    reqs_total = {k: v for k, v in sorted((total - before).items(), key=lambda kv: -kv[1]) if v}
     return Result(name, nodes, backlog.pods, gang, len(watch.bound), round(seconds, 2),
                   round(len(watch.bound) / seconds, 1), round(sched_cpu, 2), round(api1 - api0, 2),
                   round(etcd1 - etcd0, 2), others, len(watch.rebound), reqs, load, reqs_settled,
                   round(sched_cpu_settled, 2), round(api_settled - api0, 2),
-                  None if events_at is None else round(max(events_at - t0, seconds), 2), reqs.get("POST events", 0))
+                  None if events_at is None else round(max(events_at - t0, seconds), 2), reqs.get("POST events", 0),
+                  reqs_total, round(max(writes_at - t0, seconds), 2), round(sched_cpu_total, 2),
+                  round(api_total - api0, 2), round(etcd_total - etcd0, 2))
 
 
 def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work: Path,
@@ -398,7 +437,8 @@ def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work:
             res = run_one(name, srv, api, backlog, nodes, gang, work, timeout)
             print(f"  {name}: {res.bound} bound in {res.seconds} s ({res.pods_per_s} pods/s), scheduler CPU "
                   f"{res.scheduler_cpu_s} s, kube-apiserver CPU {res.apiserver_cpu_s} s, all Events after "
-                  f"{res.events_s} s, {res.load} "
+                  f"{res.events_s} s, writes done after {res.writes_s} s, writes per pod "
+                  f"{per_pod(res.requests_total, res.bound)}, {res.load} "
                   f"[run {time.monotonic() - t:.0f} s]", file=sys.stderr)
             yield res
     finally:
@@ -406,14 +446,17 @@ def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| nodes | pods | gangs | scheduler | last bind after | pods/s | scheduler CPU s | kube-apiserver CPU s "
-             "| etcd CPU s | API requests (top 3) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| nodes | pods | gangs | scheduler | load | last bind after | pods/s | scheduler CPU s | "
+             "kube-apiserver CPU s | etcd CPU s | writes done after | writes per pod (all of the drain) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        top = ", ".join(f"{k} {v}" for k, v in list(r["requests"].items())[:3])
+        pp = per_pod(r.get("requests_total") or r["requests"], r["bound"])
+        top = ", ".join(f"{v:g} {k}" for k, v in sorted(pp.items(), key=lambda kv: -kv[1]))
         other = "".join(f" (+{k} {v})" for k, v in r["other_cpu_s"].items())
-        lines.append(f"| {r['nodes']:,} | {r['pods']:,} | {r['gang'] or '1'} | {r['scheduler']} | "
+        load = r["load"].split()[2] if r["load"].startswith("load average") else "?"
+        lines.append(f"| {r['nodes']:,} | {r['pods']:,} | {r['gang'] or '1'} | {r['scheduler']} | {load} | "
                      f"{r['seconds']} s | **{r['pods_per_s']:.0f}** | {r['scheduler_cpu_s']}{other} | "
-                     f"{r['apiserver_cpu_s']} | {r['etcd_cpu_s']} | {top} |")
+                     f"{r['apiserver_cpu_s']} | {r['etcd_cpu_s']} | {r.get('writes_s')} s | {top} |")
     return "\n".join(lines)
 
 

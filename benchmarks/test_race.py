@@ -24,4 +24,9 @@ def test_each_scheduler_drains_the_same_backlog(tmp_path: Path) -> None:
         assert r.double_binds == 0, r
         assert r.requests.get("POST pods/binding", 0) >= 500, r.requests
         assert r.seconds > 0 and r.scheduler_cpu_s > 0 and r.apiserver_cpu_s > 0
+        assert r.writes_s is not None and r.writes_s >= r.seconds
+        writes = race.per_pod(r.requests_total, r.bound)
+        assert writes["POST pods/binding"] >= 1.0, writes
+        if r.scheduler == "pyvolcano":  # one status write per one-pod group (Pending -> Running), no more
+            assert writes.get("PATCH podgroups", 0) <= 1.1, writes
     print("\n" + race.table([r.__dict__ for r in results]))

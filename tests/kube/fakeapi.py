@@ -137,6 +137,8 @@ class FakeApi:
         self.calls: list[tuple[str, str, str | None, str | None]] = []
         self.watches: list[FakeWatch] = []
         self.bind_delay = 0.0
+        #: the resourceVersion each list asked for ("0": any, from the watch cache; "": a consistent read)
+        self.list_versions: list[str] = []
 
     # --- test controls ---------------------------------------------------------------------------------
     def fail(self, op: str, error: ApiError, times: int = 1,
@@ -205,9 +207,11 @@ class FakeApi:
 
     # --- KubeClient interface --------------------------------------------------------------------------
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str = "",
-             field_selector: str = "", page_size: int = 500) -> tuple[list[dict[str, Any]], str]:
+             field_selector: str = "", page_size: int = 500,
+             resource_version: str = "") -> tuple[list[dict[str, Any]], str]:
         with self.cond:
             self._enter("list", res, namespace, None)
+            self.list_versions.append(resource_version)
             items = [res.typed(copy.deepcopy(o)) for (ns, _), o in sorted(self.store.get(res, {}).items())
                      if (not namespace or ns == namespace) and _selector_ok(o, label_selector)]
             return items, str(self.rv)

@@ -97,6 +97,21 @@ def test_list_pages_and_types_items(server: Server, kc: KubeClient) -> None:
     q1, q2 = server.requests[0]["query"], server.requests[1]["query"]
     assert q1["labelSelector"] == ["role=x"] and q1["limit"] == ["1"] and "continue" not in q1
     assert q2["continue"] == ["tok"]
+    assert "resourceVersion" not in q1  # a consistent read unless asked otherwise
+
+
+def test_list_from_the_watch_cache_sends_resource_version_0_on_the_first_page_only(server: Server,
+                                                                                   kc: KubeClient) -> None:
+    pages = iter([
+        {"metadata": {"continue": "tok", "resourceVersion": "5"}, "items": [{"metadata": {"name": "a"}}]},
+        {"metadata": {"resourceVersion": "5"}, "items": [{"metadata": {"name": "b"}}]},
+    ])
+    server.routes[("GET", "/api/v1/nodes")] = lambda h, req: h._json(200, next(pages))
+    items, rv = kc.list(NODE, resource_version="0")
+    assert len(items) == 2 and rv == "5"
+    q1, q2 = server.requests[0]["query"], server.requests[1]["query"]
+    assert q1["resourceVersion"] == ["0"]
+    assert "resourceVersion" not in q2 and q2["continue"] == ["tok"]  # the token carries the version
 
 
 def test_watch_parses_events_split_across_chunks_and_raises_gone(server: Server, kc: KubeClient) -> None:

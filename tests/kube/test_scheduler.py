@@ -397,3 +397,54 @@ def test_only_the_leader_schedules(api: FakeApi) -> None:
         s.stop()
     lease = api.obj(LEASE, "vc-scheduler", "kube-system")
     assert lease["spec"]["holderIdentity"] == ""  # released on stop
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_binds_start_while_the_session_that_decided_them_runs(api: FakeApi, harness, monkeypatch,
+                                                              stream: bool) -> None:
+    """Volcano's binder starts on each ``cache.AddBindTask``, during the session: so do ours
+    (``SchedulerOptions.stream_binds``), and applying the session's result does not bind them again."""
+    from pyvolcano.framework.session import Session
+
+    api.create(NODE, node("n1", cpu="8"))
+    for g in ("a", "b", "c"):
+        gang(api, g, 1, 1)
+    first_bind = threading.Event()
+    bind = api.bind
+
+    def bind_and_tell(*a, **kw) -> None:
+        bind(*a, **kw)
+        first_bind.set()
+
+    monkeypatch.setattr(api, "bind", bind_and_tell)
+    seen_before_close: list[bool] = []
+    close = Session.close
+
+    def close_after_a_bind(self: Session):
+        seen_before_close.append(first_bind.wait(2.0 if stream else 0.3))
+        return close(self)
+
+    monkeypatch.setattr(Session, "close", close_after_a_bind)
+    h = harness(stream_binds=stream)
+    r = h.session()
+    assert seen_before_close == [stream]
+    assert len(r.binds) == 3
+    assert h.s.wait_binds(5) and api.count("bind") == 3 and len(h.bound()) == 3
+    assert not h.s.binder.streamed
+    assert h.s.run_once().binds == {}  # nothing decided twice
+
+
+def test_a_bind_the_informers_never_confirm_is_dropped_after_the_ttl_and_young_ones_stay(api: FakeApi,
+                                                                                          harness) -> None:
+    """``Binder.expire_assumed`` walks the assumed binds oldest first and stops at the first young one."""
+    import time
+
+    from pyvolcano.kube.binder import Assumed
+
+    h = harness()
+    now = time.monotonic()
+    with h.s.lock:
+        h.s.binder.assumed.update({"ns/old-1": Assumed("n1", "u1", now - 700), "ns/old-2": Assumed("n1", "u2", now - 650),
+                                   "ns/young": Assumed("n1", "u3", now - 10)})
+        h.s.binder.expire_assumed(600)
+        assert list(h.s.binder.assumed) == ["ns/young"]

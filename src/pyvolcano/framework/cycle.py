@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.framework.result import SessionResult
@@ -19,15 +20,18 @@ class SnapshotSource(Protocol):
 
 
 def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vector",
-                record_ties: bool = False, explain: int = 0) -> SessionResult:
+                record_ties: bool = False, explain: int = 0,
+                on_dispatch: Callable[[TaskInfo], None] | None = None) -> SessionResult:
     """Snapshot the cache, run every configured action, close, and return the decisions (not applied; see
     ``framework.result.apply``).  Every front-end -- ``cycle``, ``simulate``, ``bench``, ``queues`` and the
     Kubernetes scheduler -- runs its sessions through here (Volcano's ``Scheduler.runOnce``,
     ``pkg/scheduler/scheduler.go``).  ``record_ties``: also fill ``SessionResult.ties`` (every best-scored node of
     each placement) and ``SessionResult.hypernode_ties`` (every best-scored hypernode of each job), for comparing with
     Volcano, which picks among equal nodes and hypernodes at random.  ``explain``: also fill
-    ``SessionResult.scores`` with each pending pod's ``explain`` best nodes and every plugin's score on them."""
+    ``SessionResult.scores`` with each pending pod's ``explain`` best nodes and every plugin's score on them.
+    ``on_dispatch``: called with each task as the session dispatches it (``Session.on_dispatch``)."""
     ssn = Session(cache.snapshot(), conf, engine)
+    ssn.on_dispatch = on_dispatch
     if record_ties:
         ssn.selector.ties = {}
         ssn.topology.ties = {}

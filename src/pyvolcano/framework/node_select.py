@@ -284,8 +284,8 @@ class NodeSelector:
                 idx = np.array(changed)
             elif len(changed) * 4 > n:
                 idx = self.all_idx
-            else:
-                idx = np.unique(np.array(changed))
+            else:  # distinct nodes, in any order (np.unique hashes and sorts: 5-10x slower on lists this short)
+                idx = np.fromiter(set(changed), dtype=np.intp)
             self._compute(e, task, idx)
         return e
 

@@ -151,6 +151,10 @@ class Session:
         self.plugins: dict[str, Plugin] = {}
         self.binds: dict[str, str] = {}
         self.bind_tasks: list[TaskInfo] = []
+        #: called with each task as it is dispatched, while the session goes on (Volcano's ``Statement.Commit`` ->
+        #: ``cache.AddBindTask``, whose binder starts at once); the Kubernetes scheduler starts its ``pods/binding``
+        #: there instead of after the whole session.  None: the binds are only recorded (``SessionResult.binds``)
+        self.on_dispatch: Callable[[TaskInfo], None] | None = None
         self.evictions: list[Eviction] = []
         self.invalid: dict[str, str] = {}
         self.pg_conditions: dict[str, dict[str, Any]] = {}
@@ -535,6 +539,8 @@ class Session:
         self.nodes.update_task(i, task, TaskStatus.Binding, self.jobs[task.job])
         self.binds[task.uid] = task.node_name
         self.bind_tasks.append(task)
+        if self.on_dispatch is not None:
+            self.on_dispatch(task)
 
     def _record_eviction(self, task: TaskInfo, reason: str) -> None:
         self.evictions.append(Eviction(task, reason))

@@ -2,8 +2,11 @@
 interface.go``; ``defaultBinder.Bind`` and ``defaultEvictor.Evict`` in ``cache/cache.go``).
 
 * a bind: the task becomes ``Binding`` in the cache at once (so the next session counts its resources) and is
-  *assumed* until an informer event shows the pod's ``spec.nodeName``.  The ``pods/binding`` calls run on a
-  thread pool, so a slow API server never holds up the next session.  A failed bind rolls the task back to
+  *assumed* until an informer event shows the pod's ``spec.nodeName``.  The ``pods/binding`` calls run on
+  worker threads, so a slow API server never holds up the next session.  They start while the session that
+  decided them still runs (``bind_now``, from ``Session.on_dispatch``), as Volcano's binder starts on each
+  ``cache.AddBindTask``: on a backlog of 5,000 one-pod groups the first session takes seconds, and the binds
+  no longer wait for its end.  A failed bind rolls the task back to
   what the pod object says (404: the pod is gone and leaves the cache; 409: the pod is re-read, e.g. another
   scheduler bound it) and the next session retries.  A pod is never bound twice: an assumed pod is never
   handed to the binder again, and the bind carries the pod's uid as a precondition.
@@ -13,10 +16,10 @@ interface.go``; ``defaultBinder.Bind`` and ``defaultEvictor.Evict`` in ``cache/c
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +64,19 @@ class Binder:
         self.stats = stats
         self.may_schedule = may_schedule
         self.handlers: EventHandlers | None = None  # set by the scheduler once the handlers exist
+        #: binds handed to the API server and not yet confirmed by the pod informer, oldest first (insertion order:
+        #: ``expire_assumed`` stops at the first one that is young enough)
         self.assumed: dict[str, Assumed] = {}
         self.evicting: dict[str, str] = {}
-        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="bind")
+        #: tasks of the running session whose bind already started (``bind_now``); ``bind`` skips them when the
+        #: session's result is applied
+        self.streamed: set[str] = set()
+        self.workers = workers
+        # plain worker threads on one queue: a ThreadPoolExecutor's Future and Condition per call cost more
+        # Python CPU than the rest of a bind's bookkeeping, thousands of times per drain
+        self._queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
         self._binds: list[tuple[str, str, str, str, str, float]] = []
         self._evicts: list[tuple[str, str, str, str, str, str]] = []
         self._inflight = 0
@@ -79,16 +92,38 @@ class Binder:
 
     # --- a session's decisions (under the lock) --------------------------------------------------------
     def bind(self, task: TaskInfo, node: str) -> None:
+        if task.uid in self.streamed:
+            return
+        b = self._assume(task, node)
+        if b is not None:
+            self._binds.append(b)
+
+    def _assume(self, task: TaskInfo, node: str) -> tuple[str, str, str, str, str, float] | None:
+        """Mark the task Binding and assumed (under the lock); the bind's arguments, or None when the pod changed
+        since the session's snapshot (the next session decides again)."""
         key = task.uid
         uid = (task.pod.get("metadata") or {}).get("uid") or ""
         cur = self.cache.tasks.get(key)
         if (key in self.assumed or cur is None or cur.status != TaskStatus.Pending
                 or (cur.pod.get("metadata") or {}).get("uid", "") != uid):
             log.debug("not binding %s: it changed since the session's snapshot", key)
-            return
+            return None
         self.cache.set_task_status(cur, TaskStatus.Binding, node)
         self.assumed[key] = Assumed(node, uid, time.monotonic())
-        self._binds.append((key, task.namespace, task.name, uid, node, task.creation))
+        return (key, task.namespace, task.name, uid, node, task.creation)
+
+    def bind_now(self, task: TaskInfo) -> None:
+        """A task the running session just dispatched (``Session.on_dispatch``, called outside the lock): assume
+        it and start its bind at once, rather than when the session's result is applied."""
+        with self.lock:
+            self.streamed.add(task.uid)
+            b = self._assume(task, task.node_name)
+        if b is not None:
+            self._submit(self._bind, *b)
+
+    def session_applied(self) -> None:
+        """The session's result was applied: its streamed binds need no more skipping (under the lock)."""
+        self.streamed.clear()
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         key = task.uid
@@ -103,11 +138,15 @@ class Binder:
     def expire_assumed(self, ttl: float) -> None:
         """Drop binds the informers never confirmed within ``ttl`` seconds (a safety net; under the lock)."""
         now = time.monotonic()
-        for key, a in list(self.assumed.items()):
-            if now - a.since > ttl:
-                log.warning("bind of %s to %s never showed up in the pod informer; resyncing", key, a.node)
-                del self.assumed[key]
-                self._resync(key)
+        old: list[tuple[str, Assumed]] = []
+        for key, a in self.assumed.items():  # oldest first: stop at the first young one
+            if now - a.since <= ttl:
+                break
+            old.append((key, a))
+        for key, a in old:
+            log.warning("bind of %s to %s never showed up in the pod informer; resyncing", key, a.node)
+            del self.assumed[key]
+            self._resync(key)
 
     # --- the API calls (outside the lock) -------------------------------------------------------------
     def submit(self) -> int:
@@ -123,17 +162,31 @@ class Binder:
 
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         with self._inflight_cv:
+            if self._closed:
+                return
             self._inflight += 1
+            if len(self._threads) < self.workers and self._inflight > len(self._threads):
+                t = threading.Thread(target=self._work, name=f"bind_{len(self._threads)}", daemon=True)
+                self._threads.append(t)
+                t.start()
+        self._queue.put((fn, args))
 
-        def run() -> None:
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, args = item
             try:
-                fn(*args)
+                if not self._closed:
+                    fn(*args)
+            except Exception:  # a bug in one call must not end the worker
+                log.exception("bind worker: %s failed", getattr(fn, "__name__", fn))
             finally:
                 with self._inflight_cv:
                     self._inflight -= 1
-                    self._inflight_cv.notify_all()
-
-        self.pool.submit(run)
+                    if self._inflight == 0:
+                        self._inflight_cv.notify_all()
 
     def wait(self, timeout: float = 10.0) -> bool:
         """Wait for every issued bind and eviction to finish (tests, shutdown)."""
@@ -147,7 +200,12 @@ class Binder:
         return True
 
     def shutdown(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the workers; calls still queued are dropped (as a cancelled executor's would be)."""
+        with self._inflight_cv:
+            self._closed = True
+            n = len(self._threads)
+        for _ in range(n):
+            self._queue.put(None)
 
     def _bind(self, key: str, ns: str, name: str, uid: str, node: str, created: float) -> None:
         if not self.may_schedule():  # deposed between the session and this bind: leave it to the new leader

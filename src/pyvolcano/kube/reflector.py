@@ -1,7 +1,8 @@
 """List+watch one resource into a handler, forever: the informer of the Kubernetes mode.
 
-A reflector lists (paged), hands the handler every object that changed since it last looked (and a
-``DELETED`` for every object that vanished meanwhile), then watches from the list's resourceVersion.
+A reflector lists (the first time from the API server's watch cache, later paged from etcd), hands the
+handler every object that changed since it last looked (and a ``DELETED`` for every object that vanished
+meanwhile), then watches from the list's resourceVersion.
 A watch the server ends (timeout) is simply restarted from the last seen version; ``410 Gone`` (the
 version was compacted away) re-lists at once; a connection error (server gone, watch cut) waits with
 exponential backoff and re-lists, so nothing that happened while disconnected is lost.
@@ -29,7 +30,8 @@ Handler = Callable[[str, dict[str, Any]], None]
 
 class ListWatcher(Protocol):
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str = "",
-             field_selector: str = "", page_size: int = 500) -> tuple[list[dict[str, Any]], str]: ...
+             field_selector: str = "", page_size: int = 500,
+             resource_version: str = "") -> tuple[list[dict[str, Any]], str]: ...
 
     def watch(self, res: Resource, resource_version: str, namespace: str | None = None, *,
               label_selector: str = "", field_selector: str = "", timeout_seconds: int = 300) -> Any: ...
@@ -122,9 +124,13 @@ class Reflector:
 
     # --- one list, one watch -----------------------------------------------------------------------
     def relist(self) -> None:
+        # the first list takes what the API server's watch cache holds (resourceVersion "0", as client-go's
+        # reflector does: one response, no etcd read); a re-list after a 410 or an outage reads etcd (a
+        # consistent list), so that nothing that happened meanwhile is missed
         try:
             items, rv = self.api.list(self.res, self.namespace, label_selector=self.label_selector,
-                                      field_selector=self.field_selector)
+                                      field_selector=self.field_selector,
+                                      resource_version="0" if self.lists == 0 else "")
         except ApiError as exc:
             if not (self.optional and exc.not_found):
                 raise

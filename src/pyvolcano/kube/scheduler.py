@@ -5,7 +5,8 @@ the simulator) and ``framework.result.apply`` hands its result to the API server
 The parts follow Volcano's seams (``pkg/scheduler/cache/interface.go``, ``event_handlers.go``), one module each:
 
 * ``kube/event_handlers.py``: informer events into the cache, keeping our in-flight decisions;
-* ``kube/binder.py``: the Binder and Evictor (``pods/binding`` and the Eviction API, on a thread pool);
+* ``kube/binder.py``: the Binder and Evictor (``pods/binding`` and the Eviction API, on worker threads; a bind
+  starts as soon as the session dispatches it);
 * ``kube/status.py``: the StatusUpdater (PodGroup/Queue status, pod conditions, events, only when changed);
 * ``kube/conf_watch.py``: the conf file, reloaded when it changes.
 
@@ -76,6 +77,9 @@ class SchedulerOptions:
     #: session during a drain finds every decided pod Binding and has nothing to bind, but costs CPU and holds
     #: the cache lock that the informers need (on 5,000 pending PodGroups, 1-2 s each on 2 busy cores)
     bind_wait: float = 5.0
+    #: start each bind as the session dispatches it (Volcano's binder starts on ``cache.AddBindTask``), not
+    #: after the session; False: all of a session's binds start when its result is applied
+    stream_binds: bool = True
     identity: str = field(default_factory=default_identity)
     default_queue: str = DEFAULT_QUEUE
     create_default_queue: bool = True
@@ -313,7 +317,8 @@ class KubeScheduler:
                             ("podgroups", len(c.podgroups)), ("queues", len(c.queues)),
                             ("hypernodes", len(c.hypernodes))):
                 cache_gauge.labels(kind).set(n)
-        result = run_session(_LockedCache(self), self.conf.conf)
+        result = run_session(_LockedCache(self), self.conf.conf,
+                             on_dispatch=self.binder.bind_now if self.opts.stream_binds else None)
         self.apply(result)
         log.debug("session %d: %d binds, %d evictions, %d unschedulable jobs in %.1f ms", self.stats["sessions"],
                   len(result.binds), len(result.evictions), len(result.unschedulable),
@@ -336,7 +341,8 @@ class KubeScheduler:
         at once); the API calls start afterwards, outside the lock."""
         with self.lock:
             self.status.begin()
-            apply(result, self.cluster)
+            apply(result, self.cluster)  # the binds already started during the session are skipped
+            self.binder.session_applied()
             self.status.end()
         evicts = self.binder.submit()
         if evicts:

@@ -16,11 +16,11 @@ client-go recorder's aggregation would.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyvolcano.kube.client import ApiError
@@ -29,11 +29,20 @@ from pyvolcano.kube.resources import EVENT
 
 log = logging.getLogger(__name__)
 
+#: the queue item that ends a worker
+_STOP: Hashable = object()
+
 
 class Writer:
     def __init__(self, workers: int = 4, name: str = "writer", defer_to: Callable[[float], object] | None = None,
                  max_defer: float = 5.0) -> None:
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=name)
+        # worker threads on one queue of keys, started as needed: a ThreadPoolExecutor's Future and Condition
+        # per write cost more Python CPU than the write's own bookkeeping (two Events per pod in a drain)
+        self.workers = workers
+        self.name = name
+        self._queue: queue.SimpleQueue[Hashable] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._pending: dict[Hashable, Callable[[], None]] = {}
@@ -51,9 +60,20 @@ class Writer:
             queued = key in self._pending or key in self._running
             self._pending[key] = fn
             self._since.setdefault(key, time.monotonic())
-            if not queued:
+            if not queued and not self._closed:
                 self._running.add(key)
-                self._pool.submit(self._drain, key)
+                if len(self._threads) < self.workers and len(self._running) > len(self._threads):
+                    t = threading.Thread(target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True)
+                    self._threads.append(t)
+                    t.start()
+                self._queue.put(key)
+
+    def _work(self) -> None:
+        while True:
+            key = self._queue.get()
+            if key is _STOP:
+                return
+            self._drain(key)
 
     def _drain(self, key: Hashable) -> None:
         while True:
@@ -66,7 +86,7 @@ class Writer:
             with self._lock:
                 self._since.pop(key, None)
                 fn = self._pending.pop(key, None)
-                if fn is None:
+                if fn is None or self._closed:
                     self._running.discard(key)
                     self._idle.notify_all()
                     return
@@ -91,8 +111,14 @@ class Writer:
         return True
 
     def shutdown(self, timeout: float = 10.0) -> None:
+        """Flush, then stop the workers; writes still queued after ``timeout`` are dropped."""
         self.flush(timeout)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            self._pending.clear()
+            n = len(self._threads)
+        for _ in range(n):
+            self._queue.put(_STOP)
 
 
 class EventRecorder:
