@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.fit_errors import FitErrors
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import fit_floor, resource_list
@@ -31,6 +31,7 @@ from pyvolcano.cache.cache import Snapshot
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.framework import registry
+from pyvolcano.framework.carry import carried
 from pyvolcano.framework.explain import score_breakdown
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
 from pyvolcano.framework.plugin import Plugin
@@ -160,6 +161,9 @@ class Session:
         #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
         self.memo: SessionMemo | None = (SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch)
                                          if snapshot.memo is not None else None)
+        #: carry per-job values between sessions (``framework/carry.py``): with the memo, not with
+        #: ``--full-sessions``
+        self.carry = snapshot.memo is not None
 
     # --- registration -----------------------------------------------------------------------------------
     def _tier(self, plugin: str, flag: str | None) -> int | None:
@@ -538,18 +542,7 @@ class Session:
         them has finished; else Pending unless it is already Inqueue."""
         pg = job.podgroup
         assert pg is not None
-        unschedulable = UNSCHEDULABLE in self.pg_conditions.get(job.uid, {})
-        if job.index.get(TaskStatus.Running) and unschedulable:
-            return PodGroupPhase.Unknown
-        scheduled = job.count(SCHEDULED_STATUS)
-        releasing = job.index.get(TaskStatus.Releasing)
-        if releasing:
-            scheduled += sum(1 for t in releasing.values() if t.node_name)
-        if scheduled >= pg.min_member:
-            return PodGroupPhase.Completed if scheduled == job.count(COMPLETED) else PodGroupPhase.Running
-        if pg.phase != PodGroupPhase.Inqueue:
-            return PodGroupPhase.Pending
-        return pg.phase
+        return _phase(pg, _close_counts(job), UNSCHEDULABLE in self.pg_conditions.get(job.uid, {}))
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def open(self) -> Session:
@@ -609,24 +602,22 @@ class Session:
             names = self.nodes.names
             out.ties = {uid: [names[i] for i in idx] for uid, idx in self.selector.ties.items()}
         held: dict[str, np.ndarray] = {}
+        carry = self.carry
         phases: dict[str, dict[str, int]] = {}
         tasks: dict[str, list[int]] = {}
         pods = 0
         for job in self.jobs.values():
             uid = job.uid
-            pods += len(job.tasks)
-            index = job.index
-            pipelined = index.get(TaskStatus.Pipelined)
-            if pipelined:
-                for t in pipelined.values():
-                    out.pipelined[t.uid] = t.node_name
-                    out.pipelined_jobs[t.uid] = uid
-            phase = str(self.job_phase(job))
+            pg = job.podgroup
+            assert pg is not None
+            c = carried(job, "close", (job.version, pg.phase), _close_counts, carry)
+            pods += c.pods
+            for t_uid, node in c.pipelined:
+                out.pipelined[t_uid] = node
+                out.pipelined_jobs[t_uid] = uid
             conds = self.pg_conditions.get(uid, {})
-            running, succeeded, failed = (index.get(TaskStatus.Running), index.get(TaskStatus.Succeeded),
-                                          index.get(TaskStatus.Failed))
-            st = PodGroupStatus(phase, list(conds.values()), len(running) if running else 0,
-                                len(succeeded) if succeeded else 0, len(failed) if failed else 0)
+            phase = str(_phase(pg, c, UNSCHEDULABLE in conds))
+            st = PodGroupStatus(phase, list(conds.values()), c.running, c.succeeded, c.failed)
             out.podgroups[uid] = st
             why = ""
             if UNSCHEDULABLE in conds:
@@ -642,35 +633,30 @@ class Session:
                 st.reason = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
             # cache.RecordJobStatusEvent (pkg/scheduler/cache/cache.go): the PodGroup event, and each pending pod's
             # PodScheduled condition with its own fit errors, else the job's
-            pending = index.get(TaskStatus.Pending)
-            waiting = [t for t in pending.values() if not t.sch_gated] if pending else []
+            waiting = c.waiting
             if why or (waiting and phase != PodGroupPhase.Running):
                 st.event = ("Warning", UNSCHEDULABLE, why or job.job_fit_errors or ALL_NODES_UNAVAILABLE)
             elif phase == PodGroupPhase.Running:
-                st.event = ("Normal", SCHEDULED, "pod group is ready")
+                st.event = _READY_EVENT
             if waiting:
                 base = why or job.job_fit_errors or ALL_NODES_UNAVAILABLE
                 fit = job.nodes_fit_errors
-                for t in waiting:
-                    fe = fit.get(t.uid)
-                    st.pod_conditions[t.uid] = str(fe) if fe else base
-            note = self.topology.why.get(uid)
-            if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
-                out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
+                for t_uid in waiting:
+                    fe = fit.get(t_uid)
+                    st.pod_conditions[t_uid] = str(fe) if fe else base
+            if self.topology.why:
+                note = self.topology.why.get(uid)
+                if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
+                    out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}
                 tasks[job.queue] = [0, 0]
             counts[phase] = counts.get(phase, 0) + 1
-            n_alloc = len(running) if running else 0
-            for s in _HELD:
-                b = index.get(s)
-                if b:
-                    n_alloc += len(b)
             tc = tasks[job.queue]
-            tc[0] += n_alloc
-            tc[1] += len(pending) if pending else 0
-            if n_alloc:
+            tc[0] += c.held
+            tc[1] += c.pending
+            if c.held:
                 h = held.get(job.queue)
                 held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
         out.pods = pods
@@ -706,6 +692,60 @@ class Session:
                                    a.real_capability, a.share)
             out[name] = q
         return out
+
+
+_READY_EVENT = ("Normal", SCHEDULED, "pod group is ready")
+
+
+class _CloseCounts:
+    """What ``Session.close`` reads of a job's tasks, counted once; carried between sessions while the job is
+    unchanged (``framework/carry.py``)."""
+
+    __slots__ = ("completed", "failed", "held", "pending", "pipelined", "pods", "running", "scheduled",
+                 "succeeded", "waiting")
+
+    def __init__(self, job: JobInfo) -> None:
+        index = job.index
+        running, succeeded, failed = (index.get(TaskStatus.Running), index.get(TaskStatus.Succeeded),
+                                      index.get(TaskStatus.Failed))
+        self.pods = len(job.tasks)
+        self.running = len(running) if running else 0
+        self.succeeded = len(succeeded) if succeeded else 0
+        self.failed = len(failed) if failed else 0
+        # Volcano's getPodGroupPhase: scheduled tasks (api.ScheduledStatus) plus Releasing ones still on a node
+        scheduled = job.count(SCHEDULED_STATUS)
+        releasing = index.get(TaskStatus.Releasing)
+        if releasing:
+            scheduled += sum(1 for t in releasing.values() if t.node_name)
+        self.scheduled = scheduled
+        self.completed = job.count(COMPLETED)
+        held = self.running
+        for s in _HELD:
+            b = index.get(s)
+            if b:
+                held += len(b)
+        self.held = held
+        pending = index.get(TaskStatus.Pending)
+        self.pending = len(pending) if pending else 0
+        #: pending pods that are not scheduling-gated (each gets a PodScheduled condition)
+        self.waiting = tuple(t.uid for t in pending.values() if not t.sch_gated) if pending else ()
+        pipelined = index.get(TaskStatus.Pipelined)
+        self.pipelined = tuple((t.uid, t.node_name) for t in pipelined.values()) if pipelined else ()
+
+
+def _close_counts(job: JobInfo) -> _CloseCounts:
+    return _CloseCounts(job)
+
+
+def _phase(pg: PodGroup, c: _CloseCounts, unschedulable: bool) -> PodGroupPhase:
+    """Volcano's ``getPodGroupPhase`` from the job's counts (see ``Session.job_phase``)."""
+    if c.running and unschedulable:
+        return PodGroupPhase.Unknown
+    if c.scheduled >= pg.min_member:
+        return PodGroupPhase.Completed if c.scheduled == c.completed else PodGroupPhase.Running
+    if pg.phase != PodGroupPhase.Inqueue:
+        return PodGroupPhase.Pending
+    return pg.phase
 
 
 #: Volcano's AllocatedStatus (api/helpers.go) besides Running: what a queue's ``status.allocated`` counts

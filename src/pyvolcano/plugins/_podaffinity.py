@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.status import Status, reject_if
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.carry import carried
 from pyvolcano.framework.points import PredicateFn
 from pyvolcano.framework.scores import MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler
@@ -266,6 +267,12 @@ def counted(task: TaskInfo) -> bool:
 ROLES = ("req_anti", "pref_aff", "pref_anti")
 
 
+def _constrained(job: JobInfo) -> bool:
+    """Some pod of the job has pod-affinity terms or spread constraints (carried between sessions while the
+    job is unchanged, ``framework/carry.py``)."""
+    return any(t.uses_pod_constraints for t in job.tasks.values())
+
+
 class PodAffinityState:
     """Per-session counts of placed pods, per node, for every selector in use (see module docstring)."""
 
@@ -303,8 +310,9 @@ class PodAffinityState:
                     if pt.req_anti:
                         self.anti_open[i] = True
                     on_nodes.append(pt)
-        pending = [self.parse(t) for j in ssn.jobs.values() for t in j.tasks.values()
-                   if t.status == TaskStatus.Pending and t.uses_pod_constraints]
+        carry = ssn.carry
+        pending = [self.parse(t) for j in ssn.jobs.values() if carried(j, "pod-constraints", j.version, _constrained, carry)
+                   for t in j.index.get(TaskStatus.Pending, {}).values() if t.uses_pod_constraints]
         self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)
         self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or any(pt.req_anti for pt in on_nodes)
         self.any_hard = any(pt.hard for pt in pending)
