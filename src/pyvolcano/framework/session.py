@@ -24,7 +24,7 @@ from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import fit_floor, resource_list
-from pyvolcano.api.status import Status
+from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
@@ -348,10 +348,14 @@ class Session:
         """The first jobValid plugin's objection (a Status that is not a success), or None (Volcano's
         ``Session.JobValid``).  Actions skip a job with an objection; its message is remembered and added to the
         job's unschedulable reason when the session closes."""
-        st: Status | None = self.call("jobValid", job)
-        if st is not None:
-            self.invalid[job.uid] = st.message
-        return st
+        # Rule.FIRST_FAILURE (``points.combine``) spelled out: allocate asks it of every job of every session
+        for tier in self.fns["jobValid"]:
+            for _, fn in tier:
+                st: Status | None = fn(job)
+                if st is not None and st.code != Code.SUCCESS:
+                    self.invalid[job.uid] = st.message
+                    return st
+        return None
 
     def pre_predicate(self, task: TaskInfo) -> Status | None:
         """The first prePredicate objection to the task (a Status that is not a success; every node then fails
