@@ -559,9 +559,17 @@ class PodAffinityState:
         """Node status.images by name: {name: {node index: (size, nodes counted)}}, nodes in the snapshot's
         order (see ``image_scores``).  True when any node lists any image."""
         self._image_memo: dict[tuple[str, ...], np.ndarray] = {}
-        self._image_nodes: dict[str, dict[int, tuple[int, int]]] = {}
+        # the same node objects in the same order as the last session's: the same index (a node changed in the
+        # cache is a new NodeSpec; the entry keeps the specs alive, so their ids are not reused)
+        specs = self.nodes.specs
+        key = tuple(map(id, specs))
+        last = _IMAGE_INDEX.get("last")
+        if last is not None and last[0] == key:
+            self._image_nodes = last[2]
+            return bool(self._image_nodes)
+        self._image_nodes = {}
         first: dict[str, tuple[int, int]] = {}  # name -> (size, nodes so far)
-        for i, spec in enumerate(self.nodes.specs):
+        for i, spec in enumerate(specs):
             for img in ((spec.manifest.get("status") or {}).get("images") or []):
                 img = img if isinstance(img, dict) else {}
                 for name in img.get("names") or []:
@@ -572,8 +580,13 @@ class PodAffinityState:
                     size, count = first.get(name, (_int(img.get("sizeBytes"), 0), 0))
                     first[name] = (size, count + 1)
                     per[i] = (size, count + 1)
+        _IMAGE_INDEX["last"] = (key, list(specs), self._image_nodes)
         return bool(self._image_nodes)
 
+
+#: the image index of the last session's nodes (``PodAffinityState.index_images``): (node ids, the nodes, the index);
+#: read-only once built
+_IMAGE_INDEX: dict[str, tuple[tuple[int, ...], list[Any], dict[str, dict[int, tuple[int, int]]]]] = {}
 
 #: the session's pod-affinity state (shared by the filters and scores the predicates and nodeorder plugins register)
 POD_AFFINITY: StateKey[PodAffinityState] = StateKey("podaffinity")
