@@ -31,7 +31,6 @@ from pyvolcano.cache.cache import Snapshot
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.framework import registry
-from pyvolcano.framework.carry import carried
 from pyvolcano.framework.explain import score_breakdown
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
 from pyvolcano.framework.plugin import Plugin
@@ -146,6 +145,7 @@ class Session:
         self.evictions: list[Eviction] = []
         self.invalid: dict[str, str] = {}
         self.pg_conditions: dict[str, dict[str, Any]] = {}
+        self._plain_conditions: dict[tuple[str, str], dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
         #: HyperNodes, each job's adjusted topology constraint and allocated hypernode (framework/topology.py)
@@ -533,8 +533,16 @@ class Session:
     # --- podgroup status ---------------------------------------------------------------------------------
     def update_podgroup_condition(self, job: JobInfo, ctype: str, reason: str, message: str) -> None:
         """Set the job's condition of this type for this session (Volcano's UpdatePodGroupCondition)."""
-        self.pg_conditions.setdefault(job.uid, {})[ctype] = {
-            "type": ctype, "status": "True", "transitionID": self.uid, "reason": reason, "message": message}
+        cond: dict[str, Any] | None
+        if message:
+            cond = {"type": ctype, "status": "True", "transitionID": self.uid, "reason": reason, "message": message}
+        else:  # gang's "ready" on most jobs of every session: one read-only dict shared by them
+            key = (ctype, reason)
+            cond = self._plain_conditions.get(key)
+            if cond is None:
+                cond = self._plain_conditions[key] = {"type": ctype, "status": "True", "transitionID": self.uid,
+                                                      "reason": reason, "message": message}
+        self.pg_conditions.setdefault(job.uid, {})[ctype] = cond
 
     def job_phase(self, job: JobInfo) -> PodGroupPhase:
         """Volcano's ``getPodGroupPhase`` (framework/session.go, called by ``jobStatus``).
@@ -546,7 +554,7 @@ class Session:
         them has finished; else Pending unless it is already Inqueue."""
         pg = job.podgroup
         assert pg is not None
-        return _phase(pg, _close_counts(job), UNSCHEDULABLE in self.pg_conditions.get(job.uid, {}))
+        return _phase(pg, _CloseCounts(job), UNSCHEDULABLE in self.pg_conditions.get(job.uid, {}))
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def open(self) -> Session:
@@ -614,7 +622,16 @@ class Session:
             uid = job.uid
             pg = job.podgroup
             assert pg is not None
-            c = carried(job, "close", (job.version, pg.phase), _close_counts, carry)
+            # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
+            if carry and job.version == job.cloned_from >= 0:
+                hit = job.derived.get("close")
+                if hit is not None and hit[0] == (job.version, pg.phase):
+                    c = hit[1]
+                else:
+                    c = _CloseCounts(job)
+                    job.derived["close"] = ((job.version, pg.phase), c)
+            else:
+                c = _CloseCounts(job)
             pods += c.pods
             for t_uid, node in c.pipelined:
                 out.pipelined[t_uid] = node
@@ -735,10 +752,6 @@ class _CloseCounts:
         self.waiting = tuple(t.uid for t in pending.values() if not t.sch_gated) if pending else ()
         pipelined = index.get(TaskStatus.Pipelined)
         self.pipelined = tuple((t.uid, t.node_name) for t in pipelined.values()) if pipelined else ()
-
-
-def _close_counts(job: JobInfo) -> _CloseCounts:
-    return _CloseCounts(job)
 
 
 def _phase(pg: PodGroup, c: _CloseCounts, unschedulable: bool) -> PodGroupPhase:
