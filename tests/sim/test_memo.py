@@ -22,13 +22,14 @@ CONFS = [None, "examples/confs/reclaim-preempt.conf"]
 
 
 def _run(full: bool, conf: str | None, seed: int, jobs: int, rate: float, gangs: tuple[int, ...], gpu: float,
-         weights: tuple[int, int], nodes: int) -> tuple[Any, ...]:
+         weights: tuple[int, int], nodes: int, failures: bool = False) -> tuple[Any, ...]:
     queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w, "reclaimable": True}}
               for q, w in zip(("a", "b"), weights, strict=True)]
     wl = synthetic(seed=seed, jobs=jobs, rate=rate, queues={"a": weights[0], "b": weights[1]}, gang_sizes=gangs,
                    mean_duration=150, gpu_fraction=gpu)
     sim = Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}}"), queues, wl,
-                    load_conf_file(str(ROOT / conf) if conf else None), full_sessions=full)
+                    load_conf_file(str(ROOT / conf) if conf else None), full_sessions=full,
+                    node_failures=[(40.0, "node-0000", 90.0), (150.0, f"node-{nodes - 1:04d}", 60.0)] if failures else None)
     res = sim.run()
     skipped = sim.cache.memo.skipped if sim.cache.memo is not None else 0
     return metrics.job_rows(res), res.evictions, res.cycles, skipped
@@ -37,12 +38,15 @@ def _run(full: bool, conf: str | None, seed: int, jobs: int, rate: float, gangs:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conf=st.sampled_from(CONFS), seed=st.integers(0, 10_000), jobs=st.integers(30, 90),
        rate=st.sampled_from([0.5, 1.0, 3.0]), gangs=st.sampled_from([(1,), (1, 1, 2, 4), (2, 4, 8), (1, 8)]),
-       gpu=st.sampled_from([0.0, 0.5]), weights=st.sampled_from([(1, 1), (1, 3)]), nodes=st.integers(2, 5))
+       gpu=st.sampled_from([0.0, 0.5]), weights=st.sampled_from([(1, 1), (1, 3)]), nodes=st.integers(2, 5),
+       failures=st.booleans())
 def test_memo_and_full_sessions_give_the_same_outcome(conf: str | None, seed: int, jobs: int, rate: float,
                                                      gangs: tuple[int, ...], gpu: float, weights: tuple[int, int],
-                                                     nodes: int) -> None:
-    memo = _run(False, conf, seed, jobs, rate, gangs, gpu, weights, nodes)
-    full = _run(True, conf, seed, jobs, rate, gangs, gpu, weights, nodes)
+                                                     nodes: int, failures: bool) -> None:
+    """With the memo, sessions also carry per-job values between cycles (``framework/carry.py``); with
+    ``--full-sessions`` neither: both must give every job the same outcome, node failures included."""
+    memo = _run(False, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
+    full = _run(True, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
     assert memo[:3] == full[:3]  # every job's record (phase, times, restarts, preemptions), evictions, cycles
     assert full[3] == 0
 

@@ -26,6 +26,7 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import PODS
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.carry import carried
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.util import PriorityQueue
@@ -36,6 +37,15 @@ def _best_effort(job: JobInfo) -> list[TaskInfo]:
     return pending + [t for t in job.index.get(TaskStatus.Pipelined, {}).values() if t.best_effort]
 
 
+def _has_best_effort(job: JobInfo) -> bool:
+    """``_best_effort(job)`` is not empty."""
+    pending = job.index.get(TaskStatus.Pending)
+    if pending and any(t.best_effort and not t.sch_gated for t in pending.values()):
+        return True
+    pipelined = job.index.get(TaskStatus.Pipelined)
+    return pipelined is not None and any(t.best_effort for t in pipelined.values())
+
+
 def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
     """Pending BestEffort tasks of schedulable jobs, in queue, job, then task order.  Pipelined BestEffort tasks
     of those jobs are unpipelined first and listed with them (``actions/backfill/backfill.go:
@@ -44,8 +54,14 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
     jobs: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, list[TaskInfo]] = {}
     found: dict[str, list[TaskInfo]] = {}
-    for job in schedulable_jobs(ssn, promote=False,
-                                wanted=lambda j: bool(found.setdefault(j.uid, _best_effort(j)))):
+    carry = ssn.carry
+
+    def wanted(j: JobInfo) -> bool:
+        # most jobs have no BestEffort pod waiting: carried while the job is unchanged (framework/carry.py)
+        if not carried(j, "best-effort", j.version, _has_best_effort, carry):
+            return False
+        return bool(found.setdefault(j.uid, _best_effort(j)))
+    for job in schedulable_jobs(ssn, promote=False, wanted=wanted):
         tasks[job.uid] = found[job.uid]
         for t in tasks[job.uid]:
             if t.status == TaskStatus.Pipelined:

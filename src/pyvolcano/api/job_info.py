@@ -30,6 +30,12 @@ def _members(statuses: TaskStatus) -> tuple[TaskStatus, ...]:
 _ALLOCATED_SET = frozenset(_members(ALLOCATED))
 
 
+def _uses_pod_constraints(pod: dict[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    aff = spec.get("affinity") or {}
+    return bool(spec.get("topologySpreadConstraints") or aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+
 class TaskInfo:
     """One pod as the scheduler sees it.
 
@@ -56,6 +62,7 @@ class TaskInfo:
         "task_spec",
         "template_key",
         "uid",
+        "uses_pod_constraints",
     )
 
     def __init__(
@@ -85,6 +92,10 @@ class TaskInfo:
         #: when the same
         self.k8s_extra = k8s_extra
         self.last_status: TaskStatus | None = None
+        #: does the pod have pod (anti-)affinity terms or topology spread constraints?  (Another pod's placement
+        #: can then change whether and where it fits.)  Read once here: the pod-affinity state and the memo ask it
+        #: of every pod of every session, and ``pod`` is never changed in place (an update makes a new task)
+        self.uses_pod_constraints = _uses_pod_constraints(self.pod)
 
     def clone(self) -> TaskInfo:
         """Every slot copied by name: each session clones every task of the cluster, and a getattr/setattr
@@ -94,16 +105,8 @@ class TaskInfo:
         t.last_status, t.name, t.namespace, t.node_name = self.last_status, self.name, self.namespace, self.node_name
         t.pod, t.preemptable, t.priority, t.resreq = self.pod, self.preemptable, self.priority, self.resreq
         t.sch_gated, t.status, t.task_spec, t.k8s_extra = self.sch_gated, self.status, self.task_spec, self.k8s_extra
-        t.template_key, t.uid = self.template_key, self.uid
+        t.template_key, t.uid, t.uses_pod_constraints = self.template_key, self.uid, self.uses_pod_constraints
         return t
-
-    @property
-    def uses_pod_constraints(self) -> bool:
-        """A quick look: does the pod have pod (anti-)affinity terms or topology spread constraints?  (Another
-        pod's placement can then change whether and where it fits.)"""
-        spec = (self.pod or {}).get("spec") or {}
-        aff = spec.get("affinity") or {}
-        return bool(spec.get("topologySpreadConstraints") or aff.get("podAffinity") or aff.get("podAntiAffinity"))
 
     @property
     def key(self) -> str:
@@ -285,6 +288,10 @@ class JobInfo:
         #: the sub-groups and which task is in which, built when first asked (``sub_jobs``) and dropped when a
         #: task joins or leaves
         self._subs: tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int] | None = None
+        #: values sessions derive from the job, carried to later sessions (``framework/carry.py``): one dict per
+        #: cache job, shared by all its clones (``clone`` and ``reuse`` copy the reference), each entry keyed by the
+        #: version (and PodGroup phase) it was computed at
+        self.derived: dict[str, tuple[Any, Any]] = {}
 
     # --- membership -----------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.fit_errors import FitErrors
-from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
+from pyvolcano.api.job_info import JobInfo, PodGroup, SubJob, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import fit_floor, resource_list
-from pyvolcano.api.status import Status
+from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
@@ -158,6 +158,7 @@ class Session:
         self.evictions: list[Eviction] = []
         self.invalid: dict[str, str] = {}
         self.pg_conditions: dict[str, dict[str, Any]] = {}
+        self._plain_conditions: dict[tuple[str, str], dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
         #: HyperNodes, each job's adjusted topology constraint and allocated hypernode (framework/topology.py)
@@ -177,6 +178,9 @@ class Session:
         #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
         self.memo: SessionMemo | None = (SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch)
                                          if snapshot.memo is not None else None)
+        #: carry per-job values between sessions (``framework/carry.py``): with the memo, not with
+        #: ``--full-sessions``
+        self.carry = snapshot.memo is not None
 
     # --- registration -----------------------------------------------------------------------------------
     def _tier(self, plugin: str, flag: str | None) -> int | None:
@@ -373,10 +377,14 @@ class Session:
         """The first jobValid plugin's objection (a Status that is not a success), or None (Volcano's
         ``Session.JobValid``).  Actions skip a job with an objection; its message is remembered and added to the
         job's unschedulable reason when the session closes."""
-        st: Status | None = self.call("jobValid", job)
-        if st is not None:
-            self.invalid[job.uid] = st.message
-        return st
+        # Rule.FIRST_FAILURE (``points.combine``) spelled out: allocate asks it of every job of every session
+        for tier in self.fns["jobValid"]:
+            for _, fn in tier:
+                st: Status | None = fn(job)
+                if st is not None and st.code != Code.SUCCESS:
+                    self.invalid[job.uid] = st.message
+                    return st
+        return None
 
     def pre_predicate(self, task: TaskInfo) -> Status | None:
         """The first prePredicate objection to the task (a Status that is not a success; every node then fails
@@ -597,8 +605,16 @@ class Session:
     # --- podgroup status ---------------------------------------------------------------------------------
     def update_podgroup_condition(self, job: JobInfo, ctype: str, reason: str, message: str) -> None:
         """Set the job's condition of this type for this session (Volcano's UpdatePodGroupCondition)."""
-        self.pg_conditions.setdefault(job.uid, {})[ctype] = {
-            "type": ctype, "status": "True", "transitionID": self.uid, "reason": reason, "message": message}
+        cond: dict[str, Any] | None
+        if message:
+            cond = {"type": ctype, "status": "True", "transitionID": self.uid, "reason": reason, "message": message}
+        else:  # gang's "ready" on most jobs of every session: one read-only dict shared by them
+            key = (ctype, reason)
+            cond = self._plain_conditions.get(key)
+            if cond is None:
+                cond = self._plain_conditions[key] = {"type": ctype, "status": "True", "transitionID": self.uid,
+                                                      "reason": reason, "message": message}
+        self.pg_conditions.setdefault(job.uid, {})[ctype] = cond
 
     def job_phase(self, job: JobInfo) -> PodGroupPhase:
         """Volcano's ``getPodGroupPhase`` (framework/session.go, called by ``jobStatus``).
@@ -610,18 +626,7 @@ class Session:
         them has finished; else Pending unless it is already Inqueue."""
         pg = job.podgroup
         assert pg is not None
-        unschedulable = UNSCHEDULABLE in self.pg_conditions.get(job.uid, {})
-        if job.index.get(TaskStatus.Running) and unschedulable:
-            return PodGroupPhase.Unknown
-        scheduled = job.count(SCHEDULED_STATUS)
-        releasing = job.index.get(TaskStatus.Releasing)
-        if releasing:
-            scheduled += sum(1 for t in releasing.values() if t.node_name)
-        if scheduled >= pg.min_member:
-            return PodGroupPhase.Completed if scheduled == job.count(COMPLETED) else PodGroupPhase.Running
-        if pg.phase != PodGroupPhase.Inqueue:
-            return PodGroupPhase.Pending
-        return pg.phase
+        return _phase(pg, _CloseCounts(job), UNSCHEDULABLE in self.pg_conditions.get(job.uid, {}))
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def open(self) -> Session:
@@ -686,24 +691,31 @@ class Session:
                                                        np.flatnonzero(topo.members[h, :len(self.nodes)])]
                                         for h in sorted(hs)} for uid, hs in self.topology.ties.items()}
         held: dict[str, np.ndarray] = {}
+        carry = self.carry
         phases: dict[str, dict[str, int]] = {}
         tasks: dict[str, list[int]] = {}
         pods = 0
         for job in self.jobs.values():
             uid = job.uid
-            pods += len(job.tasks)
-            index = job.index
-            pipelined = index.get(TaskStatus.Pipelined)
-            if pipelined:
-                for t in pipelined.values():
-                    out.pipelined[t.uid] = t.node_name
-                    out.pipelined_jobs[t.uid] = uid
-            phase = str(self.job_phase(job))
+            pg = job.podgroup
+            assert pg is not None
+            # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
+            if carry and job.version == job.cloned_from >= 0:
+                hit = job.derived.get("close")
+                if hit is not None and hit[0] == (job.version, pg.phase):
+                    c = hit[1]
+                else:
+                    c = _CloseCounts(job)
+                    job.derived["close"] = ((job.version, pg.phase), c)
+            else:
+                c = _CloseCounts(job)
+            pods += c.pods
+            for t_uid, node in c.pipelined:
+                out.pipelined[t_uid] = node
+                out.pipelined_jobs[t_uid] = uid
             conds = self.pg_conditions.get(uid, {})
-            running, succeeded, failed = (index.get(TaskStatus.Running), index.get(TaskStatus.Succeeded),
-                                          index.get(TaskStatus.Failed))
-            st = PodGroupStatus(phase, list(conds.values()), len(running) if running else 0,
-                                len(succeeded) if succeeded else 0, len(failed) if failed else 0)
+            phase = str(_phase(pg, c, UNSCHEDULABLE in conds))
+            st = PodGroupStatus(phase, list(conds.values()), c.running, c.succeeded, c.failed)
             out.podgroups[uid] = st
             why = ""
             if UNSCHEDULABLE in conds:
@@ -719,37 +731,32 @@ class Session:
                 st.reason = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
             # cache.RecordJobStatusEvent (pkg/scheduler/cache/cache.go): the PodGroup event, and each pending pod's
             # PodScheduled condition with its own fit errors, else the job's
-            pending = index.get(TaskStatus.Pending)
-            waiting = [t for t in pending.values() if not t.sch_gated] if pending else []
+            waiting = c.waiting
             if why or (waiting and phase != PodGroupPhase.Running):
                 st.event = ("Warning", UNSCHEDULABLE, why or job.job_fit_errors or ALL_NODES_UNAVAILABLE)
             elif phase == PodGroupPhase.Running:
-                st.event = ("Normal", SCHEDULED, "pod group is ready")
+                st.event = _READY_EVENT
             if waiting:
                 base = why or job.job_fit_errors or ALL_NODES_UNAVAILABLE
                 fit = job.nodes_fit_errors
-                for t in waiting:
-                    fe = fit.get(t.uid)
-                    st.pod_conditions[t.uid] = str(fe) if fe else base
-            note = self.topology.why.get(uid)
-            if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
-                out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
-            elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
-                st.reason = f"{st.reason}; {note}"
+                for t_uid in waiting:
+                    fe = fit.get(t_uid)
+                    st.pod_conditions[t_uid] = str(fe) if fe else base
+            if self.topology.why:
+                note = self.topology.why.get(uid)
+                if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
+                    out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
+                elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
+                    st.reason = f"{st.reason}; {note}"
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}
                 tasks[job.queue] = [0, 0]
             counts[phase] = counts.get(phase, 0) + 1
-            n_alloc = len(running) if running else 0
-            for s in _HELD:
-                b = index.get(s)
-                if b:
-                    n_alloc += len(b)
             tc = tasks[job.queue]
-            tc[0] += n_alloc
-            tc[1] += len(pending) if pending else 0
-            if n_alloc:
+            tc[0] += c.held
+            tc[1] += c.pending
+            if c.held:
                 h = held.get(job.queue)
                 held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
         out.pods = pods
@@ -785,6 +792,56 @@ class Session:
                                    a.real_capability, a.share)
             out[name] = q
         return out
+
+
+_READY_EVENT = ("Normal", SCHEDULED, "pod group is ready")
+
+
+class _CloseCounts:
+    """What ``Session.close`` reads of a job's tasks, counted once; carried between sessions while the job is
+    unchanged (``framework/carry.py``)."""
+
+    __slots__ = ("completed", "failed", "held", "pending", "pipelined", "pods", "running", "scheduled",
+                 "succeeded", "waiting")
+
+    def __init__(self, job: JobInfo) -> None:
+        index = job.index
+        running, succeeded, failed = (index.get(TaskStatus.Running), index.get(TaskStatus.Succeeded),
+                                      index.get(TaskStatus.Failed))
+        self.pods = len(job.tasks)
+        self.running = len(running) if running else 0
+        self.succeeded = len(succeeded) if succeeded else 0
+        self.failed = len(failed) if failed else 0
+        # Volcano's getPodGroupPhase: scheduled tasks (api.ScheduledStatus) plus Releasing ones still on a node
+        scheduled = job.count(SCHEDULED_STATUS)
+        releasing = index.get(TaskStatus.Releasing)
+        if releasing:
+            scheduled += sum(1 for t in releasing.values() if t.node_name)
+        self.scheduled = scheduled
+        self.completed = job.count(COMPLETED)
+        held = self.running
+        for s in _HELD:
+            b = index.get(s)
+            if b:
+                held += len(b)
+        self.held = held
+        pending = index.get(TaskStatus.Pending)
+        self.pending = len(pending) if pending else 0
+        #: pending pods that are not scheduling-gated (each gets a PodScheduled condition)
+        self.waiting = tuple(t.uid for t in pending.values() if not t.sch_gated) if pending else ()
+        pipelined = index.get(TaskStatus.Pipelined)
+        self.pipelined = tuple((t.uid, t.node_name) for t in pipelined.values()) if pipelined else ()
+
+
+def _phase(pg: PodGroup, c: _CloseCounts, unschedulable: bool) -> PodGroupPhase:
+    """Volcano's ``getPodGroupPhase`` from the job's counts (see ``Session.job_phase``)."""
+    if c.running and unschedulable:
+        return PodGroupPhase.Unknown
+    if c.scheduled >= pg.min_member:
+        return PodGroupPhase.Completed if c.scheduled == c.completed else PodGroupPhase.Running
+    if pg.phase != PodGroupPhase.Inqueue:
+        return PodGroupPhase.Pending
+    return pg.phase
 
 
 #: Volcano's AllocatedStatus (api/helpers.go) besides Running: what a queue's ``status.allocated`` counts

@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.status import Status, reject_if
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.carry import carried
 from pyvolcano.framework.points import PredicateFn
 from pyvolcano.framework.scores import MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler
@@ -266,6 +267,12 @@ def counted(task: TaskInfo) -> bool:
 ROLES = ("req_anti", "pref_aff", "pref_anti")
 
 
+def _constrained(job: JobInfo) -> bool:
+    """Some pod of the job has pod-affinity terms or spread constraints (carried between sessions while the
+    job is unchanged, ``framework/carry.py``)."""
+    return any(t.uses_pod_constraints for t in job.tasks.values())
+
+
 class PodAffinityState:
     """Per-session counts of placed pods, per node, for every selector in use (see module docstring)."""
 
@@ -303,8 +310,9 @@ class PodAffinityState:
                     if pt.req_anti:
                         self.anti_open[i] = True
                     on_nodes.append(pt)
-        pending = [self.parse(t) for j in ssn.jobs.values() for t in j.tasks.values()
-                   if t.status == TaskStatus.Pending and t.uses_pod_constraints]
+        carry = ssn.carry
+        pending = [self.parse(t) for j in ssn.jobs.values() if carried(j, "pod-constraints", j.version, _constrained, carry)
+                   for t in j.index.get(TaskStatus.Pending, {}).values() if t.uses_pod_constraints]
         self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)
         self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or any(pt.req_anti for pt in on_nodes)
         self.any_hard = any(pt.hard for pt in pending)
@@ -551,9 +559,17 @@ class PodAffinityState:
         """Node status.images by name: {name: {node index: (size, nodes counted)}}, nodes in the snapshot's
         order (see ``image_scores``).  True when any node lists any image."""
         self._image_memo: dict[tuple[str, ...], np.ndarray] = {}
-        self._image_nodes: dict[str, dict[int, tuple[int, int]]] = {}
+        # the same node objects in the same order as the last session's: the same index (a node changed in the
+        # cache is a new NodeSpec; the entry keeps the specs alive, so their ids are not reused)
+        specs = self.nodes.specs
+        key = tuple(map(id, specs))
+        last = _IMAGE_INDEX.get("last")
+        if last is not None and last[0] == key:
+            self._image_nodes = last[2]
+            return bool(self._image_nodes)
+        self._image_nodes = {}
         first: dict[str, tuple[int, int]] = {}  # name -> (size, nodes so far)
-        for i, spec in enumerate(self.nodes.specs):
+        for i, spec in enumerate(specs):
             for img in ((spec.manifest.get("status") or {}).get("images") or []):
                 img = img if isinstance(img, dict) else {}
                 for name in img.get("names") or []:
@@ -564,8 +580,13 @@ class PodAffinityState:
                     size, count = first.get(name, (_int(img.get("sizeBytes"), 0), 0))
                     first[name] = (size, count + 1)
                     per[i] = (size, count + 1)
+        _IMAGE_INDEX["last"] = (key, list(specs), self._image_nodes)
         return bool(self._image_nodes)
 
+
+#: the image index of the last session's nodes (``PodAffinityState.index_images``): (node ids, the nodes, the index);
+#: read-only once built
+_IMAGE_INDEX: dict[str, tuple[tuple[int, ...], list[Any], dict[str, dict[int, tuple[int, int]]]]] = {}
 
 #: the session's pod-affinity state (shared by the filters and scores the predicates and nodeorder plugins register)
 POD_AFFINITY: StateKey[PodAffinityState] = StateKey("podaffinity")

@@ -23,6 +23,7 @@ from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._hdrf import HierarchicalDRF
 from pyvolcano.plugins.capacity import hierarchy_enabled
+from pyvolcano.plugins.overcommit import session_sums
 
 SHARE_DELTA = 1e-6
 
@@ -34,7 +35,7 @@ def _job_shares(ssn: Session, total: np.ndarray, mask: np.ndarray) -> tuple[dict
     uids = list(ssn.jobs)
     if not uids:
         return {}, {}
-    rows = np.array([j.allocated for j in ssn.jobs.values()]).reshape(len(uids), ssn.res.size)
+    rows = session_sums(ssn).rows[:, 0].copy()  # every job's ``allocated`` at open, stacked once per session
     t, x = total[mask], rows[:, mask]
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(t > 0, x / np.where(t > 0, t, 1.0), np.where(x > 0, 1.0, 0.0))

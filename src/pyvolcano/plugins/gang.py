@@ -12,10 +12,24 @@ from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.status import Status, unschedulable
+from pyvolcano.framework.carry import carried
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import SCHEDULED, UNSCHEDULABLE, Session
+
+
+def _valid(job: JobInfo) -> Status | None:
+    """gang's jobValid (``gang.go``: validJobFn)."""
+    if not job.check_task_valid():
+        return unschedulable("Not enough valid pods of each task for gang-scheduling", Gang.name)
+    if not job.check_sub_job_valid():
+        return unschedulable("Not enough valid subGroups of each task for gang-scheduling", Gang.name)
+    vtn = job.valid_task_num()
+    if vtn < job.min_available:
+        return unschedulable(f"Not enough valid tasks for gang-scheduling, valid: {vtn}, "
+                             f"min: {job.min_available}", Gang.name)
+    return None
 
 
 @register_plugin
@@ -23,16 +37,11 @@ class Gang(Plugin):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
+        carry = ssn.carry
+
         def valid(job: JobInfo) -> Status | None:
-            if not job.check_task_valid():
-                return unschedulable("Not enough valid pods of each task for gang-scheduling", self.name)
-            if not job.check_sub_job_valid():
-                return unschedulable("Not enough valid subGroups of each task for gang-scheduling", self.name)
-            vtn = job.valid_task_num()
-            if vtn < job.min_available:
-                return unschedulable(f"Not enough valid tasks for gang-scheduling, valid: {vtn}, "
-                                     f"min: {job.min_available}", self.name)
-            return None
+            # a function of the job's pods and minimums only: carried while the job is unchanged
+            return carried(job, "gang-valid", job.version, _valid, carry)
         ssn.add_job_valid_fn(self.name, valid)
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
@@ -78,8 +87,10 @@ class Gang(Plugin):
         ssn.add_job_starving_fn(self.name, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
+        carry = ssn.carry
         for job in ssn.jobs.values():
-            if job.is_ready():  # Volcano's close looks at minMember only, not per-spec minimums
+            # Volcano's close looks at minMember only, not per-spec minimums
+            if carried(job, "gang-ready", job.version, JobInfo.is_ready, carry):
                 ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
                 continue
             unready = max(job.min_available - job.ready_task_num(), 0)

@@ -32,14 +32,13 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import is_empty, less_equal
-from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.framework.state import PROPORTION_QUEUES
 from pyvolcano.plugins._queue_res import deserved_share, le_with_dimension
-from pyvolcano.plugins.overcommit import reservations
+from pyvolcano.plugins.overcommit import session_sums
 
 
 @dataclass
@@ -119,36 +118,35 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     attrs: dict[str, QueueAttr] = {}
     order: dict[str, int] = {}
     qpos: list[int] = []
-    jobs: list[JobInfo] = []
-    for job in ssn.jobs.values():
-        q = ssn.queues.get(job.queue)
+    at: list[int] = []
+    sums = session_sums(ssn)
+    queues = ssn.queues
+    for k, job in enumerate(sums.jobs):
+        q = queues.get(job.queue)
         if q is None:
             continue
-        if q.name not in attrs:
+        p = order.get(q.name)
+        if p is None:
             attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee)
-            order[q.name] = len(order)
-        qpos.append(order[q.name])
-        jobs.append(job)
-    if not jobs:
+            p = order[q.name] = len(order)
+        qpos.append(p)
+        at.append(k)
+    if not at:
         return attrs
-    # Per-queue sums of every job's vectors in one NumPy call each (a session opens on every cycle, over every
-    # job of the cluster).  Jobs are added in the same order as one by one, and amounts are whole numbers.
+    # Per-queue sums of every job's rows (``overcommit.JobSums``, carried for unchanged jobs) in one NumPy call
+    # each (a session opens on every cycle, over every job of the cluster).  Amounts are whole numbers, so the
+    # sums are exact in any order.
     size = res.size
     qidx = np.array(qpos)
-    held = np.array([j.allocated for j in jobs]).reshape(len(jobs), size)
+    rows = sums.rows if len(at) == len(sums.jobs) else sums.rows[np.array(at)]
     allocated = np.zeros((len(order), size))
-    np.add.at(allocated, qidx, held)
+    np.add.at(allocated, qidx, rows[:, 0])
     request = allocated.copy()
-    for k, job in enumerate(jobs):
-        pending = job.index.get(TaskStatus.Pending)
-        if pending:
-            for t in pending.values():
-                request[qpos[k]] += t.resreq
-    held_back, beyond = reservations(jobs, size, queue_view=True)
+    np.add.at(request, qidx, rows[:, 1])
     inqueue = np.zeros((len(order), size))
-    np.add.at(inqueue, qidx, held_back)
+    np.add.at(inqueue, qidx, rows[:, 3])
     elastic = np.zeros((len(order), size))
-    np.add.at(elastic, qidx, beyond)
+    np.add.at(elastic, qidx, rows[:, 4])
     for name, k in order.items():
         a = attrs[name]
         a.allocated, a.request = allocated[k].copy(), request[k].copy()

@@ -119,6 +119,7 @@ class SimAPI:
             self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
         self.sim.cache.upsert(obj)
         self.sim.changed = True
+        self.sim.cache_changes += 1
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects.get(self._k(kind, namespace, name))
@@ -134,11 +135,13 @@ class SimAPI:
                 log.released(key, self.sim.usage.release(self.sim.now, key, log.cause(key) or "deleted by its job"))
             self.sim.cache.delete(obj)
             self.sim.changed = True
+            self.sim.cache_changes += 1
         return True  # the simulator has no graceful termination
 
     def update(self, obj: dict[str, Any]) -> None:
         self.sim.cache.upsert(obj)
         self.sim.changed = True
+        self.sim.cache_changes += 1
 
     def update_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         obj = self.get(kind, namespace, name)
@@ -260,6 +263,10 @@ class Simulator:
         # upsert/delete, so its epochs are exact and blocked jobs can wait for a change (cache/memo.py) unless
         # ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
+        #: every change to the scheduler cache counts here (SimAPI is its only writer), so "is anything pending?"
+        #: is asked of the cache again only after a change: ``(cache_changes when asked, the answer)``
+        self.cache_changes = 0
+        self._pending: tuple[int, bool] = (-1, False)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
@@ -499,8 +506,14 @@ class Simulator:
 
     # --- the scheduler ---------------------------------------------------------------------------------------
     def _has_pending(self) -> bool:
-        return any(j.index.get(TaskStatus.Pending) for j in self.cache.jobs.values()) or any(
+        """Some pod or PodGroup is pending.  A walk over every job, so asked again only after the cache changed
+        (between events with nothing pending the loop would otherwise ask it after every event)."""
+        if self._pending[0] == self.cache_changes:
+            return self._pending[1]
+        answer = any(j.index.get(TaskStatus.Pending) for j in self.cache.jobs.values()) or any(
             pg.phase == "Pending" for pg in self.cache.podgroups.values())
+        self._pending = (self.cache_changes, answer)
+        return answer
 
     def _cycle(self) -> None:
         """One session through ``run_session`` (the code path of ``cycle`` and the Kubernetes mode), applied to

@@ -1,0 +1,134 @@
+"""Values carried between sessions (``framework/carry.py``) are the values a session would compute afresh.
+
+Random changes to a cache -- pods bound, finished, evicted, deleted and created, PodGroups admitted or set to a
+phase in place (as the Kubernetes mode does, without a new version), minimums changed -- and after each change one
+session that carries per-job values and one that computes everything, on snapshots of the same cache: every
+PodGroup status, queue status (with proportion's shares), bind and eviction must be the same.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.framework.carry import carried, unchanged
+from pyvolcano.framework.result import SessionResult
+from pyvolcano.framework.session import Session
+from pyvolcano.plugins.overcommit import JOB_SUMS, _job_rows, reservations
+from tests.kube.helpers import node, pod, podgroup, queue
+
+CONFS = [None, "examples/confs/reclaim-preempt.conf"]
+_STATUSES = [TaskStatus.Pending, TaskStatus.Running, TaskStatus.Bound, TaskStatus.Succeeded, TaskStatus.Failed,
+             TaskStatus.Releasing, TaskStatus.Binding]
+_PHASES = [PodGroupPhase.Pending, PodGroupPhase.Inqueue, PodGroupPhase.Running, PodGroupPhase.Unknown]
+
+
+def _key(r: SessionResult) -> tuple[Any, ...]:
+    """Everything in a result but the session's random id (conditions' transitionID) and timings."""
+    pgs = {uid: (st.phase, st.running, st.succeeded, st.failed, st.event, st.reason, dict(st.pod_conditions),
+                 [(c["type"], c["reason"], c["message"]) for c in st.conditions])
+           for uid, st in r.podgroups.items()}
+    queues = {name: (q.allocated, q.pending, q.inqueue, q.running, q.unknown, q.completed, q.allocated_tasks,
+                     q.pending_tasks, None if q.fair is None else
+                     (q.fair.deserved.tolist(), q.fair.allocated.tolist(), q.fair.request.tolist(), q.fair.share))
+              for name, q in r.queues.items()}
+    return (pgs, queues, dict(r.binds), sorted(e.task.uid for e in r.evictions), dict(r.pipelined),
+            dict(r.unschedulable), r.stats.rollbacks)
+
+
+def _cache(rng: random.Random) -> SchedulerCache:
+    cache = SchedulerCache(reuse_clones=True, memo=True)
+    for i in range(4):
+        cache.upsert(node(f"n{i}", cpu="8", memory="16Gi"))
+    cache.upsert(queue("a", weight=1))
+    cache.upsert(queue("b", weight=3))
+    for g in range(12):
+        size = rng.choice([1, 1, 2, 3])
+        mins = {"cpu": str(size), "memory": f"{size}Gi"} if rng.random() < 0.8 else None
+        cache.upsert(podgroup(f"g{g}", queue=rng.choice("ab"), min_member=rng.choice([1, size]), min_resources=mins))
+        for k in range(size):
+            cache.upsert(pod(f"g{g}-{k}", f"g{g}", cpu=rng.choice(["1", "2", "3"])))
+    return cache
+
+
+def _change(cache: SchedulerCache, rng: random.Random, step: int) -> None:
+    what = rng.random()
+    tasks = list(cache.tasks.values())
+    if what < 0.35 and tasks:
+        t = rng.choice(tasks)
+        status = rng.choice(_STATUSES)
+        on_node = status not in (TaskStatus.Pending,)
+        cache.set_task_status(t, status, rng.choice(list(cache.nodes)) if on_node and not t.node_name else
+                              (t.node_name if on_node else ""))
+    elif what < 0.7:
+        pg = cache.podgroups[rng.choice(list(cache.podgroups))]
+        cache.set_podgroup_phase(pg, rng.choice(_PHASES))  # in place, no new job version
+    elif what < 0.8:
+        g = rng.choice(list(cache.podgroups)).split("/", 1)[1]
+        cache.upsert(pod(f"{g}-x{step}", g, cpu=rng.choice(["1", "2"])))
+    elif what < 0.9 and tasks:
+        t = rng.choice(tasks)
+        cache.delete({"kind": "Pod", "metadata": {"name": t.name, "namespace": t.namespace}})
+    else:
+        g = rng.choice(list(cache.podgroups)).split("/", 1)[1]
+        cache.upsert(podgroup(g, queue=rng.choice("ab"), min_member=rng.choice([1, 2]),
+                              min_resources={"cpu": "2", "memory": "1Gi"} if rng.random() < 0.5 else None))
+
+
+def _session(cache: SchedulerCache, conf: Any, carry: bool) -> Session:
+    ssn = Session(cache.snapshot(), conf)
+    ssn.carry = carry
+    ssn.memo = None  # the blocked-job memo has its own test (tests/sim/test_memo.py)
+    return ssn
+
+
+@pytest.mark.parametrize("conf_path", CONFS)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_carried_values_give_the_results_of_fresh_ones(conf_path: str | None, seed: int) -> None:
+    rng = random.Random(seed)
+    conf = load_conf_file(conf_path)
+    cache = _cache(rng)
+    for step in range(40):
+        _change(cache, rng, step)
+        with_carry = _session(cache, conf, True).run()
+        fresh = _session(cache, conf, False).run()
+        assert _key(with_carry) == _key(fresh), f"step {step}"
+    # the comparison means something only if values were carried
+    assert sum(len(j.derived) for j in cache.jobs.values()) > 0
+
+
+def test_job_rows_are_the_reservations_and_follow_an_in_place_phase_change() -> None:
+    rng = random.Random(5)
+    cache = _cache(rng)
+    conf = load_conf_file(None)
+    for step in range(30):
+        _change(cache, rng, step)
+        ssn = _session(cache, conf, True)
+        ssn.open()
+        sums = ssn.state.read(JOB_SUMS)
+        jobs = list(ssn.jobs.values())
+        for view in (False, True):
+            want = reservations(jobs, ssn.res.size, queue_view=view)
+            got = sums.reservations(queue_view=view)
+            assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+        assert np.array_equal(sums.rows, np.array([_job_rows(j) for j in jobs]).reshape(sums.rows.shape))
+
+
+def test_a_changed_clone_is_computed_afresh() -> None:
+    cache = _cache(random.Random(7))
+    ssn = _session(cache, load_conf_file(None), True)
+    job = next(iter(ssn.jobs.values()))
+    assert unchanged(job)
+    assert carried(job, "n", job.version, lambda j: len(j.tasks)) == len(job.tasks)
+    assert carried(job, "n", job.version, lambda j: -1) == len(job.tasks)  # carried
+    t = next(iter(job.tasks.values()))
+    job.update_task_status(t, TaskStatus.Releasing if t.status != TaskStatus.Releasing else TaskStatus.Pending)
+    assert not unchanged(job)
+    assert carried(job, "n", job.version, lambda j: -1) == -1  # the session changed it: computed
+    assert carried(job, "n", job.version - 1, lambda j: -2, enabled=False) == -2
