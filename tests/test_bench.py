@@ -92,8 +92,8 @@ def test_topology_case_builds_the_tree_and_places_every_gang_in_one_allowed_hype
     objs = topology.build(160, 6, 10)
     hns = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "HyperNode"}
     assert sorted({s["tier"] for s in hns.values()}) == [1, 2, 3]
-    assert len(hns) == 10 + 2 + 1 and len(hns["leaf-0000"]["members"]) == 16
-    assert len(hns["spine-000"]["members"]) == 8 and len(hns["top"]["members"]) == 2
+    assert len(hns) == 10 + 2 + 1 and len(hns["leaf-0"]["members"]) == 16
+    assert len(hns["spine-0"]["members"]) == 8 and len(hns["top-0"]["members"]) == 2
     result = run_session(SchedulerCache.from_objects(objs), load_conf(topology.CONF, "bench"), "vector")
     leaf_of = {m["selector"]["exactMatch"]["name"]: (name, int(name[5:]) // 8)
                for name, s in hns.items() if s["tier"] == 1 for m in s["members"]}

@@ -7,8 +7,7 @@ top (tier 3).  Each gang is a PodGroup with ``networkTopology: {mode: hard, high
 the ``network-topology-aware`` plugin scores by hypernode bin-packing.  The conf is Volcano's default with that
 plugin added.  The same objects, written as a scenario (:func:`scenario`), run through the real Volcano oracle.
 
-The HyperNode generator here is deliberately small (exact-name members); the simulator's topology specs live in
-``sim/``.
+The HyperNodes come from the simulator's generator (``sim/topology.py: tree_hypernodes``).
 """
 
 from __future__ import annotations
@@ -22,31 +21,22 @@ import time
 from typing import Any
 
 from pyvolcano.conf.loader import DEFAULT_CONF
+from pyvolcano.sim.topology import tree_hypernodes
 
 Obj = dict[str, Any]
 
 #: Volcano's default conf plus the network-topology-aware plugin
 CONF = DEFAULT_CONF + "  - name: network-topology-aware\n"
 NODE = {"cpu": "64", "memory": "256Gi", "pods": "110"}
-HN_API = "topology.volcano.sh/v1alpha1"
 SCHED_API = "scheduling.volcano.sh/v1beta1"
 
 
 def hypernodes(node_names: list[str], per_leaf: int = 16, per_spine: int = 8) -> list[Obj]:
-    """A leaf per ``per_leaf`` nodes (tier 1), a spine per ``per_spine`` leaves (tier 2), one top (tier 3)."""
-
-    def hn(name: str, tier: int, kind: str, members: list[str]) -> Obj:
-        return {"apiVersion": HN_API, "kind": "HyperNode", "metadata": {"name": name},
-                "spec": {"tier": tier, "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}}
-                                                   for m in members]}}
-
-    leaves = [hn(f"leaf-{i:04d}", 1, "Node", node_names[k:k + per_leaf])
-              for i, k in enumerate(range(0, len(node_names), per_leaf))]
-    names = [h["metadata"]["name"] for h in leaves]
-    spines = [hn(f"spine-{i:03d}", 2, "HyperNode", names[k:k + per_spine])
-              for i, k in enumerate(range(0, len(names), per_spine))]
-    top = hn("top", 3, "HyperNode", [h["metadata"]["name"] for h in spines])
-    return [*leaves, *spines, top]
+    """A leaf per ``per_leaf`` nodes (tier 1), a spine per ``per_spine`` leaves (tier 2), one top (tier 3): the
+    simulator's ``tree_hypernodes`` with tiers named leaf, spine and top."""
+    leaves = -(-len(node_names) // per_leaf)
+    spines = -(-leaves // per_spine)
+    return tree_hypernodes(node_names, per_leaf, per_spine, max(spines, 1), tier_names=("leaf", "spine", "top"))
 
 
 def build(nodes: int = 5000, gangs: int = 1000, plain: int = 5000, *, per_leaf: int = 16, per_spine: int = 8,
