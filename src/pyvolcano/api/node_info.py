@@ -9,6 +9,7 @@ nodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +88,7 @@ class NodeArrays:
         self.future = self.allocatable.copy()
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in st.specs]
         self.log: list[int] = []
-        self._views: list[NodeInfo] | None = None
+        self._views: NodeViews | None = None
 
     def copy_amounts(self) -> NodeArrays:
         """A new NodeArrays on the same static part with copies of this one's amounts and no tasks (the cache
@@ -126,10 +127,10 @@ class NodeArrays:
         self._views = None
 
     @property
-    def views(self) -> list[NodeInfo]:
-        """A ``NodeInfo`` per node, made on first use (the vector engine rarely needs them)."""
+    def views(self) -> NodeViews:
+        """A ``NodeInfo`` per node, each made when first asked for (the vector engine asks for a few nodes')."""
         if self._views is None:
-            self._views = [NodeInfo(self, i) for i in range(len(self.names))]
+            self._views = NodeViews(self)
         return self._views
 
     def __len__(self) -> int:
@@ -213,6 +214,35 @@ class NodeArrays:
 
     def total_allocatable(self) -> np.ndarray:
         return self.allocatable.sum(axis=0) if len(self) else self.res.zeros()
+
+
+class NodeViews:
+    """``views[i]``: node ``i``'s ``NodeInfo``, made on first use and kept (a session used to make one per node,
+    thousands, for the few its per-node plugin forms look at)."""
+
+    __slots__ = ("arrays", "made")
+
+    def __init__(self, arrays: NodeArrays) -> None:
+        self.arrays = arrays
+        self.made: dict[int, NodeInfo] = {}
+
+    def __getitem__(self, i: int | np.integer[Any]) -> NodeInfo:
+        v = self.made.get(i)  # type: ignore[arg-type]  # a NumPy integer hashes and compares as the int
+        if v is None:
+            n, k = len(self.arrays), int(i)
+            if not -n <= k < n:
+                raise IndexError(k)
+            k %= n
+            v = self.made.get(k)
+            if v is None:
+                v = self.made[k] = NodeInfo(self.arrays, k)
+        return v
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return (self[i] for i in range(len(self.arrays)))
 
 
 class NodeInfo:
