@@ -7,7 +7,7 @@ A bad object is reported in ``problems`` and skipped; the rest of the cluster is
 The node amounts (idle, used, releasing, pipelined) are running totals kept by the pod changes themselves
 (``_on_node``/``_off_node``), so a snapshot copies a few arrays instead of re-accounting every placed pod; with
 ``reuse_clones`` the per-node task maps of the last snapshot are carried too, and only the nodes that a pod
-change, a new job clone or the last session touched are rebuilt (docs/performance.md, "Snapshots that carry
+change, a new job clone or the last session touched are rebuilt (docs/architecture.md, "Snapshots that carry
 the nodes").
 """
 
