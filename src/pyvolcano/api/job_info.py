@@ -349,16 +349,26 @@ class JobInfo:
 
     def reuse(self, src: JobInfo) -> bool:
         """Turn this clone of ``src`` back into what ``src.clone()`` would give, cheaply, if neither has changed
-        since it was made (same version on both sides): the tasks, their index and the totals are kept, every
-        other field is taken from ``src`` again.  False, and nothing done, otherwise."""
+        since it was made (same version on both sides): False, and nothing done, otherwise.
+
+        Every change to the tasks, their statuses or the job's spec moves a version, so with equal versions the
+        tasks, their index, the totals and the spec fields are still ``src``'s; what a session changes on a job
+        without moving its version is put back: the enqueue reason, the fit errors, the failed roles and the
+        PodGroup's phase (the cache also writes that phase without a new version: ``set_podgroup_phase``).
+        ``tests/sim/test_snapshot.py`` checks, after every snapshot of contended simulations, that a reused
+        clone equals a fresh one field by field, so a new field a session writes cannot slip through."""
         if not (self.version == src.version == self.cloned_from):
             return False
-        d = dict(src.__dict__)
-        d.update(tasks=self.tasks, index=self.index, allocated=self.allocated, total_request=self.total_request,
-                 podgroup=src.podgroup.clone() if src.podgroup else None,
-                 task_min_available=dict(src.task_min_available), nodes_fit_errors={}, fit_failed_roles=set(),
-                 cloned_from=src.version, _subs=None)
-        self.__dict__ = d
+        self.enqueue_reason = src.enqueue_reason
+        self.job_fit_errors = src.job_fit_errors
+        self.nodes_fit_errors = {}
+        self.fit_failed_roles = set()
+        pg, spg = self.podgroup, src.podgroup
+        if pg is not None and spg is not None:
+            pg.phase = spg.phase
+        else:
+            self.podgroup = spg.clone() if spg is not None else None
+        self._subs = None  # rebuilt when asked, as on a fresh clone
         return True
 
     # --- Volcano's status functions (pkg/scheduler/api/job_info.go) ----------------------------------------------

@@ -9,6 +9,7 @@ nodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,31 +39,110 @@ def _kind(status: TaskStatus) -> int:
     return 1 if status == TaskStatus.Releasing else (2 if status == TaskStatus.Pipelined else 0)
 
 
-class NodeArrays:
-    """All nodes' resource state in NumPy arrays, indexed by position."""
+class NodeStatic:
+    """What only a Node change changes: the specs, names, positions, allocatable, capacity and the unschedulable
+    flags.  Built once per node set by the cache and shared, read-only, by every snapshot until a Node changes."""
 
     def __init__(self, res: ResourceIndex, specs: list[NodeSpec]) -> None:
-        self.res = res
         self.specs = specs
         self.names = [s.name for s in specs]
         self.pos = {n: i for i, n in enumerate(self.names)}
         n, r = len(specs), res.size
-        self.allocatable = np.array([s.allocatable for s in specs]).reshape(n, r)
-        self.capacity = np.array([s.capacity for s in specs]).reshape(n, r)
+        self.allocatable = _frozen(np.array([s.allocatable for s in specs], dtype=float).reshape(n, r))
+        self.capacity = _frozen(np.array([s.capacity for s in specs], dtype=float).reshape(n, r))
+        self.unschedulable = _frozen(np.array([s.unschedulable for s in specs], dtype=bool))
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def _replaced(a: np.ndarray, i: int, row: Any) -> np.ndarray:
+    out = a.copy()
+    out[i] = row
+    return _frozen(out)
+
+
+class NodeArrays:
+    """All nodes' resource state in NumPy arrays, indexed by position.
+
+    ``static`` (specs, names, allocatable...) may be shared with other snapshots and is read-only; the amounts
+    (idle, used, releasing, pipelined, future) and the per-node task maps belong to this one."""
+
+    def __init__(self, res: ResourceIndex, specs: list[NodeSpec], static: NodeStatic | None = None) -> None:
+        st = static if static is not None else NodeStatic(res, specs)
+        self.res = res
+        self.static = st
+        self.specs = st.specs
+        self.names = st.names
+        self.pos = st.pos
+        self.allocatable = st.allocatable
+        self.capacity = st.capacity
+        self.unschedulable = st.unschedulable
+        n, r = len(st.specs), res.size
         self.idle = self.allocatable.copy()
         self.used = np.zeros((n, r))
         self.releasing = np.zeros((n, r))
         self.pipelined = np.zeros((n, r))
         self.future = self.allocatable.copy()
-        self.unschedulable = np.array([s.unschedulable for s in specs], dtype=bool)
-        self.tasks: list[dict[str, TaskInfo]] = [{} for _ in specs]
+        self.tasks: list[dict[str, TaskInfo]] = [{} for _ in st.specs]
         self.log: list[int] = []
-        self.views = [NodeInfo(self, i) for i in range(n)]
+        self._views: NodeViews | None = None
+
+    def copy_amounts(self) -> NodeArrays:
+        """A new NodeArrays on the same static part with copies of this one's amounts and no tasks (the cache
+        hands each snapshot such a copy of its own running totals: a few NumPy copies, no per-pod work)."""
+        a = NodeArrays.__new__(NodeArrays)
+        a.res, a.static, a.specs, a.names, a.pos = self.res, self.static, self.specs, self.names, self.pos
+        a.allocatable, a.capacity, a.unschedulable = self.allocatable, self.capacity, self.unschedulable
+        a.idle, a.used, a.releasing = self.idle.copy(), self.used.copy(), self.releasing.copy()
+        a.pipelined, a.future = self.pipelined.copy(), self.future.copy()
+        a.tasks = []
+        a.log = []
+        a._views = None
+        return a
+
+    def replace_spec(self, i: int, spec: NodeSpec) -> None:
+        """Node ``i`` was updated in place (same name, same position): a new static part with its new spec, and
+        idle and future idle moved by the change of allocatable.  The old static part is left as it was, for the
+        snapshots that share it."""
+        st = self.static
+        new = NodeStatic.__new__(NodeStatic)
+        new.specs = list(st.specs)
+        new.specs[i] = spec
+        new.names, new.pos = st.names, st.pos
+        new.allocatable, new.capacity, new.unschedulable = st.allocatable, st.capacity, st.unschedulable
+        delta = spec.allocatable - st.allocatable[i]
+        if delta.any():
+            new.allocatable = _replaced(st.allocatable, i, spec.allocatable)
+            self.idle[i] += delta
+            self.future[i] += delta
+        if not np.array_equal(spec.capacity, st.capacity[i]):
+            new.capacity = _replaced(st.capacity, i, spec.capacity)
+        if bool(st.unschedulable[i]) != spec.unschedulable:
+            new.unschedulable = _replaced(st.unschedulable, i, spec.unschedulable)
+        self.static, self.specs = new, new.specs
+        self.allocatable, self.capacity, self.unschedulable = new.allocatable, new.capacity, new.unschedulable
+        self._views = None
+
+    @property
+    def views(self) -> NodeViews:
+        """A ``NodeInfo`` per node, each made when first asked for (the vector engine asks for a few nodes')."""
+        if self._views is None:
+            self._views = NodeViews(self)
+        return self._views
 
     def __len__(self) -> int:
         return len(self.names)
 
     def _account(self, i: int, task: TaskInfo, sign: float) -> None:
+        self.account(i, task, sign)
+        self.log.append(i)
+
+    def account(self, i: int, task: TaskInfo, sign: float) -> None:
+        """Add (``sign`` 1) or take away (-1) a task's request on node ``i`` by its status, with nothing logged
+        (the cache's running totals use it directly)."""
         r = task.resreq * sign
         st = task.status
         if st == TaskStatus.Releasing:  # idle shrinks and releasing grows by the same amount: future unchanged
@@ -76,24 +156,25 @@ class NodeArrays:
             self.idle[i] -= r
             self.used[i] += r
             self.future[i] -= r
-        self.log.append(i)
 
     def add_task(self, i: int, task: TaskInfo) -> None:
         """Volcano's NodeInfo.AddTask: account the task by its current status."""
         self.tasks[i][task.uid] = task
         self._account(i, task, 1.0)
 
-    def add_tasks(self, placed: list[tuple[int, TaskInfo]]) -> None:
-        """``add_task`` for many tasks at once (a snapshot places every pod of the cluster): the same amounts,
-        added with NumPy instead of a few row operations per task, and nothing logged."""
+    def add_tasks(self, placed: list[tuple[int, TaskInfo]], index: bool = True) -> None:
+        """``add_task`` for many tasks at once (a rebuild places every pod of the cluster): the same amounts,
+        added with NumPy instead of a few row operations per task, and nothing logged.  ``index``: False to
+        account the amounts only, without adding the tasks to the per-node maps."""
         if not placed:
             return
         n = len(placed)
         idx = np.fromiter((i for i, _ in placed), np.int64, n)
         req = np.array([t.resreq for _, t in placed]).reshape(n, self.res.size)
         kind = np.fromiter((_kind(t.status) for _, t in placed), np.int8, n)
-        for i, t in placed:
-            self.tasks[i][t.uid] = t
+        if index:
+            for i, t in placed:
+                self.tasks[i][t.uid] = t
         held, rel, pip = kind == 0, kind == 1, kind == 2
         on = held | rel
         np.subtract.at(self.idle, idx[on], req[on])
@@ -133,6 +214,35 @@ class NodeArrays:
 
     def total_allocatable(self) -> np.ndarray:
         return self.allocatable.sum(axis=0) if len(self) else self.res.zeros()
+
+
+class NodeViews:
+    """``views[i]``: node ``i``'s ``NodeInfo``, made on first use and kept (a session used to make one per node,
+    thousands, for the few its per-node plugin forms look at)."""
+
+    __slots__ = ("arrays", "made")
+
+    def __init__(self, arrays: NodeArrays) -> None:
+        self.arrays = arrays
+        self.made: dict[int, NodeInfo] = {}
+
+    def __getitem__(self, i: int | np.integer[Any]) -> NodeInfo:
+        v = self.made.get(i)  # type: ignore[arg-type]  # a NumPy integer hashes and compares as the int
+        if v is None:
+            n, k = len(self.arrays), int(i)
+            if not -n <= k < n:
+                raise IndexError(k)
+            k %= n
+            v = self.made.get(k)
+            if v is None:
+                v = self.made[k] = NodeInfo(self.arrays, k)
+        return v
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return (self[i] for i in range(len(self.arrays)))
 
 
 class NodeInfo:

@@ -1,8 +1,14 @@
 """SchedulerCache: the cluster as the scheduler knows it, fed by manifests (cycle), the simulator or informers.
 
 It keeps TaskInfo/JobInfo/NodeSpec/QueueInfo objects up to date object by object (``upsert``/``delete``), and
-``snapshot()`` hands a session private copies of what it may change (jobs and tasks) plus fresh node arrays.
+``snapshot()`` hands a session private copies of what it may change (jobs and tasks) plus node arrays.
 A bad object is reported in ``problems`` and skipped; the rest of the cluster is still scheduled.
+
+The node amounts (idle, used, releasing, pipelined) are running totals kept by the pod changes themselves
+(``_on_node``/``_off_node``), so a snapshot copies a few arrays instead of re-accounting every placed pod; with
+``reuse_clones`` the per-node task maps of the last snapshot are carried too, and only the nodes that a pod
+change, a new job clone or the last session touched are rebuilt (docs/architecture.md, "Snapshots that carry
+the nodes").
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import numpy as np
 from pyvolcano.api import convert, models
 from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
 from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
-from pyvolcano.api.node_info import NodeArrays, NodeSpec
+from pyvolcano.api.node_info import NodeArrays, NodeSpec, NodeStatic
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import ResourceIndex
 from pyvolcano.api.types import (
@@ -106,6 +112,9 @@ class SchedulerCache:
         #: scheduler, whose background binds and status writes get plain values, not session clones).
         self.reuse_clones = reuse_clones
         self.reused = 0  # clones handed on (tests and benchmarks check that reuse happens)
+        #: False: every snapshot re-accounts every placed pod onto fresh node arrays (``rebuilt_nodes``), the
+        #: reference the running totals and carried task maps are tested against (tests/sim/test_snapshot.py)
+        self.incremental_nodes = True
         self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
         self.res = res or ResourceIndex.of()
         self.nodes: dict[str, NodeSpec] = {}
@@ -123,7 +132,17 @@ class SchedulerCache:
         self.hypernodes: dict[str, HyperNode] = {}
         #: bumped by every Node or HyperNode change, so a snapshot rebuilds the topology only when it changed
         self._topo_version = 0
-        self._topo_memo: tuple[tuple[int, tuple[str, ...]], Topology] | None = None
+        self._topo_memo: tuple[int, list[str], Topology] | None = None
+        #: the pods that hold something on each node (a status other than Pending, Succeeded, Failed), by node
+        #: name and in the order they came; a node's task map in a snapshot follows this order
+        self._node_tasks: dict[str, dict[str, TaskInfo]] = {}
+        #: the cache's own running node amounts over the current node set (no tasks in its maps); None: rebuilt
+        #: at the next snapshot (a Node changed, a resource name appeared)
+        self._ledger: NodeArrays | None = None
+        #: node names whose pods changed since the last snapshot
+        self._dirty_nodes: set[str] = set()
+        #: the last snapshot's node arrays, whose task maps the next snapshot carries (``reuse_clones`` only)
+        self._last_nodes: NodeArrays | None = None
         self.problems: list[str] = []
         self.now = 0.0
 
@@ -185,6 +204,7 @@ class SchedulerCache:
             self.hypernodes.pop(key, None)
         elif kind == "Node":
             self.nodes.pop(key, None)
+            self._nodes_changed()
         elif kind == "Pod":
             self._remove_task(key)
         elif kind == "PodGroup":
@@ -212,8 +232,10 @@ class SchedulerCache:
         self.freed()
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
-        for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues):
+        for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues,
+                      self._node_tasks):
             store.clear()
+        self._nodes_changed()
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
         for o in sorted(raw, key=lambda o: _rank(order, o)):
             kind = o.get("kind", "")
@@ -227,8 +249,21 @@ class SchedulerCache:
     # --- per kind -------------------------------------------------------------------------------------
     def _upsert_node(self, obj: dict[str, Any]) -> None:
         spec = convert.node_spec(obj, self.res)
+        old = self.nodes.get(spec.name)
         self.nodes[spec.name] = spec
         self._topo_version += 1
+        led = self._ledger
+        if old is not None and led is not None and spec.name in led.pos:
+            # an update keeps the node's place in the dict and the arrays: patch that row (a cluster's Nodes are
+            # updated all the time by their kubelets' status reports)
+            led.replace_spec(led.pos[spec.name], spec)
+        else:
+            self._nodes_changed()
+
+    def _nodes_changed(self) -> None:
+        """A Node (or the resource index) changed: the next snapshot rebuilds the node arrays from the pods."""
+        self._ledger = None
+        self._last_nodes = None
 
     def _upsert_hypernode(self, obj: dict[str, Any]) -> None:
         """A HyperNode through its validated boundary (``api/hypernode.py: parse_hypernode``)."""
@@ -236,14 +271,16 @@ class SchedulerCache:
         self.hypernodes[hn.name] = hn
         self._topo_version += 1
 
-    def topology(self, specs: list[NodeSpec]) -> Topology:
+    def topology(self, specs: list[NodeSpec], names: list[str] | None = None) -> Topology:
         """The HyperNode tree over these nodes (Volcano's ``HyperNodesInfo`` as the snapshot copies it), rebuilt
-        only when a Node or HyperNode changed since the last snapshot."""
-        key = (self._topo_version, tuple(s.name for s in specs))
-        if self._topo_memo is not None and self._topo_memo[0] == key:
-            return self._topo_memo[1]
-        topo = Topology.build(list(self.hypernodes.values()), [s.name for s in specs], [s.labels for s in specs])
-        self._topo_memo = (key, topo)
+        only when a Node or HyperNode changed since the last snapshot.  ``names``: the nodes' names, if known
+        (a snapshot passes its arrays' list, so an unchanged node set is recognised without a walk)."""
+        names = names if names is not None else [s.name for s in specs]
+        memo = self._topo_memo
+        if memo is not None and memo[0] == self._topo_version and (memo[1] is names or memo[1] == names):
+            return memo[2]
+        topo = Topology.build(list(self.hypernodes.values()), names, [s.labels for s in specs])
+        self._topo_memo = (self._topo_version, names, topo)
         return topo
 
     def _upsert_queue(self, obj: dict[str, Any]) -> None:
@@ -324,6 +361,7 @@ class SchedulerCache:
             t = convert.make_task(pod, self.res, "", prio, req, init, "")
             if t.node_name:
                 self.other_tasks[uid] = t
+                self._on_node(t)
             return
         annotations = md.get("annotations") or {}
         group = annotations.get(GROUP_NAME_ANNOTATION)
@@ -346,6 +384,7 @@ class SchedulerCache:
         task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
         job.add_task(task)
         self.tasks[uid] = task
+        self._on_node(task)
         self._moved(was, task.status, task.node_name)
 
     def _moved(self, was: tuple[TaskStatus, str] | None, status: TaskStatus, node: str) -> None:
@@ -371,10 +410,13 @@ class SchedulerCache:
     def _remove_task(self, uid: str, quiet: bool = False) -> None:
         if not quiet:
             self.freed()
-        self.other_tasks.pop(uid, None)
+        other = self.other_tasks.pop(uid, None)
+        if other is not None:
+            self._off_node(other)
         t = self.tasks.pop(uid, None)
         if t is None:
             return
+        self._off_node(t)
         job = self.jobs.get(t.job)
         if job is not None:
             job.delete_task(t)
@@ -392,6 +434,7 @@ class SchedulerCache:
     def set_task_status(self, task: TaskInfo, status: TaskStatus, node: str | None = None) -> None:
         job = self.jobs.get(task.job)
         self._moved((task.status, task.node_name), status, task.node_name if node is None else node)
+        self._off_node(task)
         if node is not None:
             task.node_name = node
         if job is not None:
@@ -399,55 +442,146 @@ class SchedulerCache:
             job.update_task_status(task, status)
         else:
             task.status = status
+        self._on_node(task)
+
+    # --- node amounts kept by the pod changes ---------------------------------------------------------
+    def _on_node(self, t: TaskInfo) -> None:
+        """``t`` (now in the cache) holds something on its node: count it there."""
+        if t.node_name and t.status not in _OFF_NODE:
+            self._node_tasks.setdefault(t.node_name, {})[t.uid] = t
+            self._dirty_nodes.add(t.node_name)
+            led = self._ledger
+            if led is not None:
+                i = led.pos.get(t.node_name)
+                if i is not None:
+                    led.account(i, t, 1.0)
+
+    def _off_node(self, t: TaskInfo) -> None:
+        """``t`` is about to change or leave the cache: take back what it counted on its node."""
+        if t.node_name and t.status not in _OFF_NODE:
+            on = self._node_tasks.get(t.node_name)
+            if on is None or on.pop(t.uid, None) is None:
+                return
+            if not on:
+                del self._node_tasks[t.node_name]
+            self._dirty_nodes.add(t.node_name)
+            led = self._ledger
+            if led is not None:
+                i = led.pos.get(t.node_name)
+                if i is not None:
+                    led.account(i, t, -1.0)
+
+    def _node_ledger(self) -> NodeArrays:
+        """The running node amounts, rebuilt from every counted pod after a Node change."""
+        if self._ledger is None:
+            # every node, whatever its conditions: Volcano's NodeInfo.setNodeState (api/node_info.go) marks every
+            # node Ready and leaves a NotReady kubelet to the node.kubernetes.io/not-ready taint
+            specs = list(self.nodes.values())
+            led = NodeArrays(self.res, specs, NodeStatic(self.res, specs))
+            pos = led.pos
+            led.add_tasks([(pos[name], t) for name, on in self._node_tasks.items() if name in pos
+                           for t in on.values()], index=False)
+            self._ledger = led
+            self._last_nodes = None
+        return self._ledger
+
+    def rebuilt_nodes(self, jobs: dict[str, JobInfo]) -> NodeArrays:
+        """The node arrays of a snapshot whose jobs are ``jobs``, re-accounted from every placed pod as they were
+        before the running totals (the reference the incremental snapshot is tested against): the jobs' tasks
+        (``jobs``' clones, the cache's own for jobs left out) and other schedulers' pods, each node's task map
+        in the order the pods came to it."""
+        specs = list(self.nodes.values())
+        arrays = NodeArrays(self.res, specs)
+        pos = arrays.pos
+        placed: list[TaskInfo] = []
+        for uid, job in self.jobs.items():
+            src = jobs.get(uid, job)
+            placed.extend(t for t in src.tasks.values() if t.node_name and t.status not in _OFF_NODE)
+        placed.extend(t for t in self.other_tasks.values() if t.status not in _OFF_NODE)
+        arrays.add_tasks([(pos[t.node_name], t) for t in placed if t.node_name in pos], index=False)
+        arrays.tasks = [self._node_map(name, jobs) for name in arrays.names]
+        return arrays
+
+    def _node_map(self, name: str, jobs: dict[str, JobInfo]) -> dict[str, TaskInfo]:
+        """A snapshot's task map of one node: the session's clone of each counted pod (the cache's own pod for a
+        job the snapshot leaves out and for other schedulers' pods)."""
+        out: dict[str, TaskInfo] = {}
+        for uid, t in (self._node_tasks.get(name) or {}).items():
+            c = jobs.get(t.job)
+            out[uid] = c.tasks[uid] if c is not None else t
+        return out
 
     # --- snapshot ------------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         """Private copies for one session.  Jobs without a PodGroup or with an unknown queue are left out
-        (with the reason in ``skipped_jobs``), as Volcano's snapshot does; their pods still use nodes."""
+        (with the reason in ``skipped_jobs``), as Volcano's snapshot does; their pods still use nodes.
+
+        The node amounts are copies of the cache's running totals.  With ``reuse_clones`` the last snapshot's
+        per-node task maps are carried, and a node's map is rebuilt only if a pod on it changed in the cache, a
+        job with pods on it got a new clone (or was left out, or came back), or the last session placed,
+        removed or evicted a pod there (its ``NodeArrays.log``)."""
         queues = dict(self.queues)
         if DEFAULT_QUEUE not in queues:  # Volcano always has the default queue (its controller creates it)
             queues[DEFAULT_QUEUE] = QueueInfo(name=DEFAULT_QUEUE)
-        # every node, whatever its conditions: Volcano's NodeInfo.setNodeState (api/node_info.go) marks every
-        # node Ready and leaves a NotReady kubelet to the node.kubernetes.io/not-ready taint
-        specs = list(self.nodes.values())
-        arrays = NodeArrays(self.res, specs)
+        ledger = self._node_ledger()
+        last = self._last_nodes if self.reuse_clones else None
+        dirty = self._dirty_nodes
+        self._dirty_nodes = set()
         jobs: dict[str, JobInfo] = {}
         skipped: dict[str, str] = {}
         skipped_pods: dict[str, str] = {}
-        placed: list[TaskInfo] = []
+        prev_clones = self._clones
+        clones: dict[str, tuple[JobInfo, JobInfo]] = {}
+        reuse = self.reuse_clones
         for uid, job in self.jobs.items():
-            if job.podgroup is None:
-                group = uid.split("/", 1)[1]
-                skipped[uid] = (f"PodGroup {uid} does not exist "
-                               f"(named by pod annotation {GROUP_NAME_ANNOTATION}={group})")
-                placed.extend(t for t in job.tasks.values() if t.node_name and t.status not in _OFF_NODE)
+            if job.podgroup is None or job.queue not in queues:
+                if job.podgroup is None:
+                    group = uid.split("/", 1)[1]
+                    skipped[uid] = (f"PodGroup {uid} does not exist "
+                                   f"(named by pod annotation {GROUP_NAME_ANNOTATION}={group})")
+                else:
+                    skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
                 skipped_pods.update((t.uid, skipped[uid]) for t in job.tasks_in(TaskStatus.Pending))
+                if last is not None and uid in prev_clones:  # its nodes held the last session's clones
+                    dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
                 continue
-            if job.queue not in queues:
-                skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
-                placed.extend(t for t in job.tasks.values() if t.node_name and t.status not in _OFF_NODE)
-                skipped_pods.update((t.uid, skipped[uid]) for t in job.tasks_in(TaskStatus.Pending))
-                continue
-            prev = self._clones.get(uid) if self.reuse_clones else None
+            prev = prev_clones.get(uid) if reuse else None
             if prev is not None and prev[0] is job and prev[1].reuse(job):
                 c = prev[1]
                 self.reused += 1
             else:
                 c = job.clone()
+                if last is not None:  # its pods' nodes hold the old clones (or the cache's own pods)
+                    dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
             jobs[uid] = c
-            placed.extend(t for t in c.tasks.values() if t.node_name and t.status not in _OFF_NODE)
-        placed.extend(t for t in self.other_tasks.values() if t.status not in _OFF_NODE)
-        if self.reuse_clones:
-            self._clones = {uid: (self.jobs[uid], c) for uid, c in jobs.items()}
-        pos = arrays.pos
-        arrays.add_tasks([(pos[t.node_name], t) for t in placed if t.node_name in pos])
+            if reuse:
+                clones[uid] = (job, c)
+        self._clones = clones
+        if not self.incremental_nodes:
+            arrays = self.rebuilt_nodes(jobs)
+        else:
+            arrays = ledger.copy_amounts()
+            if last is None or last.names is not ledger.names:
+                arrays.tasks = [self._node_map(name, jobs) for name in arrays.names]
+            else:
+                tasks = list(last.tasks)
+                touched = set(last.log)
+                pos = arrays.pos
+                touched.update(pos[n] for n in dirty if n in pos)
+                names = arrays.names
+                for i in touched:
+                    tasks[i] = self._node_map(names[i], jobs)
+                arrays.tasks = tasks
+            if reuse:
+                self._last_nodes = arrays
         if self.memo is not None and len(self.memo.enqueue) + len(self.memo.allocate) > 2 * len(jobs) + 64:
             self.memo.prune(jobs)
         return Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
-            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, topology=self.topology(specs),
-            memo=self.memo, free_epoch=self.free_epoch, use_epoch=self.use_epoch,
+            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
+            topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
+            use_epoch=self.use_epoch,
         )
 
     def warn_problems(self) -> None:

@@ -1,0 +1,297 @@
+"""Snapshots whose cost follows what changed (issue 15): the cache's running node totals, the carried per-node
+task maps and the reused job clones give exactly what a snapshot rebuilt from scratch gives.
+
+Two levels: random sequences of cache changes and session-like changes (``test_incremental_snapshots_equal_
+rebuilt_ones``), each snapshot compared with ``SchedulerCache.rebuilt_nodes`` and with fresh clones; and whole
+simulations on contended clusters with preempt, reclaim and node failures, checked the same way after every
+snapshot and compared, job by job, with runs that rebuild every snapshot (``incremental_nodes = False``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
+from pyvolcano.api.node_info import NodeArrays
+from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.cache.cache import SchedulerCache, Snapshot
+from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.sim import metrics
+from pyvolcano.sim.cluster import parse_cluster_spec
+from pyvolcano.sim.engine import Simulator
+from pyvolcano.sim.workload import synthetic
+
+ROOT = Path(__file__).resolve().parents[2]
+_AMOUNTS = ("allocatable", "capacity", "unschedulable", "idle", "used", "releasing", "pipelined", "future")
+#: statuses in which a pod counts on its node (every one but these three, as Volcano's NodeInfo.AddTask)
+_OFF = (TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed)
+
+
+def _plain(v: Any) -> Any:
+    """A value made comparable with ``==``: arrays as tuples, containers recursively, PodGroups by fields."""
+    if isinstance(v, np.ndarray):
+        return ("array", v.shape, tuple(v.ravel().tolist()))
+    if isinstance(v, PodGroup):
+        return ("PodGroup", _plain(vars(v)))
+    if isinstance(v, TaskInfo):
+        return ("Task", tuple((s, _plain(getattr(v, s))) for s in TaskInfo.__slots__))
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, set):
+        return sorted(v)
+    return v
+
+
+def _job_state(j: JobInfo) -> dict[str, Any]:
+    d = {k: v for k, v in vars(j).items() if k != "index"}
+    d["index"] = {s: list(b) for s, b in j.index.items() if b}
+    d["task_order"] = list(j.tasks)
+    return _plain(d)
+
+
+def check_snapshot(cache: SchedulerCache, snap: Snapshot, jobs: Iterable[str] | None = None) -> None:
+    """``snap`` (just taken) equals a rebuilt one: the same node amounts, each node's map holding the same task
+    objects in the same order, every pod that holds something on a node in its node's map, and every job (or
+    those named in ``jobs``) equal field by field to a fresh clone of the cache's job."""
+    ref = cache.rebuilt_nodes(snap.jobs)
+    got = snap.nodes
+    assert got.names == ref.names
+    for name in _AMOUNTS:
+        assert np.array_equal(getattr(got, name), getattr(ref, name)), name
+    for i, name in enumerate(got.names):
+        assert [(u, id(t)) for u, t in got.tasks[i].items()] == [(u, id(t)) for u, t in ref.tasks[i].items()], name
+    # who is on which node, from the jobs and other schedulers' pods rather than the cache's own node index
+    on: dict[str, set[str]] = {n: set() for n in got.names}
+    for uid, job in cache.jobs.items():
+        for t in snap.jobs.get(uid, job).tasks.values():
+            if t.node_name in on and t.status not in _OFF:
+                on[t.node_name].add(t.uid)
+    for t in cache.other_tasks.values():
+        if t.node_name in on and t.status not in _OFF:
+            on[t.node_name].add(t.uid)
+    assert {n: set(got.tasks[i]) for i, n in enumerate(got.names)} == on
+    for uid in snap.jobs if jobs is None else jobs:
+        assert _job_state(snap.jobs[uid]) == _job_state(cache.jobs[uid].clone()), uid
+
+
+def checked(cache: SchedulerCache) -> Callable[[], Snapshot]:
+    """``cache.snapshot`` checking each snapshot, its reused clones field by field (a fresh clone is one)."""
+    take = cache.snapshot
+    last: dict[str, int] = {}
+
+    def snapshot() -> Snapshot:
+        snap = take()
+        check_snapshot(cache, snap, [uid for uid, c in snap.jobs.items() if last.get(uid) == id(c)])
+        last.clear()
+        last.update((uid, id(c)) for uid, c in snap.jobs.items())
+        return snap
+    return snapshot
+
+
+# --- random cache changes and session-like changes ----------------------------------------------------------------
+def _node(i: int, cpu: int, unschedulable: bool = False) -> dict[str, Any]:
+    return {"kind": "Node", "metadata": {"name": f"n{i}"}, "spec": {"unschedulable": unschedulable},
+            "status": {"allocatable": {"cpu": str(cpu), "memory": "64Gi", "pods": "110"}}}
+
+
+def _pod(name: str, group: str, cpu: int, node: str, phase: str, scheduler: str = "volcano") -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [{"name": "c", "resources": {
+        "requests": {"cpu": str(cpu), "memory": f"{cpu}Gi"}}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default",
+                                        "annotations": {"scheduling.k8s.io/group-name": group}},
+            "spec": spec, "status": {"phase": phase}}
+
+
+def _podgroup(name: str, queue: str, phase: str = "Inqueue") -> dict[str, Any]:
+    return {"kind": "PodGroup", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": 1, "queue": queue}, "status": {"phase": phase}}
+
+
+#: (operation, pod, node, amount): snapshots with a session (12) and pod and PodGroup changes come most often,
+#: node-set changes (0 with a new node, 1, 11), after which nothing is carried, seldom
+_OPS = st.lists(st.tuples(st.sampled_from([0, 1, 11, *([2, 3, 4, 6, 9, 12] * 3), 5, 7, 8, 10]), st.integers(0, 7),
+                          st.integers(0, 3), st.integers(1, 4)), min_size=5, max_size=80)
+
+
+def _session(snap: Snapshot, pick: int, node: int, cpu: int) -> None:
+    """What a session does to its snapshot: place pending tasks, pipeline, evict, undo (``Session._place``...)."""
+    nodes, jobs = snap.nodes, list(snap.jobs.values())
+    if not jobs or not len(nodes):
+        return
+    for k in range(cpu):
+        job = jobs[(pick + k) % len(jobs)]
+        i = (node + k) % len(nodes)
+        for t in list(job.tasks.values()):
+            if t.status == TaskStatus.Pending:
+                job.update_task_status(t, TaskStatus.Pipelined if k % 2 else TaskStatus.Allocated)
+                t.node_name = nodes.names[i]
+                nodes.add_task(i, t)
+                break
+            if t.status == TaskStatus.Running and t.node_name in nodes.pos and k % 3 == 0:
+                nodes.update_task(nodes.pos[t.node_name], t, TaskStatus.Releasing, job)
+                break
+            if t.status == TaskStatus.Allocated and k % 3 == 1:  # a discarded statement
+                nodes.remove_task(nodes.pos[t.node_name], t)
+                job.update_task_status(t, TaskStatus.Pending)
+                t.node_name = ""
+                break
+        job.enqueue_reason = "examined"
+        job.job_fit_errors = "not ready"
+        job.fit_failed_roles.add("worker")
+        if job.podgroup is not None and job.podgroup.phase == PodGroupPhase.Pending:
+            job.podgroup.phase = PodGroupPhase.Inqueue  # what enqueue and allocate write
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=_OPS, reuse=st.sampled_from([True, True, True, False]))
+def test_incremental_snapshots_equal_rebuilt_ones(ops: list[tuple[int, int, int, int]], reuse: bool) -> None:
+    cache = SchedulerCache("volcano", reuse_clones=reuse)
+    for q in ("a", "b"):
+        cache.upsert({"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": 1}})
+    for i in range(3):
+        cache.upsert(_node(i, 16))
+    for g in range(4):
+        cache.upsert(_podgroup(f"g{g}", "ab"[g % 2]))
+    phases = ("Pending", "Running", "Running", "Succeeded", "Failed")
+    for op, a, b, c in ops:
+        name, group = f"p{a}", f"g{a % 4}"
+        if op == 0:
+            cache.upsert(_node(b, 8 * c, unschedulable=c == 4))  # a new node or an update (allocatable, flag)
+        elif op == 1:
+            cache.delete({"kind": "Node", "metadata": {"name": f"n{b}"}})
+        elif op in (2, 3, 4):  # a pod of ours, pending or on a node in some phase
+            node = "" if op == 2 else f"n{b}"
+            cache.upsert(_pod(name, group, c, node, "Pending" if op == 2 else phases[c]))
+        elif op == 5:
+            cache.delete({"kind": "Pod", "metadata": {"name": name, "namespace": "default"}})
+        elif op == 6:
+            cache.upsert(_podgroup(group, "ab"[b % 2], "Pending" if c == 1 else "Inqueue"))
+        elif op == 7:
+            cache.delete({"kind": "PodGroup", "metadata": {"name": group, "namespace": "default"}})
+        elif op == 8:  # another scheduler's pod
+            cache.upsert(_pod(f"o{a}", "", c, f"n{b}", phases[c % 3], scheduler="default-scheduler"))
+        elif op == 9:  # the scheduler's own decisions written back (binder, evictor)
+            t = cache.tasks.get(f"default/{name}")
+            if t is not None:
+                status = (TaskStatus.Binding, TaskStatus.Releasing, TaskStatus.Running, TaskStatus.Succeeded)[c - 1]
+                cache.set_task_status(t, status, f"n{b}" if status == TaskStatus.Binding else None)
+        elif op == 10:  # a queue going away leaves its jobs out of the snapshot; coming back brings them in
+            if b % 2:
+                cache.delete({"kind": "Queue", "metadata": {"name": "b"}})
+            else:
+                cache.upsert({"kind": "Queue", "metadata": {"name": "b"}, "spec": {"weight": 1}})
+        elif op == 11:  # a new resource name widens every vector
+            cache.upsert({"kind": "Node", "metadata": {"name": f"n{b}"},
+                          "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110",
+                                                     f"example.com/r{c}": "4"}}})
+        else:  # 12: a snapshot, and a session that changes it
+            snap = cache.snapshot()
+            check_snapshot(cache, snap)
+            _session(snap, a, b, c)
+    check_snapshot(cache, cache.snapshot())
+
+
+def test_a_session_left_alone_hands_on_its_node_maps() -> None:
+    # the property above would hold trivially if every snapshot rebuilt every node's map
+    cache = SchedulerCache("volcano", reuse_clones=True)
+    cache.upsert({"kind": "Queue", "metadata": {"name": "a"}, "spec": {"weight": 1}})
+    for i in range(3):
+        cache.upsert(_node(i, 16))
+    for i in range(3):
+        cache.upsert(_podgroup(f"g{i}", "a"))
+        cache.upsert(_pod(f"p{i}", f"g{i}", 2, f"n{i}", "Running"))
+    first = cache.snapshot()
+    second = cache.snapshot()
+    assert all(a is b for a, b in zip(first.nodes.tasks, second.nodes.tasks, strict=True))
+    assert cache.reused == 3
+    cache.upsert(_pod("p1", "g1", 2, "n1", "Succeeded"))  # only n1 changes
+    third = cache.snapshot()
+    assert [a is b for a, b in zip(second.nodes.tasks, third.nodes.tasks, strict=True)] == [True, False, True]
+    assert third.nodes.tasks[1] == {} and third.nodes.idle[1, third.res.pos["cpu"]] == 16000
+    check_snapshot(cache, third)
+
+
+def test_node_maps_follow_new_clones_and_jobs_left_out_or_back() -> None:
+    """A node's map holds the session's clone of each pod, the cache's own pod for a job the snapshot leaves out:
+    a PodGroup update (new clones), its queue deleted (left out) and re-created (back), the PodGroup deleted,
+    each with no pod changing, must each reach the node's map."""
+    cache = SchedulerCache("volcano", reuse_clones=True)
+    cache.upsert({"kind": "Queue", "metadata": {"name": "b"}, "spec": {"weight": 1}})
+    cache.upsert(_node(0, 16))
+    cache.upsert(_podgroup("g", "b"))
+    cache.upsert(_pod("p", "g", 2, "n0", "Running"))
+    steps: list[Callable[[], object]] = [
+        lambda: cache.upsert(_podgroup("g", "b", "Running")),
+        lambda: cache.delete({"kind": "Queue", "metadata": {"name": "b"}}),
+        lambda: cache.upsert({"kind": "Queue", "metadata": {"name": "b"}, "spec": {"weight": 1}}),
+        lambda: cache.delete({"kind": "PodGroup", "metadata": {"name": "g", "namespace": "default"}}),
+        lambda: cache.upsert(_podgroup("g", "b", "Running")),
+    ]
+    check_snapshot(cache, cache.snapshot())
+    for step in steps:
+        step()
+        snap = cache.snapshot()
+        check_snapshot(cache, snap)
+        held = snap.nodes.tasks[0]["default/p"]
+        assert held is (snap.jobs["default/g"].tasks["default/p"] if "default/g" in snap.jobs
+                        else cache.tasks["default/p"])
+
+
+def test_snapshot_arrays_share_only_read_only_node_data() -> None:
+    cache = SchedulerCache("volcano", reuse_clones=True)
+    cache.upsert(_node(0, 4))
+    a, b = cache.snapshot().nodes, cache.snapshot().nodes
+    assert a.allocatable is b.allocatable and not a.allocatable.flags.writeable
+    a.idle[0] -= 1000
+    assert b.idle[0, b.res.pos["cpu"]] == 4000 and cache.snapshot().nodes.idle[0, b.res.pos["cpu"]] == 4000
+    assert isinstance(a, NodeArrays)
+
+
+# --- whole simulations ----------------------------------------------------------------------------------------------
+CONFS = [None, "examples/confs/reclaim-preempt.conf"]
+
+
+def _simulate(incremental: bool, conf: str | None, seed: int, jobs: int, gangs: tuple[int, ...], nodes: int,
+              failures: list[tuple[float, str, float]], check: bool) -> tuple[Any, ...]:
+    queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w, "reclaimable": True}}
+              for q, w in (("a", 1), ("b", 3))]
+    wl = synthetic(seed=seed, jobs=jobs, rate=1.0, queues={"a": 1, "b": 3}, gang_sizes=gangs, mean_duration=150,
+                   gpu_fraction=0.5)
+    sim = Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}}"), queues, wl,
+                    load_conf_file(str(ROOT / conf) if conf else None), node_failures=failures)
+    sim.cache.incremental_nodes = incremental
+    if check:
+        sim.cache.snapshot = checked(sim.cache)  # type: ignore[method-assign]
+    res = sim.run()
+    return metrics.job_rows(res), res.evictions, res.rollbacks, res.cycles, sim.cache.reused
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conf=st.sampled_from(CONFS), seed=st.integers(0, 10_000), jobs=st.integers(20, 50),
+       gangs=st.sampled_from([(1,), (1, 1, 2, 4), (2, 4)]), nodes=st.integers(2, 4),
+       fail=st.lists(st.tuples(st.floats(5, 200), st.integers(0, 3), st.floats(10, 100)), max_size=2))
+def test_incremental_and_rebuilt_snapshots_give_the_same_outcome(
+        conf: str | None, seed: int, jobs: int, gangs: tuple[int, ...], nodes: int,
+        fail: list[tuple[float, int, float]]) -> None:
+    failures = [(t, f"node-{n % nodes:04d}", down) for t, n, down in fail]
+    inc = _simulate(True, conf, seed, jobs, gangs, nodes, failures, check=True)
+    ref = _simulate(False, conf, seed, jobs, gangs, nodes, failures, check=False)
+    assert inc[:4] == ref[:4]  # every job's record, evictions, gang roll-backs, cycles
+
+
+def test_a_contended_run_with_failures_reuses_and_checks_every_snapshot() -> None:
+    inc = _simulate(True, "examples/confs/reclaim-preempt.conf", 3, 60, (1, 1, 2, 4), 4,
+                    [(40.0, "node-0001", 60.0), (90.0, "node-0003", 30.0)], check=True)
+    ref = _simulate(False, "examples/confs/reclaim-preempt.conf", 3, 60, (1, 1, 2, 4), 4,
+                    [(40.0, "node-0001", 60.0), (90.0, "node-0003", 30.0)], check=False)
+    assert inc[:4] == ref[:4]
+    assert inc[1] > 0 and inc[4] > 100  # evictions happened, clones were reused
