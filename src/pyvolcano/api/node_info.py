@@ -51,6 +51,9 @@ class NodeStatic:
         self.allocatable = _frozen(np.array([s.allocatable for s in specs], dtype=float).reshape(n, r))
         self.capacity = _frozen(np.array([s.capacity for s in specs], dtype=float).reshape(n, r))
         self.unschedulable = _frozen(np.array([s.unschedulable for s in specs], dtype=bool))
+        #: facts plugins derive from the specs alone (label columns, tainted nodes: ``plugins/_k8s.py``),
+        #: computed once per static part rather than once per session; a new static part starts empty
+        self.derived: dict[str, Any] = {}
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -113,6 +116,7 @@ class NodeArrays:
         new.specs[i] = spec
         new.names, new.pos = st.names, st.pos
         new.allocatable, new.capacity, new.unschedulable = st.allocatable, st.capacity, st.unschedulable
+        new.derived = {}
         delta = spec.allocatable - st.allocatable[i]
         if delta.any():
             new.allocatable = _replaced(st.allocatable, i, spec.allocatable)

@@ -23,13 +23,22 @@ class LabelIndex:
 
     def __init__(self, nodes: NodeArrays) -> None:
         self.nodes = nodes
-        self._cols: dict[str, np.ndarray] = {}
-        self.tainted = np.array([i for i, s in enumerate(nodes.specs) if s.taints], dtype=np.int64)
+        # both depend on the node specs only: kept on the snapshot's static part (``NodeStatic.derived``), shared
+        # by every session until a Node changes, instead of a walk over every node per session
+        derived = nodes.static.derived
+        self._cols: dict[str, np.ndarray] = derived.setdefault("label-columns", {})
+        tainted = derived.get("tainted")
+        if tainted is None:
+            tainted = derived["tainted"] = np.array([i for i, s in enumerate(nodes.specs) if s.taints],
+                                                    dtype=np.int64)
+            tainted.flags.writeable = False
+        self.tainted: np.ndarray = tainted
 
     def col(self, key: str) -> np.ndarray:
         c = self._cols.get(key)
         if c is None:
             c = np.array([s.labels.get(key) for s in self.nodes.specs] + [None], dtype=object)[:-1]
+            c.flags.writeable = False  # shared by later sessions on the same nodes
             self._cols[key] = c
         return c
 
