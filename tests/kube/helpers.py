@@ -65,6 +65,21 @@ def eventually(cond: Callable[[], Any], timeout: float = 10.0, interval: float =
         time.sleep(interval)
 
 
+#: Volcano's usual tiers plus network-topology-aware (the HyperNode tests on the fake and the real API server)
+TOPO_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: network-topology-aware
+"""
+
 #: a conf with preempt (shared by the fake-API and the real-API-server preemption tests)
 PREEMPT_CONF = """
 actions: "enqueue, allocate, preempt, backfill"

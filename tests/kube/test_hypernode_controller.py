@@ -17,7 +17,7 @@ from pyvolcano.kube.hypernode_controller import HyperNodeControllerRunner, defau
 from pyvolcano.kube.resources import CONFIGMAP, HYPERNODE, NODE, POD, PODGROUP, QUEUE
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from tests.kube.fakeapi import FakeApi
-from tests.kube.helpers import eventually, node, pod, podgroup, queue
+from tests.kube.helpers import TOPO_CONF, eventually, node, pod, podgroup, queue
 
 LABEL_CONF = """networkTopologyDiscovery:
 - source: label
@@ -27,19 +27,6 @@ LABEL_CONF = """networkTopologyDiscovery:
       rack: [{nodeLabel: example.com/spine}, {nodeLabel: example.com/tor}, {nodeLabel: kubernetes.io/hostname}]
 """
 
-TOPO_CONF = """actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: network-topology-aware
-"""
 
 
 def configmap(text: str, name: str = "volcano-controller-configmap") -> dict[str, Any]:

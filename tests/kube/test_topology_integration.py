@@ -14,25 +14,13 @@ import pytest
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CONFIGMAP, CRD, HYPERNODE, NAMESPACE, NODE, PODGROUP
 from tests.kube.cluster import Env, bound, mk_pod, scheduler, wait
+from tests.kube.helpers import TOPO_CONF
 
 pytestmark = [pytest.mark.kube]
 
 TOR, SPINE = "topology.pyvolcano.test/tor", "topology.pyvolcano.test/spine"
 SOURCE = "volcano.sh/network-topology-source"
 
-TOPO_CONF = """actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: network-topology-aware
-"""
 
 
 def discovery_conf(type_name: str) -> str:
