@@ -331,6 +331,24 @@ def _sub_gradients(ssn: Session, job: JobInfo, sub: SubJob, domain: int, hard: b
                        PURPOSE_EVICT)
 
 
+def _record_row_ties(ssn: Session, queue: QueueInfo, job: JobInfo, sub: SubJob, tasks: list[TaskInfo],
+                     row: list[int]) -> None:
+    """For the differential compare (``run_session(record_ties=True)``): Volcano visits the hypernodes of one
+    tier of a gradient in Go map order (``hyperNodeGradientFn`` ranges over ``Children``) and takes the first
+    where the sub-group fits, so any of them where it fits may be chosen; each is dry-run here (and undone) and
+    those that fit are recorded as ties of the job."""
+    st = ssn.topology
+    assert st.ties is not None
+    fits = []
+    for h in row:
+        trial = simulate_in(ssn, queue, job, sub, tasks, h)
+        if trial is not None:
+            fits.append(h)
+            trial.discard(rollback=False)
+    if len(fits) > 1:
+        st.ties.setdefault(job.uid, set()).update(fits)
+
+
 def nomination_plan(ssn: Session, queue: QueueInfo, job: JobInfo, domain: int, victims: list[TaskInfo],
                     reason: str) -> tuple[Statement, dict[str, int]] | None:
     """``BuildNominationPlanInDomain`` (simulate.go): the victims evicted, then the job's eviction worksheet
@@ -355,6 +373,8 @@ def nomination_plan(ssn: Session, queue: QueueInfo, job: JobInfo, domain: int, v
     for sub, tasks in ws:
         won = -1
         for row in _sub_gradients(ssn, job, sub, domain, hard):
+            if st.ties is not None and len(row) > 1:
+                _record_row_ties(ssn, queue, job, sub, tasks, row)
             for h in row:
                 trial = simulate_in(ssn, queue, job, sub, tasks, h)
                 if trial is not None:
@@ -422,7 +442,12 @@ class GangEviction(Action):
                 stmt = Statement(ssn)
                 chosen = self.evict_for(ssn, stmt, queue, job, opts)
                 if ssn.job_pipelined(job):
+                    replayed = [(op.task, op.old if op.kind == "evict" else TaskStatus.Pending) for op in stmt.ops]
                     stmt.commit()
+                    for task, old in replayed:  # the plan was replayed from saved clones (RecoverOperations)
+                        owner = ssn.jobs.get(task.job)
+                        if owner is not None:
+                            owner.mark_replayed(task, old)
                     if chosen:  # ApplySubJobNominations
                         ssn.topology.nominated.update(chosen)
                 else:
@@ -450,30 +475,50 @@ class GangEviction(Action):
         pending = pending_for_eviction(ssn, job)
         if not pending or not self.may_try(ssn, queue, pending):
             return None
-        size = ssn.res.size
-        need = _sum(pending, size, init=True)
-        nodes, topo = ssn.nodes, ssn.topology.topo
+        need = _sum(pending, ssn.res.size, init=True)
+        topo = ssn.topology.topo
         cands = self.candidates(ssn, job)
-        for domain in candidate_domains(ssn, job, opts.max_domains):
-            members = topo.members[domain]
-            if not members.any():
+        domains = candidate_domains(ssn, job, opts.max_domains)
+        for k, domain in enumerate(domains):
+            got = self.try_domain(ssn, queue, job, need, cands, domain, opts)
+            if got is None:
                 continue
-            local = [t for t in cands if (i := nodes.pos.get(t.node_name)) is not None and members[i]]
-            bundles = self.bundles(ssn, job, need, domain, local, opts)
-            if not bundles:
+            plan, placed = got
+            if ssn.topology.ties is not None:  # for the differential compare
+                same = [d for d in domains[k:] if topo.tier[d] == topo.tier[domain]]
+                if len(same) > 1:
+                    # Volcano lists the hypernodes of one tier in Go map order, so it may visit any later domain of
+                    # the chosen one's tier before it: a superset (trying them here would leave undone evictions in
+                    # the node views, which changes the rest of the session)
+                    ssn.topology.ties.setdefault(job.uid, set()).update(same)
+            stmt.merge(plan)
+            return placed
+        return None
+
+    def try_domain(self, ssn: Session, queue: QueueInfo, job: JobInfo, need: np.ndarray,
+                   cands: list[TaskInfo], domain: int, opts: GangEvictOptions,
+                   ) -> tuple[Statement, dict[str, int]] | None:
+        """One domain of ``preemptJobInDomains`` / ``reclaimJobInDomains``: its bundles added in order until the
+        domain's idle + releasing resources plus the victims' cover ``need``, a dry run each time they do; the
+        first that leaves the job pipelined (its statement applied to the session), or None."""
+        nodes = ssn.nodes
+        members = ssn.topology.topo.members[domain]
+        if not members.any():
+            return None
+        local = [t for t in cands if (i := nodes.pos.get(t.node_name)) is not None and members[i]]
+        bundles = self.bundles(ssn, job, need, domain, local, opts)
+        if not bundles:
+            return None
+        room = (nodes.idle[members] + nodes.releasing[members]).sum(axis=0)
+        victims: list[TaskInfo] = []
+        for b in bundles:
+            victims.extend(b.tasks)
+            room = room + b.local
+            if not less_equal(need, room):
                 continue
-            room = (nodes.idle[members] + nodes.releasing[members]).sum(axis=0)
-            victims: list[TaskInfo] = []
-            for b in bundles:
-                victims.extend(b.tasks)
-                room = room + b.local
-                if not less_equal(need, room):
-                    continue
-                got = nomination_plan(ssn, queue, job, domain, list(victims), self.kind)
-                if got is not None:
-                    plan, placed = got
-                    stmt.merge(plan)
-                    return placed
+            got = nomination_plan(ssn, queue, job, domain, list(victims), self.kind)
+            if got is not None:
+                return got
         return None
 
     def bundles(self, ssn: Session, job: JobInfo, need: np.ndarray, domain: int, tasks: list[TaskInfo],
