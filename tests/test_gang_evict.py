@@ -16,7 +16,9 @@ from pyvolcano.actions._gang_evict import (
     GangEvictOptions,
     allowed_bundles,
     candidate_domains,
+    eviction_worksheet,
     job_bundles,
+    pending_for_eviction,
     roi,
     sort_bundles,
 )
@@ -80,6 +82,79 @@ def test_a_job_below_its_minimum_is_one_safe_bundle() -> None:
     job = ssn.jobs["ns/j"]
     (only,) = job_bundles(job, job.tasks_in(job.tasks["ns/j-0"].status), ssn.res.size)
     assert only.kind == SAFE and len(only.tasks) == 2
+
+
+def part(p: dict[str, Any], role: str, index: int) -> dict[str, Any]:
+    """A pod of partition ``index`` of sub-group policy ``role`` (the labels the vcjob controller writes)."""
+    p["metadata"]["labels"] = {"volcano.sh/task-spec": role, "volcano.sh/partition-id": str(index)}
+    return p
+
+
+def policy(name: str, size: int, min_groups: int, nt: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "subGroupSize": size, "minSubGroups": min_groups,
+                           "labelSelector": {"matchLabels": {"volcano.sh/task-spec": name}},
+                           "matchLabelKeys": ["volcano.sh/partition-id"]}
+    if nt is not None:
+        out["networkTopology"] = nt
+    return out
+
+
+def test_bundles_keep_each_policy_at_its_min_sub_groups() -> None:
+    # w-0 (j-0 running, j-1 pending) is broken; w-1 and w-2 are ready and w needs 1: one of them may go
+    ssn = session([*NODES, pg("j", 1, subGroupPolicy=[policy("w", 2, 1)]),
+                   part(running("j-0", "j", "n0"), "w", 0), part(pod("j-1", "j", 4), "w", 0),
+                   part(running("j-2", "j", "n1", cpu=1), "w", 1), part(running("j-3", "j", "n1", cpu=1), "w", 1),
+                   part(running("j-4", "j", "n2"), "w", 2), part(running("j-5", "j", "n3"), "w", 2)])
+    job = ssn.jobs["ns/j"]
+    safe, whole = job_bundles(job, job.tasks_in(job.tasks["ns/j-0"].status), ssn.res.size)
+    # j-0: its sub-group is already broken; j-2 breaks w-1 (w's spare), j-3 then is in a broken sub-group too;
+    # j-4 would break w's last ready sub-group (the job's own surplus, 4, would allow it)
+    assert [t.name for t in safe.tasks] == ["j-0", "j-2", "j-3"]
+    assert [t.name for t in whole.tasks] == ["j-4", "j-5"]
+    # the default sub-group has no minimum
+    ssn = session([*NODES, pg("k", 1, subGroupPolicy=[policy("w", 1, 1)]), part(running("k-0", "k", "n0"), "w", 0),
+                   running("k-1", "k", "n1"), running("k-2", "k", "n2")])
+    job = ssn.jobs["ns/k"]
+    safe, whole = job_bundles(job, list(job.tasks.values()), ssn.res.size)
+    assert [t.name for t in safe.tasks] == ["k-1", "k-2"] and [t.name for t in whole.tasks] == ["k-0"]
+
+
+def test_eviction_worksheet_required_first_and_a_ready_job_asks_for_one_sub_group() -> None:
+    conf = CONF.replace("  - name: gang\n", "  - name: gang\n    enableJobStarving: false\n")
+    objs = [*NODES, pg("j", 2, subGroupPolicy=[policy("a", 2, 0), policy("b", 2, 1)]),
+            part(pod("j-a0", "j", 4), "a", 0), part(pod("j-a1", "j", 4), "a", 0),
+            part(pod("j-b0", "j", 4), "b", 1), part(pod("j-b1", "j", 4), "b", 1)]
+    ssn = session(objs, conf)
+    job = ssn.jobs["ns/j"]
+    ws = eviction_worksheet(ssn, job)
+    # b-1 is required (minSubGroups 1) and goes before a-0, which subJobOrder alone puts first (match value 0)
+    assert [sj.uid for sj, _ in ws] == ["ns/j/b-1", "ns/j/a-0"]
+    assert [t.name for t in pending_for_eviction(ssn, job)] == ["j-b0", "j-b1", "j-a0", "j-a1"]
+    # b-1 running: the job is ready and asks only for the first sub-group of its worksheet
+    objs[-2], objs[-1] = part(running("j-b0", "j", "n0"), "b", 1), part(running("j-b1", "j", "n1"), "b", 1)
+    objs += [part(pod("j-a2", "j", 4), "a", 2), part(pod("j-a3", "j", 4), "a", 2)]
+    ssn = session(objs, conf)
+    job = ssn.jobs["ns/j"]
+    assert ssn.job_ready(job) and ssn.job_starving(job)
+    assert [t.name for t in pending_for_eviction(ssn, job)] == ["j-a0", "j-a1"]
+
+
+def test_each_sub_group_is_nominated_its_hypernode() -> None:
+    hard1 = {"mode": "hard", "highestTierAllowed": 1}
+    objs = [*NODES, *TOPO, *PCS, pg("lo", 1, priorityClassName="low")]
+    objs += [running(f"lo-{i}", "lo", f"n{i}") for i in range(4)]
+    objs += [pg("hi", 4, {"mode": "hard", "highestTierAllowed": 2}, priorityClassName="high",
+                subGroupPolicy=[policy("w", 2, 2, hard1)])]
+    objs += [part(pod(f"hi-{i}", "hi", 4), "w", i // 2) for i in range(4)]
+    ssn = session(objs)
+    out = result_json(ssn.run())
+    assert sorted(out["evictions"]) == [f"ns/lo-{i}" for i in range(4)]
+    names = ssn.topology.topo.names
+    got = {sid: names[h] for sid, h in ssn.topology.nominated.items()}
+    assert sorted(got) == ["ns/hi/w-0", "ns/hi/w-1"] and sorted(got.values()) == ["s0", "s1"]
+    leaf = {"n0": "s0", "n1": "s0", "n2": "s1", "n3": "s1"}
+    for i in range(4):  # each partition in the leaf it was nominated
+        assert leaf[out["pipelined"][f"ns/hi-{i}"]] == got[f"ns/hi/w-{i // 2}"]
 
 
 def _bundle(ssn: Session, uid: str, kind: int, cpu: float, cost: float) -> Bundle:

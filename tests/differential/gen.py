@@ -85,8 +85,6 @@ CONFS["gangpreempt"] = ('actions: "enqueue, allocate, gangpreempt, backfill"\nti
                         + "  - name: network-topology-aware\n")
 CONFS["gangreclaim"] = ('actions: "enqueue, allocate, gangreclaim, backfill"\ntiers:\n' + _TIER1_VOTING + _TIER2
                         + "  - name: network-topology-aware\n")
-#: families whose cases carry HyperNodes and PodGroups with networkTopology
-TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim")
 
 #: families that reuse a conf above with more kinds of object: multi-role gangs (``volcano.sh/task-spec``),
 #: inter-pod (anti-)affinity and topology spread, queues with ``spec.priority``.
@@ -97,7 +95,8 @@ TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim")
 EXTRA: dict[str, str] = {"roles": "default", "affinity": "default", "queue-priority": "reclaim",
                          "one-node": "default", "one-node-pods": "default", "one-node-preempt": "preempt",
                          "one-node-reclaim": "reclaim", "subgroups": "topology"}
-TOPOLOGY_FAMILIES = ("topology", "subgroups")
+#: families whose cases carry HyperNodes and PodGroups with networkTopology
+TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim", "subgroups")
 FAMILIES = (*CONFS, *EXTRA)
 
 
@@ -240,6 +239,8 @@ def generate(family: str, seed: int) -> Case:
             cpu_m = gang_rnd.choice([1000, 2000, 3000] if hungry else [2000, 3000, 4000])
             if family == "gangreclaim" and len(leaf_queues) > 1:
                 queue = leaf_queues[-1] if hungry else gang_rnd.choice(leaf_queues[:-1])
+            # sub-groups on about half of the jobs, starving or victims (CreateJobBundles, the eviction worksheet)
+            sub_policy = _sub_group_policy(sub_rnd, pg, n_pods, none=0.5)
         created = _ts(t)
         t += 1
         running = 0
@@ -330,7 +331,15 @@ def generate(family: str, seed: int) -> Case:
                         "metadata": {"name": pg, "namespace": ns, "creationTimestamp": _ts(0)},
                         "spec": {"minMember": 1, "queue": done.choice(leaf_queues)},
                         "status": {"phase": "Completed"}})
-    return Case(family, seed, CONFS[conf], objects)
+    config = CONFS[conf]
+    if family in ("gangpreempt", "gangreclaim") and random.Random(f"{family}:{seed}:starving").random() < 0.3:
+        # priority's jobStarving decides (fewer pods placed than the job has): a ready job with pods pending is
+        # starving too and asks room for its first sub-group only (CollectPendingTasksForGangEviction). Without
+        # allocate: a job allocate placed through its hypernode path keeps those pods as pending in Volcano's
+        # sub-group index too, which gang eviction then tries to place again (docs/volcano-differences.md)
+        config = config.replace("  - name: gang\n", "  - name: gang\n    enableJobStarving: false\n", 1)
+        config = config.replace("enqueue, allocate, ", "enqueue, ", 1)
+    return Case(family, seed, config, objects)
 
 
 def _affinity(rnd: random.Random, app: str, j: int) -> dict[str, Any]:
@@ -370,11 +379,13 @@ def _network_topology(rnd: random.Random) -> dict[str, Any] | None:
     return {"mode": "hard", "highestTierAllowed": 1 if kind == "hard1" else 2}
 
 
-def _sub_group_policy(rnd: random.Random, pg: str, n_pods: int) -> tuple[dict[str, Any], int] | None:
-    """For the subgroups family: none, or a policy over the job's first pods (all, or all but one, which then
-    fall in the default sub-group), grouped by ``volcano.sh/partition-id`` in partitions of 1-3 pods, needing
-    0 to all of them, with its own networkTopology; returns the policy and how many pods it covers."""
-    if rnd.random() < 0.25:
+def _sub_group_policy(rnd: random.Random, pg: str, n_pods: int,
+                      none: float = 0.25) -> tuple[dict[str, Any], int] | None:
+    """For the sub-group families: none (with probability ``none``), or a policy over the job's first pods (all,
+    or all but one, which then fall in the default sub-group), grouped by ``volcano.sh/partition-id`` in
+    partitions of 1-3 pods, needing 0 to all of them, with its own networkTopology; returns the policy and how
+    many pods it covers."""
+    if rnd.random() < none:
         return None
     covered = n_pods if n_pods == 1 or rnd.random() < 0.7 else n_pods - 1
     size = rnd.randint(1, min(3, covered))

@@ -2,34 +2,41 @@
 ``simulate.go``, ``util.go``, and the common shape of ``gangpreempt.go`` / ``gangreclaim.go``).
 
 Both actions make room for a whole starving gang at once, inside one *domain* (a hypernode) at a time, and pipeline
-the gang there:
+the gang there, sub-group by sub-group (a PodGroup's ``subGroupPolicy``; a job without one is its default
+sub-group alone):
 
 1. **Which jobs.**  Every job that is not Pending, passes jobValid, has a queue and is starving, per queue in queue
    order, jobs in job order.  Unlike preempt, a job with a network topology is not skipped, and a pod's
    ``preemptionPolicy: Never`` is not looked at.
-2. **What it needs.**  The pending tasks of its (default) sub-group that are not scheduling-gated and request
-   something (``CollectPendingTasksForGangEviction``), their init requests summed.
-3. **Where.**  The candidate domains (``GetCandidateDomains``): for a job in hard mode (soft mode is hard mode up to
-   the virtual top), the ``network-topology-aware`` plugin's eviction gradients -- hypernodes at or below the
-   job's tier whose *allocatable* covers the PodGroup's ``minResources`` (every one under the search root once
-   the job has pods placed), the widest tier first, at most ``hypernode.gradient.evict.max-hypernodes`` of them
-   -- then at most ``maxDomains``; any other job (or without the plugin) has the whole cluster as its only
-   domain.
+2. **What it needs** (``CollectPendingTasksForGangEviction``).  The eviction worksheet
+   (``organizeEvictionWorksheet``): the sub-groups with a pending task that is not scheduling-gated and requests
+   something, those needed to reach each policy's ``minSubGroups`` first, then ``subJobOrder``; each one's such
+   tasks in task order.  A job not yet ready needs every task of the worksheet; a ready one (e.g. minMember met,
+   more replicas pending, a starving test that counts every pod) only the first sub-group's.  Their init requests
+   summed are the need.
+3. **Where.**  The candidate domains (``GetCandidateDomains``): for a job in hard mode (its own constraint; soft
+   mode is hard mode up to the virtual top), the ``network-topology-aware`` plugin's eviction gradients --
+   hypernodes at or below the job's tier whose *allocatable* covers the PodGroup's ``minResources`` (every one
+   under the search root once the job has pods placed), the widest tier first, at most
+   ``hypernode.gradient.evict.max-hypernodes`` of them -- then at most ``maxDomains``; any other job (a hard
+   sub-group alone does not count, nor does a job without the plugin) has the whole cluster as its only domain.
 4. **Victims, as bundles.**  In a domain, the candidate tasks (per action) are grouped per job into bundles
-   (``CreateJobBundles``): a *safe* bundle of the tasks whose eviction keeps the job at its minMember and each
-   role's minimum (lowest task priority first, then UID), and a *whole* bundle of the rest, which breaks the
-   gang.  Bundles are ordered safe first, then by job (gangpreempt: the job that job order puts last first) or by
-   queue (gangreclaim: the victim queue order), then by return on investment (how much of the need a bundle
-   frees over what its job holds; a safe bundle costs nothing), then by job UID.  The plugins'
-   ``unifiedEvictable`` vote filters the tasks (a whole bundle survives only whole), and ``allowWholeBundle:
-   false`` drops whole bundles.
+   (``CreateJobBundles``): a *safe* bundle of the tasks whose eviction keeps the job at its minMember, each role
+   at its minimum and, for a job with sub-groups, each policy at its ``minSubGroups`` ready sub-groups (lowest
+   task priority first, then UID), and a *whole* bundle of the rest, which breaks the gang.  Bundles are ordered
+   safe first, then by job (gangpreempt: the job that job order puts last first) or by queue (gangreclaim: the
+   victim queue order), then by return on investment (how much of the need a bundle frees over what its job
+   holds; a safe bundle costs nothing), then by job UID.  The plugins' ``unifiedEvictable`` vote filters the
+   tasks (a whole bundle survives only whole), and ``allowWholeBundle: false`` drops whole bundles.
 5. **Trying.**  Bundles are added in order until the domain's idle + releasing resources plus the victims' cover
    the need; each time they do, a dry run (``BuildNominationPlanInDomain``) evicts the victims so far and places
-   every one of the gang's pending tasks in the domain (for a job in hard mode: in the first hypernode of the
-   sub-group's eviction gradients under the domain where all fit), each on the best node whose future idle fits
-   it (idle-fitting nodes first) among those failing no unresolvable predicate, pipelined.  The first dry run
-   that leaves the job pipelined is kept; the job's statement is committed if the job is pipelined, and the
-   hypernode the sub-group went to is recorded as its nomination.
+   the worksheet's sub-groups in order, each one's tasks all in one hypernode -- for a job with a hard
+   constraint anywhere (its own or a sub-group's), the first hypernode of *that sub-group's* eviction gradients
+   under the domain where all fit (a sub-group without a hard tier: the domain) -- each task on the best node
+   whose future idle fits it (idle-fitting nodes first) among those failing no unresolvable predicate,
+   pipelined, until the job is pipelined (a job ready before: after one sub-group).  A sub-group that fits in no
+   hypernode fails the dry run.  The first dry run that leaves the job pipelined is kept; the job's statement is
+   committed if the job is pipelined, and the hypernode each sub-group went to is recorded as its nomination.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from typing import ClassVar
 import numpy as np
 
 from pyvolcano.actions._hypernode import _pending_request
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, is_empty, less_equal
 from pyvolcano.api.types import ALLOCATED, TaskStatus
@@ -80,9 +87,13 @@ def _sum(tasks: list[TaskInfo], size: int, init: bool = False) -> np.ndarray:
 
 def job_bundles(job: JobInfo, tasks: list[TaskInfo], size: int) -> list[Bundle]:
     """``CreateJobBundles`` (bundle.go): ``tasks`` (the job's candidates in the domain) by task priority, then UID;
-    a job already below minMember gives one safe bundle of all of them; otherwise each task is safe while the job
-    keeps more ready tasks than minMember and its role (when the per-role minimums bind: minMember at least
-    their sum) keeps more than its minimum, counting allocated, succeeded and pending BestEffort tasks."""
+    a job already below minMember gives one safe bundle of all of them; otherwise a task is safe while the job
+    keeps more ready tasks than minMember, its role (when the per-role minimums bind: minMember at least their
+    sum) keeps more than its minimum, counting allocated, succeeded and pending BestEffort tasks, and -- for a job
+    with a ``subGroupPolicy`` -- its sub-group either is already broken (not ready, or a safe task of it taken
+    before) or its policy has more ready sub-groups than ``minSubGroups`` (the first task taken from a ready
+    sub-group breaks it and costs its policy one).  Sub-group readiness here is the sub-group's own count
+    (``SubJobInfo.IsReady``), not the plugins'; the default sub-group has no minimum."""
     if not tasks:
         return []
     tasks = sorted(tasks, key=lambda t: (t.priority, t.uid))
@@ -97,15 +108,36 @@ def job_bundles(job: JobInfo, tasks: list[TaskInfo], size: int) -> list[Bundle]:
                     t.status == TaskStatus.Pending and is_empty(t.init_resreq)):
                 ready[t.task_spec] = ready.get(t.task_spec, 0) + 1
         role_surplus = {role: ready.get(role, 0) - n for role, n in job.task_min_available.items()}
+    # sub-groups (groupSurplus, subJobBroken): per policy, the ready sub-groups it can lose
+    by_sub = job.has_sub_policy()
+    subs = job.sub_jobs() if by_sub else {}
+    group_surplus: dict[str, int] = {}
+    broken: set[str] = set()
+    if by_sub:
+        for sj in subs.values():
+            if sj.is_ready():
+                group_surplus[sj.gid] = group_surplus.get(sj.gid, 0) + 1
+            else:
+                broken.add(sj.uid)
+        for gid, n in job.min_sub_jobs().items():
+            group_surplus[gid] = group_surplus.get(gid, 0) - n
     safe: list[TaskInfo] = []
     whole: list[TaskInfo] = []
     for t in tasks:
         has_min = t.task_spec in role_surplus
-        if surplus > 0 and (not has_min or role_surplus[t.task_spec] > 0):
+        sid = job.sub_id(t.uid) if by_sub else None
+        sub_ok = True
+        if by_sub:
+            sub_ok = sid is not None and (sid in broken or group_surplus.get(subs[sid].gid, 0) > 0)
+        if surplus > 0 and (not has_min or role_surplus[t.task_spec] > 0) and sub_ok:
             safe.append(t)
             surplus -= 1
             if has_min:
                 role_surplus[t.task_spec] -= 1
+            if sid is not None and sid not in broken:
+                broken.add(sid)
+                gid = subs[sid].gid
+                group_surplus[gid] = group_surplus.get(gid, 0) - 1
         else:
             whole.append(t)
     out = []
@@ -176,12 +208,61 @@ def preemptable_for_gang_eviction(job: JobInfo) -> bool:
     return True
 
 
+#: the eviction worksheet: each sub-group to place with its tasks in task order, in worksheet order
+EvictionWorksheet = list[tuple[SubJob, list[TaskInfo]]]
+
+
+def eviction_worksheet(ssn: Session, job: JobInfo) -> EvictionWorksheet:
+    """``organizeEvictionWorksheet`` (simulate.go), allocate's ``organizeJobWorksheet`` order: of the sub-groups
+    not ready (``subJobReady``), in ``subJobOrder``, the first ones needed to reach their policy's
+    ``minSubGroups`` (counting the ready ones) are required; required sub-groups first, then ``subJobOrder``.
+    Every sub-group (ready or not) with a pending task that is not scheduling-gated and requests something is
+    in it, with those tasks in task order.  For a job without policies: its default sub-group, every such task."""
+    subs = job.sub_jobs()
+    counts: dict[str, int] = {}
+    unready: list[SubJob] = []
+    for sj in subs.values():
+        if ssn.sub_job_ready(job, sj):
+            counts[sj.gid] = counts.get(sj.gid, 0) + 1
+        else:
+            unready.append(sj)
+    need = job.min_sub_jobs()
+    required: set[str] = set()
+    for sj in sorted(unready, key=cmp_to_key(ssn.sub_job_cmp)):
+        if counts.get(sj.gid, 0) < need.get(sj.gid, 0):
+            required.add(sj.uid)
+            counts[sj.gid] = counts.get(sj.gid, 0) + 1
+
+    def order(left: SubJob, right: SubJob) -> int:
+        lr, rr = left.uid in required, right.uid in required
+        if lr != rr:
+            return -1 if lr else 1
+        return ssn.sub_job_cmp(left, right)
+
+    queue: PriorityQueue[SubJob] = PriorityQueue(order)
+    tasks_of: dict[str, list[TaskInfo]] = {}
+    for sid, sj in subs.items():
+        pending = [t for t in sj.pending() if not t.sch_gated and not is_empty(t.resreq)]
+        if pending:
+            q = PriorityQueue(ssn.task_cmp, pending)
+            tasks_of[sid] = [q.pop() for _ in range(len(pending))]
+            queue.push(sj)
+    out: EvictionWorksheet = []
+    while not queue.empty():
+        sj = queue.pop()
+        out.append((sj, tasks_of[sj.uid]))
+    return out
+
+
 def pending_for_eviction(ssn: Session, job: JobInfo) -> list[TaskInfo]:
-    """``CollectPendingTasksForGangEviction`` for the job's default sub-group: its pending tasks that are not
-    scheduling-gated and request something, in task order."""
-    tasks = [t for t in job.index.get(TaskStatus.Pending, {}).values() if not t.sch_gated and not is_empty(t.resreq)]
-    q = PriorityQueue(ssn.task_cmp, tasks)
-    return [q.pop() for _ in range(len(tasks))]
+    """``CollectPendingTasksForGangEviction``: for a job that is not ready, every task of its eviction worksheet
+    (sub-group by sub-group); for a ready one, the first sub-group's tasks only."""
+    ws = eviction_worksheet(ssn, job)
+    if not ws:
+        return []
+    if ssn.job_ready(job):
+        return list(ws[0][1])
+    return [t for _, tasks in ws for t in tasks]
 
 
 def candidate_domains(ssn: Session, job: JobInfo, max_domains: int) -> list[int]:
@@ -204,11 +285,12 @@ def candidate_domains(ssn: Session, job: JobInfo, max_domains: int) -> list[int]
     return out
 
 
-def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo], h: int) -> Statement | None:
-    """``runSimulateTrialAtHyperNode`` (simulate.go): every task, in order, pipelined to the node
-    ``select_resolvable`` picks among hypernode ``h``'s nodes, or nothing (a task the queue has no room for, that
-    a prePredicate rejects or that finds no node ends the trial); the trial counts only if the job is then ready
-    or pipelined."""
+def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, sub: SubJob, tasks: list[TaskInfo],
+                h: int) -> Statement | None:
+    """``runSimulateTrialAtHyperNode`` (simulate.go): every task of sub-group ``sub``, in order, pipelined to the
+    node ``select_resolvable`` picks among hypernode ``h``'s nodes, or nothing (a task the queue has no room for,
+    that a prePredicate rejects or that finds no node ends the trial); the trial counts only if the sub-group is
+    then ready or pipelined (``subJobReady`` / ``subJobPipelined``: for a job without policies, the job)."""
     st = ssn.topology
     within = None if h == st.topo.top else st.topo.members[h]
     if within is not None and not within.any():
@@ -222,46 +304,96 @@ def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskIn
             trial.discard(rollback=False)
             return None
         trial.pipeline(task, node)
-    if trial.ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+    if trial.ops and (ssn.sub_job_ready(job, sub) or ssn.sub_job_pipelined(job, sub)):
         return trial
     trial.discard(rollback=False)
     return None
 
 
+def contains_hard_topology(ssn: Session, job: JobInfo) -> bool:
+    """Volcano's ``ContainsHardTopology``: the job or one of its sub-groups is in hard mode with a tier (soft
+    mode already turned into hard mode when the session opened)."""
+    jt = ssn.topology.of(job)
+    return jt is not None and (jt.hard or any(s.hard for s in jt.subs.values()))
+
+
+def _sub_gradients(ssn: Session, job: JobInfo, sub: SubJob, domain: int, hard: bool) -> list[list[int]]:
+    """Where sub-group ``sub`` may go in ``domain``: for a job with a hard constraint anywhere, the sub-group's
+    eviction gradients under the domain (``HyperNodeGradientForSubJobFn``: for a sub-group in hard mode, the
+    hypernodes within its tier whose allocatable covers its pending pods' init requests, or every one under its
+    search root once it has pods placed, widest first; any other sub-group: the domain); otherwise the domain."""
+    st = ssn.topology
+    jt = st.of(job)
+    s = jt.subs.get(sub.uid) if jt is not None and hard else None
+    if s is None or not s.hard or s.tier is None:
+        return [[domain]]
+    return st.gradient(job, domain, s.tier, s.allocated, _pending_request(sub.pending(), ssn.res.size),
+                       PURPOSE_EVICT)
+
+
+def _record_row_ties(ssn: Session, queue: QueueInfo, job: JobInfo, sub: SubJob, tasks: list[TaskInfo],
+                     row: list[int]) -> None:
+    """For the differential compare (``run_session(record_ties=True)``): Volcano visits the hypernodes of one
+    tier of a gradient in Go map order (``hyperNodeGradientFn`` ranges over ``Children``) and takes the first
+    where the sub-group fits, so any of them where it fits may be chosen; each is dry-run here (and undone) and
+    those that fit are recorded as ties of the job."""
+    st = ssn.topology
+    assert st.ties is not None
+    fits = []
+    for h in row:
+        trial = simulate_in(ssn, queue, job, sub, tasks, h)
+        if trial is not None:
+            fits.append(h)
+            trial.discard(rollback=False)
+    if len(fits) > 1:
+        st.ties.setdefault(job.uid, set()).update(fits)
+
+
 def nomination_plan(ssn: Session, queue: QueueInfo, job: JobInfo, domain: int, victims: list[TaskInfo],
-                    reason: str) -> tuple[Statement, int] | None:
-    """``BuildNominationPlanInDomain`` (simulate.go) for the job's default sub-group: the victims evicted, then its
-    pending tasks placed by ``simulate_in`` in the domain -- for a job in hard mode, in the first hypernode of the
-    sub-group's eviction gradients under the domain (widest first) where all of them fit -- and kept only if the
-    job is then pipelined.  Returns the statement (its operations applied to the session) and the hypernode the
-    sub-group went to, or None with the session as it was."""
+                    reason: str) -> tuple[Statement, dict[str, int]] | None:
+    """``BuildNominationPlanInDomain`` (simulate.go): the victims evicted, then the job's eviction worksheet
+    (built before the evictions) placed sub-group by sub-group by ``simulate_in``, each in the first hypernode
+    of its gradients (``_sub_gradients``) where all its tasks fit; a sub-group that fits nowhere ends the dry
+    run with nothing.  It stops once the job is pipelined, or after the first sub-group placed when the job was
+    ready before; kept only if the job is then pipelined.  Returns the statement (its operations applied to the
+    session) and the hypernode each sub-group placed went to, or None with the session as it was."""
     st = ssn.topology
     if domain != st.topo.top and not st.topo.members[domain].any():
         return None
-    tasks = pending_for_eviction(ssn, job)
-    if not tasks:
+    ws = eviction_worksheet(ssn, job)
+    if not ws:
         return None
+    was_ready = ssn.job_ready(job)
+    hard = contains_hard_topology(ssn, job)
     chain = Statement(ssn)
     for v in victims:
         chain.evict(v, reason)
-    jt = st.of(job)
-    if jt is not None and jt.hard and jt.tier is not None:
-        pending = job.index.get(TaskStatus.Pending, {}).values()
-        rows = st.gradient(job, domain, jt.tier, jt.sub_allocated, _pending_request(pending, ssn.res.size), PURPOSE_EVICT)
-    else:
-        rows = [[domain]]
-    for row in rows:
-        for h in row:
-            trial = simulate_in(ssn, queue, job, tasks, h)
-            if trial is None:
-                continue
-            chain.merge(trial)
-            if ssn.job_pipelined(job):
-                return chain, h
+    placed: dict[str, int] = {}
+    pipelined = False
+    for sub, tasks in ws:
+        won = -1
+        for row in _sub_gradients(ssn, job, sub, domain, hard):
+            if st.ties is not None and len(row) > 1:
+                _record_row_ties(ssn, queue, job, sub, tasks, row)
+            for h in row:
+                trial = simulate_in(ssn, queue, job, sub, tasks, h)
+                if trial is not None:
+                    chain.merge(trial)
+                    won = h
+                    break
+            if won >= 0:
+                break
+        if won < 0:
             chain.discard(rollback=False)
             return None
-    chain.discard(rollback=False)
-    return None
+        placed[sub.uid] = won
+        pipelined = ssn.job_pipelined(job)
+        if was_ready or pipelined:
+            break
+    if not pipelined:
+        chain.discard(rollback=False)
+        return None
+    return chain, placed
 
 
 @dataclass(frozen=True)
@@ -310,9 +442,14 @@ class GangEviction(Action):
                 stmt = Statement(ssn)
                 chosen = self.evict_for(ssn, stmt, queue, job, opts)
                 if ssn.job_pipelined(job):
+                    replayed = [(op.task, op.old if op.kind == "evict" else TaskStatus.Pending) for op in stmt.ops]
                     stmt.commit()
-                    if chosen is not None:  # ApplySubJobNominations
-                        ssn.topology.nominated[job.uid] = chosen
+                    for task, old in replayed:  # the plan was replayed from saved clones (RecoverOperations)
+                        owner = ssn.jobs.get(task.job)
+                        if owner is not None:
+                            owner.mark_replayed(task, old)
+                    if chosen:  # ApplySubJobNominations
+                        ssn.topology.nominated.update(chosen)
                 else:
                     stmt.discard()
 
@@ -332,36 +469,56 @@ class GangEviction(Action):
         raise NotImplementedError
 
     def evict_for(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo,
-                  opts: GangEvictOptions) -> int | None:
-        """``preemptJobInDomains`` / ``reclaimJobInDomains``: the hypernode the job's sub-group was placed in (its
+                  opts: GangEvictOptions) -> dict[str, int] | None:
+        """``preemptJobInDomains`` / ``reclaimJobInDomains``: the hypernode each sub-group placed went to (the
         operations joined to ``stmt``), or None."""
         pending = pending_for_eviction(ssn, job)
         if not pending or not self.may_try(ssn, queue, pending):
             return None
-        size = ssn.res.size
-        need = _sum(pending, size, init=True)
-        nodes, topo = ssn.nodes, ssn.topology.topo
+        need = _sum(pending, ssn.res.size, init=True)
+        topo = ssn.topology.topo
         cands = self.candidates(ssn, job)
-        for domain in candidate_domains(ssn, job, opts.max_domains):
-            members = topo.members[domain]
-            if not members.any():
+        domains = candidate_domains(ssn, job, opts.max_domains)
+        for k, domain in enumerate(domains):
+            got = self.try_domain(ssn, queue, job, need, cands, domain, opts)
+            if got is None:
                 continue
-            local = [t for t in cands if (i := nodes.pos.get(t.node_name)) is not None and members[i]]
-            bundles = self.bundles(ssn, job, need, domain, local, opts)
-            if not bundles:
+            plan, placed = got
+            if ssn.topology.ties is not None:  # for the differential compare
+                same = [d for d in domains[k:] if topo.tier[d] == topo.tier[domain]]
+                if len(same) > 1:
+                    # Volcano lists the hypernodes of one tier in Go map order, so it may visit any later domain of
+                    # the chosen one's tier before it: a superset (trying them here would leave undone evictions in
+                    # the node views, which changes the rest of the session)
+                    ssn.topology.ties.setdefault(job.uid, set()).update(same)
+            stmt.merge(plan)
+            return placed
+        return None
+
+    def try_domain(self, ssn: Session, queue: QueueInfo, job: JobInfo, need: np.ndarray,
+                   cands: list[TaskInfo], domain: int, opts: GangEvictOptions,
+                   ) -> tuple[Statement, dict[str, int]] | None:
+        """One domain of ``preemptJobInDomains`` / ``reclaimJobInDomains``: its bundles added in order until the
+        domain's idle + releasing resources plus the victims' cover ``need``, a dry run each time they do; the
+        first that leaves the job pipelined (its statement applied to the session), or None."""
+        nodes = ssn.nodes
+        members = ssn.topology.topo.members[domain]
+        if not members.any():
+            return None
+        local = [t for t in cands if (i := nodes.pos.get(t.node_name)) is not None and members[i]]
+        bundles = self.bundles(ssn, job, need, domain, local, opts)
+        if not bundles:
+            return None
+        room = (nodes.idle[members] + nodes.releasing[members]).sum(axis=0)
+        victims: list[TaskInfo] = []
+        for b in bundles:
+            victims.extend(b.tasks)
+            room = room + b.local
+            if not less_equal(need, room):
                 continue
-            room = (nodes.idle[members] + nodes.releasing[members]).sum(axis=0)
-            victims: list[TaskInfo] = []
-            for b in bundles:
-                victims.extend(b.tasks)
-                room = room + b.local
-                if not less_equal(need, room):
-                    continue
-                got = nomination_plan(ssn, queue, job, domain, list(victims), self.kind)
-                if got is not None:
-                    plan, h = got
-                    stmt.merge(plan)
-                    return h
+            got = nomination_plan(ssn, queue, job, domain, list(victims), self.kind)
+            if got is not None:
+                return got
         return None
 
     def bundles(self, ssn: Session, job: JobInfo, need: np.ndarray, domain: int, tasks: list[TaskInfo],

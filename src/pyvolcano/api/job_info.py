@@ -165,6 +165,8 @@ class PodGroup:
 
 
 _READY_SET = frozenset(_members(READY))
+_PIPELINED_SET = frozenset((TaskStatus.Pipelined,))
+_PENDING_SET = frozenset((TaskStatus.Pending,))
 _INT = re.compile(r"[+-]?[0-9]+")
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -208,10 +210,13 @@ class SubJob:
     pod no policy takes; for a job without policies, all of them, with the job's minMember and topology).
 
     ``tasks`` are the job's own TaskInfo objects, so the counts follow status changes; ``priority`` is the highest
-    task priority (at least 0), ``match_index`` the first match value as an integer (0 if it is not one)."""
+    task priority (at least 0), ``match_index`` the first match value as an integer (0 if it is not one).
 
-    __slots__ = ("gid", "job", "match_index", "min_available", "network_topology", "policy", "priority", "tasks",
-                 "uid")
+    ``stale``: task uid -> a status the sub-group's status index still files the task under besides its own,
+    counted too (see ``JobInfo.mark_replayed``)."""
+
+    __slots__ = ("gid", "job", "match_index", "min_available", "network_topology", "policy", "priority", "stale",
+                 "tasks", "uid")
 
     def __init__(self, gid: str, uid: str, job: str, policy: SubGroupPolicy | None, min_available: int,
                  network_topology: NetworkTopology | None, values: list[str] | None = None) -> None:
@@ -219,6 +224,7 @@ class SubJob:
         self.min_available = min_available
         self.network_topology = network_topology
         self.tasks: dict[str, TaskInfo] = {}
+        self.stale: dict[str, TaskStatus] = {}
         self.priority = 0
         self.match_index = int(values[0]) if values and _INT.fullmatch(values[0]) else 0
         if abs(self.match_index) >= 2**63:  # strconv.Atoi: out of range is an error, MatchIndex stays 0
@@ -229,17 +235,27 @@ class SubJob:
         if task.priority > self.priority:
             self.priority = task.priority
 
+    def _stale_in(self, statuses: frozenset[TaskStatus], best_effort: bool = False) -> int:
+        """Stale index entries (``stale``) under one of ``statuses`` that the task's own status does not repeat."""
+        tasks = self.tasks
+        return sum(1 for uid, st in self.stale.items()
+                   if st in statuses and tasks[uid].status != st and (not best_effort or tasks[uid].best_effort))
+
     def ready_num(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in _READY_SET)
+        n = sum(1 for t in self.tasks.values() if t.status in _READY_SET)
+        return n + self._stale_in(_READY_SET) if self.stale else n
 
     def waiting_num(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status == TaskStatus.Pipelined)
+        n = sum(1 for t in self.tasks.values() if t.status == TaskStatus.Pipelined)
+        return n + self._stale_in(_PIPELINED_SET) if self.stale else n
 
     def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status == TaskStatus.Pending and t.best_effort)
+        n = sum(1 for t in self.tasks.values() if t.status == TaskStatus.Pending and t.best_effort)
+        return n + self._stale_in(_PENDING_SET, True) if self.stale else n
 
     def allocated_num(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in _ALLOCATED_SET)
+        n = sum(1 for t in self.tasks.values() if t.status in _ALLOCATED_SET)
+        return n + self._stale_in(_ALLOCATED_SET) if self.stale else n
 
     def is_ready(self) -> bool:
         return self.ready_num() + self.pending_best_effort_num() >= self.min_available
@@ -467,6 +483,18 @@ class JobInfo:
     def sub_id(self, task_uid: str) -> str | None:
         """The id of the sub-group a task is in, None for a task the job does not have."""
         return self._sub_index()[1].get(task_uid)
+
+    def mark_replayed(self, task: TaskInfo, old: TaskStatus) -> None:
+        """``task`` went from ``old`` to its status through a replayed operation (Volcano's
+        ``Statement.RecoverOperations`` of a plan saved with ``SaveOperations``, as gangpreempt and gangreclaim
+        commit their dry run).  Volcano replays a *clone* of the task taken after the dry run, which already has
+        the new status, and ``JobInfo.DeleteTaskInfo`` removes a task from its sub-group's status index under the
+        status of the object it is given: so the sub-group still files the task under ``old`` too, for the rest of
+        the session (a pod evicted this way still counts as running in its sub-group's readiness; the job's own
+        counts are right).  Recorded here so that ``SubJob``'s counts include it."""
+        sid = self.sub_id(task.uid)
+        if sid is not None and old != task.status:
+            self.sub_jobs()[sid].stale[task.uid] = old
 
     def min_sub_jobs(self) -> dict[str, int]:
         """Volcano's ``MinSubJobs``: per policy (its group id ``<job>/<name>``), the ``minSubGroups``."""

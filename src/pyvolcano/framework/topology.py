@@ -106,8 +106,9 @@ class SessionTopology:
     #: chosen for it or one of its sub-groups (Volcano picks among them at random: ``selectBestHyperNodeForJob``
     #: ranges over a Go map, ``util.SelectBestHyperNodeAndScore`` shuffles), for the differential compare
     ties: dict[str, set[int]] | None = None
-    #: per job that gangpreempt or gangreclaim made room for: the hypernode its (default) sub-group was pipelined
-    #: in (Volcano's ``SubJobInfo.NominatedHyperNode``, which lives in the session's copy of the job only)
+    #: per sub-group id (a job without policies: the job's uid) that gangpreempt or gangreclaim made room for: the
+    #: hypernode it was pipelined in (Volcano's ``SubJobInfo.NominatedHyperNode``, which lives in the session's
+    #: copy of the job only)
     nominated: dict[str, int] = field(default_factory=dict)
     #: per job with sub-groups or a hard constraint: allocate's worksheet (``actions/_hypernode.py: Worksheet``),
     #: built on the job's first turn of the session
