@@ -173,6 +173,12 @@ def test_job_manifests_with_partitions_pass_a_typed_boundary() -> None:
                for p in wl.problems), wl.problems
     assert any("Job default/nt: field spec.tasks[0].partitionPolicy.networkTopology.mode" in p
                for p in wl.problems), wl.problems
+    from pyvolcano.api.job_validate import job_problems
+
+    # Volcano's admission rules on their own (shared with the Kubernetes mode) no longer raise on an infinite count
+    got = job_problems(job("inf", 4, {**pp, "totalPartitions": float("inf")}), None)
+    assert [(p.field, p.problem) for p in got] == [("spec.tasks[0].partitionPolicy.totalPartitions",
+                                                    "'TotalPartitions' must be greater than 0 in task: w")]
     nodes = parse_cluster_spec("8x{cpu: 4, memory: 16Gi}")
     hns = st.spec_hypernodes("leaf=2,spine=2", [n["metadata"]["name"] for n in nodes])
     sim = Simulator(nodes, [queue()], wl, load_conf_file(NT_CONF), hypernodes=hns)

@@ -445,6 +445,8 @@ class SpreadLog:
     sub_constraint: dict[str, dict[str, str]] = field(default_factory=dict)
     sub_at_start: dict[str, dict[str, int]] = field(default_factory=dict)
     sub_widest: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: per job, the widest any of its sub-groups ever was
+    sub_widest_any: dict[str, int] = field(default_factory=dict)
     _jobs: dict[str, _Group] = field(default_factory=dict)
     _subs: dict[tuple[str, str], _Group] = field(default_factory=dict)
     #: per job, its sub-groups with live pods; per pod, its sub-group
@@ -502,6 +504,7 @@ class SpreadLog:
         st = g.tier(self.topo)
         if st is not None and st > self.sub_widest.get(key, -1):
             self.sub_widest[key] = st
+            self.sub_widest_any[job] = max(st, self.sub_widest_any.get(job, -1))
 
     def gone(self, job: str, pod: str) -> None:
         g = self._jobs.get(job)
@@ -580,12 +583,11 @@ def job_columns(spread: SpreadLog | None, job: str) -> dict[str, Any]:
     labels = spread.sub_constraint.get(job)
     if labels:
         at = spread.sub_at_start.get(job) or {}
-        widest = [w for (j, _), w in spread.sub_widest.items() if j == job]
         out.update(sub_network_topology=",".join(sorted(set(labels.values()))),
                    sub_groups=len(at) if job in spread.at_start else None,
                    sub_lca_tier_max=max(at.values()) if at else None,
                    sub_lca_tier_mean=round(float(np.mean(list(at.values()))), 4) if at else None,
-                   sub_max_lca_tier=max(widest) if widest else None)
+                   sub_max_lca_tier=spread.sub_widest_any.get(job))
     return out
 
 
