@@ -285,8 +285,9 @@ def _partition_variants(inputs: Inputs, values: tuple[str, ...]) -> list[tuple[s
             inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems)))))
     text = texts[0] if len(texts) == 1 else ", ".join(str(p or "none") for p in parsed) + " (" + "; ".join(
         texts) + "): one run each"
-    out = [(label, dataclasses.replace(inp, settings={
-        **inp.settings, "partitions": f"{text} (vcjob partitionPolicy: PodGroup sub-groups)"})) for label, inp in out]
+    if any(p is not None for p in parsed):
+        text += " (vcjob partitionPolicy: PodGroup sub-groups)"
+    out = [(label, dataclasses.replace(inp, settings={**inp.settings, "partitions": text})) for label, inp in out]
     return out if len(out) > 1 else [(None, out[0][1])]
 
 
