@@ -99,9 +99,11 @@ def test_sub_group_summary_by_hand() -> None:
     log.arrived("k", job("k", 4, {**pp, "networkTopology": {"mode": "soft"}}))
     log.arrived("never", job("never", 4, {**pp, "networkTopology": {"mode": "soft"}}))
     log.arrived("plain", job("plain", 2))
-    for j, pods in {"j": [("n0", "w/0"), ("n1", "w/0"), ("n4", "w/1"), ("n6", "w/1")],   # tiers 1 and 2, job 3
-                    "k": [("n2", "w/0"), ("n2", "w/0"), ("n3", "w/1"), ("n3", "w/1")],   # tiers 0 and 0, job 1
-                    "plain": [("n5", None), ("n7", None)]}.items():
+    placed: dict[str, list[tuple[str, str | None]]] = {
+        "j": [("n0", "w/0"), ("n1", "w/0"), ("n4", "w/1"), ("n6", "w/1")],  # tiers 1 and 2, job 3
+        "k": [("n2", "w/0"), ("n2", "w/0"), ("n3", "w/1"), ("n3", "w/1")],  # tiers 0 and 0, job 1
+        "plain": [("n5", None), ("n7", None)]}
+    for j, pods in placed.items():
         for i, (node, sub) in enumerate(pods):
             log.bound(j, f"{j}{i}", node, sub)
         log.started(j)
@@ -301,12 +303,21 @@ def test_bad_partition_options_are_one_clear_error(tmp_path: Path, args: list[st
     assert "Traceback" not in r.output
 
 
-def test_partition_warnings(tmp_path: Path) -> None:
-    r = cli(tmp_path, "--cluster", "2x{cpu: 4, memory: 16Gi}", "--synthetic", "3", "--gang-sizes", "2",
-            "--topology", "leaf=2", "--partitions", "2:hard:rack")
-    assert r.exit_code == 0, r.output
-    assert "--partitions 2:hard:rack: no HyperNode has tierName 'rack' (leaf)" in r.output
-    assert "no gang has a task of at least two partitions of 2 pods" in r.output
+def test_partition_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown tier name and a workload without a gang to cut are warnings (the run goes on)."""
+    from pyvolcano.commands.simulate import _partition_variants
+    from pyvolcano.sim.run import Inputs, load_queues
+
+    nodes = parse_cluster_spec("2x{cpu: 4, memory: 16Gi}")
+    wl = synthetic(seed=0, jobs=3, gang_sizes=(2,), gpu_fraction=0)
+    inputs = Inputs(nodes, load_queues(None, wl), wl, hypernodes=st.spec_hypernodes("leaf=2", ["node-0000",
+                                                                                               "node-0001"]))
+    got = _partition_variants(inputs, ("2:hard:rack",))
+    err = capsys.readouterr().err
+    assert "--partitions 2:hard:rack: no HyperNode has tierName 'rack' (leaf)" in err
+    assert "no gang has a task of at least two partitions of 2 pods" in err
+    assert got[0][0] is None and got[0][1].settings["partitions"].startswith("2 pods each, hard:rack per partition "
+                                                                             "on 0 of 3 gangs")
 
 
 def test_sweep_over_partitions(tmp_path: Path) -> None:
