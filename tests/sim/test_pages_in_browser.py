@@ -123,9 +123,10 @@ def test_comparison_page_renders_offline(tmp_path: Path) -> None:
 
 
 def test_topology_comparison_renders_offline(tmp_path: Path) -> None:
-    """The spread-vs-wait section of a comparison with and without a hard topology constraint (issue 14 item 9):
-    rendered in chromium, its plot decodes, and the tables name every LCA tier; ``PYVOLCANO_TOPO_SCREENSHOT=path``
-    keeps the screenshot for a person to look at."""
+    """The spread-vs-wait section of a comparison with and without a hard topology constraint (issue 14 item 9;
+    the constrained run's gangs also cut into partitions with a hard constraint of their own): rendered in
+    chromium, its plot decodes, and the tables name every LCA tier and the sub-groups' spread;
+    ``PYVOLCANO_TOPO_SCREENSHOT=path`` keeps the screenshot for a person to look at."""
     import dataclasses
     import os
 
@@ -141,6 +142,8 @@ def test_topology_comparison_renders_offline(tmp_path: Path) -> None:
     runs: list[Run] = []
     for c in ("none", "hard:1"):
         jobs = st.with_constraint(wl.jobs, st.parse_constraint(c))
+        if c == "hard:1":  # with sub-groups too: partitions of 2 pods, each in a leaf
+            jobs, _ = st.with_partitions(jobs, st.parse_partitions("2:hard:leaf"))
         inputs = dataclasses.replace(base, workload=dataclasses.replace(wl, jobs=jobs))
         run_one(inputs, conf, c, tmp_path / c.replace(":", "-"), progress=False, keep=runs)
     page = compare_page(runs, common_window(runs), tmp_path / "compare.html", "topology", ["none", "hard:1"])
@@ -149,7 +152,8 @@ def test_topology_comparison_renders_offline(tmp_path: Path) -> None:
     check(seen, page)
     assert "spread_wait" in [alt for alt, _, _ in seen["images"]]
     for words in ("Network topology: spread vs wait", "tier 0 (one node)", "tier 1 (leaf)", "tier 2 (spine)",
-                  "tier 3 (above all)", "By constraint", "hard constraint broken"):
+                  "tier 3 (above all)", "By constraint", "hard constraint broken", "Sub-groups (partitions)",
+                  "no sub-groups", "partition hard constraint broken"):
         assert words in seen["text"], words
     if os.environ.get("PYVOLCANO_TOPO_SCREENSHOT"):
         shutil.copy(shot, os.environ["PYVOLCANO_TOPO_SCREENSHOT"])

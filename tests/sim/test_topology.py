@@ -174,7 +174,9 @@ def test_summary_and_job_columns() -> None:
     assert s["by_constraint"]["none"]["lca_tier_at_start"] == {"0": 1, "3": 1}
     assert s["by_constraint"]["hard:1"]["wait"]["p50"] == 10.0
     assert s["hard_violations"] == 0
-    assert st.job_columns(None, "a") == {"network_topology": None, "lca_tier": None, "max_lca_tier": None}
+    assert st.job_columns(None, "a") == dict.fromkeys(("network_topology", "lca_tier", "max_lca_tier",
+                                                       *st.SUB_COLUMNS))
+    assert all(rows[0][k] is None for k in st.SUB_COLUMNS)  # no sub-groups: no per-sub-group figures
 
 
 # --- constraints on a workload ------------------------------------------------------------------------------

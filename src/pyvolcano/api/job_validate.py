@@ -54,7 +54,7 @@ def _int(v: Any) -> int | None:
         return None
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float (YAML ``.inf``)
         return None
 
 

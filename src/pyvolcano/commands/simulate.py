@@ -33,7 +33,7 @@ from pyvolcano.sim.run import (
 from pyvolcano.sim.workload import MONTH, Workload, from_manifests, load_csv, services, synthetic
 
 #: options that take several values after one flag (``--compare a.conf b.conf``) as well as repeated flags
-MULTI_VALUE = ("--compare", "--network-topology")
+MULTI_VALUE = ("--compare", "--network-topology", "--partitions")
 
 
 def expand_multi(args: list[str], flags: tuple[str, ...] = MULTI_VALUE) -> list[str]:
@@ -121,6 +121,11 @@ def register(group: click.Group) -> None:
                        "several values: one run each on the same jobs, compared like --compare.")
     @click.option("--network-topology-fraction", "nt_fraction", type=Number(0, 1), default=None,
                   help="Share of the gangs (minAvailable > 1) that get --network-topology (default 1).")
+    @click.option("--partitions", "partitions_arg", multiple=True, metavar="SIZE[:CONSTRAINT]...",
+                  help="Cut every full gang's task of at least two SIZE-pod partitions (replicas a multiple of "
+                       "SIZE) into partitions (vcjob partitionPolicy: PodGroup sub-groups), each under CONSTRAINT "
+                       "(none, soft, hard:TIER, hard:TIERNAME), e.g. 4:hard:leaf; several values (none: no "
+                       "partitions): one run each on the same jobs, compared like --compare.")
     @click.option("--node-failures", help="TIME:NODE:DOWNTIME,... node failures.")
     @click.option("--cancel", help="TIME:[NS/]JOB,... job cancellations.")
     @click.option("--seed", type=int, default=0, show_default=True,
@@ -137,7 +142,7 @@ def register(group: click.Group) -> None:
                  duration_scale: float, gang_window: float, max_gang: int, config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
                  horizon: float | None, hypernodes_arg: str | None, topology_arg: str | None,
-                 network_topology: tuple[str, ...], nt_fraction: float | None,
+                 network_topology: tuple[str, ...], nt_fraction: float | None, partitions_arg: tuple[str, ...],
                  node_failures: str | None, cancel: str | None, seed: int, out: str,
                  no_progress: bool, full_sessions: bool, output: str) -> None:
         """Simulate a workload (one of --workload, --csv, --synthetic, --synthetic-services, --alibaba) and write
@@ -183,7 +188,7 @@ def register(group: click.Group) -> None:
         inputs.hypernodes, topo_text = simtopo.load_or_build(hypernodes_arg, topology_arg, inputs.nodes)
         if topo_text is not None:
             inputs.settings["network topology"] = topo_text
-        variants = _constraint_variants(inputs, network_topology, nt_fraction, seed)
+        variants = _variants(inputs, partitions_arg, network_topology, nt_fraction, seed)
         seen: set[str] = set()
 
         def warn(p: str) -> None:  # each problem once, even when --compare finds it in every run
@@ -202,7 +207,7 @@ def register(group: click.Group) -> None:
             for c, (conf, name) in zip(confs, loaded, strict=True):
                 run_name = f"run{len(labels)}" + (f"-{Path(c).stem if c else 'default'}"
                                                   if len(confs) > 1 or len(variants) == 1 else "") \
-                    + (f"-{label.replace(':', '-')}" if len(variants) > 1 else "")
+                    + (f"-{label.replace(':', '-').replace(',', '_')}" if len(variants) > 1 else "")
                 d = Path(out) if len(confs) * len(variants) == 1 else Path(out) / run_name
                 s = run_one(inp, conf, name, d, period=period, start_latency=start_latency, grace=grace,
                             until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon,
@@ -213,7 +218,8 @@ def register(group: click.Group) -> None:
         summaries = common_window(runs, horizon)  # writes each report.html; compared runs share one time window
         if len(runs) > 1:
             what = f"{len(confs)} confs" if len(variants) == 1 else (
-                f"{len(variants)} network topology constraints" + (f" x {len(confs)} confs" if len(confs) > 1
+                f"{len(variants)} network topology {'constraints' if len(partitions_arg) < 2 else 'variants'}"
+                + (f" x {len(confs)} confs" if len(confs) > 1
                                                                      else ""))
             page = compare_page(runs, summaries, Path(out) / "compare.html",
                                 f"pyvolcano simulate --compare: {what} on one workload", labels)
@@ -225,8 +231,68 @@ def register(group: click.Group) -> None:
             compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
 
 
+def _variants(inputs: Inputs, partitions: tuple[str, ...], network_topology: tuple[str, ...],
+              fraction: float | None, seed: int) -> list[tuple[str, Inputs]]:
+    """The runs one workload makes: every ``--partitions`` value under every ``--network-topology`` value (the
+    workload as written without either), labelled ``CONSTRAINT``, ``p:PARTITIONS`` or ``CONSTRAINT,p:PARTITIONS``
+    when both give several values."""
+    out = []
+    for k, (plabel, pinp) in enumerate(_partition_variants(inputs, partitions)):
+        for clabel, cinp in _constraint_variants(pinp, network_topology, fraction, seed, quiet=k > 0):
+            out.append((clabel if plabel is None else plabel if clabel == "as written" else f"{clabel},{plabel}",
+                        cinp))
+    return out
+
+
+def _partition_variants(inputs: Inputs, values: tuple[str, ...]) -> list[tuple[str | None, Inputs]]:
+    """One (label, inputs) per ``--partitions`` value (``none``: the workload as it is), each the same jobs with
+    a task ``partitionPolicy`` on the full gangs (``sim/topology.py: with_partitions``); the workload as written
+    (label None) without the option.  A partition constraint other than ``none`` needs a topology (refused
+    otherwise); an unknown tier name, or no gang that can be cut, is a warning."""
+    if not values:
+        return [(None, inputs)]
+    parsed = [None if v.strip() == "none" else simtopo.parse_partitions(v) for v in values]
+    if len({str(p) for p in parsed}) != len(parsed):
+        raise UserError(f"--partitions: a value is given twice ({', '.join(values)})")
+    names = simtopo.build_topology(inputs.hypernodes, inputs.nodes).tier_names() if inputs.hypernodes else {}
+    for v, parts in zip(values, parsed, strict=True):
+        c = parts.constraint if parts is not None else None
+        if c is not None and c.mode is not None and not inputs.hypernodes:
+            raise UserError(f"--partitions {v!r}: a partition constraint needs a topology: --topology SPEC (e.g. "
+                            "leaf=16,spine=8) or --hypernodes FILE")
+        if c is not None and c.tier_name and c.tier_name not in names:
+            click.echo(f"pyvolcano: warning: --partitions {v}: no HyperNode has tierName {c.tier_name!r} "
+                       f"({', '.join(sorted(names)) or 'none has a tierName'}); Volcano then sets no hard limit",
+                       err=True)
+    wl = inputs.workload
+    gangs = sum(1 for _, j in wl.jobs if simtopo.gang_size(j) > 1)
+    out: list[tuple[str | None, Inputs]] = []
+    texts = []
+    for parts in parsed:
+        if parts is None:
+            out.append(("p:none", inputs))
+            texts.append("none")
+            continue
+        jobs, n = simtopo.with_partitions(wl.jobs, parts)
+        if n == 0:
+            click.echo(f"pyvolcano: warning: --partitions {parts}: no gang has a task of at least two partitions "
+                       f"of {parts.size} pods (replicas a multiple of {parts.size}); nothing was partitioned",
+                       err=True)
+        c = parts.constraint
+        texts.append(f"{parts.size} pods each" + (f", {c} per partition" if c.mode else "") + f" on {n} of "
+                     f"{gangs} gangs")
+        out.append((f"p:{parts}", dataclasses.replace(
+            inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems)))))
+    text = texts[0] if len(texts) == 1 else ", ".join(str(p or "none") for p in parsed) + " (" + "; ".join(
+        texts) + "): one run each"
+    if any(p is not None for p in parsed):
+        text += " (vcjob partitionPolicy: PodGroup sub-groups)"
+    out = [(label, dataclasses.replace(inp, settings={**inp.settings, "partitions": text})) for label, inp in out]
+    return out if len(out) > 1 else [(None, out[0][1])]
+
+
 def _constraint_variants(inputs: Inputs, values: tuple[str, ...], fraction: float | None,
-                         seed: int) -> list[tuple[str, Inputs]]:
+                         seed: int, quiet: bool = False) -> list[tuple[str, Inputs]]:
     """One (label, inputs) per ``--network-topology`` value, each the same jobs with that constraint on the same
     share of gangs (``sim/topology.py: with_constraint``); the workload as written without the option."""
     if fraction is not None and not values:
@@ -241,7 +307,7 @@ def _constraint_variants(inputs: Inputs, values: tuple[str, ...], fraction: floa
                         "--hypernodes FILE")
     names = simtopo.build_topology(inputs.hypernodes, inputs.nodes).tier_names() if inputs.hypernodes else {}
     for c in constraints:
-        if c.tier_name and c.tier_name not in names:
+        if c.tier_name and c.tier_name not in names and not quiet:
             click.echo(f"pyvolcano: warning: --network-topology {c}: no HyperNode has tierName {c.tier_name!r} "
                        f"({', '.join(sorted(names)) or 'none has a tierName'}); Volcano then sets no hard limit",
                        err=True)

@@ -41,6 +41,11 @@ def compare_table(summaries: list[dict[str, Any]], wide: bool = True, names: lis
             share = (s.get("topology") or {}).get("within_tier1")
             return None if share is None else f"{share * 100:.0f}%"
         row("gangs within tier 1", local)
+    if any("sub_groups" in (s.get("topology") or {}) for s in summaries):  # jobs whose every partition stayed local
+        def sub_local(s: dict[str, Any]) -> str | None:
+            share = ((s.get("topology") or {}).get("sub_groups") or {}).get("within_tier1")
+            return None if share is None else f"{share * 100:.0f}%"
+        row("sub-groups within tier 1", sub_local)
     if wide:
         row("gangs rolled back", lambda s: s["gangs_rolled_back"])
         row("scheduler s/cycle", lambda s: s["scheduler_seconds_per_cycle"]["mean"])

@@ -41,7 +41,7 @@ from pyvolcano.framework.result import (
     podgroup_status_body,
 )
 from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
-from pyvolcano.sim.topology import SpreadLog, build_topology
+from pyvolcano.sim.topology import SpreadLog, build_topology, sub_group_of
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 
@@ -179,7 +179,7 @@ class SimWriter:
         sim.api.update(pod)
         rec = sim.records.get(sim._job_of(pod)[0])
         if sim.spread is not None:
-            sim.spread.bound(sim._job_of(pod)[0], task.uid, node)
+            sim.spread.bound(sim._job_of(pod)[0], task.uid, node, sub_group_of(pod["metadata"].get("labels")))
         sim.usage.hold(sim.now, task.uid, rec.queue if rec is not None else "", sim._pick(task.resreq))
         sim._push(sim.now + sim.start_latency, "running", (task.uid, pod["metadata"]["uid"]))
 

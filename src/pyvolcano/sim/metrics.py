@@ -23,7 +23,8 @@ from pyvolcano.sim.figures import outcomes
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
                "finished", "wait", "jct", "restarts", "preempted")
-#: the columns jobs.csv adds for a cluster with a network topology (``sim/topology.py: job_columns``)
+#: the columns jobs.csv adds for a cluster with a network topology (``sim/topology.py: job_columns``; with
+#: sub-groups in the workload also ``topology.SUB_COLUMNS``)
 TOPOLOGY_COLUMNS = ("network_topology", "lca_tier", "max_lca_tier")
 
 
@@ -124,8 +125,9 @@ def write(out: Path, result: SimResult, conf_name: str = "", horizon: float | No
     out.mkdir(parents=True, exist_ok=True)
     rows = job_rows(result)
     with (out / "jobs.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=JOB_COLUMNS + (TOPOLOGY_COLUMNS if result.spread is not None else ()),
-                           extrasaction="ignore")
+        cols = JOB_COLUMNS + (TOPOLOGY_COLUMNS if result.spread is not None else ()) \
+            + (topology.SUB_COLUMNS if result.spread is not None and result.spread.sub_constraint else ())
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if v is None else (round(v, 3) if isinstance(v, float) else v)) for k, v in r.items()})

@@ -289,6 +289,34 @@ def _spread(r: RunData, window: float) -> dict[str, Any]:
             "violations": (r.summary.get("topology") or {}).get("hard_violations", 0)}
 
 
+def _partitioned(r: RunData) -> list[dict[str, Any]]:
+    """The run's jobs with sub-groups (a task with a ``partitionPolicy``)."""
+    return [x for x in r.rows if x.get("sub_network_topology")]
+
+
+def _sub_spread(r: RunData, window: float, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The jobs with sub-groups (or ``rows``): per job the largest LCA tier of its sub-groups at gang start
+    (shares by tier, as ``counts``) and its mean; the mean over jobs of each job's mean sub-group tier and of the
+    job's own tier; the share whose every sub-group was within one tier-1 hypernode; wait p50/p95 (never started
+    counted until the window's end) and how many never started."""
+    rows = _partitioned(r) if rows is None else rows
+    started = [x for x in rows if x["sub_lca_tier_max"] is not None]
+    maxes = [x["sub_lca_tier_max"] for x in started]
+    counts: dict[int, int] = {}
+    for t in maxes:
+        counts[t] = counts.get(t, 0) + 1
+    p95, never = p95_wait(rows, window) if rows else (None, 0)
+
+    def mean(xs: list[Any]) -> float | None:
+        return float(np.mean(xs)) if xs else None
+    return {"jobs": len(rows), "started": len(started), "counts": counts, "max_tier": mean(maxes),
+            "mean_tier": mean([x["sub_lca_tier_mean"] for x in started]),
+            "job_tier": mean([x["lca_tier"] for x in started if x["lca_tier"] is not None]),
+            "within1": sum(t <= 1 for t in maxes) / len(maxes) if maxes else None,
+            "sub_groups": sum(x["sub_groups"] or 0 for x in started), "p95": p95,
+            "p50": stats([x["wait"] for x in rows if x["wait"] is not None])["p50"], "never": never}
+
+
 def plot_spread_wait(runs: list[RunData], window: float) -> str | None:
     """Left: where each run's multi-pod jobs ran (share by the tier of their pods' lowest common ancestor, when
     the gang started).  Right: the trade-off, one point per run: mean LCA tier (lower: more local) against p95
@@ -298,10 +326,17 @@ def plot_spread_wait(runs: list[RunData], window: float) -> str | None:
         return None
     tiers = _tiers(shown)
     cmap = plt.get_cmap("viridis")
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(shown) + 2.6),
+    # one bar per run (its multi-pod jobs by LCA tier) and, for a run with sub-groups, one more: its partitioned
+    # jobs by the largest LCA tier of their sub-groups
+    bars: list[tuple[RunData, str, dict[str, Any], bool]] = []
+    for r in shown:
+        bars.append((r, r.name, _spread(r, window), False))
+        if _partitioned(r):
+            bars.append((r, f"{r.name}: sub-groups (widest)", _sub_spread(r, window), True))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(bars) + 2.6),
                                  gridspec_kw={"width_ratios": [1.3, 1]})
-    for k, r in enumerate(shown):
-        sp = _spread(r, window)
+    hatched = False
+    for k, (r, _, sp, sub) in enumerate(bars):
         left = 0.0
         for t in tiers:
             share = sp["counts"].get(t, 0) / sp["jobs"] if sp["jobs"] else 0.0
@@ -313,24 +348,29 @@ def plot_spread_wait(runs: list[RunData], window: float) -> str | None:
             left += share
         if sp["never"]:
             ax.barh(k, sp["never"] / sp["jobs"], left=left, color="#dddddd", edgecolor="white",
-                    hatch="//", label="never started" if not any(
-                        _spread(x, window)["never"] for x in shown[:k]) else None)
-        if sp["p95"] is not None and sp["mean_tier"] is not None:
-            bx.scatter(sp["p95"], sp["mean_tier"], color=_colour(runs.index(r)), s=50, zorder=3)
-            bx.annotate(r.name, (sp["p95"], sp["mean_tier"]), textcoords="offset points", xytext=(6, 4),
-                        fontsize=8)
-    ax.set_yticks(range(len(shown)), [r.name for r in shown], fontsize=8)
+                    hatch="//", label="never started" if not hatched else None)
+            hatched = True
+        y = sp["max_tier"] if sub else sp["mean_tier"]
+        if sp["p95"] is not None and y is not None:  # sub-groups: a hollow marker of the run's colour
+            bx.scatter(sp["p95"], y, s=50, zorder=3, **({"facecolors": "none", "edgecolors": _colour(runs.index(r))}
+                                                         if sub else {"color": _colour(runs.index(r))}))
+            bx.annotate(f"{r.name} (sub-groups)" if sub else r.name, (sp["p95"], y), textcoords="offset points",
+                        xytext=(6, -11 if sub else 4), fontsize=8)
+    ax.set_yticks(range(len(bars)), [label for _, label, _, _ in bars], fontsize=8)
     ax.invert_yaxis()
-    ax.set(xlim=(0, 1), xlabel="share of multi-pod jobs", title="Where gangs ran: tier of their pods' LCA")
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.18 if len(shown) < 3 else -0.12), ncol=len(tiers) + 1,
+    ax.set(xlim=(0, 1), xlabel="share of multi-pod jobs" if len(bars) == len(shown) else
+           "share of multi-pod jobs (sub-group bars: partitioned)",
+           title="Where gangs ran: tier of their pods' LCA")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.18 if len(bars) < 3 else -0.12), ncol=len(tiers) + 1,
               fontsize=7, frameon=False)
     bx.set(xlabel="p95 wait of multi-pod jobs (s; never started = until the end)",
-           ylabel="mean LCA tier (lower: closer)", title="Locality vs wait, one point per run")
-    pts = [(sp["p95"], sp["mean_tier"]) for sp in (_spread(r, window) for r in shown)
-           if sp["p95"] is not None and sp["mean_tier"] is not None]
+           ylabel="mean LCA tier (lower: closer)" + ("\nhollow: widest sub-group per job" if len(bars) > len(shown)
+                                                     else ""), title="Locality vs wait, one point per run")
+    pts = [(sp["p95"], sp["max_tier"] if sub else sp["mean_tier"]) for _, _, sp, sub in bars]
+    pts = [(x, y) for x, y in pts if x is not None and y is not None]
     if pts:  # room for the labels: the point furthest right or highest must not touch the frame
         bx.set_xlim(0, max(x for x, _ in pts) * 1.35 + 1)
-        bx.set_ylim(0, max(y for _, y in pts) + 0.4)
+        bx.set_ylim(-0.2, max(y for _, y in pts) + 0.4)  # a point at tier 0 clear of the frame
     bx.grid(alpha=0.3)
     fig.tight_layout()
     return _png(fig)
@@ -372,7 +412,44 @@ def topology_section(runs: list[RunData], window: float) -> str:
             "job that never started as waiting until the end of the window (&ge;). \"Hard constraint broken\": "
             "jobs with a hard tier whose pods ever spanned above it (0 with the network-topology-aware plugin; without "
             "it Volcano does not confine jobs).</p>"
-            f"<h3>By constraint</h3>{t2}")
+            f"<h3>By constraint</h3>{t2}{sub_group_section(runs, window)}")
+
+
+def sub_group_section(runs: list[RunData], window: float) -> str:
+    """Per run and partition constraint, the jobs with sub-groups (vcjob ``partitionPolicy``): the job's LCA tier
+    beside its sub-groups' (the widest and the mean per job, averaged over the jobs), the share whose every
+    sub-group started within one tier-1 hypernode, the distribution of the widest, wait, and how many
+    sub-groups broke a hard partition constraint.  Empty when no run has sub-groups."""
+    if not any(_partitioned(r) for r in runs):
+        return ""
+    head = ["run", "partition constraint", "jobs (sub-groups at start)", "job LCA tier (mean)",
+            "sub-group LCA tier: widest / mean (mean over jobs)", "all sub-groups within tier 1",
+            "widest sub-group tier at gang start", "wait p50 / p95 (s)", "never started",
+            "partition hard constraint broken"]
+    body = []
+    for r in runs:
+        rows = _partitioned(r)
+        if not rows:
+            body.append([_e(r.name), "no sub-groups", *["-" for _ in head[2:]]])
+            continue
+        broken = ((r.summary.get("topology") or {}).get("sub_groups") or {}).get("hard_violations", 0)
+        labels = sorted({x["sub_network_topology"] for x in rows})
+        for label in ([None] if len(labels) == 1 else [None, *labels]):
+            sp = _sub_spread(r, window, rows if label is None else
+                             [x for x in rows if x["sub_network_topology"] == label])
+            tiers_txt = ", ".join(f"tier {t}: {n}" for t, n in sorted(sp["counts"].items()))
+            body.append([_e(r.name), _e(labels[0] if label is None and len(labels) == 1 else label or "all"),
+                         f"{_f(sp['jobs'])} ({_f(sp['sub_groups'])})", _f(sp["job_tier"], 2),
+                         f"{_f(sp['max_tier'], 2)} / {_f(sp['mean_tier'], 2)}",
+                         "-" if sp["within1"] is None else f"{sp['within1']:.0%}", _e(tiers_txt or "-"),
+                         f"{_f(sp['p50'])} / " + ("&ge; " if sp["never"] else "") + _f(sp["p95"]),
+                         _f(sp["never"]), _f(broken) if label is None else ""])
+    return (f"<h3>Sub-groups (partitions)</h3>{_table(head, body, 'small')}<p class=\"note\">A job with a "
+            "<code>partitionPolicy</code> task has one sub-group per partition (the PodGroup's "
+            "<code>subGroupPolicy</code>); a sub-group's spread is the LCA tier of its own pods when the job's gang "
+            "first started. A job is never lower than its widest sub-group: a low sub-group tier under a high job "
+            "tier is a job spread over switches whose partitions each stayed local. \"Partition hard constraint "
+            "broken\": sub-groups whose pods ever spanned above their partition's hard tier.</p>")
 
 
 # --- tables -----------------------------------------------------------------------------------------------------
@@ -476,6 +553,10 @@ def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> 
                 local.append(f"{(sp['counts'].get(0, 0) + sp['counts'].get(1, 0)) / sp['started']:.0%}"
                              if sp["started"] else "-")
             cost += f"; multi-pod jobs within one tier-1 hypernode: {local[0]} &rarr; {local[1]}"
+            if _partitioned(base) or _partitioned(r):
+                subs = [_sub_spread(run, window)["within1"] for run in (base, r)]
+                cost += ("; partitioned jobs with every sub-group within one: "
+                         + " &rarr; ".join("-" if x is None else f"{x:.0%}" for x in subs))
         if moves:
             _, q, before, after = max(moves)
             out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: queue <b>{_e(q)}</b> p95 wait "

@@ -171,6 +171,18 @@ class SweepSpec(BaseModel):
             if c.mode is not None and self.topology is None and self.hypernodes is None:
                 raise ValueError(f"grid.network_topology: {v!r} needs a topology (topology: leaf=16,spine=8, or "
                                  "hypernodes: FILE)")
+        for v in self.grid.get("partitions", []):
+            from pyvolcano.sim.topology import parse_partitions
+
+            if str(v).strip() == "none":
+                continue
+            try:
+                pc = parse_partitions(str(v)).constraint
+            except UserError as exc:
+                raise ValueError(str(exc).replace("--partitions", "grid.partitions")) from None
+            if pc.mode is not None and self.topology is None and self.hypernodes is None:
+                raise ValueError(f"grid.partitions: {v!r} needs a topology (topology: leaf=16,spine=8, or "
+                                 "hypernodes: FILE)")
         for v in self.grid.get("network_topology_fraction", []):
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
                 raise ValueError(f"grid.network_topology_fraction: {v!r} is not a share between 0 and 1")
@@ -194,7 +206,7 @@ class SweepSpec(BaseModel):
 
 def knob_names(kind: str) -> set[str]:
     """The grid knobs a workload kind understands (besides ``conf.<override>``)."""
-    common = {"node_failures", "period", "grace", "network_topology", "network_topology_fraction"}
+    common = {"node_failures", "period", "grace", "network_topology", "network_topology_fraction", "partitions"}
     if kind == "synthetic":
         return common | {"jobs", "rate", "mean_duration", "gpu_fraction", "cluster_size"}
     if kind == "alibaba":
@@ -448,6 +460,10 @@ def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Poi
             load_csv(str(_local(w.csv, paths)))
         inputs = Inputs(load_cluster(str(cluster)), load_queues(queues, wl), wl)
     inputs.node_failures = node_failures(inputs, int(knobs.get("node_failures", 0)), point.seed)
+    if str(knobs.get("partitions", "none")).strip() != "none":  # sub-groups on the full gangs, as --partitions
+        from pyvolcano.sim import topology as st
+
+        inputs.workload.jobs, _ = st.with_partitions(inputs.workload.jobs, st.parse_partitions(str(knobs["partitions"])))
     if spec.topology or spec.hypernodes:
         from pyvolcano.sim import topology as st
 
@@ -644,6 +660,10 @@ METRICS: dict[str, tuple[tuple[str, ...], str]] = {
     "makespan": (("makespan_s",), "first arrival to last finish (s)"),
     "lca_tier_mean": (("topology", "lca_tier_mean"), "mean LCA tier of multi-pod jobs at gang start (topology)"),
     "within_tier1": (("topology", "within_tier1"), "share of multi-pod jobs started within one tier-1 hypernode"),
+    "sub_within_tier1": (("topology", "sub_groups", "within_tier1"),
+                         "share of partitioned jobs whose every sub-group started within one tier-1 hypernode"),
+    "sub_lca_tier_max_mean": (("topology", "sub_groups", "sub_lca_tier_max_mean"),
+                              "mean over partitioned jobs of their widest sub-group's LCA tier at gang start"),
 }
 
 

@@ -195,33 +195,36 @@ class Constraint:
                             else "")
 
 
-def parse_constraint(arg: str) -> Constraint:
+def parse_constraint(arg: str, where: str | None = None) -> Constraint:
     """``none``, ``hard:1`` (highestTierAllowed), ``hard:leaf`` (highestTierName) or ``soft`` (Volcano turns soft
     mode into "the lowest tier that holds the job", ignoring any tier: ``adjustNetworkTopologySpec``, so a tier
-    after ``soft`` is refused rather than silently ignored).  UserError otherwise."""
+    after ``soft`` is refused rather than silently ignored).  UserError otherwise, starting with ``where``
+    (default ``--network-topology 'ARG'``)."""
     a = arg.strip()
+    where = where or f"--network-topology {arg!r}"
     if a == "none":
         return Constraint(None)
     if a == "soft":
         return Constraint("soft")
     mode, _, tier = a.partition(":")
     if mode == "soft":
-        raise UserError(f"--network-topology {arg!r}: soft mode takes no tier (Volcano places a soft job as close "
+        raise UserError(f"{where}: soft mode takes no tier (Volcano places a soft job as close "
                         "as it can, whatever the tier); use soft, or hard:TIER")
     if mode != "hard" or not tier.strip():
-        raise UserError(f"--network-topology {arg!r}: expected none, soft, hard:TIER (e.g. hard:1) or "
+        raise UserError(f"{where}: expected none, soft, hard:TIER (e.g. hard:1) or "
                         "hard:TIERNAME (e.g. hard:leaf)")
     tier = tier.strip()
     if tier.lstrip("-").isdigit():
         if int(tier) < 0 or int(tier) > 1_000:
-            raise UserError(f"--network-topology {arg!r}: the tier must be between 0 and 1000")
+            raise UserError(f"{where}: the tier must be between 0 and 1000")
         return Constraint("hard", int(tier))
     if len(tier) > 253:
-        raise UserError(f"--network-topology {arg!r}: a tier name has at most 253 characters")
+        raise UserError(f"{where}: a tier name has at most 253 characters")
     return Constraint("hard", tier_name=tier)
 
 
-def _gang_size(job: Mapping[str, Any]) -> int:
+def gang_size(job: Mapping[str, Any]) -> int:
+    """A vcjob's minAvailable (all its pods when unset)."""
     spec = job.get("spec") or {}
     tasks = spec.get("tasks") or []
     total = sum(int(t.get("replicas", 1)) for t in tasks if isinstance(t, dict))
@@ -236,7 +239,7 @@ def constrained_gangs(jobs: Sequence[tuple[float, dict[str, Any]]], fraction: fl
     rnd = random.Random(f"network-topology/{seed}")
     out = set()
     for _, job in jobs:
-        if _gang_size(job) <= 1:
+        if gang_size(job) <= 1:
             continue
         if rnd.random() < fraction:
             md = job.get("metadata") or {}
@@ -267,10 +270,96 @@ def with_constraint(jobs: Sequence[tuple[float, dict[str, Any]]], constraint: Co
     return out
 
 
+#: pods a partition may hold (the simulator's largest Job)
+MAX_PARTITION_SIZE = 100_000
+
+
+@dataclass(frozen=True)
+class Partitions:
+    """A ``--partitions SIZE[:CONSTRAINT]`` value: gangs' tasks cut into partitions of ``size`` pods, each under
+    ``constraint`` (``none``: sub-groups without a constraint of their own)."""
+
+    size: int
+    constraint: Constraint = Constraint(None)
+
+    def policy(self, replicas: int) -> dict[str, Any]:
+        """The vcjob task ``partitionPolicy`` for a task of ``replicas`` pods (a multiple of the size): every
+        partition needed (``minPartitions`` = ``totalPartitions``, so the task's ``minAvailable`` stays its
+        replicas, as Volcano's webhook requires: ``validatePartitionPolicy``)."""
+        n = replicas // self.size
+        out: dict[str, Any] = {"totalPartitions": n, "partitionSize": self.size, "minPartitions": n}
+        spec = self.constraint.spec()
+        if spec is not None:
+            out["networkTopology"] = spec
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.size}" + (f":{self.constraint}" if self.constraint.mode is not None else "")
+
+
+def parse_partitions(arg: str) -> Partitions:
+    """``SIZE`` or ``SIZE:CONSTRAINT`` (``4``, ``4:hard:leaf``, ``8:hard:1``, ``4:soft``; the constraint as
+    ``--network-topology`` takes it).  UserError naming the value otherwise."""
+    where = f"--partitions {arg!r}"
+    size, _, rest = arg.strip().partition(":")
+    try:
+        n = int(size.strip())
+    except ValueError:
+        raise UserError(f"{where}: expected SIZE[:CONSTRAINT], e.g. 4 or 4:hard:leaf (SIZE: pods per partition, "
+                        f"an integer; {size.strip()!r} is not)") from None
+    if not 1 <= n <= MAX_PARTITION_SIZE:
+        raise UserError(f"{where}: the partition size must be between 1 and {MAX_PARTITION_SIZE}, got {n}")
+    if _ and not rest.strip():
+        raise UserError(f"{where}: expected a constraint after the colon: none, soft, hard:TIER or hard:TIERNAME")
+    return Partitions(n, parse_constraint(rest, where) if rest.strip() else Constraint(None))
+
+
+def with_partitions(jobs: Sequence[tuple[float, dict[str, Any]]], parts: Partitions) \
+        -> tuple[list[tuple[float, dict[str, Any]]], int]:
+    """The jobs (copied) with a task ``partitionPolicy`` (Volcano's vcjob field, which the job controller turns
+    into the PodGroup's ``subGroupPolicy`` and the pods' ``volcano.sh/partition-id`` labels) on every task of every
+    full gang (minAvailable > 1 and equal to all its pods) that has none yet, no ``minAvailable`` of its own below
+    its replicas, and replicas a multiple of ``parts.size`` of at least two partitions; and how many jobs got one.
+    Other jobs and tasks are left as they are (a manifest's own partitionPolicy is kept)."""
+    import copy
+
+    out, changed = [], 0
+    for t, job in jobs:
+        spec = job.get("spec") or {}
+        tasks = spec.get("tasks") or []
+        total = sum(int(x.get("replicas", 1)) for x in tasks if isinstance(x, dict))
+        gang = gang_size(job)
+        fit = [i for i, x in enumerate(tasks)
+               if isinstance(x, dict) and gang > 1 and gang == total and "partitionPolicy" not in x
+               and (x.get("minAvailable") is None or int(x["minAvailable"]) == int(x.get("replicas", 1)))
+               and int(x.get("replicas", 1)) % parts.size == 0 and int(x.get("replicas", 1)) >= 2 * parts.size]
+        if not fit:
+            out.append((t, job))
+            continue
+        j = copy.deepcopy(job)
+        for i in fit:
+            task = j["spec"]["tasks"][i]
+            task["partitionPolicy"] = parts.policy(int(task.get("replicas", 1)))
+        out.append((t, j))
+        changed += 1
+    return out, changed
+
+
 def constraint_label(job: Mapping[str, Any]) -> str:
     """How a vcjob's ``spec.networkTopology`` reads in the report: ``none``, ``soft``, ``hard:1`` or
     ``hard:leaf``."""
-    nt = (job.get("spec") or {}).get("networkTopology")
+    return _nt_label((job.get("spec") or {}).get("networkTopology"))
+
+
+def partition_labels(job: Mapping[str, Any]) -> dict[str, str]:
+    """Per task of a vcjob with a ``partitionPolicy`` (named as the job controller names it), its partitions'
+    ``networkTopology`` as :func:`constraint_label` reads it; empty for a job without sub-groups."""
+    tasks = (job.get("spec") or {}).get("tasks") or []
+    return {str(t.get("name") or f"task{i}"): _nt_label(t["partitionPolicy"].get("networkTopology"))
+            for i, t in enumerate(tasks) if isinstance(t, dict) and isinstance(t.get("partitionPolicy"), dict)}
+
+
+def _nt_label(nt: Any) -> str:
     if not isinstance(nt, dict):
         return "none"
     mode = str(nt.get("mode") or "hard")
@@ -285,23 +374,84 @@ def constraint_label(job: Mapping[str, Any]) -> str:
 
 # --- spread -------------------------------------------------------------------------------------------------
 @dataclass
+class _Group:
+    """The live pods of one job or one sub-group, by pod, on their node positions, and the boolean vector of the
+    hypernodes holding all of their nodes (None: stale, rebuilt at the next bind from the live nodes)."""
+
+    live: dict[str, int] = field(default_factory=dict)
+    holds: np.ndarray | None = None
+
+    def add(self, topo: Topology, pod: str, n: int) -> None:
+        self.live[pod] = n
+        if self.holds is not None:
+            self.holds &= topo.members[:, n]
+        elif len(self.live) == 1:
+            self.holds = topo.members[:, n].copy()
+
+    def remove(self, pod: str) -> bool:
+        """Drop the pod; whether it was live."""
+        if self.live.pop(pod, None) is None:
+            return False
+        self.holds = None
+        return True
+
+    def tier(self, topo: Topology) -> int | None:
+        """The LCA tier of the live pods' nodes (0: one node; None without pods)."""
+        if not self.live:
+            return None
+        nodes = set(self.live.values())
+        if len(nodes) == 1:
+            return 0
+        if self.holds is None:
+            self.holds = np.asarray(topo.members[:, sorted(nodes)].all(axis=1))
+        return int(topo.tier[np.flatnonzero(self.holds)].min())
+
+
+def sub_group_of(labels: Mapping[str, Any] | None) -> str | None:
+    """The sub-group of a vcjob pod: ``TASK/PARTITION`` for a pod of a task with a ``partitionPolicy`` (labels
+    ``volcano.sh/task-spec`` and ``volcano.sh/partition-id``, which the job controller sets and the PodGroup's
+    ``subGroupPolicy`` groups by: ``controllers/vcjob.py: sub_group_policy``); None for any other pod (the job's
+    default sub-group)."""
+    if not labels:
+        return None
+    part = labels.get("volcano.sh/partition-id")
+    if part is None:
+        return None
+    return f"{labels.get('volcano.sh/task-spec', '')}/{part}"
+
+
+@dataclass
 class SpreadLog:
     """Per job, the tier of the LCA of the nodes its live pods (bound, not yet succeeded or deleted: evicted pods
     count until their grace period ends, as they hold their node) sit on: when its gang first started
     (``at_start``) and the widest it ever was (``widest``).  Tier 0: one node; ``top_tier``: above every real
     hypernode (or a node under none).
 
-    Kept incrementally: a job's live nodes and the boolean vector of hypernodes holding all of them (one AND with a
-    membership column per bind, never a per-node loop); a pod leaving marks the vector stale and the next bind
-    rebuilds it from the live nodes."""
+    The same per **sub-group** (a partition of a task with a ``partitionPolicy``, Volcano's sub-job: the pods a
+    PodGroup ``subGroupPolicy`` entry groups by ``volcano.sh/partition-id``): ``sub_at_start[job]`` holds, when the
+    job's gang first started, the LCA tier of each sub-group with pods then, and ``sub_widest[(job, sub)]`` the
+    widest each ever was.  A job's tier is at least each of its sub-groups' (the LCA of a superset).
+
+    Kept incrementally: a job's (sub-group's) live nodes and the boolean vector of hypernodes holding all of them
+    (one AND with a membership column per bind, never a per-node loop); a pod leaving marks the vector stale and
+    the next bind rebuilds it from the live nodes."""
 
     topo: Topology
     node_pos: dict[str, int]
     constraint: dict[str, str] = field(default_factory=dict)
     at_start: dict[str, int] = field(default_factory=dict)
     widest: dict[str, int] = field(default_factory=dict)
-    _live: dict[str, dict[str, int]] = field(default_factory=dict)
-    _holds: dict[str, np.ndarray | None] = field(default_factory=dict)
+    #: per job with sub-groups, per task with a partitionPolicy, the partition's constraint label (``hard:1``, ...)
+    sub_constraint: dict[str, dict[str, str]] = field(default_factory=dict)
+    sub_at_start: dict[str, dict[str, int]] = field(default_factory=dict)
+    sub_widest: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: per job, the widest any of its sub-groups ever was
+    sub_widest_any: dict[str, int] = field(default_factory=dict)
+    _jobs: dict[str, _Group] = field(default_factory=dict)
+    _subs: dict[tuple[str, str], _Group] = field(default_factory=dict)
+    #: per job, its sub-groups with live pods; per pod, its sub-group
+    _job_subs: dict[str, set[str]] = field(default_factory=dict)
+    _pod_sub: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, topo: Topology, node_names: Sequence[str]) -> SpreadLog:
@@ -321,49 +471,65 @@ class SpreadLog:
 
     def arrived(self, job: str, manifest: Mapping[str, Any]) -> None:
         self.constraint[job] = constraint_label(manifest)
+        subs = partition_labels(manifest)
+        if subs:
+            self.sub_constraint[job] = subs
 
     def tier_of(self, job: str) -> int | None:
         """The LCA tier of the job's live pods now (None without any)."""
-        live = self._live.get(job)
-        if not live:
-            return None
-        nodes = set(live.values())
-        if len(nodes) == 1:
-            return 0
-        holds = self._holds.get(job)
-        if holds is None:
-            holds = np.asarray(self.topo.members[:, sorted(nodes)].all(axis=1))
-            self._holds[job] = holds
-        cand = np.flatnonzero(holds)
-        return int(self.topo.tier[cand].min())
+        g = self._jobs.get(job)
+        return g.tier(self.topo) if g is not None else None
 
-    def bound(self, job: str, pod: str, node: str) -> None:
+    def sub_tier_of(self, job: str, sub: str) -> int | None:
+        """The LCA tier of one sub-group's live pods now (None without any)."""
+        g = self._subs.get((job, sub))
+        return g.tier(self.topo) if g is not None else None
+
+    def bound(self, job: str, pod: str, node: str, sub: str | None = None) -> None:
+        """A pod of ``job`` (of its sub-group ``sub``, see :func:`sub_group_of`) was bound to ``node``."""
         n = self.node_pos.get(node)
         if n is None:
             return
-        live = self._live.setdefault(job, {})
-        live[pod] = n
-        holds = self._holds.get(job)
-        if holds is not None:
-            holds &= self.topo.members[:, n]
-        elif len(live) == 1:
-            self._holds[job] = self.topo.members[:, n].copy()
+        self._jobs.setdefault(job, _Group()).add(self.topo, pod, n)
         tier = self.tier_of(job)
         if tier is not None and tier > self.widest.get(job, -1):
             self.widest[job] = tier
+        if sub is None:
+            return
+        key = (job, sub)
+        g = self._subs.setdefault(key, _Group())
+        g.add(self.topo, pod, n)
+        self._pod_sub[pod] = sub
+        self._job_subs.setdefault(job, set()).add(sub)
+        st = g.tier(self.topo)
+        if st is not None and st > self.sub_widest.get(key, -1):
+            self.sub_widest[key] = st
+            self.sub_widest_any[job] = max(st, self.sub_widest_any.get(job, -1))
 
     def gone(self, job: str, pod: str) -> None:
-        live = self._live.get(job)
-        if live is not None and live.pop(pod, None) is not None:
-            self._holds[job] = None
-            if not live:
-                del self._live[job]
+        g = self._jobs.get(job)
+        if g is not None and g.remove(pod) and not g.live:
+            del self._jobs[job]
+        sub = self._pod_sub.pop(pod, None)
+        if sub is not None:
+            sg = self._subs.get((job, sub))
+            if sg is not None and sg.remove(pod) and not sg.live:
+                del self._subs[(job, sub)]
+                subs = self._job_subs.get(job)
+                if subs is not None:
+                    subs.discard(sub)
+                    if not subs:
+                        del self._job_subs[job]
 
     def started(self, job: str) -> None:
-        """The job's gang started (first time): its spread now is what its wait bought."""
+        """The job's gang started (first time): its spread now, and each sub-group's, is what its wait bought."""
         tier = self.tier_of(job)
         if tier is not None and job not in self.at_start:
             self.at_start[job] = tier
+            subs = self._job_subs.get(job)
+            if subs:
+                self.sub_at_start[job] = {s: t for s in sorted(subs)
+                                          if (t := self.sub_tier_of(job, s)) is not None}
 
     def violations(self) -> list[str]:
         """Jobs with a hard tier whose live pods ever spanned above it (none if the scheduler kept its word)."""
@@ -372,6 +538,17 @@ class SpreadLog:
             tier = self.hard_tier(label)
             if tier is not None and self.widest.get(job, -1) > tier:
                 out.append(job)
+        return out
+
+    def sub_violations(self) -> list[str]:
+        """``JOB/TASK/PARTITION`` of the sub-groups whose partition has a hard tier and whose live pods ever spanned
+        above it."""
+        out = []
+        for (job, sub), widest in sorted(self.sub_widest.items()):
+            label = self.sub_constraint.get(job, {}).get(sub.rsplit("/", 1)[0])
+            tier = self.hard_tier(label) if label else None
+            if tier is not None and widest > tier:
+                out.append(f"{job}/{sub}")
         return out
 
 
@@ -395,11 +572,27 @@ def load_or_build(hypernodes: str | None, topology: str | None, nodes: Sequence[
 # --- metrics ------------------------------------------------------------------------------------------------
 def job_columns(spread: SpreadLog | None, job: str) -> dict[str, Any]:
     """The jobs.csv columns of one job: its constraint, the LCA tier of its pods when its gang first started and
-    the widest its live pods ever were (empty without a topology or before the gang started)."""
+    the widest its live pods ever were (empty without a topology or before the gang started); for a job with
+    sub-groups (partitions) also the partitions' constraint, how many sub-groups had pods when its gang started,
+    the largest and the mean of their LCA tiers then, and the widest any of them ever was."""
+    out: dict[str, Any] = dict.fromkeys(("network_topology", "lca_tier", "max_lca_tier", *SUB_COLUMNS))
     if spread is None:
-        return {"network_topology": None, "lca_tier": None, "max_lca_tier": None}
-    return {"network_topology": spread.constraint.get(job, "none"), "lca_tier": spread.at_start.get(job),
-            "max_lca_tier": spread.widest.get(job)}
+        return out
+    out.update(network_topology=spread.constraint.get(job, "none"), lca_tier=spread.at_start.get(job),
+               max_lca_tier=spread.widest.get(job))
+    labels = spread.sub_constraint.get(job)
+    if labels:
+        at = spread.sub_at_start.get(job) or {}
+        out.update(sub_network_topology=",".join(sorted(set(labels.values()))),
+                   sub_groups=len(at) if job in spread.at_start else None,
+                   sub_lca_tier_max=max(at.values()) if at else None,
+                   sub_lca_tier_mean=round(float(np.mean(list(at.values()))), 4) if at else None,
+                   sub_max_lca_tier=spread.sub_widest_any.get(job))
+    return out
+
+
+#: the per-sub-group columns of :func:`job_columns` (jobs.csv has them when a job of the run has sub-groups)
+SUB_COLUMNS = ("sub_network_topology", "sub_groups", "sub_lca_tier_max", "sub_lca_tier_mean", "sub_max_lca_tier")
 
 
 def _tier_counts(tiers: Iterable[int | None]) -> dict[str, int]:
@@ -427,9 +620,46 @@ def summary(spread: SpreadLog, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
                      "lca_tier_at_start": _tier_counts(r["lca_tier"] for r in rs)}
     bad = spread.violations()
     tiers = [r["lca_tier"] for r in multi if r["lca_tier"] is not None]
-    return {"top_tier": spread.top_tier, "tier_names": spread.topo.tier_names(),
-            "lca_tier_mean": round(float(np.mean(tiers)), 4) if tiers else None,
-            "within_tier1": round(sum(t <= 1 for t in tiers) / len(tiers), 4) if tiers else None,
-            "lca_tier_at_start": _tier_counts(r["lca_tier"] for r in multi),
-            "max_lca_tier": _tier_counts(r["max_lca_tier"] for r in multi),
-            "by_constraint": by, "hard_violations": len(bad), "hard_violation_jobs": bad[:20]}
+    out = {"top_tier": spread.top_tier, "tier_names": spread.topo.tier_names(),
+           "lca_tier_mean": _mean(tiers),
+           "within_tier1": round(sum(t <= 1 for t in tiers) / len(tiers), 4) if tiers else None,
+           "lca_tier_at_start": _tier_counts(r["lca_tier"] for r in multi),
+           "max_lca_tier": _tier_counts(r["max_lca_tier"] for r in multi),
+           "by_constraint": by, "hard_violations": len(bad), "hard_violation_jobs": bad[:20]}
+    if spread.sub_constraint:
+        out["sub_groups"] = sub_group_summary(spread, rows)
+    return out
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return round(float(np.mean(xs)), 4) if len(xs) else None
+
+
+def sub_group_summary(spread: SpreadLog, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``summary.json``'s ``topology.sub_groups``: over the jobs with sub-groups (partitions), how many never
+    started, their wait, and, over those whose gang started, the job's LCA tier beside its sub-groups' (per job
+    the largest and the mean over its sub-groups, then averaged over the jobs), the distribution of the largest,
+    the share of jobs whose every sub-group started within one tier-1 hypernode (or one node), how many
+    sub-groups there were, and the sub-groups whose partition had a hard tier and whose pods ever spanned above it
+    (``hard_violations``: 0 unless the scheduler broke a partition's constraint); per partition constraint the
+    same in short."""
+    from pyvolcano.sim.figures import stats
+
+    def block(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        started = [r for r in rs if r["sub_lca_tier_max"] is not None]
+        maxes = [r["sub_lca_tier_max"] for r in started]
+        return {"jobs": len(rs), "never_started": sum(r["wait"] is None for r in rs),
+                "wait": stats([r["wait"] for r in rs if r["wait"] is not None]),
+                "sub_groups_at_start": sum(r["sub_groups"] or 0 for r in started),
+                "lca_tier_mean": _mean([r["lca_tier"] for r in started]),
+                "sub_lca_tier_max_mean": _mean(maxes),
+                "sub_lca_tier_mean": _mean([r["sub_lca_tier_mean"] for r in started]),
+                "within_tier1": round(sum(t <= 1 for t in maxes) / len(maxes), 4) if maxes else None,
+                "sub_lca_tier_max_at_start": _tier_counts(maxes)}
+
+    subs = [r for r in rows if r.get("sub_network_topology")]
+    bad = spread.sub_violations()
+    by = {label: block([r for r in subs if r["sub_network_topology"] == label])
+          for label in sorted({r["sub_network_topology"] for r in subs})}
+    return {**block(subs), "by_constraint": by, "hard_violations": len(bad),
+            "hard_violation_sub_groups": bad[:20]}

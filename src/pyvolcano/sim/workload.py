@@ -156,6 +156,19 @@ class _Template(BaseModel):
     spec: PodSpec
 
 
+class _SimPartitionPolicy(BaseModel):
+    """A task's ``partitionPolicy`` (Volcano's vcjob ``PartitionPolicySpec``), typed: whole numbers within the
+    simulator's job size (``1e30`` or ``.inf`` is refused here, naming the field) and a valid ``networkTopology``.
+    Volcano's own rules (replicas = totalPartitions x partitionSize, ...) stay in ``api/job_validate.py``, which
+    words them as Volcano's webhook does."""
+
+    model_config = ConfigDict(extra="allow")
+    totalPartitions: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
+    partitionSize: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
+    minPartitions: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
+    networkTopology: NetworkTopologySpec | None = None
+
+
 class _SimTask(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str | None = None
@@ -163,6 +176,8 @@ class _SimTask(BaseModel):
     minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
     template: _Template
     policies: list[dict[str, Any]] | None = None
+    #: Volcano's ``partitionPolicy``: the job controller makes one PodGroup sub-group per partition
+    partitionPolicy: _SimPartitionPolicy | None = None
 
 
 class _SimJobSpec(BaseModel):
