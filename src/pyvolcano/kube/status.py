@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.framework.result import PodGroupStatus, QueueStatus, conditions_key, podgroup_status_body, same_status
@@ -99,7 +100,7 @@ class StatusUpdater:
             self._unschedulable_tasks[uid] = len(st.pod_conditions)
         return True
 
-    def _said_by_its_pod(self, job: Any, st: PodGroupStatus, new: dict[str, Any], manifest: dict[str, Any]) -> bool:
+    def _said_by_its_pod(self, job: JobInfo, st: PodGroupStatus, new: dict[str, Any], manifest: dict[str, Any]) -> bool:
         """Whether ``st.event`` is the ready Event of a one-pod group that was never unschedulable: the pod's
         ``Scheduled`` Event (sent by the binder) already tells the user what it would say."""
         if self.one_pod_ready_events or st.event is None or st.event[1] != SCHEDULED:
