@@ -261,10 +261,10 @@ class Running:
     extra_pids: dict[str, int] = field(default_factory=dict)  # e.g. vc-controller-manager
 
 
-def _start_process(cmd: list[str], log_path: Path) -> Running:
+def _start_process(cmd: list[str], log_path: Path, env: dict[str, str] | None = None) -> Running:
     """A scheduler as a child process logging to ``log_path``; stopping it is SIGTERM, then SIGKILL after 30 s."""
     log = log_path.open("ab")
-    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
 
     def stop() -> None:
         p.send_signal(signal.SIGTERM)
@@ -278,10 +278,24 @@ def _start_process(cmd: list[str], log_path: Path) -> Running:
     return Running(p.pid, stop)
 
 
-def start_pyvolcano(kubeconfig: str, work: Path) -> Running:
+#: ``--baseline DIR``: the ``src`` of another pyvolcano checkout, raced as ``pyvolcano-baseline`` (before/after a
+#: change, interleaved on one API server so that both see the same load)
+BASELINE_SRC: list[Path] = []
+
+
+def start_pyvolcano(kubeconfig: str, work: Path, src: Path | None = None) -> Running:
+    env = None
+    if src is not None:  # put the other checkout's package ahead of this one's (an editable install)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(src), os.environ.get("PYTHONPATH"))))}
     return _start_process([sys.executable, "-m", "pyvolcano.cli", "scheduler", "--kubeconfig", kubeconfig,
                            "--scheduler-conf", str(VOLCANO_CONF), "--no-leader-elect", "--listen-address", ""],
-                          work / "pyvolcano-scheduler.log")
+                          work / f"pyvolcano{'-baseline' if src else ''}-scheduler.log", env)
+
+
+def start_pyvolcano_baseline(kubeconfig: str, work: Path) -> Running:
+    if not BASELINE_SRC:
+        raise RuntimeError("pyvolcano-baseline needs --baseline DIR")
+    return start_pyvolcano(kubeconfig, work, BASELINE_SRC[0])
 
 
 def start_volcano(kubeconfig: str, work: Path) -> Running:
@@ -300,7 +314,8 @@ def start_kube_scheduler(kubeconfig: str, work: Path) -> Running:
     return _start_process([str(KUBE_SCHEDULER_RUN), kubeconfig], work / "kube-scheduler.log")
 
 
-STARTERS = {"pyvolcano": start_pyvolcano, "volcano": start_volcano, "kube-scheduler": start_kube_scheduler}
+STARTERS = {"pyvolcano": start_pyvolcano, "volcano": start_volcano, "kube-scheduler": start_kube_scheduler,
+            "pyvolcano-baseline": start_pyvolcano_baseline}
 
 
 # --- one run, one row ----------------------------------------------------------------------------------
@@ -332,6 +347,8 @@ class Result:
     scheduler_cpu_total_s: float | None = None
     apiserver_cpu_total_s: float | None = None
     etcd_cpu_total_s: float | None = None
+    #: the load average when the writes were done (``load`` is the one at the scheduler's start)
+    load_end: str = ""
 
 
 def is_write(key: str) -> bool:
@@ -347,7 +364,7 @@ def per_pod(requests: dict[str, int], pods: int) -> dict[str, float]:
 
 def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog, nodes: int, gang: str,
             work: Path, timeout: float) -> Result:
-    volcano = name != "kube-scheduler"
+    volcano = name != "kube-scheduler"  # pyvolcano, pyvolcano-baseline and Volcano get PodGroups
     delete_backlog(api)
     create_backlog(api, backlog, volcano)
     assert srv.dir is not None
@@ -397,6 +414,7 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
             if w != seen:
                 seen, quiet_since = w, now()
         writes_at = quiet_since
+        load_end = load_note()
         sched_cpu_total, api_total, etcd_total = cpu_seconds(running.pid), cpu_seconds(apiserver), cpu_seconds(etcd)
     finally:
         watch.stop()
@@ -412,7 +430,7 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
                   round(sched_cpu_settled, 2), round(api_settled - api0, 2),
                   None if events_at is None else round(max(events_at - t0, seconds), 2), reqs.get("POST events", 0),
                   reqs_total, round(max(writes_at - t0, seconds), 2), round(sched_cpu_total, 2),
-                  round(api_total - api0, 2), round(etcd_total - etcd0, 2))
+                  round(api_total - api0, 2), round(etcd_total - etcd0, 2), load_end)
 
 
 def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work: Path,
@@ -438,7 +456,7 @@ def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work:
             print(f"  {name}: {res.bound} bound in {res.seconds} s ({res.pods_per_s} pods/s), scheduler CPU "
                   f"{res.scheduler_cpu_s} s, kube-apiserver CPU {res.apiserver_cpu_s} s, all Events after "
                   f"{res.events_s} s, writes done after {res.writes_s} s, writes per pod "
-                  f"{per_pod(res.requests_total, res.bound)}, {res.load} "
+                  f"{per_pod(res.requests_total, res.bound)}, {res.load} (at the end: {res.load_end}) "
                   f"[run {time.monotonic() - t:.0f} s]", file=sys.stderr)
             yield res
     finally:
@@ -493,14 +511,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="append the results to this JSON file")
     ap.add_argument("--plot", type=Path, help="write a bar chart of the JSON file's results here")
     ap.add_argument("--work", type=Path, help="keep logs (API server, schedulers) in this directory")
+    ap.add_argument("--baseline", type=Path, help="a checkout of another pyvolcano commit (e.g. `git archive main "
+                    "src | tar -x -C DIR`): raced as the scheduler `pyvolcano-baseline`")
     a = ap.parse_args(argv)
+    if a.baseline is not None:
+        src = a.baseline / "src" if (a.baseline / "src" / "pyvolcano").is_dir() else a.baseline
+        if not (src / "pyvolcano" / "__init__.py").is_file():
+            print(f"race: --baseline {a.baseline}: no pyvolcano package there (nor in its src/)", file=sys.stderr)
+            return 2
+        BASELINE_SRC[:] = [src.resolve()]
     if not kubeserver.tools_available():
         print(f"race: {kubeserver.HOW_TO_RUN}", file=sys.stderr)
         return 2
     schedulers = tuple(s for s in a.schedulers.split(",") if s)
     for s in schedulers:
         if s not in STARTERS:
-            print(f"race: unknown scheduler {s!r} (choose from {', '.join(SCHEDULERS)})", file=sys.stderr)
+            print(f"race: unknown scheduler {s!r} (choose from {', '.join(STARTERS)})", file=sys.stderr)
+            return 2
+        if s == "pyvolcano-baseline" and not BASELINE_SRC:
+            print("race: the scheduler pyvolcano-baseline needs --baseline DIR", file=sys.stderr)
             return 2
     if bool(a.nodes) != bool(a.pods):
         print("race: --nodes and --pods go together", file=sys.stderr)

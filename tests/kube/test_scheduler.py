@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -448,3 +449,41 @@ def test_a_bind_the_informers_never_confirm_is_dropped_after_the_ttl_and_young_o
                                    "ns/young": Assumed("n1", "u3", now - 10)})
         h.s.binder.expire_assumed(600)
         assert list(h.s.binder.assumed) == ["ns/young"]
+
+
+def _event_counts(api: FakeApi) -> Counter[tuple[str, str, str]]:
+    """(involved kind, name, reason) of every Event in ``ns``."""
+    return Counter((e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"])
+                   for e in api.objects(EVENT, "ns"))
+
+
+@pytest.mark.parametrize("every_group", [False, True])
+def test_one_event_per_pod_for_one_pod_groups(api: FakeApi, harness, every_group: bool) -> None:
+    """A one-pod PodGroup ready at its first try gets no "pod group is ready" Event by default (its pod's
+    Scheduled Event says it: one Event per pod, as kube-scheduler); a gang, and a one-pod group that was
+    Unschedulable first, get Volcano's ready Event; ``one_pod_ready_events`` gives it to every group."""
+    api.create(NODE, node("n1", cpu="4"))
+    for g in ("a", "b"):
+        gang(api, g, 1, 1)
+    gang(api, "g", 2, 2)
+    gang(api, "big", 1, 1, cpu="8")  # fits nowhere until n2 comes
+    h = harness(one_pod_ready_events=every_group)
+    h.session()
+    h.settle(lambda: all(h.cache_sees(p) for p in ("a-0", "b-0", "g-0", "g-1")))
+    h.session()
+    api.create(NODE, node("n2", cpu="16"))
+    h.settle(lambda: "n2" in h.s.cache.nodes)
+    h.session()
+    h.settle(lambda: h.cache_sees("big-0"))
+    h.session()
+    assert all(api.obj(PODGROUP, g, "ns")["status"]["phase"] == "Running" for g in ("a", "b", "g", "big"))
+    a = api.obj(PODGROUP, "a", "ns")["status"]
+    assert [c["type"] for c in a["conditions"]] == ["Scheduled"]  # what `kubectl describe podgroup` still shows
+    ev = _event_counts(api)
+    pods = ("a-0", "b-0", "g-0", "g-1", "big-0")
+    assert all(ev[("Pod", p, "Scheduled")] == 1 for p in pods)
+    ready = {name for kind, name, reason in ev if kind == "PodGroup" and reason == "Scheduled"}
+    assert ready == ({"a", "b", "g", "big"} if every_group else {"g", "big"})
+    assert ev[("PodGroup", "big", "Unschedulable")] == 1
+    # one-pod groups ready at once cost one Event each; the gang one per pod and one for the group
+    assert sum(v for (kind, name, _), v in ev.items() if name in ("a", "b", "a-0", "b-0")) == (4 if every_group else 2)

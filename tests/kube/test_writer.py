@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from pyvolcano.kube.writer import Writer
+from pyvolcano.kube.writer import EventRecorder, Writer
 
 
 def test_a_deferred_write_is_replaced_by_a_newer_one_for_the_same_key() -> None:
@@ -40,3 +40,27 @@ def test_a_write_waits_no_longer_than_max_defer() -> None:
         assert w.flush(10) and sent == ["x"]
     finally:
         w.shutdown(1)
+
+
+def test_recorder_remembers_what_it_recorded_per_object_and_reason() -> None:
+    """``recorded`` is what the status writer asks before leaving out a one-pod group's ready Event: a group
+    that got an ``Unschedulable`` Warning from this recorder gets its ready Event."""
+    sent: list[dict] = []
+
+    class Api:
+        def create(self, res, body, ns=None) -> dict:
+            sent.append(body)
+            return body
+
+    w = Writer(1, "events")
+    rec = EventRecorder(Api(), w)
+    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+          "metadata": {"name": "g", "namespace": "ns", "uid": "u1"}}
+    other = {**pg, "metadata": {**pg["metadata"], "name": "h", "uid": "u2"}}
+    assert not rec.recorded(pg, "Unschedulable")
+    assert rec.event(pg, "Warning", "Unschedulable", "0/1 tasks in gang unschedulable")
+    assert not rec.event(pg, "Warning", "Unschedulable", "0/1 tasks in gang unschedulable")  # a repeat: dropped
+    assert rec.recorded(pg, "Unschedulable") and not rec.recorded(pg, "Scheduled")
+    assert not rec.recorded(other, "Unschedulable")
+    assert w.flush(5)
+    assert [(b["involvedObject"]["uid"], b["reason"]) for b in sent] == [("u1", "Unschedulable")]

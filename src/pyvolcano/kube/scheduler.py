@@ -95,6 +95,9 @@ class SchedulerOptions:
     #: ``upsert``/``delete``/``set_task_status``/``set_podgroup_phase``, so its epochs are exact.  False: every
     #: pending job is examined every session (``pyvolcano scheduler --full-sessions``)
     incremental: bool = True
+    #: the "pod group is ready" Event also for a one-pod PodGroup ready at its first try (as Volcano); False:
+    #: its pod's ``Scheduled`` Event is the only one, one Event per pod as kube-scheduler (``kube/status.py``)
+    one_pod_ready_events: bool = False
 
 
 class _LockedCache:
@@ -158,7 +161,8 @@ class KubeScheduler:
         self.stats = {"binds": 0, "bind_errors": 0, "evictions": 0, "evict_errors": 0, "sessions": 0}
         self.binder = Binder(api, self.cache, self.lock, self.recorder, self.metrics, self.stats,
                              self.opts.bind_workers, lambda: self.may_schedule)
-        self.status = StatusUpdater(api, self.cache, self.lock, self.writer, self.recorder, self.metrics)
+        self.status = StatusUpdater(api, self.cache, self.lock, self.writer, self.recorder, self.metrics,
+                                     self.opts.one_pod_ready_events)
         self.handlers = EventHandlers(self.cache, self.lock, self.binder, self.status)
         self.binder.handlers = self.handlers
         if self.opts.status_defer > 0:

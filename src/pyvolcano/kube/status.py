@@ -8,6 +8,15 @@ Unschedulable`` (what cluster autoscalers look for), Queues get ``status.allocat
 Every write runs in the background (``Writer``) and only when it changes something: what was sent and not yet
 seen in an informer event is remembered (``pg_sent``, ``cond_sent``, ``queue_sent``), and a PodGroup with
 nothing to write (no pending pods, same verdict, same job version) is skipped cheaply (``pg_quiet``).
+
+Events per scheduled pod: the pod's ``Scheduled`` Event (``kube/binder.py``; Volcano's ``DefaultBinder`` in
+``cache/cache.go``, kube-scheduler's ``Scheduled``), and for a PodGroup the Events of ``RecordJobStatusEvent``.
+With ``one_pod_ready_events=False`` (the default) a PodGroup of one pod that is ready at its first try gets no
+``Scheduled`` / "pod group is ready" Event: its pod's own ``Scheduled`` Event says the same, the PodGroup's
+status says it too (phase ``Running``, condition ``Scheduled``), and a backlog of one-pod groups then costs one
+Event POST per pod, as kube-scheduler's does, instead of two.  Gangs (more than one pod, or minMember above 1)
+and any group that had an ``Unschedulable`` condition or Event get Volcano's ready Event as before
+(``pyvolcano scheduler --podgroup-ready-events all``: every group, as Volcano).
 """
 
 from __future__ import annotations
@@ -17,9 +26,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.framework.result import PodGroupStatus, QueueStatus, conditions_key, podgroup_status_body, same_status
+from pyvolcano.framework.session import SCHEDULED, UNSCHEDULABLE
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.metrics import SchedulerMetrics
 from pyvolcano.kube.objects import now_iso
@@ -29,7 +40,7 @@ from pyvolcano.kube.writer import EventRecorder, Writer
 
 class StatusUpdater:
     def __init__(self, api: Any, cache: SchedulerCache, lock: threading.RLock, writer: Writer,
-                 recorder: EventRecorder, metrics: SchedulerMetrics) -> None:
+                 recorder: EventRecorder, metrics: SchedulerMetrics, one_pod_ready_events: bool = False) -> None:
         self.api = api
         self.cache = cache
         self.lock = lock
@@ -44,6 +55,8 @@ class StatusUpdater:
         self.queue_sent: dict[str, dict[str, str]] = {}
         self._stamp = ""
         self._unschedulable_tasks: dict[str, int] = {}
+        #: send the "pod group is ready" Event for one-pod groups ready at their first try too (as Volcano)
+        self.one_pod_ready_events = one_pod_ready_events
 
     # --- one session ---------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -77,7 +90,7 @@ class StatusUpdater:
             self.pg_sent[uid] = new
             self.cache.set_podgroup_phase(pg, PodGroupPhase(new["phase"]))
             self.writer.submit(("podgroup", uid), self._pg_writer(uid, pg.namespace, pg.name, new))
-        if st.event is not None:
+        if st.event is not None and not self._said_by_its_pod(job, st, new, pg.manifest):
             self.recorder.event(pg.manifest, *st.event)
         if uid not in self.pg_sent and not st.pod_conditions:  # nothing in flight, nothing waiting: quiet
             self.pg_quiet[uid] = quiet
@@ -86,6 +99,18 @@ class StatusUpdater:
         if st.pod_conditions:
             self._unschedulable_tasks[uid] = len(st.pod_conditions)
         return True
+
+    def _said_by_its_pod(self, job: JobInfo, st: PodGroupStatus, new: dict[str, Any], manifest: dict[str, Any]) -> bool:
+        """Whether ``st.event`` is the ready Event of a one-pod group that was never unschedulable: the pod's
+        ``Scheduled`` Event (sent by the binder) already tells the user what it would say."""
+        if self.one_pod_ready_events or st.event is None or st.event[1] != SCHEDULED:
+            return False
+        if len(job.tasks) != 1 or job.min_available > 1:
+            return False
+        if any(c.get("type") == UNSCHEDULABLE for c in new.get("conditions") or []):
+            return False  # "Unschedulable" is in its status: say that it is ready now, as Volcano does
+        # a Warning Event said it could not be scheduled: then the ready Event closes that story
+        return not self.recorder.recorded(manifest, UNSCHEDULABLE)
 
     def pod_condition(self, key: str, message: str) -> None:
         raw = self.cache.raw.get(("Pod", key))

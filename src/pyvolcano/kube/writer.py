@@ -10,7 +10,7 @@ that one.  Volcano's scheduler likewise writes PodGroup status once per session 
 (``JobUpdater.UpdateAll``, ``framework/job_updater.go``); its binds run in their own goroutines.
 
 ``EventRecorder`` emits core/v1 Events, each (object, reason, message) once per ``repeat_after`` seconds, as the
-client-go recorder's aggregation would.
+client-go recorder's aggregation would, and remembers which (object, reason) it recorded (``recorded``).
 """
 
 from __future__ import annotations
@@ -135,10 +135,21 @@ class EventRecorder:
         self._lock = threading.Lock()
         self.emitted = 0
 
+    @staticmethod
+    def _ident(ref: dict[str, Any]) -> str:
+        return str(ref.get("uid") or f"{ref['kind']}/{ref.get('namespace', '')}/{ref['name']}")
+
+    def recorded(self, obj: dict[str, Any], reason: str) -> bool:
+        """Whether this recorder emitted an Event with ``reason`` about ``obj`` (within the last 100,000
+        remembered (object, reason) pairs)."""
+        ident = self._ident(object_ref(obj))
+        with self._lock:
+            return (ident, reason) in self._last
+
     def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> bool:
         """Record an event about ``obj``; False when an identical one was recorded recently."""
         ref = object_ref(obj)
-        ident = ref.get("uid") or f"{ref['kind']}/{ref.get('namespace', '')}/{ref['name']}"
+        ident = self._ident(ref)
         now = time.monotonic()
         with self._lock:
             last = self._last.get((ident, reason))
