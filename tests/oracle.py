@@ -157,7 +157,17 @@ def run(objects: list[dict[str, Any]], config: str, *, keep: Path | None = None,
     data["pipelined"] = data.get("pipelined") or {}
     data["podgroups"] = data.get("podgroups") or {}
     data["decisionScores"] = decision_scores(out.stderr)
+    data["nominated"] = nominations(out.stderr)
     return data
+
+
+_NOMINATE = re.compile(r"Updating pod nominatedNodeName for ([^ ]+) from \(([^)]*)\) to \(([^)]*)\)")
+
+
+def nominations(log: str) -> dict[str, str]:
+    """The pods whose ``status.nominatedNodeName`` Volcano wrote, pod -> node: the oracle's status updater is a
+    fake, so they are read from ``cache.taskUnschedulable``'s log line (klog level 3)."""
+    return {pod: node for pod, _, node in _NOMINATE.findall(log)}
 
 
 _PRIORITIZE = re.compile(r"Prioritize nodeScoreMap for task<([^>]+)> is: map\[([^\]]*)\]")

@@ -204,11 +204,13 @@ def candidate_domains(ssn: Session, job: JobInfo, max_domains: int) -> list[int]
     return out
 
 
-def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo], h: int) -> Statement | None:
+def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo], h: int,
+                evicted: bool = False) -> Statement | None:
     """``runSimulateTrialAtHyperNode`` (simulate.go): every task, in order, pipelined to the node
     ``select_resolvable`` picks among hypernode ``h``'s nodes, or nothing (a task the queue has no room for, that
     a prePredicate rejects or that finds no node ends the trial); the trial counts only if the job is then ready
-    or pipelined."""
+    or pipelined.  ``evicted`` (victims were evicted first): each pipeline records it (``victimsPresent``), which
+    nominates the pods to their nodes (``Session.close``)."""
     st = ssn.topology
     within = None if h == st.topo.top else st.topo.members[h]
     if within is not None and not within.any():
@@ -221,7 +223,7 @@ def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskIn
         if node is None:
             trial.discard(rollback=False)
             return None
-        trial.pipeline(task, node)
+        trial.pipeline(task, node, evicted)
     if trial.ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
         return trial
     trial.discard(rollback=False)
@@ -252,7 +254,7 @@ def nomination_plan(ssn: Session, queue: QueueInfo, job: JobInfo, domain: int, v
         rows = [[domain]]
     for row in rows:
         for h in row:
-            trial = simulate_in(ssn, queue, job, tasks, h)
+            trial = simulate_in(ssn, queue, job, tasks, h, bool(victims))
             if trial is None:
                 continue
             chain.merge(trial)
