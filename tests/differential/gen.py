@@ -85,8 +85,6 @@ CONFS["gangpreempt"] = ('actions: "enqueue, allocate, gangpreempt, backfill"\nti
                         + "  - name: network-topology-aware\n")
 CONFS["gangreclaim"] = ('actions: "enqueue, allocate, gangreclaim, backfill"\ntiers:\n' + _TIER1_VOTING + _TIER2
                         + "  - name: network-topology-aware\n")
-#: families whose cases carry HyperNodes and PodGroups with networkTopology
-TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim")
 
 #: families that reuse a conf above with more kinds of object: multi-role gangs (``volcano.sh/task-spec``),
 #: inter-pod (anti-)affinity and topology spread, queues with ``spec.priority``.
@@ -97,7 +95,9 @@ TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim")
 EXTRA: dict[str, str] = {"roles": "default", "affinity": "default", "queue-priority": "reclaim",
                          "one-node": "default", "one-node-pods": "default", "one-node-preempt": "preempt",
                          "one-node-reclaim": "reclaim", "subgroups": "topology"}
-TOPOLOGY_FAMILIES = ("topology", "subgroups")
+#: families whose cases carry HyperNodes and PodGroups with networkTopology (the sub-groups merge had dropped the
+#: two gang-eviction families from this list, so their cases had no HyperNodes for a while)
+TOPOLOGY_FAMILIES = ("topology", "subgroups", "gangpreempt", "gangreclaim")
 FAMILIES = (*CONFS, *EXTRA)
 
 

@@ -51,7 +51,7 @@ from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.points import EvictionContext
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
-from pyvolcano.framework.topology import PURPOSE_EVICT
+from pyvolcano.framework.topology import PURPOSE_EVICT, visited_first
 from pyvolcano.framework.util import PriorityQueue
 
 SAFE, WHOLE = 0, 1
@@ -259,6 +259,7 @@ def nomination_plan(ssn: Session, queue: QueueInfo, job: JobInfo, domain: int, v
                 continue
             chain.merge(trial)
             if ssn.job_pipelined(job):
+                visited_first(st, job, list(row), h)  # the row's order is Go map order in Volcano
                 return chain, h
             chain.discard(rollback=False)
             return None
@@ -344,7 +345,8 @@ class GangEviction(Action):
         need = _sum(pending, size, init=True)
         nodes, topo = ssn.nodes, ssn.topology.topo
         cands = self.candidates(ssn, job)
-        for domain in candidate_domains(ssn, job, opts.max_domains):
+        domains = candidate_domains(ssn, job, opts.max_domains)
+        for domain in domains:
             members = topo.members[domain]
             if not members.any():
                 continue
@@ -363,6 +365,7 @@ class GangEviction(Action):
                 if got is not None:
                     plan, h = got
                     stmt.merge(plan)
+                    visited_first(ssn.topology, job, domains, domain)  # one tier's domains: Go map order
                     return h
         return None
 
