@@ -55,7 +55,7 @@ def _nominated_pending(job: JobInfo) -> bool:
     the turn's PrePredicate is what preempt's eligibility check for such a pod reads (``Session.prepredicated``,
     ``actions/preempt.py: nominated_allows``); such pods are few (pipelined after evictions, not yet bound)."""
     pending = job.index.get(TaskStatus.Pending)
-    return bool(pending) and any(t.nominated_node for t in pending.values())
+    return pending is not None and any(t.nominated_node for t in pending.values())
 
 
 @register_action
