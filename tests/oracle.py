@@ -157,7 +157,18 @@ def run(objects: list[dict[str, Any]], config: str, *, keep: Path | None = None,
     data["pipelined"] = data.get("pipelined") or {}
     data["podgroups"] = data.get("podgroups") or {}
     data["decisionScores"] = decision_scores(out.stderr)
+    data["scoreMaps"] = score_maps(out.stderr)
+    data["nominated"] = nominations(out.stderr)
     return data
+
+
+_NOMINATE = re.compile(r"Updating pod nominatedNodeName for ([^ ]+) from \(([^)]*)\) to \(([^)]*)\)")
+
+
+def nominations(log: str) -> dict[str, str]:
+    """The pods whose ``status.nominatedNodeName`` Volcano wrote, pod -> node: the oracle's status updater is a
+    fake, so they are read from ``cache.taskUnschedulable``'s log line (klog level 3)."""
+    return {pod: node for pod, _, node in _NOMINATE.findall(log)}
 
 
 _PRIORITIZE = re.compile(r"Prioritize nodeScoreMap for task<([^>]+)> is: map\[([^\]]*)\]")
@@ -165,7 +176,13 @@ _PRIORITIZE = re.compile(r"Prioritize nodeScoreMap for task<([^>]+)> is: map\[([
 
 def decision_scores(log: str) -> dict[str, dict[str, float]]:
     """Per task, the last node score map Volcano computed for it (its candidates at the moment it chose)."""
-    out: dict[str, dict[str, float]] = {}
+    return {task: maps[-1] for task, maps in score_maps(log).items()}
+
+
+def score_maps(log: str) -> dict[str, list[dict[str, float]]]:
+    """Per task, every node score map Volcano computed for it, in order: topology-aware allocate dry-runs a job in
+    several hypernodes and keeps the best one, so the map of the placement it kept need not be the last."""
+    out: dict[str, list[dict[str, float]]] = {}
     for task, body in _PRIORITIZE.findall(log):
         scores: dict[str, float] = {}
         for item in body.split():
@@ -174,7 +191,7 @@ def decision_scores(log: str) -> dict[str, dict[str, float]]:
                 scores[node] = float(value)
             except ValueError:
                 continue
-        out[task] = scores
+        out.setdefault(task, []).append(scores)
     return out
 
 
@@ -195,8 +212,9 @@ class Stable:
     runs: list[dict[str, Any]] = field(default_factory=list)
 
     def tie(self, pod: str, a: str, b: str) -> bool:
-        """Volcano scored nodes ``a`` and ``b`` both best for ``pod`` in some run."""
-        return any(best_tie(r["decisionScores"].get(pod) or {}, a, b) for r in self.runs)
+        """Volcano scored nodes ``a`` and ``b`` both best for ``pod`` in some run (in any of the score maps it
+        computed for the pod: a hypernode dry run's choice is kept only if that hypernode wins)."""
+        return any(best_tie(m, a, b) for r in self.runs for m in r.get("scoreMaps", {}).get(pod) or ())
 
 
 def _stable_nodes(a: dict[str, str], b: dict[str, str], what: str, st: Stable) -> dict[str, str]:

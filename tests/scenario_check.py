@@ -4,7 +4,9 @@ Extra keys our own scenarios may use, beyond shared/scenarios/README.md:
 ``unschedulable: {ns/pg: "substring"}`` (the job's unschedulable message contains it),
 ``schedulable: [ns/pg]`` (no unschedulable message), ``pipelinedCount``, ``bindsMaybe: {ns/pod: node}`` (pods
 that Volcano binds in some runs and not in others, from Go map order; when bound, on that node or one of a list),
-and ``args: [...]`` (extra CLI options such as ``--scheduler-name``).
+``nominated: {ns/pod: node}`` (exactly the pods whose ``status.nominatedNodeName`` the session writes; the oracle's
+log shows Volcano's writes, ``tests/oracle.py``), and ``args: [...]`` (extra CLI options such as
+``--scheduler-name``).
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ def check(result: dict[str, Any], expect: dict[str, Any]) -> list[str]:
         errs += _match_nodes(pipelined, expect["pipelined"] or {}, "pipelined")
     if "pipelinedCount" in expect and len(pipelined) != expect["pipelinedCount"]:
         errs.append(f"pipelinedCount: got {len(pipelined)}, want {expect['pipelinedCount']}")
+    if "nominated" in expect:
+        errs += _match_nodes(result.get("nominated") or {}, expect["nominated"] or {}, "nominated")
     for pg, phase in (expect.get("podgroupPhases") or {}).items():
         got = result["podgroups"].get(pg, {}).get("phase")
         if got != phase:

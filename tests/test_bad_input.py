@@ -169,7 +169,7 @@ def test_empty_scenario_is_an_empty_decision(tmp_path: Path) -> None:
     out = run(tmp_path, "config: |\n  actions: allocate\nobjects: []\n", None)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"binds": {}, "evictions": [], "pipelined": {}, "podgroups": {},
-                                      "unschedulable": {}}
+                                      "unschedulable": {}, "nominated": {}}
 
 
 def test_stdin_and_kind_list(tmp_path: Path) -> None:

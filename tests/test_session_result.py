@@ -62,8 +62,11 @@ class Recorder:
         self.calls.append(("podgroup", uid, status.phase))
         return uid != "ns/b"  # as if ns/b had no PodGroup object: its pods get no condition
 
-    def pod_condition(self, pod: str, message: str) -> None:
+    def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
         self.calls.append(("condition", pod))
+
+    def nominate(self, pod: str, node: str) -> None:
+        self.calls.append(("nominate", pod, node))
 
     def update_queue_status(self, status: QueueStatus) -> None:
         self.calls.append(("queue", status.name))

@@ -58,7 +58,8 @@ def test_skipping_nodes_a_full_queue_cannot_use_changes_no_decision(monkeypatch:
     dropped = 0
     real = _victims.evict_greedily
 
-    def counting(ssn, stmt, task, nodes, offer, fits, reason, bound=None, blocked=None):  # type: ignore[no-untyped-def]
+    def counting(ssn, stmt, task, nodes, offer, fits, reason, bound=None, blocked=None,  # type: ignore[no-untyped-def]
+                 freed_only=False):
         nonlocal dropped
         tried = 0
 
@@ -66,7 +67,7 @@ def test_skipping_nodes_a_full_queue_cannot_use_changes_no_decision(monkeypatch:
             nonlocal tried
             tried += 1
             return offer(i)
-        got = real(ssn, stmt, task, nodes, offer_counted, fits, reason, bound, blocked)
+        got = real(ssn, stmt, task, nodes, offer_counted, fits, reason, bound, blocked, freed_only)
         if got is None:
             dropped += len(nodes) - tried
         return got
@@ -74,8 +75,8 @@ def test_skipping_nodes_a_full_queue_cannot_use_changes_no_decision(monkeypatch:
     monkeypatch.setattr(preempt, "evict_greedily", counting)
     summary, with_skip = run(objs, c)
     monkeypatch.setattr(preempt, "evict_greedily",
-                        lambda ssn, stmt, task, nodes, offer, fits, reason, bound=None, blocked=None:
-                        real(ssn, stmt, task, nodes, offer, fits, reason))
+                        lambda ssn, stmt, task, nodes, offer, fits, reason, bound=None, blocked=None,
+                        freed_only=False: real(ssn, stmt, task, nodes, offer, fits, reason, freed_only=freed_only))
     _, every_node = run(objs, c)
     assert decisions(with_skip) == decisions(every_node)
     assert summary["evictions"] > 0 and dropped > 0

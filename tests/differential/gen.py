@@ -95,8 +95,9 @@ CONFS["gangreclaim"] = ('actions: "enqueue, allocate, gangreclaim, backfill"\nti
 EXTRA: dict[str, str] = {"roles": "default", "affinity": "default", "queue-priority": "reclaim",
                          "one-node": "default", "one-node-pods": "default", "one-node-preempt": "preempt",
                          "one-node-reclaim": "reclaim", "subgroups": "topology"}
-#: families whose cases carry HyperNodes and PodGroups with networkTopology
-TOPOLOGY_FAMILIES = ("topology", "gangpreempt", "gangreclaim", "subgroups")
+#: families whose cases carry HyperNodes and PodGroups with networkTopology (the sub-groups merge had dropped the
+#: two gang-eviction families from this list, so their cases had no HyperNodes for a while)
+TOPOLOGY_FAMILIES = ("topology", "subgroups", "gangpreempt", "gangreclaim")
 FAMILIES = (*CONFS, *EXTRA)
 
 

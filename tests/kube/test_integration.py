@@ -207,7 +207,7 @@ def test_high_priority_job_preempts(api: KubeClient, env: Env, procs, tmp_path: 
         api.create(PRIORITYCLASS, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                    "metadata": {"name": name}, "value": value})
     try:
-        env.node("n1", cpu="2")
+        n1 = env.node("n1", cpu="2")
         procs.append(scheduler(tmp_path, "sched", env=env, conf=PREEMPT_CONF))
         with Kubelet(api, env.ns):
             mk_podgroup(api, env, "low", 1, priority_class=lo)
@@ -220,6 +220,9 @@ def test_high_priority_job_preempts(api: KubeClient, env: Env, procs, tmp_path: 
             wait(lambda: "high-0" in bound(api, env.ns), 40, "the high-priority pod to preempt and bind")
             names = {p["metadata"]["name"] for p in api.list(POD, env.ns)[0]}
             assert len(names & {"low-0", "low-1"}) == 1  # exactly one victim was evicted
+            # pipelined after the eviction, it was nominated to the node (a pods/status patch; the bind keeps it)
+            wait(lambda: api.get(POD, "high-0", env.ns)["status"].get("nominatedNodeName") == n1, 10,
+                 "high-0's status.nominatedNodeName")
     finally:
         for name in (hi, lo):
             with contextlib.suppress(ApiError):

@@ -372,6 +372,39 @@ def test_high_priority_job_preempts_low_priority_pods(api: FakeApi, harness, tmp
     assert h.bound()["high-0"] == "n1"
 
 
+def test_preemptor_is_nominated_then_waits_on_its_node(api: FakeApi, harness, tmp_path) -> None:
+    """A pod pipelined after evictions gets ``status.nominatedNodeName`` (Volcano's ``taskUnschedulable``), one
+    pod status patch; the next session, its victim still terminating, allocate takes the nominated node first and
+    pipelines it there again (although another node has emptied meanwhile), without writing the node again."""
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(PREEMPT_CONF)
+    api.create(PRIORITYCLASS, priority_class("high", 1000))
+    api.create(PRIORITYCLASS, priority_class("low", 1))
+    api.create(NODE, node("n1", cpu="2"))
+    api.create(NODE, node("n2", cpu="2"))
+    api.create(PODGROUP, podgroup("low", "ns", 1, priority_class="low"))
+    for i, n in enumerate(("n1", "n1", "n2", "n2")):
+        api.create(POD, pod(f"low-{i}", "low", node_name=n, phase="Running", priority=1))
+    api.create(PODGROUP, podgroup("high", "ns", 1, priority_class="high"))
+    api.create(POD, pod("high-0", "high", priority=1000))
+    h = harness(conf=ConfFile(str(conf)))
+    r = h.session()
+    assert len(r.evictions) == 1 and r.nominated == r.pipelined
+    (node_name,) = r.nominated.values()
+    assert api.obj(POD, "high-0", "ns")["status"]["nominatedNodeName"] == node_name
+    patches = [c for c in api.calls if c[0] == "patch" and c[3] == "high-0"]
+    assert len(patches) == 1
+    other = "n2" if node_name == "n1" else "n1"
+    for p in api.objects(POD, "ns"):  # the other node empties: the pod could now run there at once
+        if p["spec"].get("nodeName") == other:
+            api.delete(POD, p["metadata"]["name"], "ns", grace_period=0)
+    h.settle(lambda: h.s.cache.tasks["ns/high-0"].nominated_node == node_name and len(h.s.cache.tasks) == 3)
+    r2 = h.session()  # the victim is still terminating: only future idle room on the nominated node
+    assert r2.binds == {} and r2.evictions == [] and r2.nominated == {}
+    assert r2.pipelined == {"ns/high-0": node_name}
+    assert [c for c in api.calls if c[0] == "patch" and c[3] == "high-0"] == patches
+
+
 def test_only_the_leader_schedules(api: FakeApi) -> None:
 
     api.create(NODE, node("n1"))

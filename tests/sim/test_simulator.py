@@ -175,3 +175,41 @@ def test_compared_runs_share_one_time_window(tmp_path: Path) -> None:
     assert both[0]["utilisation"]["cpu"] == pytest.approx(round(2 * 50 / (4 * 201), 4))
     assert both[1]["utilisation"]["cpu"] == pytest.approx(round(2 * 200 / (4 * 201), 4))
     assert json.loads((tmp_path / "short" / "summary.json").read_text())["window_s"] == 201
+
+
+PREEMPT_CONF = """actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def test_preemptor_is_nominated_and_victims_carry_the_disruption_condition() -> None:
+    # The node is full of a low-priority job; a high-priority one arrives at t=5.  preempt evicts a victim and
+    # pipelines the new pod: the SimWriter writes its status.nominatedNodeName (through the API, so the cache sees
+    # it) and marks the victim as Volcano's evictor does (DisruptionTarget / PreemptionByScheduler), which the
+    # next sessions read (allocate takes the nominated node first; preempt waits for the terminating victim).
+    from pyvolcano.conf.loader import load_conf
+
+    sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), QUEUE,
+                    from_specs([JobSpec("lo", 0, priority=1, tasks=4, min_available=1, cpu="1", duration=1000),
+                                JobSpec("hi", 5, priority=100, tasks=1, min_available=1, cpu="1", duration=10)]),
+                    load_conf(PREEMPT_CONF, "conf"), grace=30.0)
+    sim.run(until=8)
+    pods = {k[1]: p for k, p in sim.api.objects.items() if k[0] == "Pod"}
+    hi = [p for name, p in pods.items() if name.startswith("default/hi-")]
+    assert len(hi) == 1 and hi[0]["status"].get("nominatedNodeName") == "node-0000"
+    assert not hi[0]["spec"].get("nodeName")  # still waiting for the victim (grace 30 s)
+    victims = [p for p in pods.values() if p["metadata"].get("deletionTimestamp")]
+    assert len(victims) == 1
+    assert [(c["type"], c["reason"]) for c in victims[0]["status"]["conditions"]] == [
+        ("DisruptionTarget", "PreemptionByScheduler")]
+    assert sim.cache.tasks[f"default/{hi[0]['metadata']['name']}"].nominated_node == "node-0000"
+    assert sim.evictions == 1  # later sessions evict no more for it

@@ -58,7 +58,7 @@ from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.points import EvictionContext
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
-from pyvolcano.framework.topology import PURPOSE_EVICT
+from pyvolcano.framework.topology import PURPOSE_EVICT, visited_first
 from pyvolcano.framework.util import PriorityQueue
 
 SAFE, WHOLE = 0, 1
@@ -286,11 +286,13 @@ def candidate_domains(ssn: Session, job: JobInfo, max_domains: int) -> list[int]
 
 
 def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, sub: SubJob, tasks: list[TaskInfo],
-                h: int) -> Statement | None:
+                h: int, evicted: bool = False) -> Statement | None:
     """``runSimulateTrialAtHyperNode`` (simulate.go): every task of sub-group ``sub``, in order, pipelined to the
     node ``select_resolvable`` picks among hypernode ``h``'s nodes, or nothing (a task the queue has no room for,
     that a prePredicate rejects or that finds no node ends the trial); the trial counts only if the sub-group is
-    then ready or pipelined (``subJobReady`` / ``subJobPipelined``: for a job without policies, the job)."""
+    then ready or pipelined (``subJobReady`` / ``subJobPipelined``: for a job without policies, the job).
+    ``evicted`` (victims were evicted first): each pipeline records it (``victimsPresent``), which nominates the
+    pods to their nodes (``Session.close``)."""
     st = ssn.topology
     within = None if h == st.topo.top else st.topo.members[h]
     if within is not None and not within.any():
@@ -303,7 +305,7 @@ def simulate_in(ssn: Session, queue: QueueInfo, job: JobInfo, sub: SubJob, tasks
         if node is None:
             trial.discard(rollback=False)
             return None
-        trial.pipeline(task, node)
+        trial.pipeline(task, node, evicted)
     if trial.ops and (ssn.sub_job_ready(job, sub) or ssn.sub_job_pipelined(job, sub)):
         return trial
     trial.discard(rollback=False)
@@ -376,7 +378,7 @@ def nomination_plan(ssn: Session, queue: QueueInfo, job: JobInfo, domain: int, v
             if st.ties is not None and len(row) > 1:
                 _record_row_ties(ssn, queue, job, sub, tasks, row)
             for h in row:
-                trial = simulate_in(ssn, queue, job, sub, tasks, h)
+                trial = simulate_in(ssn, queue, job, sub, tasks, h, bool(victims))
                 if trial is not None:
                     chain.merge(trial)
                     won = h
@@ -476,21 +478,17 @@ class GangEviction(Action):
         if not pending or not self.may_try(ssn, queue, pending):
             return None
         need = _sum(pending, ssn.res.size, init=True)
-        topo = ssn.topology.topo
         cands = self.candidates(ssn, job)
         domains = candidate_domains(ssn, job, opts.max_domains)
-        for k, domain in enumerate(domains):
+        for domain in domains:
             got = self.try_domain(ssn, queue, job, need, cands, domain, opts)
             if got is None:
                 continue
             plan, placed = got
-            if ssn.topology.ties is not None:  # for the differential compare
-                same = [d for d in domains[k:] if topo.tier[d] == topo.tier[domain]]
-                if len(same) > 1:
-                    # Volcano lists the hypernodes of one tier in Go map order, so it may visit any later domain of
-                    # the chosen one's tier before it: a superset (trying them here would leave undone evictions in
-                    # the node views, which changes the rest of the session)
-                    ssn.topology.ties.setdefault(job.uid, set()).update(same)
+            # for the differential compare: Volcano lists the hypernodes of one tier in Go map order, so it may
+            # visit any later domain of the chosen one's tier before it: a superset (trying them here would leave
+            # undone evictions in the node views, which changes the rest of the session)
+            visited_first(ssn.topology, job, domains, domain)
             stmt.merge(plan)
             return placed
         return None

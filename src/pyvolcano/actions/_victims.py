@@ -11,7 +11,7 @@ import numpy as np
 
 from pyvolcano.api.convert import parse_time
 from pyvolcano.api.job_info import TaskInfo
-from pyvolcano.api.resource import EPS, fit_floor, less_equal
+from pyvolcano.api.resource import EPS, fit_floor, is_empty, less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
@@ -63,7 +63,8 @@ def validate(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo]) -
 
 def evict_greedily(ssn: Session, stmt: Statement, task: TaskInfo, nodes: np.ndarray,
                    offer: Callable[[int], list[TaskInfo] | None], fits: Fits, reason: str,
-                   bound: np.ndarray | None = None, blocked: Callable[[], bool] | None = None) -> int | None:
+                   bound: np.ndarray | None = None, blocked: Callable[[], bool] | None = None,
+                   freed_only: bool = False) -> int | None:
     """The eviction loop of Volcano's ``normalPreempt`` (preempt.go) and ``reclaimForTask`` (reclaim.go):
     on each node in turn, the victims ``offer`` gives (the plugins' vote; None skips the node, as reclaim
     skips a node without reclaimees) must pass ``validate``; they are evicted in ``victims_queue`` order, in a
@@ -76,7 +77,11 @@ def evict_greedily(ssn: Session, stmt: Statement, task: TaskInfo, nodes: np.ndar
     resources, which each eviction lowers.  When a node fails with every victim gone and ``blocked`` still
     true, having freed ``R``, any node whose candidates (``bound``) hold no more than ``R`` in every
     resource must fail the same way, so those nodes are dropped in one NumPy pass instead of each being
-    evicted and rolled back (Volcano tries them all)."""
+    evicted and rolled back (Volcano tries them all).
+
+    The pipeline records whether evictions made room (``evictionOccurred``, which nominates the pod to the
+    node): for reclaim any eviction; for preempt (``freed_only``) only victims whose requests are not empty
+    (``!preempted.IsEmpty()``: the pod slot alone does not count)."""
     order = np.asarray(nodes)
     k = 0
     while k < len(order):
@@ -92,7 +97,13 @@ def evict_greedily(ssn: Session, stmt: Statement, task: TaskInfo, nodes: np.ndar
             node_stmt.evict(queue.pop(), reason)
             ok = fits(i)
         if ok:
-            node_stmt.pipeline(task, i)
+            evicted = bool(node_stmt.ops)
+            if evicted and freed_only:
+                freed = np.zeros(ssn.res.size)
+                for op in node_stmt.ops:
+                    freed += op.task.resreq
+                evicted = not is_empty(freed)
+            node_stmt.pipeline(task, i, evicted)
             stmt.merge(node_stmt)
             return i
         if bound is not None and blocked is not None and blocked():

@@ -50,6 +50,14 @@ def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo],
     return out
 
 
+def _nominated_pending(job: JobInfo) -> bool:
+    """A pending pod of the job carries a nominated node: its allocate turn is never skipped by the memo, because
+    the turn's PrePredicate is what preempt's eligibility check for such a pod reads (``Session.prepredicated``,
+    ``actions/preempt.py: nominated_allows``); such pods are few (pipelined after evictions, not yet bound)."""
+    pending = job.index.get(TaskStatus.Pending)
+    return pending is not None and any(t.nominated_node for t in pending.values())
+
+
 @register_action
 class Allocate(Action):
     name = "allocate"
@@ -155,7 +163,7 @@ class Allocate(Action):
             if placed:
                 self.placed.add(job.uid)
                 memo.forget_allocate(job)
-            elif job.uid not in self.placed:
+            elif job.uid not in self.placed and not _nominated_pending(job):
                 memo.record_allocate(job, self.deserved.get(job.queue))
 
     @staticmethod

@@ -33,7 +33,7 @@ from pyvolcano.actions._victims import (
     reachable,
     victim_bound,
 )
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo, pod_priority, terminating_by_preemption
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -77,9 +77,10 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     to ``topologyAwarePreempt`` (dry run in node order, best candidate).  ``keep`` filters the node's tasks
     before the plugins' preemptable vote; ``bound`` (``victim_bound`` of a superset of what ``keep`` admits)
     lets nodes that cannot make room even with every candidate gone be skipped in one NumPy pass."""
-    if never_preempts(preemptor) or ssn.pre_predicate(preemptor) is not None:
-        return False
     job = ssn.jobs[preemptor.job]
+    if never_preempts(preemptor) or not nominated_allows(ssn, preemptor, job) \
+            or ssn.pre_predicate(preemptor) is not None:
+        return False
     queue = ssn.queues[job.queue]
     feasible = ssn.preempt_nodes(preemptor, job)
     idx = np.nonzero(feasible)[0]
@@ -99,7 +100,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
         node_stmt = Statement(ssn)
         for v in best.victims:
             node_stmt.evict(v, reason)
-        node_stmt.pipeline(preemptor, best.node)
+        node_stmt.pipeline(preemptor, best.node, True)  # topologyAwarePreempt: always "eviction occurred"
         stmt.merge(node_stmt)
         return True
     # Volcano runs PrePredicate once for this call: pod affinity and spread are judged by the counts as they were
@@ -114,13 +115,47 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     order = idx[np.argsort(-scores, kind="stable")]  # best score first, ties by node index
     order = reachable(ssn, preemptor.init_resreq, order, bound)
     return evict_greedily(ssn, stmt, preemptor, order, offer, fits_now, reason, bound,
-                          lambda: not ssn.allocatable(queue, preemptor)) is not None
+                          lambda: not ssn.allocatable(queue, preemptor), freed_only=True) is not None
 
 
 def never_preempts(task: TaskInfo) -> bool:
     """A pod with ``spec.preemptionPolicy: Never`` waits instead of evicting anyone (Volcano's
     ``taskEligibleToPreempt``, preempt.go; reclaim.go checks the same)."""
     return (task.pod.get("spec") or {}).get("preemptionPolicy") == "Never"
+
+
+def nominated_allows(ssn: Session, task: TaskInfo, job: JobInfo) -> bool:
+    """The nominated-node half of Volcano's ``taskEligibleToPreempt`` (preempt.go): a pod nominated to a node
+    (``status.nominatedNodeName``) may preempt again only if that node is in the session, the pod does not pass
+    the predicates there, and either a failure there cannot be resolved by evictions or no lower-priority pod on
+    it is already terminating because a scheduler preempted it (``podTerminatingByPreemption``: its victims
+    are still leaving, so it waits for them).  Priorities are the pods' ``spec.priority`` (``PodPriority``).
+
+    "Passes the predicates" is ``ssn.PredicateFn``, asked before this call's PrePredicate: the predicates plugin's
+    Filters read what its PreFilters left in the task's cycle state, and fail with an Error (not unresolvable)
+    where none ran yet in the session (allocate runs them only for a task it got to: one whose queue had room), so
+    such a pod is treated as failing there.  Volcano looks at the first failing plugin's statuses; here a node
+    counts as unresolvable when any predicate failing there is (``preempt_nodes``), the same answer unless
+    plugins in different tiers disagree."""
+    nom = task.nominated_node
+    if not nom:
+        return True
+    i = ssn.nodes.pos.get(nom)
+    if i is None:
+        return False
+    passes = ssn.selector.passes_at(task, job, i)
+    if passes and (task.uid in ssn.prepredicated or not _stateful_filters(ssn)):
+        return False  # "the pod's nominated node is already schedulable"
+    if not passes and not ssn.preempt_nodes(task, job)[i]:
+        return True
+    prio = pod_priority(task.pod)
+    return not any(pod_priority(t.pod) < prio and terminating_by_preemption(t.pod)
+                   for t in ssn.nodes.tasks[i].values())
+
+
+def _stateful_filters(ssn: Session) -> bool:
+    """Does the predicates plugin filter nodes in this session (its Filters need their PreFilter state)?"""
+    return any(p.plugin == "predicates" for p in ssn.predicates)
 
 
 def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:

@@ -112,6 +112,14 @@ class TaskInfo:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    @property
+    def nominated_node(self) -> str:
+        """The pod's ``status.nominatedNodeName`` ("" when unset): the node a previous session pipelined it to
+        after evicting for it (Volcano's ``cache.taskUnschedulable`` writes it; allocate tries that node first,
+        preempt's ``taskEligibleToPreempt`` reads it).  Read from the pod object, which an update replaces."""
+        st = self.pod.get("status")
+        return (st.get("nominatedNodeName") or "") if st else ""
+
     def __repr__(self) -> str:
         return f"Task({self.key} {self.status.name} node={self.node_name or '-'})"
 
@@ -169,6 +177,28 @@ _PIPELINED_SET = frozenset((TaskStatus.Pipelined,))
 _PENDING_SET = frozenset((TaskStatus.Pending,))
 _INT = re.compile(r"[+-]?[0-9]+")
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def pod_priority(pod: dict[str, Any]) -> int:
+    """Volcano's ``PodPriority`` (actions/preempt/preempt.go): the pod's ``spec.priority``, 0 when unset."""
+    p = (pod.get("spec") or {}).get("priority")
+    return int(p) if p is not None else 0
+
+
+def terminating_by_preemption(pod: dict[str, Any]) -> bool:
+    """Volcano's ``podTerminatingByPreemption`` (preempt.go): the pod is being deleted and its first
+    ``DisruptionTarget`` condition is True with reason ``PreemptionByScheduler`` (what Volcano's evictor,
+    ``cache.go: defaultEvictor.Evict``, writes before deleting a victim)."""
+    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "DisruptionTarget":
+            return str(c.get("status")) == "True" and c.get("reason") == PREEMPTION_BY_SCHEDULER
+    return False
+
+
+#: ``v1.PodReasonPreemptionByScheduler``: the DisruptionTarget reason of a pod a scheduler evicted to preempt
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 def _fnv32a(data: bytes) -> int:

@@ -154,6 +154,14 @@ class Condition(_M):
     status: Scalar = None
 
 
+class PodConditionM(_M):
+    """One of a pod's ``status.conditions``: preempt reads ``DisruptionTarget`` (its ``reason``)."""
+
+    type: str | None = None
+    status: Scalar = None
+    reason: str | None = None
+
+
 class NodeSpecM(_M):
     taints: list[Taint] | None = None
     unschedulable: bool | None = None
@@ -298,6 +306,10 @@ class PodSpec(_M):
 
 class PodStatus(_M):
     phase: str | None = None
+    #: the node a scheduler nominated the pod to after evicting for it (allocate tries it first; preempt asks
+    #: whether the pod may preempt again); a node name, at most 253 characters
+    nominatedNodeName: Annotated[str, Field(max_length=253)] | None = None
+    conditions: list[PodConditionM] | None = None
 
 
 class Pod(_Obj):

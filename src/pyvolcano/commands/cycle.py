@@ -27,6 +27,9 @@ def rows(result: SessionResult) -> list[tuple[str, str, str, str]]:
         by_job.setdefault(job_of.get(uid, ""), []).append(f"pipeline {uid.split('/', 1)[1]} -> {node}")
     for e in result.evictions:
         by_job.setdefault(e.task.job, []).append(f"evict {e.task.uid} ({e.reason})")
+    for uid, pg in result.podgroups.items():
+        for pod, node in pg.nominated.items():
+            by_job.setdefault(uid, []).append(f"nominate {pod.split('/', 1)[1]} -> {node}")
     out = []
     for uid, pg in sorted(result.podgroups.items()):
         outcome = "; ".join(by_job.pop(uid, [])) or "-"

@@ -52,4 +52,6 @@ def result_json(result: SessionResult) -> dict[str, Any]:
         "pipelined": dict(sorted(result.pipelined.items())),
         "podgroups": {uid: {"phase": pg.phase} for uid, pg in sorted(result.podgroups.items())},
         "unschedulable": dict(sorted(result.unschedulable.items())),
+        # pods whose status.nominatedNodeName the session writes (pipelined after evictions)
+        "nominated": dict(sorted(result.nominated.items())),
     }

@@ -50,6 +50,9 @@ class PodGroupStatus:
     event: tuple[str, str, str] | None = None
     #: each pending, not scheduling-gated pod -> the message of its ``PodScheduled=False/Unschedulable`` condition
     pod_conditions: dict[str, str] = field(default_factory=dict)
+    #: pods to nominate: pod -> node for its ``status.nominatedNodeName`` (pipelined after evictions; only when
+    #: it differs from the pod's, Volcano's ``cache.taskUnschedulable``); written with the pod's condition
+    nominated: dict[str, str] = field(default_factory=dict)
     #: why the job is not (fully) placed, for people ("" when it is): the ``unschedulable`` reason, or for a
     #: satisfied gang whose extra tasks found no node, how many and the first Kubernetes-style fit-error summary
     reason: str = ""
@@ -127,6 +130,9 @@ class SessionResult:
     skipped: dict[str, str] = field(default_factory=dict)
     skipped_pods: dict[str, str] = field(default_factory=dict)
     queues: dict[str, QueueStatus] = field(default_factory=dict)
+    #: every pod whose ``status.nominatedNodeName`` the session sets (pod -> node; the ``nominated`` of the
+    #: PodGroup statuses together)
+    nominated: dict[str, str] = field(default_factory=dict)
     #: what the capacity plugin found wrong with the queue tree (``api.queue_validate.Problem``)
     queue_problems: list[Any] = field(default_factory=list)
     stats: SessionStats = field(default_factory=SessionStats)
@@ -170,8 +176,14 @@ class ClusterWriter(Protocol):
         (its pods then get no condition either)."""
         ...
 
-    def pod_condition(self, pod: str, message: str) -> None:
-        """``PodScheduled=False``, reason ``Unschedulable``, with ``message`` (what cluster autoscalers read)."""
+    def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
+        """``PodScheduled=False``, reason ``Unschedulable``, with ``message`` (what cluster autoscalers read);
+        with ``nominated``, ``status.nominatedNodeName`` too, in the same write (Volcano's one ``UpdatePodStatus``
+        in ``cache.taskUnschedulable``)."""
+        ...
+
+    def nominate(self, pod: str, node: str) -> None:
+        """``status.nominatedNodeName`` of a pod that gets no condition here (pipelined)."""
         ...
 
     def update_queue_status(self, status: QueueStatus) -> None: ...
@@ -187,8 +199,12 @@ def apply(result: SessionResult, writer: ClusterWriter) -> None:
         writer.evict(ev.task, ev.reason)
     for uid, st in result.podgroups.items():
         if writer.update_podgroup_status(uid, st):
+            nominated = st.nominated
             for pod, message in st.pod_conditions.items():
-                writer.pod_condition(pod, message)
+                writer.pod_condition(pod, message, nominated.get(pod, "") if nominated else "")
+            for pod, node in nominated.items():
+                if pod not in st.pod_conditions:
+                    writer.nominate(pod, node)
     for pod, why in result.skipped_pods.items():
         writer.event("Pod", pod, "Warning", "FailedScheduling", why)
     for q in result.queues.values():

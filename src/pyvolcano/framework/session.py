@@ -23,7 +23,7 @@ from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, PodGroup, SubJob, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import fit_floor, resource_list
+from pyvolcano.api.resource import fit_floor, less_equal, resource_list
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
@@ -173,6 +173,17 @@ class Session:
         #: plugin does not put them back into its Kubernetes node view (its Reserve plugins fail for a pod that
         #: PrePredicate never saw, ``plugins/_podaffinity.py: reserve_fails``), so they no longer count there
         self.unevicted: dict[str, TaskInfo] = {}
+        #: Volcano's ``TaskInfo.EvictionOccurred`` (``Statement.Pipeline``'s argument): tasks whose last pipeline
+        #: in a statement followed evictions made for them (preempt, reclaim, gangpreempt, gangreclaim), with
+        #: their job
+        self.evicted_for: dict[str, str] = {}
+        #: Volcano's ``TaskInfo.LastTransaction``: a task's (status, node, eviction occurred) when a statement
+        #: holding its allocate or pipeline was discarded (``Statement.Discard`` -> ``GenerateLastTxContext``),
+        #: cleared when a statement holding it commits; with its job.  ``close`` reads both for the pods'
+        #: ``status.nominatedNodeName`` (``JobInfo.TaskSchedulingReason``)
+        self.last_tx: dict[str, tuple[TaskStatus, str, bool, str]] = {}
+        #: tasks whose prePredicate ran in this session (``pre_predicate``)
+        self.prepredicated: set[str] = set()
         self.action_seconds: dict[str, float] = {}
         self.plugin_seconds: dict[tuple[str, str], float] = {}
         #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
@@ -388,7 +399,11 @@ class Session:
 
     def pre_predicate(self, task: TaskInfo) -> Status | None:
         """The first prePredicate objection to the task (a Status that is not a success; every node then fails
-        with its message, ``str(status)``), or None (Volcano's ``Session.PrePredicateFn``)."""
+        with its message, ``str(status)``), or None (Volcano's ``Session.PrePredicateFn``).  The task is noted in
+        ``prepredicated``: Volcano's predicates plugin keeps what its PreFilters found in the task's cycle state, and
+        its Filters fail (an Error) on a task whose PreFilters have not run in the session (preempt reads that,
+        ``actions/preempt.py: nominated_allows``)."""
+        self.prepredicated.add(task.uid)
         return self.call("prePredicate", task)
 
     def job_ready(self, job: JobInfo) -> bool:
@@ -487,7 +502,21 @@ class Session:
     def select_node(self, task: TaskInfo, job: JobInfo | None = None,
                     within: np.ndarray | None = None) -> tuple[int | None, bool]:
         """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle.
-        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered."""
+        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered.
+
+        The pod's nominated node (``status.nominatedNodeName``, set after a previous session evicted for it)
+        is tried first, as Volcano's ``allocateResourcesForTasks`` (actions/allocate/allocate.go) does: if it is
+        a node of the session (and of ``within``), the pod's request fits its future idle and it passes every
+        predicate, it is the pod's node whatever the scores; otherwise every node is considered."""
+        nom = task.nominated_node
+        if nom:
+            nodes = self.nodes
+            i = nodes.pos.get(nom)
+            if (i is not None and (within is None or within[i]) and less_equal(task.init_resreq, nodes.future[i])
+                    and self.selector.passes_at(task, job, i)):
+                if self.selector.ties is not None:
+                    self.selector.ties[task.uid] = [i]
+                return i, less_equal(task.init_resreq, nodes.idle[i])
         return self.selector.select(task, job, within)
 
     def explain(self, task: TaskInfo, job: JobInfo | None = None, within: np.ndarray | None = None) -> FitErrors:
@@ -760,10 +789,37 @@ class Session:
                 h = held.get(job.queue)
                 held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
         out.pods = pods
+        if self.evicted_for or self.last_tx:
+            self._nominations(out)
         out.queues = self._queue_statuses(held, phases, tasks)
         problems = self.state.get(QUEUE_PROBLEMS)
         out.queue_problems = list(problems) if problems else []
         return out
+
+    def _nominations(self, out: SessionResult) -> None:
+        """Each pod's ``status.nominatedNodeName`` to write: Volcano's ``RecordJobStatusEvent`` asks
+        ``JobInfo.TaskSchedulingReason`` (pkg/scheduler/api/job_info.go) about every allocated, pending and
+        pipelined pod that is not scheduling-gated; from the pod's last discarded transaction if it has one, else
+        from its state now, a pod *pipelined after evictions* is nominated to that node.  ``cache.taskUnschedulable``
+        (cache/cache.go) writes it only when it is not empty and differs from the pod's (never clearing one)."""
+        last = self.last_tx
+        jobs_of = dict(self.evicted_for)
+        for uid, tx in last.items():
+            jobs_of[uid] = tx[3]
+        for uid, job_uid in jobs_of.items():
+            job = self.jobs.get(job_uid)
+            task = job.tasks.get(uid) if job is not None else None
+            if task is None or task.sch_gated or task.status not in _REASONED:
+                continue
+            ctx = last.get(uid)
+            status, node, evicted = (ctx[0], ctx[1], ctx[2]) if ctx is not None else (
+                task.status, task.node_name, uid in self.evicted_for)
+            if status != TaskStatus.Pipelined or not evicted or not node or node == task.nominated_node:
+                continue
+            st = out.podgroups.get(job_uid)
+            if st is not None:
+                st.nominated[uid] = node
+                out.nominated[uid] = node
 
     def _queue_statuses(self, held: dict[str, np.ndarray], phases: dict[str, dict[str, int]],
                         tasks: dict[str, list[int]]) -> dict[str, QueueStatus]:
@@ -843,6 +899,9 @@ def _phase(pg: PodGroup, c: _CloseCounts, unschedulable: bool) -> PodGroupPhase:
         return PodGroupPhase.Pending
     return pg.phase
 
+
+#: the pods ``RecordJobStatusEvent`` writes a condition (and nominated node) for
+_REASONED = (TaskStatus.Allocated, TaskStatus.Pending, TaskStatus.Pipelined)
 
 #: Volcano's AllocatedStatus (api/helpers.go) besides Running: what a queue's ``status.allocated`` counts
 _HELD = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Allocated)

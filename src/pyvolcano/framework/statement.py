@@ -36,8 +36,14 @@ class Statement:
         self.ssn._place(task, node, TaskStatus.Allocated)
         self.ops.append(_Op("allocate", task))
 
-    def pipeline(self, task: TaskInfo, node: int) -> None:
+    def pipeline(self, task: TaskInfo, node: int, eviction_occurred: bool = False) -> None:
+        """``eviction_occurred``: Volcano's ``Statement.Pipeline`` argument, true when evictions made room for the
+        task (it is then nominated to the node: the pod's ``status.nominatedNodeName``, ``Session.close``)."""
         self.ssn._place(task, node, TaskStatus.Pipelined)
+        if eviction_occurred:
+            self.ssn.evicted_for[task.uid] = task.job
+        elif self.ssn.evicted_for:
+            self.ssn.evicted_for.pop(task.uid, None)
         self.ops.append(_Op("pipeline", task))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
@@ -58,17 +64,27 @@ class Statement:
     def discard(self, rollback: bool = True) -> None:
         """Undo every operation, last first.  ``rollback=False`` for a trial (one node's evictions in preempt
         or reclaim, a dry run) that is not a gang rolled back and must not count in the simulator's report."""
+        ssn = self.ssn
         if self.ops and rollback:  # a gang partly placed and rolled back: the simulator reports how often
-            self.ssn.rollbacks += 1
+            ssn.rollbacks += 1
         for op in reversed(self.ops):
             if op.kind == "evict":
-                self.ssn._unevict(op.task, op.old, hide=not self.simulated)
+                ssn._unevict(op.task, op.old, hide=not self.simulated)
             else:
-                self.ssn._unplace(op.task)
+                # GenerateLastTxContext: the pod's condition (and nominated node) are then read from what it had
+                # (kept only where it can matter: a task pipelined after evictions, or one that has an entry)
+                t = op.task
+                evicted = t.uid in ssn.evicted_for
+                if evicted or t.uid in ssn.last_tx:
+                    ssn.last_tx[t.uid] = (t.status, t.node_name, evicted, t.job)
+                ssn._unplace(t)
         self.ops.clear()
 
     def commit(self) -> None:
+        last = self.ssn.last_tx
         for op in self.ops:
+            if last:
+                last.pop(op.task.uid, None)  # ClearLastTxContext
             if op.kind == "evict":
                 self.ssn._record_eviction(op.task, op.reason)
             elif op.kind == "allocate" and op.task.status == TaskStatus.Allocated:

@@ -322,6 +322,22 @@ def add_hypernode_order(ssn: Session, plugin: str, fn: OrderFn, alone: AloneFn |
             ssn.topology.alone_fns[plugin] = alone
 
 
+def visited_first(st: SessionTopology, job: JobInfo, order: list[int], chosen: int) -> None:
+    """With ``st.ties`` recording: ``chosen`` was the first hypernode of ``order`` that worked for ``job`` in an
+    eviction search (gangpreempt/gangreclaim's domains, ``GetCandidateDomains``, or a sub-group's hypernode in a
+    domain, ``BuildNominationPlanInDomain``).  Volcano lists the hypernodes of one tier in Go map order (the
+    children sets of ``hyperNodeGradientFn``'s breadth-first walk), so any later hypernode of ``chosen``'s tier in
+    ``order`` could have come first there and been taken instead; those before it failed here and would fail there
+    too (a failed try leaves the session as it was).  They are remembered for ``job`` with ``chosen``."""
+    if st.ties is None:
+        return
+    tier = st.topo.tier
+    k = order.index(chosen)
+    later = {h for h in order[k + 1:] if tier[h] == tier[chosen]}
+    if later:
+        st.ties.setdefault(job.uid, set()).update(later | {chosen})
+
+
 def best_of(scores: dict[int, float], st: SessionTopology, job: JobInfo) -> int:
     """The first (breadth-first, name order) of the best-scored hypernodes; with ``st.ties`` recording, every
     hypernode scoring as well is remembered for ``job`` (Volcano picks among them at random)."""

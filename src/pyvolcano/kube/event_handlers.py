@@ -42,6 +42,7 @@ class EventHandlers:
                     self.binder.assumed.pop(key, None)
                     self.binder.evicting.pop(key, None)
                     self.status.cond_sent.pop(key, None)
+                    self.status.nom_sent.pop(key, None)
                 elif kind == "PodGroup":
                     self.status.pg_sent.pop(key, None)
                     self.status.pg_quiet.pop(key, None)

@@ -128,8 +128,11 @@ class KubeWriter:
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         return self.status.update_podgroup_status(uid, status)
 
-    def pod_condition(self, pod: str, message: str) -> None:
-        self.status.pod_condition(pod, message)
+    def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
+        self.status.pod_condition(pod, message, nominated)
+
+    def nominate(self, pod: str, node: str) -> None:
+        self.status.nominate(pod, node)
 
     def update_queue_status(self, status: QueueStatus) -> None:
         self.status.update_queue_status(status)

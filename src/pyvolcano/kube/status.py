@@ -52,6 +52,8 @@ class StatusUpdater:
         #: (no pending pods, same session verdict, same job and PodGroup versions), later sessions skip them
         self.pg_quiet: dict[str, tuple[Any, ...]] = {}
         self.cond_sent: dict[str, str] = {}
+        #: nominated nodes sent and not yet seen in an informer event
+        self.nom_sent: dict[str, str] = {}
         self.queue_sent: dict[str, dict[str, str]] = {}
         self._stamp = ""
         self._unschedulable_tasks: dict[str, int] = {}
@@ -80,7 +82,7 @@ class StatusUpdater:
         # a running gang that nothing happened to is most of a busy cluster: skip it cheaply (the cache's job
         # version moves with every change to its pods and to its PodGroup object)
         quiet = (st.phase, conditions_key(st.conditions), job.version, st.event)
-        if self.pg_quiet.get(uid) == quiet:
+        if self.pg_quiet.get(uid) == quiet and not st.nominated:
             return False
         old = dict(pg.manifest.get("status") or {})
         new = podgroup_status_body(old, st, self._stamp)
@@ -112,32 +114,74 @@ class StatusUpdater:
         # a Warning Event said it could not be scheduled: then the ready Event closes that story
         return not self.recorder.recorded(manifest, UNSCHEDULABLE)
 
-    def pod_condition(self, key: str, message: str) -> None:
+    def pod_condition(self, key: str, message: str, nominated: str = "") -> None:
+        """The pod's ``PodScheduled=False/Unschedulable`` condition and, with ``nominated``, its
+        ``status.nominatedNodeName``: one status patch when either changed (Volcano's ``taskUnschedulable``)."""
         raw = self.cache.raw.get(("Pod", key))
-        if raw is None or self.cond_sent.get(key) == message:
+        if raw is None:
             return
-        for c in (raw.get("status") or {}).get("conditions") or []:
-            if (c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-                    and c.get("message") == message):
-                return
-        self.cond_sent[key] = message
-        cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
-                "lastTransitionTime": self._stamp, "lastProbeTime": None}
+        # the node goes into every write while the pod does not show it (a queued write replaced by a later one
+        # must not lose it); a write is needed for it only when it was not sent yet
+        carry = bool(nominated) and (raw.get("status") or {}).get("nominatedNodeName") != nominated
+        nominate = carry and self.nom_sent.get(key) != nominated
+        same = self.cond_sent.get(key) == message
+        if not same:
+            for c in (raw.get("status") or {}).get("conditions") or []:
+                if (c.get("type") == "PodScheduled" and c.get("status") == "False"
+                        and c.get("reason") == "Unschedulable" and c.get("message") == message):
+                    same = True
+                    break
+        if same and not nominate:
+            return
+        body: dict[str, Any] = {}
+        if not same:
+            self.cond_sent[key] = message
+            body["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                   "message": message, "lastTransitionTime": self._stamp, "lastProbeTime": None}]
+        if carry:
+            self.nom_sent[key] = nominated
+            body["nominatedNodeName"] = nominated
         ns, name = key.split("/", 1)
 
         def write() -> None:
             try:
-                self.api.patch(POD, name, {"status": {"conditions": [cond]}}, ns, subresource="status",
-                               strategic=True)
+                self.api.patch(POD, name, {"status": body}, ns, subresource="status", strategic=True)
             except ApiError as exc:
                 with self.lock:
-                    if self.cond_sent.get(key) == message:
+                    if not same and self.cond_sent.get(key) == message:
                         del self.cond_sent[key]
+                    if carry and self.nom_sent.get(key) == nominated:
+                        del self.nom_sent[key]
                 if not exc.not_found:
                     raise
 
         self.writer.submit(("podcond", key), write)
         self.recorder.event(raw, "Warning", "FailedScheduling", message)
+
+    def nominate(self, key: str, node: str) -> None:
+        """``status.nominatedNodeName`` of a pipelined pod (its only status write here)."""
+        raw = self.cache.raw.get(("Pod", key))
+        if raw is None or not self._nominate_needed(key, raw, node):
+            return
+        self.nom_sent[key] = node
+        ns, name = key.split("/", 1)
+
+        def write() -> None:
+            try:
+                self.api.patch(POD, name, {"status": {"nominatedNodeName": node}}, ns, subresource="status",
+                               strategic=True)
+            except ApiError as exc:
+                with self.lock:
+                    if self.nom_sent.get(key) == node:
+                        del self.nom_sent[key]
+                if not exc.not_found:
+                    raise
+
+        self.writer.submit(("podnom", key), write)
+
+    def _nominate_needed(self, key: str, raw: dict[str, Any], node: str) -> bool:
+        """Not already the pod's nominated node, nor sent and not yet seen (``podNominatedNodeNameNeedUpdate``)."""
+        return (raw.get("status") or {}).get("nominatedNodeName") != node and self.nom_sent.get(key) != node
 
     def update_queue_status(self, status: QueueStatus) -> None:
         """``status.allocated`` of a Queue object (Volcano's ``updateQueueStatus`` writes only that; the queue

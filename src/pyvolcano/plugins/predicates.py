@@ -32,7 +32,7 @@ from pyvolcano.framework.points import PredicateFn, VectorPredicateFn
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins._k8s import LABELS, LabelIndex, selector_mask, taint_reason, untolerated
-from pyvolcano.plugins._podaffinity import register_predicates
+from pyvolcano.plugins._podaffinity import counted, register_predicates
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 # Kubernetes' own phrases for the rejections whose text does not depend on the node
@@ -163,8 +163,12 @@ class Predicates(Plugin):
                 if not want:
                     return None
                 used: set[tuple[int, str, str]] = set()
+                unevicted = ssn.unevicted
                 for t in nodes.tasks[i].values():
-                    used |= host_ports(t.pod)
+                    # Kubernetes' NodeInfo as Volcano's event handlers keep it: a pod evicted in this session has
+                    # left it (so evicting the pod holding the port lifts the conflict), one undone stays out
+                    if counted(t) and t.uid not in unevicted:
+                        used |= host_ports(t.pod)
                 return PORTS_REASON if ports_conflict(want, used) \
                     else None
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.convert import pod_requests
-from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.job_info import PREEMPTION_BY_SCHEDULER, TaskInfo
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import EPS
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION, TaskStatus
@@ -189,6 +189,13 @@ class SimWriter:
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return
         pod["metadata"]["deletionTimestamp"] = sim.now
+        # what Volcano's evictor (cache.go: defaultEvictor.Evict) writes before deleting: preempt reads it
+        # (podTerminatingByPreemption) for a pod nominated to this node
+        st = pod.setdefault("status", {})
+        st["conditions"] = [c for c in st.get("conditions") or () if c.get("type") != "DisruptionTarget"] + [
+            {"type": "DisruptionTarget", "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
+             "message": f"{pod['spec'].get('schedulerName') or 'volcano'}: preempting to accommodate a higher "
+                        "priority pod"}]
         sim.api.update(pod)
         sim.evictions += 1
         job_key, _ = sim._job_of(pod)
@@ -220,7 +227,7 @@ class SimWriter:
             sim.controller.on_podgroup(uid, status.phase)
         return True
 
-    def pod_condition(self, pod: str, message: str) -> None:
+    def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
         obj = self.sim._pod(pod)
         if obj is None:
             return
@@ -229,6 +236,20 @@ class SimWriter:
             st = obj["status"] = {}
         st["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                              "message": message, "lastTransitionTime": self._stamp()}]
+        if nominated:
+            self.nominate(pod, nominated)
+
+    def nominate(self, pod: str, node: str) -> None:
+        """``status.nominatedNodeName``: it takes part in scheduling (allocate tries the node first), so the
+        change goes through the API to the scheduler cache, as an informer event would bring it."""
+        obj = self.sim._pod(pod)
+        if obj is None:
+            return
+        st = obj.setdefault("status", {})
+        if st.get("nominatedNodeName") == node:
+            return
+        st["nominatedNodeName"] = node
+        self.sim.api.update(obj)
 
     def update_queue_status(self, status: QueueStatus) -> None:
         q = self.sim.api.get("Queue", "", status.name)
