@@ -40,6 +40,9 @@ class StatusUpdater:
         #: PodGroups whose status write-back had nothing to do, with what that depended on: while it stays the same
         #: (no pending pods, same session verdict, same job and PodGroup versions), later sessions skip them
         self.pg_quiet: dict[str, tuple[Any, ...]] = {}
+        #: the session status each quiet PodGroup was found quiet with: ``framework/result.py: apply`` does not
+        #: hand that very object over again (a session reuses it while the job's verdict is unchanged)
+        self.settled: dict[str, PodGroupStatus] = {}
         self.cond_sent: dict[str, str] = {}
         self.queue_sent: dict[str, dict[str, str]] = {}
         self._stamp = ""
@@ -81,11 +84,17 @@ class StatusUpdater:
             self.recorder.event(pg.manifest, *st.event)
         if uid not in self.pg_sent and not st.pod_conditions:  # nothing in flight, nothing waiting: quiet
             self.pg_quiet[uid] = quiet
+            self.settled[uid] = st
         else:
-            self.pg_quiet.pop(uid, None)
+            self.unquiet(uid)
         if st.pod_conditions:
             self._unschedulable_tasks[uid] = len(st.pod_conditions)
         return True
+
+    def unquiet(self, uid: str) -> None:
+        """The PodGroup has something to write again (a write in flight or failed, the object deleted)."""
+        self.pg_quiet.pop(uid, None)
+        self.settled.pop(uid, None)
 
     def pod_condition(self, key: str, message: str) -> None:
         raw = self.cache.raw.get(("Pod", key))
@@ -145,7 +154,7 @@ class StatusUpdater:
                 self.api.patch(PODGROUP, name, {"status": status}, ns)
             except ApiError as exc:
                 with self.lock:
-                    self.pg_quiet.pop(uid, None)
+                    self.unquiet(uid)
                     if self.pg_sent.get(uid) is status:
                         del self.pg_sent[uid]  # retry next session
                 if not exc.not_found:
