@@ -733,6 +733,7 @@ class Session:
             conds = pg_conditions.get(uid, no_conds)
             # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
             quiet: tuple[tuple[int, str], tuple[Any, ...]] | None = None
+            st: PodGroupStatus | None = None
             if carry and job.version == job.cloned_from >= 0:
                 key = (job.version, pg.phase)
                 hit = job.derived.get("close")
@@ -749,63 +750,15 @@ class Session:
                     last = job.derived.get("status")
                     if last is not None and last[0] == quiet:
                         st = last[1]
-                        phase = st.phase
-                        out.podgroups[uid] = st
-                        pods += c.pods
-                        counts = phases.get(job.queue)
-                        if counts is None:
-                            counts = phases[job.queue] = {}
-                            tasks[job.queue] = [0, 0]
-                        counts[phase] = counts.get(phase, 0) + 1
-                        tc = tasks[job.queue]
-                        tc[0] += c.held
-                        tc[1] += c.pending
-                        if c.held:
-                            h = held.get(job.queue)
-                            held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
-                        continue
             else:
                 c = _CloseCounts(job)
             pods += c.pods
-            for t_uid, node in c.pipelined:
-                out.pipelined[t_uid] = node
-                out.pipelined_jobs[t_uid] = uid
-            phase = str(_phase(pg, c, UNSCHEDULABLE in conds))
-            st = PodGroupStatus(phase, list(conds.values()), c.running, c.succeeded, c.failed)
+            if st is None:
+                st, why = self._podgroup_status(out, job, c, conds)
+                if quiet is not None and not why:
+                    job.derived["status"] = (quiet, st)
             out.podgroups[uid] = st
-            why = ""
-            if UNSCHEDULABLE in conds:
-                why = conds[UNSCHEDULABLE]["message"]
-            elif job.enqueue_reason and phase == PodGroupPhase.Pending:
-                why = job.enqueue_reason
-            if uid in invalid:
-                why = f"{why}; {invalid[uid]}" if why else invalid[uid]
-            if why:
-                out.unschedulable[uid] = why
-                st.reason = why
-            elif job.nodes_fit_errors:
-                st.reason = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
-            # cache.RecordJobStatusEvent (pkg/scheduler/cache/cache.go): the PodGroup event, and each pending pod's
-            # PodScheduled condition with its own fit errors, else the job's
-            waiting = c.waiting
-            if why or (waiting and phase != PodGroupPhase.Running):
-                st.event = ("Warning", UNSCHEDULABLE, why or job.job_fit_errors or ALL_NODES_UNAVAILABLE)
-            elif phase == PodGroupPhase.Running:
-                st.event = _READY_EVENT
-            if waiting:
-                base = why or job.job_fit_errors or ALL_NODES_UNAVAILABLE
-                fit = job.nodes_fit_errors
-                for t_uid in waiting:
-                    fe = fit.get(t_uid)
-                    st.pod_conditions[t_uid] = str(fe) if fe else base
-            if topology_why:
-                note = topology_why.get(uid)
-                if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
-                    out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
-                elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
-                    st.reason = f"{st.reason}; {note}"
-            if quiet is not None and not why:
-                job.derived["status"] = (quiet, st)
+            phase = st.phase
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}
@@ -816,12 +769,63 @@ class Session:
             tc[1] += c.pending
             if c.held:
                 h = held.get(job.queue)
-                held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
+                if h is None:
+                    held[job.queue] = job.allocated.copy()
+                else:  # in place: the same additions, in the same order, without a new array per job
+                    h += job.allocated
         out.pods = pods
         out.queues = self._queue_statuses(held, phases, tasks)
         problems = self.state.get(QUEUE_PROBLEMS)
         out.queue_problems = list(problems) if problems else []
         return out
+
+    def _podgroup_status(self, out: SessionResult, job: JobInfo, c: _CloseCounts,
+                         conds: dict[str, dict[str, Any]]) -> tuple[PodGroupStatus, str]:
+        """The job's ``PodGroupStatus`` from its counts and this session's verdict (Volcano's ``jobStatus``,
+        framework/session.go, and ``cache.RecordJobStatusEvent``), with why it is not scheduled ("" when it is);
+        adds its pipelined pods and reason to ``out``."""
+        uid = job.uid
+        pg = job.podgroup
+        assert pg is not None
+        for t_uid, node in c.pipelined:
+            out.pipelined[t_uid] = node
+            out.pipelined_jobs[t_uid] = uid
+        phase = str(_phase(pg, c, UNSCHEDULABLE in conds))
+        st = PodGroupStatus(phase, list(conds.values()), c.running, c.succeeded, c.failed)
+        why = ""
+        if UNSCHEDULABLE in conds:
+            why = conds[UNSCHEDULABLE]["message"]
+        elif job.enqueue_reason and phase == PodGroupPhase.Pending:
+            why = job.enqueue_reason
+        invalid = self.invalid
+        if uid in invalid:
+            why = f"{why}; {invalid[uid]}" if why else invalid[uid]
+        if why:
+            out.unschedulable[uid] = why
+            st.reason = why
+        elif job.nodes_fit_errors:
+            st.reason = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
+        # cache.RecordJobStatusEvent (pkg/scheduler/cache/cache.go): the PodGroup event, and each pending pod's
+        # PodScheduled condition with its own fit errors, else the job's
+        waiting = c.waiting
+        if why or (waiting and phase != PodGroupPhase.Running):
+            st.event = ("Warning", UNSCHEDULABLE, why or job.job_fit_errors or ALL_NODES_UNAVAILABLE)
+        elif phase == PodGroupPhase.Running:
+            st.event = _READY_EVENT
+        if waiting:
+            base = why or job.job_fit_errors or ALL_NODES_UNAVAILABLE
+            fit = job.nodes_fit_errors
+            for t_uid in waiting:
+                fe = fit.get(t_uid)
+                st.pod_conditions[t_uid] = str(fe) if fe else base
+        topology_why = self.topology.why
+        if topology_why:
+            note = topology_why.get(uid)
+            if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
+                out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
+            elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
+                st.reason = f"{st.reason}; {note}"
+        return st, why
 
     def _queue_statuses(self, held: dict[str, np.ndarray], phases: dict[str, dict[str, int]],
                         tasks: dict[str, list[int]]) -> dict[str, QueueStatus]:
