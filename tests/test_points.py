@@ -396,3 +396,68 @@ def test_add_fn_by_name_says_which_constant_to_use() -> None:
 
     ssn.add_fn(JOB_ORDER, "p", lambda a, b: 0)
     assert [n for n, _ in ssn.fns["jobOrder"][0]] == ["p"]
+
+
+# --- the registration resolved once per conf (conf/registration.py) ---------------------------------------------
+def test_a_conf_reload_changes_the_registration() -> None:
+    """Sessions on one cache: the registration is resolved once per conf object and reused by every session on
+    it; a reloaded conf (a new object, as ``kube/conf_watch.py`` makes) switching gang's jobReady off, and moving
+    drf to the first tier, takes effect in the next session."""
+    cache = SchedulerCache.from_objects([])
+    first = load_conf(CONF.format(flags=""))
+    a = Session(cache.snapshot(), first).open()
+    b = Session(cache.snapshot(), first).open()
+    assert a._reg is b._reg is first.registration
+    assert [n for n, _ in b.fns["jobReady"][0]] == ["gang"]
+    assert [n for n, _ in b.fns["jobOrder"][1]] == ["drf"]
+    reloaded = load_conf(CONF.format(flags="enableJobReady: false").replace(
+        "- plugins:\n  - name: drf\n", "  - name: drf\n- plugins:\n"))
+    c = Session(cache.snapshot(), reloaded).open()
+    assert c._reg is reloaded.registration is not first.registration
+    assert [n for tier in c.fns["jobReady"] for n, _ in tier] == []
+    assert [n for n, _ in c.fns["jobOrder"][0]] == ["priority", "gang", "drf"]
+    # the first conf is unchanged by the reload
+    d = Session(cache.snapshot(), first).open()
+    assert [n for n, _ in d.fns["jobReady"][0]] == ["gang"]
+
+
+def test_a_copy_with_other_tiers_is_resolved_afresh() -> None:
+    conf = load_conf(CONF.format(flags=""))
+    reg = conf.registration
+    assert conf.registration is reg  # cached
+    assert conf.model_copy(update={"actions": ["enqueue"]}).registration is reg  # same tiers: the same answers
+    off = load_conf(CONF.format(flags="enablePreemptable: false"))
+    copy = conf.model_copy(update={"tiers": off.tiers})
+    assert copy.registration is not reg
+    assert reg.tier("gang", "enablePreemptable") == 0 and copy.registration.tier("gang", "enablePreemptable") is None
+    assert conf == load_conf(CONF.format(flags=""))  # the cached registration is no part of what a conf says
+
+
+def test_resolved_registration_matches_is_enabled_for_every_flag() -> None:
+    """Volcano's isEnabled (framework/util.go): an unset flag is enabled; a flag set false switches only its own
+    points; a plugin the conf does not name lands in the first tier; a flag outside the known ones is unset."""
+    conf = load_conf(CONF.format(flags="enableJobOrder: false\n    enablePreemptable: 'False'"))
+    reg = conf.registration
+    for name, (ti, opt) in reg.options.items():
+        for flag in [None, *FLAGS]:
+            assert reg.tier(name, flag) == (ti if opt.enabled(flag) else None), (name, flag)
+    assert reg.tier("gang", "enableJobOrder") is None and reg.tier("gang", "enableJobReady") == 0
+    assert reg.tier("drf", "enableJobOrder") == 1
+    assert reg.tier("not-in-the-conf", "enableJobOrder") == 0
+    assert reg.tier("drf", "enableSomethingNew") == 1
+
+
+class RenamedPicky(NodePicky):
+    """A third-party plugin whose callbacks name the plugin otherwise than its conf entry does."""
+
+    name = "renamed-picky"
+
+
+def test_a_plugin_registering_under_its_own_name_keeps_its_entrys_tier_and_flags() -> None:
+    conf = load_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n- plugins:\n'
+                     '  - name: tests.test_points:RenamedPicky\n    enablePredicate: false\n')
+    ssn = Session(SchedulerCache.from_objects([]).snapshot(), conf).open()
+    assert [n for n, _ in ssn.fns["prePredicate"][1]] == []  # enablePredicate: false, under the alias too
+    assert [r.plugin for r in ssn.scores] == ["renamed-picky"]
+    assert "renamed-picky" not in conf.registration.options  # the session's own copy took the alias
+    assert ssn.options["renamed-picky"][0] == 1

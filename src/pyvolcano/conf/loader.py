@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pyvolcano import registry, safeyaml
 from pyvolcano.conf.arguments import Arguments
 from pyvolcano.conf.flags import FLAG_ALIASES, FLAGS
+from pyvolcano.conf.registration import Registration
 from pyvolcano.errors import ConfigError, UserError
 
 DEFAULT_CONF = """\
@@ -98,6 +99,21 @@ class SchedulerConf(BaseModel):
     actions: list[str]
     tiers: list[Tier] = Field(default_factory=list)
     configurations: list[ActionConfiguration] = Field(default_factory=list)
+    _registration: Registration | None = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:  # the cached registration is not part of what it says
+        return type(other) is type(self) and self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def registration(self) -> Registration:
+        """Which plugin's callbacks go to which tier, resolved once for this conf (``conf/registration.py``);
+        built again when ``tiers`` is another list (a copy of the conf with other tiers)."""
+        reg = self._registration
+        if reg is None or reg.tiers is not self.tiers:
+            reg = self._registration = Registration(self.tiers)
+        return reg
 
     @field_validator("actions", mode="before")
     @classmethod

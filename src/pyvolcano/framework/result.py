@@ -173,7 +173,10 @@ class ClusterWriter(Protocol):
 
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         """Write the PodGroup's status and record its event; False when there is no PodGroup object to write
-        (its pods then get no condition either)."""
+        (its pods then get no condition either).
+
+        A writer may also keep ``settled: dict[str, PodGroupStatus]``: per PodGroup, the status object it last
+        applied with nothing left in flight or to retry; ``apply`` does not hand it that object again."""
         ...
 
     def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
@@ -192,12 +195,20 @@ class ClusterWriter(Protocol):
 
 
 def apply(result: SessionResult, writer: ClusterWriter) -> None:
-    """Hand every decision of ``result`` to ``writer``, in Volcano's order."""
+    """Hand every decision of ``result`` to ``writer``, in Volcano's order.
+
+    A PodGroup whose status is the very object the writer last settled (``ClusterWriter.settled``) is skipped:
+    ``Session.close`` hands a job the last session's status object only when its verdict is unchanged (same
+    job version and PodGroup phase, same conditions, no pending pod, no fit error or objection), so there is
+    nothing new to write for it.  A writer without ``settled`` is handed every status."""
     for task in result.bind_tasks:
         writer.bind(task, task.node_name)
     for ev in result.evictions:
         writer.evict(ev.task, ev.reason)
+    settled: dict[str, PodGroupStatus] = getattr(writer, "settled", None) or {}
     for uid, st in result.podgroups.items():
+        if settled.get(uid) is st:
+            continue
         if writer.update_podgroup_status(uid, st):
             nominated = st.nominated
             for pod, message in st.pod_conditions.items():

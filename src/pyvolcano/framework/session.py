@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.cache.cache import Snapshot
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
+from pyvolcano.conf.registration import slots
 from pyvolcano.framework import registry
 from pyvolcano.framework.explain import score_breakdown
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
@@ -137,13 +138,16 @@ class Session:
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.now = snapshot.now
         self.total_resource = self.nodes.total_allocatable()
-        self.options: dict[str, tuple[int, PluginOption]] = {}
-        for ti, tier in enumerate(conf.tiers):
-            for opt in tier.plugins:
-                self.options[opt.name] = (ti, opt)
-        n_tiers = max(1, len(conf.tiers))
-        self.fns: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {
-            p: [[] for _ in range(n_tiers)] for p in POINTS}
+        reg = conf.registration
+        #: each plugin of the conf: (tier, option); shared with the conf's registration (``conf/registration.py``)
+        #: unless a plugin registers under another name than its conf entry's (``open`` copies it then)
+        self.options: dict[str, tuple[int, PluginOption]] = reg.options
+        self._reg = reg
+        self._at = reg.at
+        #: per point, the registered ``(plugin, fn)`` of each tier in conf order; a point nobody registered on
+        #: shares one empty tuple of tiers, and gets its own lists at its first registration (``_add``)
+        self.fns: dict[str, Sequence[Sequence[tuple[str, Callable[..., Any]]]]] = dict(_no_fns(reg.n_tiers))
+        self._fn_lists: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self.predicates: list[PredicateReg] = []
         self.scores: list[ScoreReg] = []
         self.batch_scores: list[BatchNodeOrderFn] = []
@@ -195,10 +199,31 @@ class Session:
 
     # --- registration -----------------------------------------------------------------------------------
     def _tier(self, plugin: str, flag: str | None) -> int | None:
-        ti, opt = self.options.get(plugin, (0, None))
-        if opt is not None and not opt.enabled(flag):
-            return None
-        return min(ti, len(self.fns["jobOrder"]) - 1)
+        """The tier ``plugin``'s callbacks on a point switched by ``flag`` go to, or None when its option
+        switches the flag off (Volcano's ``isEnabled``, framework/util.go), as resolved once for the conf
+        (``conf/registration.py``)."""
+        ti = self._at.get((plugin, flag), -1)
+        if ti is None or ti >= 0:
+            return ti
+        return self._reg.tier(plugin, flag) if self._at is self._reg.at else _tier_of(self.options, plugin, flag)
+
+    def _add(self, point: Point[F], plugin: str, fn: F) -> None:
+        """Append ``fn`` to the point's list of the plugin's tier, unless the plugin's option switches the point
+        off: one lookup in the conf's resolved registration (the typed ``add_*_fn`` methods come here)."""
+        ti = self._at.get((plugin, point.flag), -1)
+        if ti is None:
+            return
+        if ti < 0:
+            got = self._tier(plugin, point.flag)
+            if got is None:
+                return
+            ti = got
+        name = point.name
+        lists = self._fn_lists.get(name)
+        if lists is None:
+            lists = self._fn_lists[name] = [[] for _ in range(self._reg.n_tiers)]
+            self.fns[name] = lists
+        lists[ti].append((plugin, fn))
 
     def add_fn(self, point: Point[F], plugin: str, fn: F) -> None:
         """Register ``fn`` on extension point ``point`` (a ``points`` constant, whose type parameter is the
@@ -220,38 +245,36 @@ class Session:
             if self._tier(plugin, point.flag) is not None:
                 self.batch_scores.append(fn)
             return None
-        ti = self._tier(plugin, point.flag)
-        if ti is not None:
-            self.fns[point.name][ti].append((plugin, fn))
+        self._add(point, plugin, fn)
 
     # one typed registration per point (Volcano's ``Session.Add...Fn``, framework/session_plugins.go)
     def add_job_order_fn(self, plugin: str, fn: JobOrderFn) -> None:
-        self.add_fn(JOB_ORDER, plugin, fn)
+        self._add(JOB_ORDER, plugin, fn)
 
     def add_queue_order_fn(self, plugin: str, fn: QueueOrderFn) -> None:
-        self.add_fn(QUEUE_ORDER, plugin, fn)
+        self._add(QUEUE_ORDER, plugin, fn)
 
     def add_task_order_fn(self, plugin: str, fn: TaskOrderFn) -> None:
-        self.add_fn(TASK_ORDER, plugin, fn)
+        self._add(TASK_ORDER, plugin, fn)
 
     def add_namespace_order_fn(self, plugin: str, fn: NamespaceOrderFn) -> None:
-        self.add_fn(NAMESPACE_ORDER, plugin, fn)
+        self._add(NAMESPACE_ORDER, plugin, fn)
 
     def add_cluster_order_fn(self, plugin: str, fn: ClusterOrderFn) -> None:
-        self.add_fn(CLUSTER_ORDER, plugin, fn)
+        self._add(CLUSTER_ORDER, plugin, fn)
 
     def add_victim_order_fn(self, plugin: str, fn: TaskOrderFn) -> None:
-        self.add_fn(VICTIM_ORDER, plugin, fn)
+        self._add(VICTIM_ORDER, plugin, fn)
 
     def add_victim_queue_order_fn(self, plugin: str, fn: VictimQueueOrderFn) -> None:
-        self.add_fn(VICTIM_QUEUE_ORDER, plugin, fn)
+        self._add(VICTIM_QUEUE_ORDER, plugin, fn)
 
     def add_predicate_fn(self, plugin: str, fn: PredicateFn) -> None:
         """Volcano's per-node filter (not template-safe); ``add_predicate`` takes the vectorised form."""
         self.add_fn(PREDICATE, plugin, fn)
 
     def add_pre_predicate_fn(self, plugin: str, fn: PrePredicateFn) -> None:
-        self.add_fn(PRE_PREDICATE, plugin, fn)
+        self._add(PRE_PREDICATE, plugin, fn)
 
     def add_node_order_fn(self, plugin: str, fn: NodeOrderFn) -> None:
         """Volcano's per-node score (not template-safe); ``add_node_order`` takes the vectorised form."""
@@ -261,52 +284,52 @@ class Session:
         self.add_fn(BATCH_NODE_ORDER, plugin, fn)
 
     def add_best_node_fn(self, plugin: str, fn: BestNodeFn) -> None:
-        self.add_fn(BEST_NODE, plugin, fn)
+        self._add(BEST_NODE, plugin, fn)
 
     def add_job_valid_fn(self, plugin: str, fn: JobValidFn) -> None:
-        self.add_fn(JOB_VALID, plugin, fn)
+        self._add(JOB_VALID, plugin, fn)
 
     def add_job_ready_fn(self, plugin: str, fn: JobReadyFn) -> None:
-        self.add_fn(JOB_READY, plugin, fn)
+        self._add(JOB_READY, plugin, fn)
 
     def add_job_pipelined_fn(self, plugin: str, fn: JobVoteFn) -> None:
-        self.add_fn(JOB_PIPELINED, plugin, fn)
+        self._add(JOB_PIPELINED, plugin, fn)
 
     def add_job_starving_fn(self, plugin: str, fn: JobStarvingFn) -> None:
-        self.add_fn(JOB_STARVING, plugin, fn)
+        self._add(JOB_STARVING, plugin, fn)
 
     def add_job_enqueueable_fn(self, plugin: str, fn: JobVoteFn) -> None:
-        self.add_fn(JOB_ENQUEUEABLE, plugin, fn)
+        self._add(JOB_ENQUEUEABLE, plugin, fn)
 
     def add_job_enqueued_fn(self, plugin: str, fn: JobEnqueuedFn) -> None:
-        self.add_fn(JOB_ENQUEUED, plugin, fn)
+        self._add(JOB_ENQUEUED, plugin, fn)
 
     def add_allocatable_fn(self, plugin: str, fn: QueueTaskFn) -> None:
-        self.add_fn(ALLOCATABLE, plugin, fn)
+        self._add(ALLOCATABLE, plugin, fn)
 
     def add_overused_fn(self, plugin: str, fn: OverusedFn) -> None:
-        self.add_fn(OVERUSED, plugin, fn)
+        self._add(OVERUSED, plugin, fn)
 
     def add_preemptable_fn(self, plugin: str, fn: EvictableFn) -> None:
-        self.add_fn(PREEMPTABLE, plugin, fn)
+        self._add(PREEMPTABLE, plugin, fn)
 
     def add_reclaimable_fn(self, plugin: str, fn: EvictableFn) -> None:
-        self.add_fn(RECLAIMABLE, plugin, fn)
+        self._add(RECLAIMABLE, plugin, fn)
 
     def add_preemptive_fn(self, plugin: str, fn: QueueTaskFn) -> None:
-        self.add_fn(PREEMPTIVE, plugin, fn)
+        self._add(PREEMPTIVE, plugin, fn)
 
     def add_unified_evictable_fn(self, plugin: str, fn: UnifiedEvictableFn) -> None:
-        self.add_fn(UNIFIED_EVICTABLE, plugin, fn)
+        self._add(UNIFIED_EVICTABLE, plugin, fn)
 
     def add_victim_tasks_fn(self, plugin: str, fn: VictimTasksFn) -> None:
-        self.add_fn(VICTIM_TASKS, plugin, fn)
+        self._add(VICTIM_TASKS, plugin, fn)
 
     def add_target_job_fn(self, plugin: str, fn: TargetJobFn) -> None:
-        self.add_fn(TARGET_JOB, plugin, fn)
+        self._add(TARGET_JOB, plugin, fn)
 
     def add_reserved_nodes_fn(self, plugin: str, fn: ReservedNodesFn) -> None:
-        self.add_fn(RESERVED_NODES, plugin, fn)
+        self._add(RESERVED_NODES, plugin, fn)
 
     # the node points' vectorised forms
     def add_predicate(self, plugin: str, *, vector: VectorPredicateFn | None = None,
@@ -338,13 +361,13 @@ class Session:
             self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch, normalize, weight))
 
     def add_sub_job_ready_fn(self, plugin: str, fn: SubJobReadyFn) -> None:
-        self.add_fn(SUB_JOB_READY, plugin, fn)
+        self._add(SUB_JOB_READY, plugin, fn)
 
     def add_sub_job_pipelined_fn(self, plugin: str, fn: SubJobVoteFn) -> None:
-        self.add_fn(SUB_JOB_PIPELINED, plugin, fn)
+        self._add(SUB_JOB_PIPELINED, plugin, fn)
 
     def add_sub_job_order_fn(self, plugin: str, fn: SubJobOrderFn) -> None:
-        self.add_fn(SUB_JOB_ORDER, plugin, fn)
+        self._add(SUB_JOB_ORDER, plugin, fn)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -670,7 +693,12 @@ class Session:
                 plugin = registry.plugin_class(opt.name)(opt.args())
                 self.plugins[opt.name] = plugin
                 # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
-                self.options.setdefault(plugin.name or opt.name, (ti, opt))
+                alias = plugin.name
+                if alias and alias not in self.options:
+                    if self.options is self._reg.options:  # this session's own copy, the conf's stays as it is
+                        self.options, self._at = dict(self.options), dict(self._at)
+                    self.options[alias] = (ti, opt)
+                    self._at.update(slots(alias, ti, opt))
                 t0 = time.perf_counter()
                 plugin.on_session_open(self)
                 self.plugin_seconds[(opt.name, "OnSessionOpen")] = time.perf_counter() - t0
@@ -724,59 +752,42 @@ class Session:
         phases: dict[str, dict[str, int]] = {}
         tasks: dict[str, list[int]] = {}
         pods = 0
+        invalid, pg_conditions = self.invalid, self.pg_conditions
+        no_conds: dict[str, dict[str, Any]] = {}
+        topology_why = self.topology.why
         for job in self.jobs.values():
             uid = job.uid
             pg = job.podgroup
             assert pg is not None
+            conds = pg_conditions.get(uid, no_conds)
             # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
+            quiet: tuple[tuple[int, str], tuple[Any, ...]] | None = None
+            st: PodGroupStatus | None = None
             if carry and job.version == job.cloned_from >= 0:
+                key = (job.version, pg.phase)
                 hit = job.derived.get("close")
-                if hit is not None and hit[0] == (job.version, pg.phase):
+                if hit is not None and hit[0] == key:
                     c = hit[1]
                 else:
                     c = _CloseCounts(job)
-                    job.derived["close"] = ((job.version, pg.phase), c)
+                    job.derived["close"] = (key, c)
+                # a job with nothing waiting, no fit error, no objection and the same conditions as in the last
+                # session gets the very status object of the last session: the writers skip it (``apply``)
+                if not (c.waiting or c.pipelined or job.nodes_fit_errors or job.enqueue_reason or uid in invalid
+                        or (topology_why and uid in topology_why)):
+                    quiet = (key, _conditions_sig(conds))
+                    last = job.derived.get("status")
+                    if last is not None and last[0] == quiet:
+                        st = last[1]
             else:
                 c = _CloseCounts(job)
             pods += c.pods
-            for t_uid, node in c.pipelined:
-                out.pipelined[t_uid] = node
-                out.pipelined_jobs[t_uid] = uid
-            conds = self.pg_conditions.get(uid, {})
-            phase = str(_phase(pg, c, UNSCHEDULABLE in conds))
-            st = PodGroupStatus(phase, list(conds.values()), c.running, c.succeeded, c.failed)
+            if st is None:
+                st, why = self._podgroup_status(out, job, c, conds)
+                if quiet is not None and not why:
+                    job.derived["status"] = (quiet, st)
             out.podgroups[uid] = st
-            why = ""
-            if UNSCHEDULABLE in conds:
-                why = conds[UNSCHEDULABLE]["message"]
-            elif job.enqueue_reason and phase == PodGroupPhase.Pending:
-                why = job.enqueue_reason
-            if uid in self.invalid:
-                why = f"{why}; {self.invalid[uid]}" if why else self.invalid[uid]
-            if why:
-                out.unschedulable[uid] = why
-                st.reason = why
-            elif job.nodes_fit_errors:
-                st.reason = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
-            # cache.RecordJobStatusEvent (pkg/scheduler/cache/cache.go): the PodGroup event, and each pending pod's
-            # PodScheduled condition with its own fit errors, else the job's
-            waiting = c.waiting
-            if why or (waiting and phase != PodGroupPhase.Running):
-                st.event = ("Warning", UNSCHEDULABLE, why or job.job_fit_errors or ALL_NODES_UNAVAILABLE)
-            elif phase == PodGroupPhase.Running:
-                st.event = _READY_EVENT
-            if waiting:
-                base = why or job.job_fit_errors or ALL_NODES_UNAVAILABLE
-                fit = job.nodes_fit_errors
-                for t_uid in waiting:
-                    fe = fit.get(t_uid)
-                    st.pod_conditions[t_uid] = str(fe) if fe else base
-            if self.topology.why:
-                note = self.topology.why.get(uid)
-                if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
-                    out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
-                elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
-                    st.reason = f"{st.reason}; {note}"
+            phase = st.phase
             counts = phases.get(job.queue)
             if counts is None:
                 counts = phases[job.queue] = {}
@@ -787,7 +798,10 @@ class Session:
             tc[1] += c.pending
             if c.held:
                 h = held.get(job.queue)
-                held[job.queue] = job.allocated.copy() if h is None else h + job.allocated
+                if h is None:
+                    held[job.queue] = job.allocated.copy()
+                else:  # in place: the same additions, in the same order, without a new array per job
+                    h += job.allocated
         out.pods = pods
         if self.evicted_for or self.last_tx:
             self._nominations(out)
@@ -820,6 +834,54 @@ class Session:
             if st is not None:
                 st.nominated[uid] = node
                 out.nominated[uid] = node
+
+    def _podgroup_status(self, out: SessionResult, job: JobInfo, c: _CloseCounts,
+                         conds: dict[str, dict[str, Any]]) -> tuple[PodGroupStatus, str]:
+        """The job's ``PodGroupStatus`` from its counts and this session's verdict (Volcano's ``jobStatus``,
+        framework/session.go, and ``cache.RecordJobStatusEvent``), with why it is not scheduled ("" when it is);
+        adds its pipelined pods and reason to ``out``."""
+        uid = job.uid
+        pg = job.podgroup
+        assert pg is not None
+        for t_uid, node in c.pipelined:
+            out.pipelined[t_uid] = node
+            out.pipelined_jobs[t_uid] = uid
+        phase = str(_phase(pg, c, UNSCHEDULABLE in conds))
+        st = PodGroupStatus(phase, list(conds.values()), c.running, c.succeeded, c.failed)
+        why = ""
+        if UNSCHEDULABLE in conds:
+            why = conds[UNSCHEDULABLE]["message"]
+        elif job.enqueue_reason and phase == PodGroupPhase.Pending:
+            why = job.enqueue_reason
+        invalid = self.invalid
+        if uid in invalid:
+            why = f"{why}; {invalid[uid]}" if why else invalid[uid]
+        if why:
+            out.unschedulable[uid] = why
+            st.reason = why
+        elif job.nodes_fit_errors:
+            st.reason = f"{len(job.nodes_fit_errors)} task(s) not placed: {job.first_fit_error()}"
+        # cache.RecordJobStatusEvent (pkg/scheduler/cache/cache.go): the PodGroup event, and each pending pod's
+        # PodScheduled condition with its own fit errors, else the job's
+        waiting = c.waiting
+        if why or (waiting and phase != PodGroupPhase.Running):
+            st.event = ("Warning", UNSCHEDULABLE, why or job.job_fit_errors or ALL_NODES_UNAVAILABLE)
+        elif phase == PodGroupPhase.Running:
+            st.event = _READY_EVENT
+        if waiting:
+            base = why or job.job_fit_errors or ALL_NODES_UNAVAILABLE
+            fit = job.nodes_fit_errors
+            for t_uid in waiting:
+                fe = fit.get(t_uid)
+                st.pod_conditions[t_uid] = str(fe) if fe else base
+        topology_why = self.topology.why
+        if topology_why:
+            note = topology_why.get(uid)
+            if note and uid in out.unschedulable:  # cycle's explanation only: Volcano's condition text is unchanged
+                out.unschedulable[uid] = st.reason = f"{out.unschedulable[uid]}; {note}"
+            elif note and st.reason:  # a ready job whose later sub-groups (or pods) found no hypernode
+                st.reason = f"{st.reason}; {note}"
+        return st, why
 
     def _queue_statuses(self, held: dict[str, np.ndarray], phases: dict[str, dict[str, int]],
                         tasks: dict[str, list[int]]) -> dict[str, QueueStatus]:
@@ -905,6 +967,35 @@ _REASONED = (TaskStatus.Allocated, TaskStatus.Pending, TaskStatus.Pipelined)
 
 #: Volcano's AllocatedStatus (api/helpers.go) besides Running: what a queue's ``status.allocated`` counts
 _HELD = (TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Allocated)
+
+
+def _conditions_sig(conds: dict[str, dict[str, Any]]) -> tuple[Any, ...]:
+    """What a writer compares of a job's session conditions: type, status, reason and message of each, in order
+    (the transition id and times are the session's own; ``framework/result.py: conditions_key``)."""
+    if len(conds) == 1:
+        for c in conds.values():
+            return (c["type"], c["status"], c["reason"], c["message"])
+    return tuple((c["type"], c["status"], c["reason"], c["message"]) for c in conds.values())
+
+
+_NO_FNS: dict[int, dict[str, tuple[tuple[()], ...]]] = {}
+
+
+def _no_fns(n_tiers: int) -> dict[str, tuple[tuple[()], ...]]:
+    """Every point with ``n_tiers`` empty tiers (one shared read-only value per tier count)."""
+    got = _NO_FNS.get(n_tiers)
+    if got is None:
+        empty = ((),) * n_tiers
+        got = _NO_FNS[n_tiers] = {p: empty for p in POINTS}
+    return got
+
+
+def _tier_of(options: dict[str, tuple[int, PluginOption]], plugin: str, flag: str | None) -> int | None:
+    """``Registration.tier`` over a session's own ``options`` (after a plugin registered under an alias)."""
+    got = options.get(plugin)
+    if got is None:
+        return 0
+    return got[0] if got[1].enabled(flag) else None
 
 
 def _constant(name: str) -> str:

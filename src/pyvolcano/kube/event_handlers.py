@@ -45,7 +45,7 @@ class EventHandlers:
                     self.status.nom_sent.pop(key, None)
                 elif kind == "PodGroup":
                     self.status.pg_sent.pop(key, None)
-                    self.status.pg_quiet.pop(key, None)
+                    self.status.unquiet(key)
                 elif kind == "Queue":
                     self.status.queue_sent.pop(key, None)
             elif kind == "Pod":

@@ -128,6 +128,12 @@ class KubeWriter:
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         return self.status.update_podgroup_status(uid, status)
 
+    @property
+    def settled(self) -> dict[str, PodGroupStatus]:
+        """PodGroups whose write-back found nothing to do, with the status they were found quiet with
+        (``StatusUpdater.settled``; ``framework/result.py: apply`` skips that object)."""
+        return self.status.settled
+
     def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
         self.status.pod_condition(pod, message, nominated)
 

@@ -51,6 +51,9 @@ class StatusUpdater:
         #: PodGroups whose status write-back had nothing to do, with what that depended on: while it stays the same
         #: (no pending pods, same session verdict, same job and PodGroup versions), later sessions skip them
         self.pg_quiet: dict[str, tuple[Any, ...]] = {}
+        #: the session status each quiet PodGroup was found quiet with: ``framework/result.py: apply`` does not
+        #: hand that very object over again (a session reuses it while the job's verdict is unchanged)
+        self.settled: dict[str, PodGroupStatus] = {}
         self.cond_sent: dict[str, str] = {}
         #: nominated nodes sent and not yet seen in an informer event
         self.nom_sent: dict[str, str] = {}
@@ -94,10 +97,11 @@ class StatusUpdater:
             self.writer.submit(("podgroup", uid), self._pg_writer(uid, pg.namespace, pg.name, new))
         if st.event is not None and not self._said_by_its_pod(job, st, new, pg.manifest):
             self.recorder.event(pg.manifest, *st.event)
-        if uid not in self.pg_sent and not st.pod_conditions:  # nothing in flight, nothing waiting: quiet
+        if uid not in self.pg_sent and not st.pod_conditions and not st.nominated:  # nothing in flight or waiting
             self.pg_quiet[uid] = quiet
+            self.settled[uid] = st
         else:
-            self.pg_quiet.pop(uid, None)
+            self.unquiet(uid)
         if st.pod_conditions:
             self._unschedulable_tasks[uid] = len(st.pod_conditions)
         return True
@@ -113,6 +117,11 @@ class StatusUpdater:
             return False  # "Unschedulable" is in its status: say that it is ready now, as Volcano does
         # a Warning Event said it could not be scheduled: then the ready Event closes that story
         return not self.recorder.recorded(manifest, UNSCHEDULABLE)
+
+    def unquiet(self, uid: str) -> None:
+        """The PodGroup has something to write again (a write in flight or failed, the object deleted)."""
+        self.pg_quiet.pop(uid, None)
+        self.settled.pop(uid, None)
 
     def pod_condition(self, key: str, message: str, nominated: str = "") -> None:
         """The pod's ``PodScheduled=False/Unschedulable`` condition and, with ``nominated``, its
@@ -214,7 +223,7 @@ class StatusUpdater:
                 self.api.patch(PODGROUP, name, {"status": status}, ns)
             except ApiError as exc:
                 with self.lock:
-                    self.pg_quiet.pop(uid, None)
+                    self.unquiet(uid)
                     if self.pg_sent.get(uid) is status:
                         del self.pg_sent[uid]  # retry next session
                 if not exc.not_found:

@@ -117,6 +117,7 @@ class SimAPI:
         self.objects[self._k(obj["kind"], ns, md["name"])] = obj
         if obj["kind"] == "PodGroup" and hasattr(self.sim, "writer"):  # a re-created group (RestartJob) starts over
             self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
+            self.sim.writer.settled.pop(f"{ns}/{md['name']}", None)
         self.sim.cache.upsert(obj)
         self.sim.changed = True
         self.sim.cache_changes += 1
@@ -165,6 +166,9 @@ class SimWriter:
         self.sim = sim
         #: per PodGroup, what its status was last built from
         self._last: dict[str, tuple[Any, ...]] = {}
+        #: per PodGroup, the status object last applied (``framework/result.py: apply`` skips it when a session
+        #: hands the same object again: an unchanged verdict); writes here are synchronous, so nothing is in flight
+        self.settled: dict[str, PodGroupStatus] = {}
         self._events: dict[tuple[str, str, str], str] = {}
 
     def _stamp(self) -> str:
@@ -209,12 +213,16 @@ class SimWriter:
         sig = (status.phase, status.running, status.succeeded, status.failed, status.event,
                *[(c["type"], c["reason"], c["message"]) for c in status.conditions])
         if self._last.get(uid) == sig:
+            if not status.pod_conditions:
+                self.settled[uid] = status
             return True
         ns, name = uid.split("/", 1)
         pg = sim.api.get("PodGroup", ns, name)
         if pg is None:
             return False
         self._last[uid] = sig
+        if not status.pod_conditions:
+            self.settled[uid] = status
         old = pg.get("status") or {}
         pg["status"] = podgroup_status_body(old, status, self._stamp())
         if status.event is not None:
