@@ -37,7 +37,10 @@ class Recorder:
             self.settled[uid] = status
         return True
 
-    def pod_condition(self, pod: str, message: str) -> None:
+    def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
+        return None
+
+    def nominate(self, pod: str, node: str) -> None:
         return None
 
     def update_queue_status(self, status: QueueStatus) -> None:
