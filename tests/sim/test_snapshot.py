@@ -82,7 +82,10 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot, jobs: Iterable[str] | 
     assert {n: set(got.tasks[i]) for i, n in enumerate(got.names)} == on
     for uid in snap.jobs if jobs is None else jobs:
         assert _job_state(snap.jobs[uid]) == _job_state(cache.jobs[uid].clone()), uid
-    # the nodes listed as holding special pods are exactly those a walk over every map finds
+    # the jobs listed as having a pod with pod constraints, and the nodes listed as holding special pods, are
+    # exactly those a walk over every job and every node's map finds
+    assert snap.constrained_jobs == {uid for uid, j in snap.jobs.items()
+                                     if any(t.uses_pod_constraints for t in j.tasks.values())}
     if cache.incremental_nodes:
         assert (got.extra_at, got.constrained_at) == special_walk(got)
     else:
@@ -108,13 +111,13 @@ def open_state(snap: Snapshot) -> tuple[Any, ...]:
 def check_open_state(snap: Snapshot) -> None:
     """Session open reading only the listed nodes computes what it computes walking every placed pod."""
     nodes = snap.nodes
-    listed = nodes.extra_at, nodes.constrained_at
+    listed = nodes.extra_at, nodes.constrained_at, snap.constrained_jobs
     got = open_state(snap)
-    nodes.extra_at = nodes.constrained_at = None  # unknown: every node's map is walked
+    nodes.extra_at = nodes.constrained_at = snap.constrained_jobs = None  # unknown: every map and job is walked
     try:
         assert got == open_state(snap)
     finally:
-        nodes.extra_at, nodes.constrained_at = listed
+        nodes.extra_at, nodes.constrained_at, snap.constrained_jobs = listed
 
 
 def checked(cache: SchedulerCache) -> Callable[[], Snapshot]:

@@ -243,7 +243,13 @@ class NodeArrays:
         return self.future[idx].copy()
 
     def total_allocatable(self) -> np.ndarray:
-        return self.allocatable.sum(axis=0) if len(self) else self.res.zeros()
+        """The cluster's allocatable (a copy: callers may change it), summed once per static part: every session
+        asks for it, and it depends on the specs alone."""
+        derived = self.static.derived
+        total = derived.get("total-allocatable")
+        if total is None:
+            total = derived["total-allocatable"] = self.allocatable.sum(axis=0) if len(self) else self.res.zeros()
+        return total.copy()
 
 
 class NodeViews:

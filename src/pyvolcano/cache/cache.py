@@ -91,6 +91,9 @@ class Snapshot:
     memo: BlockedMemo | None = None
     free_epoch: int = 0
     use_epoch: int = 0
+    #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
+    #: (``TaskInfo.uses_pod_constraints``), kept by the cache; None: not known, every job is looked at
+    constrained_jobs: set[str] | None = None
 
 
 class SchedulerCache:
@@ -142,6 +145,8 @@ class SchedulerCache:
         #: pods at session open without a walk over every placed pod
         self._extra_on: dict[str, int] = {}
         self._constrained_on: dict[str, int] = {}
+        #: per job, how many of its pods have ``TaskInfo.uses_pod_constraints`` (``Snapshot.constrained_jobs``)
+        self._constrained_jobs: dict[str, int] = {}
         #: the cache's own running node amounts over the current node set (no tasks in its maps); None: rebuilt
         #: at the next snapshot (a Node changed, a resource name appeared)
         self._ledger: NodeArrays | None = None
@@ -239,7 +244,7 @@ class SchedulerCache:
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
         for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues,
-                      self._node_tasks, self._extra_on, self._constrained_on):
+                      self._node_tasks, self._extra_on, self._constrained_on, self._constrained_jobs):
             store.clear()
         self._nodes_changed()
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
@@ -389,6 +394,8 @@ class SchedulerCache:
             job = self.jobs[job_uid] = JobInfo(job_uid, None, self.res.size)
         task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
         job.add_task(task)
+        if task.uses_pod_constraints:
+            self._constrained_jobs[job_uid] = self._constrained_jobs.get(job_uid, 0) + 1
         self.tasks[uid] = task
         self._on_node(task)
         self._moved(was, task.status, task.node_name)
@@ -423,6 +430,12 @@ class SchedulerCache:
         if t is None:
             return
         self._off_node(t)
+        if t.uses_pod_constraints:
+            n = self._constrained_jobs.get(t.job, 0) - 1
+            if n > 0:
+                self._constrained_jobs[t.job] = n
+            else:
+                self._constrained_jobs.pop(t.job, None)
         job = self.jobs.get(t.job)
         if job is not None:
             job.delete_task(t)
@@ -602,7 +615,7 @@ class SchedulerCache:
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
-            use_epoch=self.use_epoch,
+            use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
         )
 
     def warn_problems(self) -> None:

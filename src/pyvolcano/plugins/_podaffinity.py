@@ -312,9 +312,16 @@ class PodAffinityState:
                     if pt.req_anti:
                         self.anti_open[i] = True
                     on_nodes.append(pt)
-        carry = ssn.carry
-        pending = [self.parse(t) for j in ssn.jobs.values() if carried(j, "pod-constraints", j.version, _constrained, carry)
-                   for t in j.index.get(TaskStatus.Pending, {}).values() if t.uses_pod_constraints]
+        # the pending pods with such constraints: of the jobs the cache lists as having any
+        # (``Snapshot.constrained_jobs``), else of every job (carried per job while it is unchanged)
+        known = ssn.snapshot.constrained_jobs
+        if known is None:
+            carry = ssn.carry
+            jobs = [j for j in ssn.jobs.values() if carried(j, "pod-constraints", j.version, _constrained, carry)]
+        else:
+            jobs = [ssn.jobs[uid] for uid in sorted(known) if uid in ssn.jobs]
+        pending = [self.parse(t) for j in jobs for t in j.index.get(TaskStatus.Pending, {}).values()
+                   if t.uses_pod_constraints]
         self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)
         self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or any(pt.req_anti for pt in on_nodes)
         self.any_hard = any(pt.hard for pt in pending)
