@@ -67,11 +67,14 @@ class K8sNodeRequests:
         self._vec: dict[object, np.ndarray] = {}
         #: one row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update
         #: per event); ``req`` and ``nz`` are views of it
-        self.both = np.zeros((n, 5))
+        if k == 3:  # one gather of the five columns (the node accounting's copies, exact)
+            self.both = nodes.used.take(self.dims + self.dims[:2], axis=1)
+        else:  # no GPU resource: Requested GPU stays 0
+            self.both = np.zeros((n, 5))
+            self.both[:, :k] = nodes.used[:, self.dims]
+            self.both[:, 3:] = nodes.used[:, self.dims[:2]]
         self.req = self.both[:, :3]
         self.nz = self.both[:, 3:]
-        self.req[:, :k] = nodes.used[:, self.dims]
-        self.nz[:] = nodes.used[:, self.dims[:2]]
         # only the nodes listed as holding such a pod (``NodeArrays.extra_at``, kept by the cache), in node order
         maps = nodes.tasks
         fix = [(i, t.k8s_extra) for i in nodes.special_nodes(nodes.extra_at) for t in maps[i].values()
