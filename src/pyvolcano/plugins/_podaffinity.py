@@ -562,6 +562,8 @@ class PodAffinityState:
             clamped = np.minimum(np.maximum(total, MIN_IMAGE_THRESHOLD), hi)
             out = (MAX_NODE_SCORE * (clamped - MIN_IMAGE_THRESHOLD) // (hi - MIN_IMAGE_THRESHOLD)).astype(float)
         out.flags.writeable = False  # shared by later sessions on the same nodes
+        if len(self._image_memo) >= _IMAGE_MEMO_MAX:  # kept while the nodes stay: bounded (a node row each)
+            self._image_memo.clear()
         self._image_memo[images] = out
         return out
 
@@ -593,6 +595,9 @@ class PodAffinityState:
         self._image_nodes = index
         return bool(index)
 
+
+#: how many pods' image lists keep their image-locality scores per node set (``PodAffinityState.image_scores``)
+_IMAGE_MEMO_MAX = 512
 
 #: the session's pod-affinity state (shared by the filters and scores the predicates and nodeorder plugins register)
 POD_AFFINITY: StateKey[PodAffinityState] = StateKey("podaffinity")
