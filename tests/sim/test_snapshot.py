@@ -21,6 +21,9 @@ from pyvolcano.api.node_info import NodeArrays
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.framework.session import Session
+from pyvolcano.plugins._podaffinity import PodAffinityState
+from pyvolcano.plugins.nodeorder import K8sNodeRequests
 from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
@@ -79,6 +82,42 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot, jobs: Iterable[str] | 
     assert {n: set(got.tasks[i]) for i, n in enumerate(got.names)} == on
     for uid in snap.jobs if jobs is None else jobs:
         assert _job_state(snap.jobs[uid]) == _job_state(cache.jobs[uid].clone()), uid
+    # the jobs listed as having a pod with pod constraints, and the nodes listed as holding special pods, are
+    # exactly those a walk over every job and every node's map finds
+    assert snap.constrained_jobs == {uid for uid, j in snap.jobs.items()
+                                     if any(t.uses_pod_constraints for t in j.tasks.values())}
+    if cache.incremental_nodes:
+        assert (got.extra_at, got.constrained_at) == special_walk(got)
+    else:
+        assert got.extra_at is None and got.constrained_at is None
+
+
+def special_walk(nodes: NodeArrays) -> tuple[set[int], set[int]]:
+    """From scratch: the nodes whose maps hold a pod with ``k8s_extra``, and a pod with pod constraints."""
+    return ({i for i, m in enumerate(nodes.tasks) if any(t.k8s_extra is not None for t in m.values())},
+            {i for i, m in enumerate(nodes.tasks) if any(t.uses_pod_constraints for t in m.values())})
+
+
+def open_state(snap: Snapshot) -> tuple[Any, ...]:
+    """What nodeorder's Kubernetes requests and the pod-affinity state compute at session open from the
+    snapshot's special pods, read through the listed nodes (``NodeArrays.extra_at`` / ``constrained_at``)."""
+    ssn = Session(snap, load_conf_file(None))
+    kr = K8sNodeRequests(ssn, track=False)
+    pa = PodAffinityState(ssn)
+    return (kr.both.tolist(), pa.aff_open.tolist(), pa.anti_open.tolist(), sorted(pa.terms), pa.any_terms,
+            pa.any_required, pa.any_hard, pa.any_soft)
+
+
+def check_open_state(snap: Snapshot) -> None:
+    """Session open reading only the listed nodes computes what it computes walking every placed pod."""
+    nodes = snap.nodes
+    listed = nodes.extra_at, nodes.constrained_at, snap.constrained_jobs
+    got = open_state(snap)
+    nodes.extra_at = nodes.constrained_at = snap.constrained_jobs = None  # unknown: every map and job is walked
+    try:
+        assert got == open_state(snap)
+    finally:
+        nodes.extra_at, nodes.constrained_at, snap.constrained_jobs = listed
 
 
 def checked(cache: SchedulerCache) -> Callable[[], Snapshot]:
@@ -101,12 +140,19 @@ def _node(i: int, cpu: int, unschedulable: bool = False) -> dict[str, Any]:
             "status": {"allocatable": {"cpu": str(cpu), "memory": "64Gi", "pods": "110"}}}
 
 
-def _pod(name: str, group: str, cpu: int, node: str, phase: str, scheduler: str = "volcano") -> dict[str, Any]:
+def _pod(name: str, group: str, cpu: int, node: str, phase: str, scheduler: str = "volcano",
+         special: int = 0) -> dict[str, Any]:
+    """``special``: 1 a pod Kubernetes' scores see differently (no memory request: ``k8s_extra``), 2 a pod with
+    required anti-affinity (``uses_pod_constraints``), 3 both."""
+    requests = {"cpu": str(cpu)} if special & 1 else {"cpu": str(cpu), "memory": f"{cpu}Gi"}
     spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [{"name": "c", "resources": {
-        "requests": {"cpu": str(cpu), "memory": f"{cpu}Gi"}}}]}
+        "requests": requests}}]}
+    if special & 2:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
     if node:
         spec["nodeName"] = node
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default",
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"},
                                         "annotations": {"scheduling.k8s.io/group-name": group}},
             "spec": spec, "status": {"phase": phase}}
 
@@ -168,9 +214,9 @@ def test_incremental_snapshots_equal_rebuilt_ones(ops: list[tuple[int, int, int,
             cache.upsert(_node(b, 8 * c, unschedulable=c == 4))  # a new node or an update (allocatable, flag)
         elif op == 1:
             cache.delete({"kind": "Node", "metadata": {"name": f"n{b}"}})
-        elif op in (2, 3, 4):  # a pod of ours, pending or on a node in some phase
+        elif op in (2, 3, 4):  # a pod of ours, pending or on a node in some phase, special or not
             node = "" if op == 2 else f"n{b}"
-            cache.upsert(_pod(name, group, c, node, "Pending" if op == 2 else phases[c]))
+            cache.upsert(_pod(name, group, c, node, "Pending" if op == 2 else phases[c], special=(a + c) % 4))
         elif op == 5:
             cache.delete({"kind": "Pod", "metadata": {"name": name, "namespace": "default"}})
         elif op == 6:
@@ -178,7 +224,8 @@ def test_incremental_snapshots_equal_rebuilt_ones(ops: list[tuple[int, int, int,
         elif op == 7:
             cache.delete({"kind": "PodGroup", "metadata": {"name": group, "namespace": "default"}})
         elif op == 8:  # another scheduler's pod
-            cache.upsert(_pod(f"o{a}", "", c, f"n{b}", phases[c % 3], scheduler="default-scheduler"))
+            cache.upsert(_pod(f"o{a}", "", c, f"n{b}", phases[c % 3], scheduler="default-scheduler",
+                              special=(a + b) % 4))
         elif op == 9:  # the scheduler's own decisions written back (binder, evictor)
             t = cache.tasks.get(f"default/{name}")
             if t is not None:
@@ -196,7 +243,13 @@ def test_incremental_snapshots_equal_rebuilt_ones(ops: list[tuple[int, int, int,
         else:  # 12: a snapshot, and a session that changes it
             snap = cache.snapshot()
             check_snapshot(cache, snap)
+            check_open_state(snap)
             _session(snap, a, b, c)
+            # a session's placements keep the lists: never smaller than what is there
+            extra, constrained = special_walk(snap.nodes)
+            assert snap.nodes.extra_at is not None and snap.nodes.constrained_at is not None
+            assert extra <= snap.nodes.extra_at and constrained <= snap.nodes.constrained_at
+            check_open_state(snap)
     check_snapshot(cache, cache.snapshot())
 
 

@@ -90,6 +90,12 @@ class NodeArrays:
         self.pipelined = np.zeros((n, r))
         self.future = self.allocatable.copy()
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in st.specs]
+        #: the positions of the nodes whose task maps hold a pod with ``TaskInfo.k8s_extra`` (Kubernetes sees its
+        #: requests differently) and with ``TaskInfo.uses_pod_constraints``; kept by every task added here, and
+        #: handed over by the cache's snapshot from its own per-node counts.  Never smaller than the truth; None:
+        #: not known (task maps filled some other way), so readers walk every map (``special_nodes``)
+        self.extra_at: set[int] | None = set()
+        self.constrained_at: set[int] | None = set()
         self.log: list[int] = []
         self._views: NodeViews | None = None
 
@@ -102,6 +108,7 @@ class NodeArrays:
         a.idle, a.used, a.releasing = self.idle.copy(), self.used.copy(), self.releasing.copy()
         a.pipelined, a.future = self.pipelined.copy(), self.future.copy()
         a.tasks = []
+        a.extra_at = a.constrained_at = None  # the caller fills the task maps (and says where the special pods are)
         a.log = []
         a._views = None
         return a
@@ -140,6 +147,19 @@ class NodeArrays:
     def __len__(self) -> int:
         return len(self.names)
 
+    def special_nodes(self, which: set[int] | None) -> list[int] | range:
+        """The nodes to look at for pods of one special kind (``extra_at`` or ``constrained_at``), in node order:
+        those listed, or every node when not known.  Session open reads the few pods Kubernetes' rules treat
+        apart (nodeorder's request corrections, the pod-affinity state) without a walk over every placed pod."""
+        return range(len(self.names)) if which is None else sorted(which)
+
+    def _mark(self, i: int, task: TaskInfo) -> None:
+        """Keep ``extra_at`` / ``constrained_at`` when ``task`` comes to node ``i``'s map."""
+        if task.k8s_extra is not None and self.extra_at is not None:
+            self.extra_at.add(i)
+        if task.uses_pod_constraints and self.constrained_at is not None:
+            self.constrained_at.add(i)
+
     def _account(self, i: int, task: TaskInfo, sign: float) -> None:
         self.account(i, task, sign)
         self.log.append(i)
@@ -164,6 +184,8 @@ class NodeArrays:
     def add_task(self, i: int, task: TaskInfo) -> None:
         """Volcano's NodeInfo.AddTask: account the task by its current status."""
         self.tasks[i][task.uid] = task
+        if task.k8s_extra is not None or task.uses_pod_constraints:
+            self._mark(i, task)
         self._account(i, task, 1.0)
 
     def add_tasks(self, placed: list[tuple[int, TaskInfo]], index: bool = True) -> None:
@@ -179,6 +201,8 @@ class NodeArrays:
         if index:
             for i, t in placed:
                 self.tasks[i][t.uid] = t
+                if t.k8s_extra is not None or t.uses_pod_constraints:
+                    self._mark(i, t)
         held, rel, pip = kind == 0, kind == 1, kind == 2
         on = held | rel
         np.subtract.at(self.idle, idx[on], req[on])
@@ -207,6 +231,8 @@ class NodeArrays:
             task.status = status
         if same:
             self.tasks[i][task.uid] = task
+            if task.k8s_extra is not None or task.uses_pod_constraints:
+                self._mark(i, task)
         else:
             self.add_task(i, task)
 
@@ -217,7 +243,13 @@ class NodeArrays:
         return self.future[idx].copy()
 
     def total_allocatable(self) -> np.ndarray:
-        return self.allocatable.sum(axis=0) if len(self) else self.res.zeros()
+        """The cluster's allocatable (a copy: callers may change it), summed once per static part: every session
+        asks for it, and it depends on the specs alone."""
+        derived = self.static.derived
+        total = derived.get("total-allocatable")
+        if total is None:
+            total = derived["total-allocatable"] = self.allocatable.sum(axis=0) if len(self) else self.res.zeros()
+        return total.copy()
 
 
 class NodeViews:

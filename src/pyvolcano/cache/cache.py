@@ -91,6 +91,9 @@ class Snapshot:
     memo: BlockedMemo | None = None
     free_epoch: int = 0
     use_epoch: int = 0
+    #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
+    #: (``TaskInfo.uses_pod_constraints``), kept by the cache; None: not known, every job is looked at
+    constrained_jobs: set[str] | None = None
 
 
 class SchedulerCache:
@@ -136,6 +139,14 @@ class SchedulerCache:
         #: the pods that hold something on each node (a status other than Pending, Succeeded, Failed), by node
         #: name and in the order they came; a node's task map in a snapshot follows this order
         self._node_tasks: dict[str, dict[str, TaskInfo]] = {}
+        #: per node name, how many of ``_node_tasks``' pods have ``TaskInfo.k8s_extra`` and how many
+        #: ``TaskInfo.uses_pod_constraints`` (usually none): a snapshot lists those nodes
+        #: (``NodeArrays.extra_at`` / ``constrained_at``), so that nodeorder and the pod-affinity state read those
+        #: pods at session open without a walk over every placed pod
+        self._extra_on: dict[str, int] = {}
+        self._constrained_on: dict[str, int] = {}
+        #: per job, how many of its pods have ``TaskInfo.uses_pod_constraints`` (``Snapshot.constrained_jobs``)
+        self._constrained_jobs: dict[str, int] = {}
         #: the cache's own running node amounts over the current node set (no tasks in its maps); None: rebuilt
         #: at the next snapshot (a Node changed, a resource name appeared)
         self._ledger: NodeArrays | None = None
@@ -233,7 +244,7 @@ class SchedulerCache:
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
         for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues,
-                      self._node_tasks):
+                      self._node_tasks, self._extra_on, self._constrained_on, self._constrained_jobs):
             store.clear()
         self._nodes_changed()
         order = {k: i for i, k in enumerate(("PriorityClass", "Queue", "Node", "PodGroup", "Pod"))}
@@ -383,6 +394,8 @@ class SchedulerCache:
             job = self.jobs[job_uid] = JobInfo(job_uid, None, self.res.size)
         task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
         job.add_task(task)
+        if task.uses_pod_constraints:
+            self._constrained_jobs[job_uid] = self._constrained_jobs.get(job_uid, 0) + 1
         self.tasks[uid] = task
         self._on_node(task)
         self._moved(was, task.status, task.node_name)
@@ -417,6 +430,12 @@ class SchedulerCache:
         if t is None:
             return
         self._off_node(t)
+        if t.uses_pod_constraints:
+            n = self._constrained_jobs.get(t.job, 0) - 1
+            if n > 0:
+                self._constrained_jobs[t.job] = n
+            else:
+                self._constrained_jobs.pop(t.job, None)
         job = self.jobs.get(t.job)
         if job is not None:
             job.delete_task(t)
@@ -448,7 +467,13 @@ class SchedulerCache:
     def _on_node(self, t: TaskInfo) -> None:
         """``t`` (now in the cache) holds something on its node: count it there."""
         if t.node_name and t.status not in _OFF_NODE:
-            self._node_tasks.setdefault(t.node_name, {})[t.uid] = t
+            on = self._node_tasks.setdefault(t.node_name, {})
+            old = on.get(t.uid)
+            if old is not None and (old.k8s_extra is not None or old.uses_pod_constraints):
+                _count(self, old, t.node_name, -1)
+            if t.k8s_extra is not None or t.uses_pod_constraints:
+                _count(self, t, t.node_name, 1)
+            on[t.uid] = t
             self._dirty_nodes.add(t.node_name)
             led = self._ledger
             if led is not None:
@@ -460,8 +485,13 @@ class SchedulerCache:
         """``t`` is about to change or leave the cache: take back what it counted on its node."""
         if t.node_name and t.status not in _OFF_NODE:
             on = self._node_tasks.get(t.node_name)
-            if on is None or on.pop(t.uid, None) is None:
+            if on is None:
                 return
+            gone = on.pop(t.uid, None)
+            if gone is None:
+                return
+            if gone.k8s_extra is not None or gone.uses_pod_constraints:
+                _count(self, gone, t.node_name, -1)
             if not on:
                 del self._node_tasks[t.node_name]
             self._dirty_nodes.add(t.node_name)
@@ -500,6 +530,7 @@ class SchedulerCache:
         placed.extend(t for t in self.other_tasks.values() if t.status not in _OFF_NODE)
         arrays.add_tasks([(pos[t.node_name], t) for t in placed if t.node_name in pos], index=False)
         arrays.tasks = [self._node_map(name, jobs) for name in arrays.names]
+        arrays.extra_at = arrays.constrained_at = None  # not kept: readers walk every map, as before the counts
         return arrays
 
     def _node_map(self, name: str, jobs: dict[str, JobInfo]) -> dict[str, TaskInfo]:
@@ -572,6 +603,9 @@ class SchedulerCache:
                 for i in touched:
                     tasks[i] = self._node_map(names[i], jobs)
                 arrays.tasks = tasks
+            pos = arrays.pos
+            arrays.extra_at = {pos[n] for n in self._extra_on if n in pos}
+            arrays.constrained_at = {pos[n] for n in self._constrained_on if n in pos}
             if reuse:
                 self._last_nodes = arrays
         if self.memo is not None and len(self.memo.enqueue) + len(self.memo.allocate) > 2 * len(jobs) + 64:
@@ -581,12 +615,25 @@ class SchedulerCache:
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
-            use_epoch=self.use_epoch,
+            use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
         )
 
     def warn_problems(self) -> None:
         for p in self.problems:
             print(f"pyvolcano: skipped: {p}", file=sys.stderr)
+
+
+def _count(cache: SchedulerCache, t: TaskInfo, node: str, sign: int) -> None:
+    """Move the per-node counts of special pods (``SchedulerCache._extra_on`` / ``_constrained_on``) as ``t``
+    comes to (``sign`` 1) or leaves (-1) ``node``'s ``_node_tasks``."""
+    for special, counts in ((t.k8s_extra is not None, cache._extra_on),
+                            (t.uses_pod_constraints, cache._constrained_on)):
+        if special:
+            n = counts.get(node, 0) + sign
+            if n:
+                counts[node] = n
+            else:
+                del counts[node]
 
 
 def _consumes(old: PodGroup, new: PodGroup) -> bool:

@@ -298,10 +298,12 @@ class PodAffinityState:
         self.anti_open = np.zeros(self.n, bool)
         self.aff_open = np.zeros(self.n, bool)
         # Which rules can matter this session: only pods with pod-affinity terms or spread constraints are
-        # parsed here (a dict lookup or two per pod, one pass), so a session without any costs next to nothing.
+        # parsed here, found on the nodes the snapshot lists for them (``NodeArrays.constrained_at``, kept by
+        # the cache), so a session without any costs next to nothing.
         on_nodes = []
-        for i, tasks in enumerate(self.nodes.tasks):
-            for t in tasks.values():
+        maps = self.nodes.tasks
+        for i in self.nodes.special_nodes(self.nodes.constrained_at):
+            for t in maps[i].values():
                 if t.uses_pod_constraints and counted(t):
                     aff = ((t.pod.get("spec") or {}).get("affinity") or {})
                     if aff.get("podAffinity") is not None or aff.get("podAntiAffinity") is not None:
@@ -310,9 +312,16 @@ class PodAffinityState:
                     if pt.req_anti:
                         self.anti_open[i] = True
                     on_nodes.append(pt)
-        carry = ssn.carry
-        pending = [self.parse(t) for j in ssn.jobs.values() if carried(j, "pod-constraints", j.version, _constrained, carry)
-                   for t in j.index.get(TaskStatus.Pending, {}).values() if t.uses_pod_constraints]
+        # the pending pods with such constraints: of the jobs the cache lists as having any
+        # (``Snapshot.constrained_jobs``), else of every job (carried per job while it is unchanged)
+        known = ssn.snapshot.constrained_jobs
+        if known is None:
+            carry = ssn.carry
+            jobs = [j for j in ssn.jobs.values() if carried(j, "pod-constraints", j.version, _constrained, carry)]
+        else:
+            jobs = [ssn.jobs[uid] for uid in sorted(known) if uid in ssn.jobs]
+        pending = [self.parse(t) for j in jobs for t in j.index.get(TaskStatus.Pending, {}).values()
+                   if t.uses_pod_constraints]
         self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)
         self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or any(pt.req_anti for pt in on_nodes)
         self.any_hard = any(pt.hard for pt in pending)
@@ -552,41 +561,43 @@ class PodAffinityState:
         else:
             clamped = np.minimum(np.maximum(total, MIN_IMAGE_THRESHOLD), hi)
             out = (MAX_NODE_SCORE * (clamped - MIN_IMAGE_THRESHOLD) // (hi - MIN_IMAGE_THRESHOLD)).astype(float)
+        out.flags.writeable = False  # shared by later sessions on the same nodes
+        if len(self._image_memo) >= _IMAGE_MEMO_MAX:  # kept while the nodes stay: bounded (a node row each)
+            self._image_memo.clear()
         self._image_memo[images] = out
         return out
 
     def index_images(self) -> bool:
         """Node status.images by name: {name: {node index: (size, nodes counted)}}, nodes in the snapshot's
-        order (see ``image_scores``).  True when any node lists any image."""
-        self._image_memo: dict[tuple[str, ...], np.ndarray] = {}
-        # the same node objects in the same order as the last session's: the same index (a node changed in the
-        # cache is a new NodeSpec; the entry keeps the specs alive, so their ids are not reused)
-        specs = self.nodes.specs
-        key = tuple(map(id, specs))
-        last = _IMAGE_INDEX.get("last")
-        if last is not None and last[0] == key:
-            self._image_nodes = last[2]
-            return bool(self._image_nodes)
-        self._image_nodes = {}
-        first: dict[str, tuple[int, int]] = {}  # name -> (size, nodes so far)
-        for i, spec in enumerate(specs):
-            for img in ((spec.manifest.get("status") or {}).get("images") or []):
-                img = img if isinstance(img, dict) else {}
-                for name in img.get("names") or []:
-                    name = str(name)
-                    per = self._image_nodes.setdefault(name, {})
-                    if i in per:
-                        continue
-                    size, count = first.get(name, (_int(img.get("sizeBytes"), 0), 0))
-                    first[name] = (size, count + 1)
-                    per[i] = (size, count + 1)
-        _IMAGE_INDEX["last"] = (key, list(specs), self._image_nodes)
-        return bool(self._image_nodes)
+        order (see ``image_scores``).  True when any node lists any image.
+
+        Both the index and the per-image-list scores depend on the node specs alone, so they are kept on the
+        snapshot's static part (``NodeStatic.derived``), shared by every session until a Node changes (a changed
+        Node makes a new static part), instead of checking the node set every session."""
+        derived = self.nodes.static.derived
+        self._image_memo: dict[tuple[str, ...], np.ndarray] = derived.setdefault("image-scores", {})
+        index: dict[str, dict[int, tuple[int, int]]] | None = derived.get("images")
+        if index is None:
+            index = {}
+            first: dict[str, tuple[int, int]] = {}  # name -> (size, nodes so far)
+            for i, spec in enumerate(self.nodes.specs):
+                for img in ((spec.manifest.get("status") or {}).get("images") or []):
+                    img = img if isinstance(img, dict) else {}
+                    for name in img.get("names") or []:
+                        name = str(name)
+                        per = index.setdefault(name, {})
+                        if i in per:
+                            continue
+                        size, count = first.get(name, (_int(img.get("sizeBytes"), 0), 0))
+                        first[name] = (size, count + 1)
+                        per[i] = (size, count + 1)
+            derived["images"] = index
+        self._image_nodes = index
+        return bool(index)
 
 
-#: the image index of the last session's nodes (``PodAffinityState.index_images``): (node ids, the nodes, the index);
-#: read-only once built
-_IMAGE_INDEX: dict[str, tuple[tuple[int, ...], list[Any], dict[str, dict[int, tuple[int, int]]]]] = {}
+#: how many pods' image lists keep their image-locality scores per node set (``PodAffinityState.image_scores``)
+_IMAGE_MEMO_MAX = 512
 
 #: the session's pod-affinity state (shared by the filters and scores the predicates and nodeorder plugins register)
 POD_AFFINITY: StateKey[PodAffinityState] = StateKey("podaffinity")

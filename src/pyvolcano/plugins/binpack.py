@@ -41,8 +41,16 @@ class Binpack(Plugin):
             return
         nodes = ssn.nodes
         alloc_all = nodes.allocatable
-        safe_alloc = np.where(alloc_all > 0, alloc_all, 1.0)  # static within the session
-        has_zero = bool((alloc_all[:, weights > 0] <= 0).any())
+        # from the specs alone: kept per node set (``NodeStatic.derived``), not recomputed every session
+        derived = nodes.static.derived
+        safe_alloc = derived.get("binpack-safe-alloc")
+        if safe_alloc is None:
+            safe_alloc = derived["binpack-safe-alloc"] = np.where(alloc_all > 0, alloc_all, 1.0)
+            safe_alloc.flags.writeable = False
+        zero_key = "binpack-has-zero-" + "".join("1" if w > 0 else "0" for w in weights)
+        has_zero = derived.get(zero_key)
+        if has_zero is None:
+            has_zero = derived[zero_key] = bool((alloc_all[:, weights > 0] <= 0).any())
         top = MAX_NODE_SCORE * weight
         per_template: dict[object, tuple[np.ndarray, np.ndarray, float, list[tuple[int, float, float]]] | None] = {}
 

@@ -54,7 +54,8 @@ class K8sNodeRequests:
     the session opened).
 
     Built from the node accounting (``NodeArrays.used``, every pod on the node) corrected by the few pods whose
-    Kubernetes view differs (``TaskInfo.k8s_extra``): no per-pod arithmetic for the usual pod."""
+    Kubernetes view differs (``TaskInfo.k8s_extra``), found on the nodes the snapshot lists for them
+    (``NodeArrays.extra_at``): no per-pod work for the usual pod, not even a look."""
 
     def __init__(self, ssn: Session, track: bool) -> None:
         nodes, pos = ssn.nodes, ssn.res.pos
@@ -66,12 +67,18 @@ class K8sNodeRequests:
         self._vec: dict[object, np.ndarray] = {}
         #: one row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update
         #: per event); ``req`` and ``nz`` are views of it
-        self.both = np.zeros((n, 5))
+        if k == 3:  # one gather of the five columns (the node accounting's copies, exact)
+            self.both = nodes.used.take(self.dims + self.dims[:2], axis=1)
+        else:  # no GPU resource: Requested GPU stays 0
+            self.both = np.zeros((n, 5))
+            self.both[:, :k] = nodes.used[:, self.dims]
+            self.both[:, 3:] = nodes.used[:, self.dims[:2]]
         self.req = self.both[:, :3]
         self.nz = self.both[:, 3:]
-        self.req[:, :k] = nodes.used[:, self.dims]
-        self.nz[:] = nodes.used[:, self.dims[:2]]
-        fix = [(i, t.k8s_extra) for i, tasks in enumerate(nodes.tasks) for t in tasks.values() if t.k8s_extra]
+        # only the nodes listed as holding such a pod (``NodeArrays.extra_at``, kept by the cache), in node order
+        maps = nodes.tasks
+        fix = [(i, t.k8s_extra) for i in nodes.special_nodes(nodes.extra_at) for t in maps[i].values()
+               if t.k8s_extra]
         if fix:
             at = np.fromiter((i for i, _ in fix), np.int64, len(fix))
             np.add.at(self.both, at, np.array([e for _, e in fix]))
@@ -242,9 +249,17 @@ class NodeOrder(Plugin):
         alloc_all = ssn.nodes.allocatable
         dims = kr.dims
 
-        alloc_cm = np.ascontiguousarray(alloc_all[:, dims[:2]])
-        # every node has cpu and memory (the usual case): fewer NumPy calls, the same float operations
-        cm_ok = bool((alloc_cm > 0).all())
+        # node facts from the specs alone, kept per node set (``NodeStatic.derived``) rather than per session:
+        # allocatable cpu and memory as an array and as two lists (the per-node form), and whether every node has
+        # both (the usual case: fewer NumPy calls, the same float operations)
+        derived = ssn.nodes.static.derived
+        facts = derived.get(f"nodeorder-alloc-{dims[0]}-{dims[1]}")
+        if facts is None:
+            cm = np.ascontiguousarray(alloc_all[:, dims[:2]])
+            cm.flags.writeable = False
+            facts = derived[f"nodeorder-alloc-{dims[0]}-{dims[1]}"] = (
+                cm, bool((cm > 0).all()), alloc_all[:, dims[0]].tolist(), alloc_all[:, dims[1]].tolist())
+        alloc_cm, cm_ok, col_c, col_m = facts
 
         def scores(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             s = np.zeros(len(idx))
@@ -276,8 +291,6 @@ class NodeOrder(Plugin):
 
         # The per-node form: the same float operations as the vector form, inlined for the usual case (a node
         # with cpu and memory, a pod without GPUs) since it runs for every node a placement changes.
-        col_c = alloc_all[:, dims[0]].tolist()
-        col_m = alloc_all[:, dims[1]].tolist()
         prepared: dict[object, tuple[float, float, list[float], int]] = {}
 
         def prep(task: TaskInfo) -> tuple[float, float, list[float], int]:
