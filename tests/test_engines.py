@@ -18,23 +18,13 @@ from pyvolcano.bench.run import build
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.framework.session import Session, SessionResult
+from tests.confs import conf as base_conf
 
 Obj = dict[str, Any]
 
 # --- confs ---------------------------------------------------------------------------------------------------
 
-BINPACK_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
+BINPACK_CONF = base_conf("enqueue, allocate, backfill", """\
     arguments:
       leastrequested.weight: 0
       mostrequested.weight: 2
@@ -48,22 +38,9 @@ tiers:
       binpack.memory: 1
       binpack.resources: nvidia.com/gpu
       binpack.resources.nvidia.com/gpu: 5
-"""
+""")
 
-PREEMPT_CONF = """\
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+PREEMPT_CONF = base_conf("enqueue, allocate, preempt, reclaim, backfill", "  - name: binpack\n")
 
 CONFS: dict[str, SchedulerConf] = {
     "default": load_conf_file(None),

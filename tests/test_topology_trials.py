@@ -17,22 +17,10 @@ from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.framework.session import Session
+from tests.confs import conf
 
 Obj = dict[str, Any]
-CONF = """actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-  - name: network-topology-aware
-"""
+CONF = conf("enqueue, allocate, backfill", "  - name: binpack\n  - name: network-topology-aware\n")
 
 
 def _hn(name: str, tier: int, kind: str, members: list[str]) -> Obj:

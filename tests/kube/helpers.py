@@ -65,22 +65,6 @@ def eventually(cond: Callable[[], Any], timeout: float = 10.0, interval: float =
         time.sleep(interval)
 
 
-#: the plugin tiers both confs below share (priority, gang, conformance; drf, predicates, proportion, nodeorder)
-_TIERS = """tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-#: those tiers plus network-topology-aware (the HyperNode tests on the fake and the real API server)
-TOPO_CONF = 'actions: "enqueue, allocate, backfill"\n' + _TIERS + "  - name: network-topology-aware\n"
-#: a conf with preempt (shared by the fake-API and the real-API-server preemption tests)
-PREEMPT_CONF = 'actions: "enqueue, allocate, preempt, backfill"\n' + _TIERS
 
 
 def job_command(api: Any, name: str, action: str, job: str = "tensorflow-benchmark", ns: str = "default") -> None:

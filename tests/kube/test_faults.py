@@ -29,6 +29,7 @@ import pytest
 
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import EVENT, LEASE, NODE, POD, PODGROUP
+from tests.confs import conf
 from tests.kube import cluster, kubeserver
 from tests.kube.cluster import Env, bound, mk_pod, mk_podgroup, scheduler, wait
 
@@ -330,19 +331,7 @@ def test_leader_failover_mid_drain(api: KubeClient, env: Env, procs: list[cluste
         watch.close()
 
 
-GOOD_CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+GOOD_CONF = conf("enqueue, allocate, backfill")
 
 
 def test_conf_replaced_with_a_broken_one_keeps_the_old(api: KubeClient, env: Env, procs: list[cluster.Proc],

@@ -16,8 +16,9 @@ from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.hypernode_controller import HyperNodeControllerRunner, default_configmap
 from pyvolcano.kube.resources import CONFIGMAP, HYPERNODE, NODE, POD, PODGROUP, QUEUE
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
+from tests.confs import TOPO_CONF
 from tests.kube.fakeapi import FakeApi
-from tests.kube.helpers import TOPO_CONF, eventually, node, pod, podgroup, queue
+from tests.kube.helpers import eventually, node, pod, podgroup, queue
 
 LABEL_CONF = """networkTopologyDiscovery:
 - source: label

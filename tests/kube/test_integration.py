@@ -24,9 +24,9 @@ import yaml
 from pyvolcano.commands.install import apply_all
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CRD, EVENT, LEASE, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB, Resource
+from tests.confs import PREEMPT_CONF
 from tests.kube import cluster
 from tests.kube.cluster import Env, Kubelet, bound, mk_pod, mk_podgroup, scheduler, wait
-from tests.kube.helpers import PREEMPT_CONF
 
 pytestmark = [pytest.mark.kube]
 

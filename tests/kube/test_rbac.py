@@ -22,8 +22,8 @@ from pyvolcano.kube.queue_controller import QueueController
 from pyvolcano.kube.resources import CONFIGMAP, HYPERNODE, NODE, PDB, POD, PODGROUP, PRIORITYCLASS, QUEUE, VCJOB, Resource
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from pyvolcano.kube.writer import EventRecorder, Writer
+from tests.confs import PREEMPT_CONF as HELPERS_PREEMPT_CONF
 from tests.kube.fakeapi import FakeApi
-from tests.kube.helpers import PREEMPT_CONF as HELPERS_PREEMPT_CONF
 from tests.kube.helpers import eventually, job_command, node, priority_class
 from tests.kube.test_vcctl import TF_JOB
 

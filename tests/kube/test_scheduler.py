@@ -12,8 +12,9 @@ from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.resources import EVENT, LEASE, NODE, POD, PODGROUP, PRIORITYCLASS, QUEUE
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
+from tests.confs import PREEMPT_CONF
 from tests.kube.fakeapi import FakeApi
-from tests.kube.helpers import PREEMPT_CONF, eventually, node, pod, podgroup, priority_class, queue
+from tests.kube.helpers import eventually, node, pod, podgroup, priority_class, queue
 
 
 class Harness:

@@ -13,8 +13,8 @@ import pytest
 
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CONFIGMAP, CRD, HYPERNODE, NAMESPACE, NODE, PODGROUP
+from tests.confs import TOPO_CONF
 from tests.kube.cluster import Env, bound, mk_pod, scheduler, wait
-from tests.kube.helpers import TOPO_CONF
 
 pytestmark = [pytest.mark.kube]
 

@@ -14,6 +14,7 @@ from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
 from pyvolcano.sim.workload import JobSpec, from_specs, load_csv, synthetic
+from tests.confs import PREEMPT_CONF
 
 QUEUE = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
 
@@ -177,18 +178,6 @@ def test_compared_runs_share_one_time_window(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "short" / "summary.json").read_text())["window_s"] == 201
 
 
-PREEMPT_CONF = """actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
 
 
 def test_preemptor_is_nominated_and_victims_carry_the_disruption_condition() -> None:

@@ -15,7 +15,6 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from pyvolcano.api.hypernode import Topology, parse_hypernode
 from pyvolcano.cli import main
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.errors import UserError
@@ -24,17 +23,7 @@ from pyvolcano.sim import topology as st
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
 from pyvolcano.sim.workload import from_manifests, synthetic
-
-ROOT = Path(__file__).resolve().parents[2]
-NT_CONF = str(ROOT / "examples/confs/network-topology.conf")
-NODES = [f"n{i}" for i in range(8)]
-
-
-def tree() -> Topology:
-    """leaf=2,spine=2 over n0..n7: leaves {n0,n1} {n2,n3} {n4,n5} {n6,n7} (tier 1), spines {leaf-0, leaf-1} and
-    {leaf-2, leaf-3} (tier 2), the virtual top (tier 3)."""
-    hns = [parse_hypernode(o) for o in st.tree_hypernodes(NODES, 2, 2, tier_names=["leaf", "spine"])]
-    return Topology.build(hns, NODES, [{} for _ in NODES])
+from tests.sim.test_topology import NODES, NT_CONF, tree
 
 
 def job(name: str, replicas: int = 4, pp: dict[str, Any] | None = None, nt: Any = None, cpu: str = "3",

@@ -48,7 +48,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from pyvolcano.actions._hypernode import _pending_request
+from pyvolcano.actions._hypernode import _pending_request, worksheet_order
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, is_empty, less_equal
@@ -219,27 +219,7 @@ def eviction_worksheet(ssn: Session, job: JobInfo) -> EvictionWorksheet:
     Every sub-group (ready or not) with a pending task that is not scheduling-gated and requests something is
     in it, with those tasks in task order.  For a job without policies: its default sub-group, every such task."""
     subs = job.sub_jobs()
-    counts: dict[str, int] = {}
-    unready: list[SubJob] = []
-    for sj in subs.values():
-        if ssn.sub_job_ready(job, sj):
-            counts[sj.gid] = counts.get(sj.gid, 0) + 1
-        else:
-            unready.append(sj)
-    need = job.min_sub_jobs()
-    required: set[str] = set()
-    for sj in sorted(unready, key=cmp_to_key(ssn.sub_job_cmp)):
-        if counts.get(sj.gid, 0) < need.get(sj.gid, 0):
-            required.add(sj.uid)
-            counts[sj.gid] = counts.get(sj.gid, 0) + 1
-
-    def order(left: SubJob, right: SubJob) -> int:
-        lr, rr = left.uid in required, right.uid in required
-        if lr != rr:
-            return -1 if lr else 1
-        return ssn.sub_job_cmp(left, right)
-
-    queue: PriorityQueue[SubJob] = PriorityQueue(order)
+    queue: PriorityQueue[SubJob] = PriorityQueue(worksheet_order(ssn, job))
     tasks_of: dict[str, list[TaskInfo]] = {}
     for sid, sj in subs.items():
         pending = [t for t in sj.pending() if not t.sch_gated and not is_empty(t.resreq)]

@@ -36,7 +36,7 @@ the hypernode its pods already sit under.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cmp_to_key
 
@@ -90,15 +90,14 @@ class Worksheet:
         self.tasks = other.tasks
 
 
-def organize_worksheet(ssn: Session, job: JobInfo) -> Worksheet:
-    """``organizeJobWorksheet``: the sub-groups not yet ready, in ``subJobOrder``, are walked and, per policy,
-    the first ones needed to reach its ``minSubGroups`` (counting those already ready) are marked required; the
-    worksheet puts required sub-groups first, then ``subJobOrder``.  Every sub-group with a pending pod that is
-    neither BestEffort nor gated is in it, ready or not."""
-    subs = job.sub_jobs()
+def worksheet_order(ssn: Session, job: JobInfo) -> Callable[[SubJob, SubJob], int]:
+    """The order of ``organizeJobWorksheet`` (allocate) and ``organizeEvictionWorksheet`` (gangpreempt/gangreclaim,
+    simulate.go): the sub-groups not yet ready (``subJobReady``) are walked in ``subJobOrder`` and, per policy, the
+    first ones needed to reach its ``minSubGroups`` (counting those already ready) are marked required; required
+    sub-groups come first, then ``subJobOrder``."""
     counts: dict[str, int] = {}
     unready: list[SubJob] = []
-    for sj in subs.values():
+    for sj in job.sub_jobs().values():
         if ssn.sub_job_ready(job, sj):
             counts[sj.gid] = counts.get(sj.gid, 0) + 1
         else:
@@ -116,6 +115,14 @@ def organize_worksheet(ssn: Session, job: JobInfo) -> Worksheet:
             return -1 if lr else 1
         return ssn.sub_job_cmp(left, right)
 
+    return order
+
+
+def organize_worksheet(ssn: Session, job: JobInfo) -> Worksheet:
+    """``organizeJobWorksheet``: the sub-groups in ``worksheet_order``; every sub-group with a pending pod that is
+    neither BestEffort nor gated is in it, ready or not."""
+    subs = job.sub_jobs()
+    order = worksheet_order(ssn, job)
     ws = Worksheet(PriorityQueue(order), {})
     for sid, sj in subs.items():
         pending = [t for t in sj.pending() if not t.best_effort and not t.sch_gated]

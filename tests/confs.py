@@ -1,0 +1,27 @@
+"""Scheduler confs shared by tests of several front-ends (the simulator, the fake and the real API server)."""
+
+#: the plugin tiers most test confs share (priority, gang, conformance; drf, predicates, proportion, nodeorder)
+TIERS = """tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def conf(actions: str, more: str = "") -> str:
+    """A conf with these actions and :data:`TIERS`, then ``more`` lines (more plugins of the second tier, or
+    ``arguments:`` of its last plugin, nodeorder)."""
+    return f'actions: "{actions}"\n' + TIERS + more
+
+
+#: those tiers plus network-topology-aware (the HyperNode tests on the fake and the real API server)
+TOPO_CONF = conf("enqueue, allocate, backfill", "  - name: network-topology-aware\n")
+#: a conf with preempt (shared by the fake-API and the real-API-server preemption tests)
+PREEMPT_CONF = conf("enqueue, allocate, preempt, backfill")
+
