@@ -25,3 +25,18 @@ TOPO_CONF = conf("enqueue, allocate, backfill", "  - name: network-topology-awar
 #: a conf with preempt (shared by the fake-API and the real-API-server preemption tests)
 PREEMPT_CONF = conf("enqueue, allocate, preempt, backfill")
 
+
+#: the label source of Volcano's docs/user-guide/how_to_use_hypernode_auto_discovery.md (volcano-controller.conf):
+#: the HyperNode controller's tests, with and without Volcano's own controller beside it
+LABEL_DISCOVERY = """  - source: label
+    enabled: true
+    config:
+      networkTopologyTypes:
+        topologyA2:
+          - nodeLabel: "volcano.sh/tor"
+          - nodeLabel: "kubernetes.io/hostname"
+        topologyA3:
+          - nodeLabel: "volcano.sh/hypercluster"
+          - nodeLabel: "volcano.sh/hypernode"
+          - nodeLabel: "kubernetes.io/hostname"
+"""

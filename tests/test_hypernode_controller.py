@@ -19,6 +19,7 @@ from pyvolcano.controllers.hypernode import (
     parse_discovery_conf,
 )
 from pyvolcano.errors import UserError
+from tests.confs import LABEL_DISCOVERY
 
 # Volcano's docs/user-guide/how_to_use_hypernode_auto_discovery.md, both types
 CONF = """
@@ -33,18 +34,7 @@ networkTopologyDiscovery:
     enabled: false
     interval: 15m
     config: {endpoint: "https://roce-server:9090"}
-  - source: label
-    enabled: true
-    config:
-      networkTopologyTypes:
-        topologyA2:
-          - nodeLabel: "volcano.sh/tor"
-          - nodeLabel: "kubernetes.io/hostname"
-        topologyA3:
-          - nodeLabel: "volcano.sh/hypercluster"
-          - nodeLabel: "volcano.sh/hypernode"
-          - nodeLabel: "kubernetes.io/hostname"
-"""
+""" + LABEL_DISCOVERY
 
 
 def node(name: str, **labels: str) -> dict[str, Any]:

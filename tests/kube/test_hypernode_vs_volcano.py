@@ -19,6 +19,7 @@ import pytest
 from pyvolcano.controllers.hypernode import hypernodes_from_labels
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CONFIGMAP, HYPERNODE, NAMESPACE, NODE
+from tests.confs import LABEL_DISCOVERY
 from tests.kube import cluster, kubeserver
 from tests.kube.cluster import wait
 
@@ -28,19 +29,7 @@ VOLCANO_UP = kubeserver.TOOLS / "volcano" / "volcano-up"
 VOLCANO_DOWN = kubeserver.TOOLS / "volcano" / "volcano-down"
 
 # Volcano's docs/user-guide/how_to_use_hypernode_auto_discovery.md
-CONF = """networkTopologyDiscovery:
-  - source: label
-    enabled: true
-    config:
-      networkTopologyTypes:
-        topologyA2:
-          - nodeLabel: "volcano.sh/tor"
-          - nodeLabel: "kubernetes.io/hostname"
-        topologyA3:
-          - nodeLabel: "volcano.sh/hypercluster"
-          - nodeLabel: "volcano.sh/hypernode"
-          - nodeLabel: "kubernetes.io/hostname"
-"""
+CONF = "networkTopologyDiscovery:\n" + LABEL_DISCOVERY
 
 
 def node_labels(i: int) -> dict[str, str]:

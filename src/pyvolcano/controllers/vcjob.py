@@ -180,12 +180,7 @@ class JobController:
             pg_spec["priorityClassName"] = spec["priorityClassName"]
         nt = spec.get("networkTopology")
         if isinstance(nt, dict):  # Volcano's createOrUpdatePodGroup: mode, then the tier or else the tier name
-            pg_nt: dict[str, Any] = {"mode": nt.get("mode") or "hard"}
-            if nt.get("highestTierAllowed") is not None:
-                pg_nt["highestTierAllowed"] = nt["highestTierAllowed"]
-            elif nt.get("highestTierName"):
-                pg_nt["highestTierName"] = nt["highestTierName"]
-            pg_spec["networkTopology"] = pg_nt
+            pg_spec["networkTopology"] = pg_network_topology(nt, tier_or_name=True)
         policies = [sub_group_policy(t) for t in tasks if isinstance(t.get("partitionPolicy"), dict)]
         if policies:  # setPgSubGroupPolicy
             pg_spec["subGroupPolicy"] = policies
@@ -498,12 +493,21 @@ def sub_group_policy(task: dict[str, Any]) -> dict[str, Any]:
                            "matchLabelKeys": [PARTITION_ID_LABEL]}
     nt = pp.get("networkTopology")
     if isinstance(nt, dict):
-        pg_nt: dict[str, Any] = {"mode": nt.get("mode") or "hard"}
-        if nt.get("highestTierAllowed") is not None:
-            pg_nt["highestTierAllowed"] = nt["highestTierAllowed"]
-        if nt.get("highestTierName"):
-            pg_nt["highestTierName"] = nt["highestTierName"]
-        out["networkTopology"] = pg_nt
+        out["networkTopology"] = pg_network_topology(nt, tier_or_name=False)
+    return out
+
+
+def pg_network_topology(nt: dict[str, Any], tier_or_name: bool) -> dict[str, Any]:
+    """A vcjob's (or a partition's) ``networkTopology`` as the PodGroup carries it: the mode (hard when unset),
+    then the tier; the job's keeps the tier name only without a tier (``createOrUpdatePodGroup``), a
+    partition's keeps both as given (``setPgSubGroupPolicy``)."""
+    out: dict[str, Any] = {"mode": nt.get("mode") or "hard"}
+    if nt.get("highestTierAllowed") is not None:
+        out["highestTierAllowed"] = nt["highestTierAllowed"]
+        if tier_or_name:
+            return out
+    if nt.get("highestTierName"):
+        out["highestTierName"] = nt["highestTierName"]
     return out
 
 
