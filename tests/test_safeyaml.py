@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pyvolcano import safeyaml
 from pyvolcano.safeyaml import YAMLInputError
@@ -43,3 +44,17 @@ def test_read_text_refuses_non_utf8_and_size(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(safeyaml, "MAX_BYTES", 100)
     with pytest.raises(YAMLInputError, match="larger than"):
         safeyaml.read_text(str(f))
+
+
+def test_libyaml_own_nesting_limit_reads_as_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libyaml builds from 0.2.6 on stop at 1,000 levels inside their scanner, before the first event reaches
+    the depth check (CI's PyYAML wheel is such a build); the message is the same either way."""
+    def refusing_parse(text: str, Loader: object) -> object:
+        mark = yaml.Mark("f.yaml", 1016, 4, 1015, None, 0)
+        raise yaml.scanner.ScannerError(None, None, "exceeded maximum nesting depth", mark)
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(safeyaml.yaml, "parse", refusing_parse)
+    deep = "a: {a: " + "[" * 1000 + "]" * 1000 + "}\n"
+    with pytest.raises(YAMLInputError, match=r"^f.yaml: line 5: nested more than 64 levels"):
+        safeyaml.load_all(deep, "f.yaml")

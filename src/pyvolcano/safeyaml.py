@@ -123,6 +123,14 @@ def check_limits(text: str, source: str) -> None:
         if expanded > MAX_EXPANDED_NODES:
             raise YAMLInputError(f"{source}: more than {MAX_EXPANDED_NODES:,} YAML nodes; refusing to read it")
     except yaml.YAMLError as exc:
+        problem = str(getattr(exc, "problem", "") or "")
+        mark = getattr(exc, "problem_mark", None)
+        if "nesting depth" in problem and mark is not None:
+            # libyaml builds from 0.2.6 on refuse more than 1,000 levels themselves, and their scanner reads
+            # up to 1,024 characters ahead of the first event (a flow collection may be a simple key), so a
+            # deep one-line `[[[[...` trips libyaml's limit before this pass sees depth MAX_DEPTH: same message
+            raise YAMLInputError(f"{source}: line {mark.line + 1}: nested more than {MAX_DEPTH} levels deep; "
+                                 "refusing to read it") from None
         raise YAMLInputError(yaml_problem(exc, source)) from None
 
 
