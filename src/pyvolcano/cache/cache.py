@@ -145,6 +145,9 @@ class SchedulerCache:
         #: pods at session open without a walk over every placed pod
         self._extra_on: dict[str, int] = {}
         self._constrained_on: dict[str, int] = {}
+        #: per pod of this scheduler, the job queue its task was made for (``convert.make_task``'s template key
+        #: names it): a trusted re-sent pod keeps its task's conversion only while the queue is the same
+        self._made_for: dict[str, str] = {}
         #: per job, how many of its pods have ``TaskInfo.uses_pod_constraints`` (``Snapshot.constrained_jobs``)
         self._constrained_jobs: dict[str, int] = {}
         #: the cache's own running node amounts over the current node set (no tasks in its maps); None: rebuilt
@@ -176,27 +179,45 @@ class SchedulerCache:
         ns = md.get("namespace") or ("default" if obj.get("kind") in ("Pod", "PodGroup") else "")
         return obj.get("kind", ""), f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
 
-    def upsert(self, obj: dict[str, Any]) -> bool:
-        """Add or replace one object; a bad one is recorded in ``problems`` and skipped (returns False)."""
+    def upsert(self, obj: dict[str, Any], *, trusted: bool = False) -> bool:
+        """Add or replace one object; a bad one is recorded in ``problems`` and skipped (returns False).
+
+        ``trusted``: the object was built by code from inputs that already passed the validated boundary (the
+        simulator's job controller builds Pods and PodGroups from Jobs whose pod templates and PodGroup were
+        validated when the Job was admitted, ``sim/engine.py: Simulator.job_problem``; its binder, kubelet and
+        status writer change objects already in the cache), so ``api/models.py: validate`` is not run again.
+        A trusted writer that hands the very object the cache already holds (the same dict, changed in place)
+        promises that it changed only what a binder, a kubelet, an evictor or a status writer changes: a pod's
+        ``spec.nodeName``, ``status`` and ``metadata.deletionTimestamp``, a PodGroup's ``status``, a Node's
+        conditions and taints; the pod's requests, priority and template, the PodGroup's spec and the object's
+        resource names are then kept from the first conversion instead of being parsed again.  Everything read
+        from outside (manifests, trace rows, API objects in Kubernetes mode) comes without ``trusted``."""
         kind = obj.get("kind")
         if not isinstance(kind, str):
             self._problem(f"{models.ref(obj)}: field kind: must be a string, got {kind!r}")
             return False
         if kind not in KINDS:
             return False
+        key = self._key(obj)
+        known = trusted and self.raw.get(key) is obj
         try:
-            models.validate(obj)  # the typed boundary: shapes and numbers are trusted after this
+            if not trusted:
+                models.validate(obj)  # the typed boundary: shapes and numbers are trusted after this
             convert.meta(obj)
-            if kind in ("Node", "Pod", "PodGroup", "Queue") and not self.res.covers(
+            if not known and kind in ("Node", "Pod", "PodGroup", "Queue") and not self.res.covers(
                     convert.resource_names([obj])):
                 self._grow(convert.resource_names([obj]))
-            if kind not in ("Pod", "PodGroup"):
+            if kind == "Pod":
+                self._upsert_pod(obj, known)
+            elif kind == "PodGroup":
+                self._upsert_podgroup(obj, known)
+            else:
                 self.freed()
-            getattr(self, f"_upsert_{kind.lower()}")(obj)
+                getattr(self, f"_upsert_{kind.lower()}")(obj)
         except ManifestError as exc:
             self._problem(str(exc))
             return False
-        self.raw[self._key(obj)] = obj
+        self.raw[key] = obj
         return True
 
     def freed(self) -> None:
@@ -243,7 +264,7 @@ class SchedulerCache:
         self.freed()
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
-        for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues,
+        for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues, self._made_for,
                       self._node_tasks, self._extra_on, self._constrained_on, self._constrained_jobs):
             store.clear()
         self._nodes_changed()
@@ -332,8 +353,17 @@ class SchedulerCache:
         if spec.get("priority") is None:
             spec["priority"] = self._class_priority(spec.get("priorityClassName") or "")
 
-    def _upsert_podgroup(self, obj: dict[str, Any]) -> None:
-        pg = convert.podgroup(obj, self.res)
+    def _upsert_podgroup(self, obj: dict[str, Any], known: bool = False) -> None:
+        """``known``: ``obj`` is the object the cache converted last time, re-sent by a trusted writer that changed
+        only its status (``upsert``): the spec's conversion is kept, the phase and conditions are read again."""
+        last = self.podgroups.get(f"{meta_ns(obj)}/{obj['metadata']['name']}") if known else None
+        if last is not None and last.manifest is obj:
+            status = obj.get("status") or {}
+            pg = last.clone()
+            pg.phase = PodGroupPhase(status.get("phase") or "Pending")
+            pg.conditions = list(status.get("conditions") or [])
+        else:
+            pg = convert.podgroup(obj, self.res)
         uid = f"{pg.namespace}/{pg.name}"
         old = self.podgroups.get(uid)
         if old is not None and not _consumes(old, pg):
@@ -355,21 +385,28 @@ class SchedulerCache:
         job.preemptable = str(pg.annotations.get("volcano.sh/preemptable",
                                                  pg.labels.get("volcano.sh/preemptable", "false"))).lower() == "true"
 
-    def _upsert_pod(self, pod: dict[str, Any]) -> None:
+    def _upsert_pod(self, pod: dict[str, Any], known: bool = False) -> None:
+        """``known``: ``pod`` is the object the cache converted last time, re-sent by a trusted writer that changed
+        only its node, phase, status or deletion stamp (``upsert``): the task is re-made from the last one
+        (``_restated``) instead of parsing the pod again, when that one was made for the job's current queue."""
         md = pod["metadata"]
         ns = md.get("namespace") or "default"
         uid = f"{ns}/{md['name']}"
         spec = pod["spec"]
-        convert.normalise_pod_spec(spec)
-        req, init = convert.pod_requests(pod)
-        prio = task_priority(pod, spec)
         before = self.tasks.get(uid)
+        prev = (before if before is not None else self.other_tasks.get(uid)) if known else None
+        if prev is not None and prev.pod is not pod:
+            prev = None
+        if prev is None:
+            convert.normalise_pod_spec(spec)
+            req, init = convert.pod_requests(pod)
+            prio = task_priority(pod, spec)
         was = (before.status, before.node_name) if before is not None else None
         self._remove_task(uid, quiet=True)
         ours = (spec.get("schedulerName") or "default-scheduler") == self.scheduler_name
         if not ours:
             self.freed()
-            t = convert.make_task(pod, self.res, "", prio, req, init, "")
+            t = _restated(prev, pod) if prev is not None else convert.make_task(pod, self.res, "", prio, req, init, "")
             if t.node_name:
                 self.other_tasks[uid] = t
                 self._on_node(t)
@@ -381,6 +418,8 @@ class SchedulerCache:
         else:  # Volcano's podgroup controller makes a one-pod PodGroup for a volcano pod without one
             job_uid = f"{ns}/podgroup-{md.get('uid') or md['name']}"
             if job_uid not in self.podgroups:
+                if prev is not None:
+                    req, _ = convert.pod_requests(pod)
                 pg = PodGroup(name=job_uid.split("/", 1)[1], namespace=ns, min_member=1,
                               queue=annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE,
                               priority_class=spec.get("priorityClassName") or "",
@@ -392,7 +431,15 @@ class SchedulerCache:
         job = self.jobs.get(job_uid)
         if job is None:
             job = self.jobs[job_uid] = JobInfo(job_uid, None, self.res.size)
-        task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
+        if prev is not None and self._made_for.get(uid) == job.queue:
+            task = _restated(prev, pod)
+        else:
+            if prev is not None:  # made for another queue (its template key names the queue): convert again
+                convert.normalise_pod_spec(spec)
+                req, init = convert.pod_requests(pod)
+                prio = task_priority(pod, spec)
+            task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
+            self._made_for[uid] = job.queue
         job.add_task(task)
         if task.uses_pod_constraints:
             self._constrained_jobs[job_uid] = self._constrained_jobs.get(job_uid, 0) + 1
@@ -429,6 +476,8 @@ class SchedulerCache:
         t = self.tasks.pop(uid, None)
         if t is None:
             return
+        if not quiet:
+            self._made_for.pop(uid, None)
         self._off_node(t)
         if t.uses_pod_constraints:
             n = self._constrained_jobs.get(t.job, 0) - 1
@@ -621,6 +670,23 @@ class SchedulerCache:
     def warn_problems(self) -> None:
         for p in self.problems:
             print(f"pyvolcano: skipped: {p}", file=sys.stderr)
+
+
+def meta_ns(obj: dict[str, Any]) -> str:
+    """The namespace of a namespaced object as the cache keys it (``default`` when unset)."""
+    return obj["metadata"].get("namespace") or "default"
+
+
+def _restated(prev: TaskInfo, pod: dict[str, Any]) -> TaskInfo:
+    """What ``convert.make_task`` makes of ``pod`` when only its node, phase, status or deletion stamp changed
+    since ``prev`` was made of it (the same object, changed in place by a trusted writer): ``prev``'s conversion
+    (requests, priority, template key, role, ...) with the status and node read again, as a new task (session
+    clones and the nodes' task maps keep the old one)."""
+    t = prev.clone()
+    t.status = convert.task_status(pod)
+    t.node_name = pod["spec"].get("nodeName") or ""
+    t.last_status = None
+    return t
 
 
 def _count(cache: SchedulerCache, t: TaskInfo, node: str, sign: int) -> None:

@@ -98,6 +98,24 @@ class JobState:
     #: does not while the (re-created) PodGroup is Pending, so a Restarting job judges its restart by this number
     killed: int = 0
 
+    #: the job's tasks, each with its name, and their replicas in all, read once (``tasks``, ``replicas``): a Job's
+    #: spec does not change under the controller, and every sync and pod event asks
+    _tasks: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _replicas: int = field(default=-1, repr=False, compare=False)
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        """``spec.tasks``, each with its name (``task<i>`` when unnamed); read-only."""
+        if self._tasks is None:
+            self._tasks = JobController._tasks(self.job)
+        return self._tasks
+
+    @property
+    def replicas(self) -> int:
+        if self._replicas < 0:
+            self._replicas = JobController._replicas(self.job)
+        return self._replicas
+
     @property
     def key(self) -> str:
         md = self.job["metadata"]
@@ -152,6 +170,25 @@ class JobController:
         tmpl.update({"apiVersion": "v1", "kind": "Pod", "status": {"phase": "Pending"}})
         return tmpl
 
+    def built_objects(self, job: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
+        """What this controller builds from ``job`` as it will be when added (namespace ``default`` when unset,
+        a numeric creation time): its PodGroup (task index None), and per task with replicas the pod of its
+        highest index (the longest name), as ``(task index, object)``.  Every later object differs from these
+        only in what the controller writes itself (a pod's index in its name, env and partition label, the job
+        version annotation, a PodGroup's creation time), so a caller that validates these once when it admits
+        the job (``sim/engine.py: Simulator.job_problem``) may hand the cache everything built from the job
+        without validating it again."""
+        md = dict(job.get("metadata") or {})
+        md.setdefault("namespace", "default")  # as Simulator._arrive sets it
+        md["creationTimestamp"] = 0.0
+        st = JobState(dict(job, metadata=md))
+        out: list[tuple[int | None, dict[str, Any]]] = [(None, self._podgroup(st))]
+        for i, task in enumerate(st.tasks):
+            replicas = int(task.get("replicas", 1))
+            if replicas > 0:
+                out.append((i, self._pod(st, task, replicas - 1)))
+        return out
+
     @staticmethod
     def _queue(job: dict[str, Any]) -> str:
         return job["spec"].get("queue") or "default"
@@ -159,7 +196,7 @@ class JobController:
     def _podgroup(self, st: JobState) -> dict[str, Any]:
         job = st.job
         md, spec = job["metadata"], job["spec"]
-        tasks = self._tasks(job)
+        tasks = st.tasks
         total = sum(int(t.get("replicas", 1)) for t in tasks)
         min_av = int(spec.get("minAvailable", total))
         min_res: dict[str, float] = {}
@@ -257,7 +294,7 @@ class JobController:
 
     def _task_completed(self, st: JobState, task: str) -> bool:
         """Volcano's ``jobCache.TaskCompleted``: every replica of the task has a Succeeded pod."""
-        replicas = next((int(t.get("replicas", 1)) for t in self._tasks(st.job) if t["name"] == task), 0)
+        replicas = next((int(t.get("replicas", 1)) for t in st.tasks if t["name"] == task), 0)
         prefix = f"{st.job['metadata']['name']}-{task}-"
         done = sum(1 for n, p in st.pods.items() if p == "Succeeded" and n.startswith(prefix))
         return replicas > 0 and done >= replicas
@@ -326,7 +363,7 @@ class JobController:
         synced = self._sync_pods(st, ns)
         phases = list(st.pods.values())
         running, succeeded, failed = phases.count("Running"), phases.count("Succeeded"), phases.count("Failed")
-        total = self._replicas(st.job)
+        total = st.replicas
         min_av = int(st.job["spec"].get("minAvailable", total))
         if phase == "Restarting":
             terminating = len(st.terminating) if synced else st.killed
@@ -349,7 +386,7 @@ class JobController:
             st.phase = "Completed"
             return
         if succeeded + failed >= total and not any(p in ("Pending", "Running") for p in st.pods.values()):
-            tasks = self._tasks(st.job)
+            tasks = st.tasks
             task_min = sum(int(t["minAvailable"]) if t.get("minAvailable") is not None else int(t.get("replicas", 1))
                            for t in tasks)
             if min_av >= task_min:
@@ -381,7 +418,7 @@ class JobController:
             return False
         if phase in ("", "Pending"):
             return False
-        if len(st.pods) < self._replicas(st.job):  # every pod there: nothing to create (the common case)
+        if len(st.pods) < st.replicas:  # every pod there: nothing to create (the common case)
             self._create_pods(st)
         return True
 
@@ -391,7 +428,7 @@ class JobController:
 
     def _create_pods(self, st: JobState) -> None:
         ns = st.job["metadata"].get("namespace") or "default"
-        for task in self._tasks(st.job):
+        for task in st.tasks:
             for i in range(int(task.get("replicas", 1))):
                 name = f"{st.job['metadata']['name']}-{task['name']}-{i}"
                 if name in st.pods:
@@ -404,7 +441,7 @@ class JobController:
 
     def _policy(self, st: JobState, event: str, task: str) -> str | None:
         """``applyPolicies``: the task's policies first, then the job's; ``*`` matches every event."""
-        for t in self._tasks(st.job):
+        for t in st.tasks:
             if t["name"] == task:
                 for p in t.get("policies") or []:
                     if _matches(p, event):
@@ -449,7 +486,7 @@ class JobController:
         elif action == "RestartPod":
             names = [pod] if pod in st.pods else []
         else:
-            spec = next((t for t in self._tasks(st.job) if t["name"] == task), None)
+            spec = next((t for t in st.tasks if t["name"] == task), None)
             size = ((spec or {}).get("partitionPolicy") or {}).get("partitionSize")
             if spec is None or not (spec.get("partitionPolicy") or {}) or pod is None:
                 return False

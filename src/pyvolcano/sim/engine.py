@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api import models
 from pyvolcano.api.convert import pod_requests
 from pyvolcano.api.job_info import PREEMPTION_BY_SCHEDULER, TaskInfo
 from pyvolcano.api.quantity import format_quantity
@@ -96,6 +97,32 @@ class SimResult:
     spread: SpreadLog | None = None
 
 
+#: PodGroup fields the job controller copies from the Job, by the Job field they come from
+_PG_FROM_JOB = {"spec.minMember": "spec.minAvailable", "spec.queue": "spec.queue",
+                "spec.priorityClassName": "spec.priorityClassName", "spec.networkTopology": "spec.networkTopology"}
+#: pod fields the job controller sets from the Job when the template leaves them unset
+_POD_FROM_JOB = ("spec.schedulerName", "spec.priorityClassName")
+
+
+def _job_field(job: dict[str, Any], task: int | None, field: str) -> str:
+    """The Job field behind ``field`` of the PodGroup (``task`` None) or of task ``task``'s pod that the job
+    controller builds from ``job`` (``Simulator._built_problem``)."""
+    if field.startswith(("metadata.name", "metadata.namespace")):
+        return field
+    if task is None:
+        if field.startswith("metadata."):
+            return field
+        for pg_field, job_field in _PG_FROM_JOB.items():
+            if field == pg_field or field.startswith(pg_field + "."):
+                return job_field + field[len(pg_field):]
+        return f"spec (its PodGroup's {field})"
+    template = job["spec"]["tasks"][task].get("template") or {}
+    for pod_field in _POD_FROM_JOB:
+        if field.startswith(pod_field) and not (template.get("spec") or {}).get(pod_field.split(".")[1]):
+            return pod_field
+    return f"spec.tasks[{task}].template.{field}"
+
+
 class SimAPI:
     """The in-memory API server: objects by (kind, namespace/name), mirrored into the scheduler cache."""
 
@@ -107,7 +134,11 @@ class SimAPI:
     def _k(kind: str, ns: str, name: str) -> tuple[str, str]:
         return kind, f"{ns}/{name}" if ns else name
 
-    def create(self, obj: dict[str, Any]) -> None:
+    def create(self, obj: dict[str, Any], *, trusted: bool = True) -> None:
+        """Create ``obj`` and show it to the scheduler cache.  ``trusted`` (the default: the caller is the job
+        controller, building Pods and PodGroups from a Job that ``Simulator.job_problem`` admitted after
+        validating what it builds) skips the cache's validation; the cluster's own objects, read from outside,
+        are created with ``trusted=False``."""
         md = obj["metadata"]
         ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass", "HyperNode") else "default")
         md.setdefault("creationTimestamp", self.sim.now)
@@ -118,7 +149,7 @@ class SimAPI:
         if obj["kind"] == "PodGroup" and hasattr(self.sim, "writer"):  # a re-created group (RestartJob) starts over
             self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
             self.sim.writer.settled.pop(f"{ns}/{md['name']}", None)
-        self.sim.cache.upsert(obj)
+        self.sim.cache.upsert(obj, trusted=trusted)
         self.sim.changed = True
         self.sim.cache_changes += 1
 
@@ -139,8 +170,11 @@ class SimAPI:
             self.sim.cache_changes += 1
         return True  # the simulator has no graceful termination
 
-    def update(self, obj: dict[str, Any]) -> None:
-        self.sim.cache.upsert(obj)
+    def update(self, obj: dict[str, Any], *, trusted: bool) -> None:
+        """Show the changed ``obj`` to the scheduler cache.  ``trusted``: the simulator changed, in place, only
+        what a binder, kubelet, evictor or status writer changes (``SchedulerCache.upsert``), with values it
+        built itself."""
+        self.sim.cache.upsert(obj, trusted=trusted)
         self.sim.changed = True
         self.sim.cache_changes += 1
 
@@ -149,7 +183,7 @@ class SimAPI:
         if obj is not None:
             obj["status"] = status
             if kind != "Job":
-                self.update(obj)
+                self.update(obj, trusted=False)
 
     def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
         self.sim.event_log.append((self.sim.now, etype, reason, message))
@@ -170,9 +204,15 @@ class SimWriter:
         #: hands the same object again: an unchanged verdict); writes here are synchronous, so nothing is in flight
         self.settled: dict[str, PodGroupStatus] = {}
         self._events: dict[tuple[str, str, str], str] = {}
+        self._stamped: tuple[float, str] = (float("nan"), "")
 
     def _stamp(self) -> str:
-        return datetime.fromtimestamp(self.sim.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        """The current time as an RFC 3339 stamp, formatted once per simulated instant (every PodGroup status
+        and pod condition written after a session carries it)."""
+        now = self.sim.now
+        if self._stamped[0] != now:
+            self._stamped = (now, datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        return self._stamped[1]
 
     def bind(self, task: TaskInfo, node: str) -> None:
         sim = self.sim
@@ -180,7 +220,7 @@ class SimWriter:
         if pod is None or pod["spec"].get("nodeName"):
             return
         pod["spec"]["nodeName"] = node
-        sim.api.update(pod)
+        sim.api.update(pod, trusted=True)
         rec = sim.records.get(sim._job_of(pod)[0])
         if sim.spread is not None:
             sim.spread.bound(sim._job_of(pod)[0], task.uid, node, sub_group_of(pod["metadata"].get("labels")))
@@ -200,7 +240,7 @@ class SimWriter:
             {"type": "DisruptionTarget", "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
              "message": f"{pod['spec'].get('schedulerName') or 'volcano'}: preempting to accommodate a higher "
                         "priority pod"}]
-        sim.api.update(pod)
+        sim.api.update(pod, trusted=True)
         sim.evictions += 1
         job_key, _ = sim._job_of(pod)
         if job_key in sim.records:
@@ -228,7 +268,7 @@ class SimWriter:
         if status.event is not None:
             self.event("PodGroup", uid, *status.event)
         if old.get("phase") != status.phase:
-            sim.api.update(pg)
+            sim.api.update(pg, trusted=True)
             rec = sim.records.get(uid)
             if rec is not None and rec.enqueued is None and status.phase != "Pending":
                 rec.enqueued = sim.now
@@ -257,7 +297,7 @@ class SimWriter:
         if st.get("nominatedNodeName") == node:
             return
         st["nominatedNodeName"] = node
-        self.sim.api.update(obj)
+        self.sim.api.update(obj, trusted=False)  # a node name may be longer than the 253 characters the field allows
 
     def update_queue_status(self, status: QueueStatus) -> None:
         q = self.sim.api.get("Queue", "", status.name)
@@ -313,7 +353,7 @@ class Simulator:
         self.evictions = 0
         self.stop = False
         for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or [])]:
-            self.api.create(obj)
+            self.api.create(obj, trusted=False)
         #: the topology's tree over the cluster (the sessions build the same one from the cache's HyperNodes)
         self.spread = SpreadLog.of(build_topology(hypernodes, nodes), [n["metadata"]["name"] for n in nodes]) \
             if hypernodes else None
@@ -393,6 +433,20 @@ class Simulator:
             bad = self._unfit(req)
             if bad:
                 return f"{ref}: task {name}: {bad}"
+        return self._built_problem(job)
+
+    def _built_problem(self, job: dict[str, Any]) -> str | None:
+        """The validated boundary for what the job controller will build from ``job``: its PodGroup and one pod
+        per task (``JobController.built_objects``) through ``api/models.py: validate``, so that the Pods and
+        PodGroups built from an admitted job enter the cache without a second validation (``SimAPI.create``).
+        A mistake names the job's field it comes from: the pod template's, or the job's own for what the
+        controller copies from it (name, namespace, schedulerName, priorityClassName, queue, ...)."""
+        ref = job_ref(job)
+        for i, obj in self.controller.built_objects(job):
+            try:
+                models.validate(obj)
+            except ManifestError as exc:
+                return f"{ref}: field {_job_field(job, i, exc.field)}: {exc.problem}"
         return None
 
     def _unfit(self, req: dict[str, float]) -> str | None:
@@ -433,7 +487,7 @@ class Simulator:
         if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
             return
         pod["status"] = {"phase": "Running"}
-        self.api.update(pod)
+        self.api.update(pod, trusted=True)
         job_key, task = self._job_of(pod)
         rec = self.records.get(job_key)
         if rec is not None:
@@ -454,7 +508,7 @@ class Simulator:
         if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
             return
         pod["status"] = {"phase": "Succeeded"}
-        self.api.update(pod)
+        self.api.update(pod, trusted=True)
         self.usage.release(self.now, key)  # a finished pod holds nothing on its node
         if self.spread is not None:
             self.spread.gone(self._job_of(pod)[0], key)
@@ -504,14 +558,14 @@ class Simulator:
         spec = n.setdefault("spec", {})
         spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY_TAINT] + [
             {"key": NOT_READY_TAINT, "effect": "NoSchedule"}]
-        self.api.update(n)
+        self.api.update(n, trusted=True)
         for (kind, key), pod in list(self.api.objects.items()):
             if kind == "Pod" and (pod.get("spec") or {}).get("nodeName") == node and \
                     (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):  # finished pods lose nothing
                 if not pod["metadata"].get("deletionTimestamp"):
                     self._log_eviction(key, pod, "node failure")
                 pod["metadata"]["deletionTimestamp"] = self.now
-                self.api.update(pod)
+                self.api.update(pod, trusted=True)
                 self._push(self.now, "release", (key, pod["metadata"]["uid"]))
         self._push(self.now + down, "node_up", node)
 
@@ -521,7 +575,7 @@ class Simulator:
             n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
             spec = n.setdefault("spec", {})
             spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != NOT_READY_TAINT]
-            self.api.update(n)
+            self.api.update(n, trusted=True)
 
     def _cancel(self, key: str) -> None:
         st = self.controller.jobs.get(key)
