@@ -28,6 +28,7 @@ from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
 from pyvolcano.sim.workload import synthetic
+from tests.sim.test_trusted import assert_pending_kept
 
 ROOT = Path(__file__).resolve().parents[2]
 _AMOUNTS = ("allocatable", "capacity", "unschedulable", "idle", "used", "releasing", "pipelined", "future")
@@ -241,6 +242,7 @@ def test_incremental_snapshots_equal_rebuilt_ones(ops: list[tuple[int, int, int,
                           "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110",
                                                      f"example.com/r{c}": "4"}}})
         else:  # 12: a snapshot, and a session that changes it
+            assert_pending_kept(cache)
             snap = cache.snapshot()
             check_snapshot(cache, snap)
             check_open_state(snap)
@@ -251,6 +253,7 @@ def test_incremental_snapshots_equal_rebuilt_ones(ops: list[tuple[int, int, int,
             assert extra <= snap.nodes.extra_at and constrained <= snap.nodes.constrained_at
             check_open_state(snap)
     check_snapshot(cache, cache.snapshot())
+    assert_pending_kept(cache)
 
 
 def test_a_session_left_alone_hands_on_its_node_maps() -> None:

@@ -65,6 +65,13 @@ def same_as_fresh(cache: SchedulerCache) -> None:
                                                                                  other.total_request), uid
         assert {s: sorted(b) for s, b in job.index.items() if b} == {s: sorted(b) for s, b in other.index.items() if b}
     assert set(cache.jobs) == set(ref.jobs)
+    assert_pending_kept(cache)
+
+
+def assert_pending_kept(cache: SchedulerCache) -> None:
+    """``has_pending`` (sets kept by the changes) answers what a walk over every job and PodGroup answers."""
+    assert cache._pending_tasks == {u for j in cache.jobs.values() for u in j.index.get(TaskStatus.Pending, {})}
+    assert cache._pending_groups == {u for u, pg in cache.podgroups.items() if pg.phase == "Pending"}
 
 
 def test_a_contended_run_holds_what_fresh_conversion_gives() -> None:

@@ -148,6 +148,9 @@ class SchedulerCache:
         #: per pod of this scheduler, the job queue its task was made for (``convert.make_task``'s template key
         #: names it): a trusted re-sent pod keeps its task's conversion only while the queue is the same
         self._made_for: dict[str, str] = {}
+        #: the pods of this scheduler that are Pending and the PodGroups whose phase is Pending (``has_pending``)
+        self._pending_tasks: set[str] = set()
+        self._pending_groups: set[str] = set()
         #: per job, how many of its pods have ``TaskInfo.uses_pod_constraints`` (``Snapshot.constrained_jobs``)
         self._constrained_jobs: dict[str, int] = {}
         #: the cache's own running node amounts over the current node set (no tasks in its maps); None: rebuilt
@@ -220,6 +223,18 @@ class SchedulerCache:
         self.raw[key] = obj
         return True
 
+    def has_pending(self) -> bool:
+        """Some pod of this scheduler is Pending or some PodGroup's phase is Pending: a session has something to
+        do.  Kept by the changes themselves (``_pending_tasks``, ``_pending_groups``), so asking costs nothing
+        whatever the number of jobs (the simulator asks after every event)."""
+        return bool(self._pending_tasks) or bool(self._pending_groups)
+
+    def _file_group(self, uid: str, pg: PodGroup) -> None:
+        if pg.phase == PodGroupPhase.Pending:
+            self._pending_groups.add(uid)
+        else:
+            self._pending_groups.discard(uid)
+
     def freed(self) -> None:
         """Something that may give room back (or change a rule's input) changed: blocked jobs are re-examined."""
         self.free_epoch += 1
@@ -241,6 +256,7 @@ class SchedulerCache:
             self._remove_task(key)
         elif kind == "PodGroup":
             self.podgroups.pop(key, None)
+            self._pending_groups.discard(key)
             job = self.jobs.get(key)
             if job is not None:
                 job.podgroup = None
@@ -265,6 +281,7 @@ class SchedulerCache:
         raw = list(self.raw.values())
         statuses = {uid: (t.status, t.node_name) for uid, t in self.tasks.items()}
         for store in (self.nodes, self.jobs, self.tasks, self.other_tasks, self.podgroups, self.queues, self._made_for,
+                      self._pending_tasks, self._pending_groups,
                       self._node_tasks, self._extra_on, self._constrained_on, self._constrained_jobs):
             store.clear()
         self._nodes_changed()
@@ -369,6 +386,7 @@ class SchedulerCache:
         if old is not None and not _consumes(old, pg):
             self.freed()
         self.podgroups[uid] = pg
+        self._file_group(uid, pg)
         job = self.jobs.get(uid)
         if job is None:
             job = self.jobs[uid] = JobInfo(uid, pg, self.res.size)
@@ -426,6 +444,7 @@ class SchedulerCache:
                               min_resources=self.res.vector(req) * self.res.fair_mask,
                               creation=convert.parse_time(md.get("creationTimestamp")), synthetic=True)
                 self.podgroups[job_uid] = pg
+                self._file_group(job_uid, pg)
                 self.jobs[job_uid] = JobInfo(job_uid, None, self.res.size)
                 self._set_podgroup(self.jobs[job_uid], pg)
         job = self.jobs.get(job_uid)
@@ -444,6 +463,8 @@ class SchedulerCache:
         if task.uses_pod_constraints:
             self._constrained_jobs[job_uid] = self._constrained_jobs.get(job_uid, 0) + 1
         self.tasks[uid] = task
+        if task.status == TaskStatus.Pending:
+            self._pending_tasks.add(uid)
         self._on_node(task)
         self._moved(was, task.status, task.node_name)
 
@@ -476,6 +497,7 @@ class SchedulerCache:
         t = self.tasks.pop(uid, None)
         if t is None:
             return
+        self._pending_tasks.discard(uid)
         if not quiet:
             self._made_for.pop(uid, None)
         self._off_node(t)
@@ -498,6 +520,8 @@ class SchedulerCache:
         if pg.phase != phase and not (pg.phase == PodGroupPhase.Pending and phase == PodGroupPhase.Inqueue):
             self.freed()
         pg.phase = phase
+        if self.podgroups.get(f"{pg.namespace}/{pg.name}") is pg:
+            self._file_group(f"{pg.namespace}/{pg.name}", pg)
 
     def set_task_status(self, task: TaskInfo, status: TaskStatus, node: str | None = None) -> None:
         job = self.jobs.get(task.job)
@@ -510,6 +534,11 @@ class SchedulerCache:
             job.update_task_status(task, status)
         else:
             task.status = status
+        if self.tasks.get(task.uid) is task:
+            if status == TaskStatus.Pending:
+                self._pending_tasks.add(task.uid)
+            else:
+                self._pending_tasks.discard(task.uid)
         self._on_node(task)
 
     # --- node amounts kept by the pod changes ---------------------------------------------------------

@@ -27,7 +27,7 @@ from pyvolcano.api.convert import pod_requests
 from pyvolcano.api.job_info import PREEMPTION_BY_SCHEDULER, TaskInfo
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import EPS
-from pyvolcano.api.types import TASK_SPEC_ANNOTATION, TaskStatus
+from pyvolcano.api.types import TASK_SPEC_ANNOTATION
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.controllers.vcjob import FINAL, JobController, validate_job
@@ -151,7 +151,6 @@ class SimAPI:
             self.sim.writer.settled.pop(f"{ns}/{md['name']}", None)
         self.sim.cache.upsert(obj, trusted=trusted)
         self.sim.changed = True
-        self.sim.cache_changes += 1
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects.get(self._k(kind, namespace, name))
@@ -167,8 +166,7 @@ class SimAPI:
                 log.released(key, self.sim.usage.release(self.sim.now, key, log.cause(key) or "deleted by its job"))
             self.sim.cache.delete(obj)
             self.sim.changed = True
-            self.sim.cache_changes += 1
-        return True  # the simulator has no graceful termination
+            return True  # the simulator has no graceful termination
 
     def update(self, obj: dict[str, Any], *, trusted: bool) -> None:
         """Show the changed ``obj`` to the scheduler cache.  ``trusted``: the simulator changed, in place, only
@@ -176,7 +174,6 @@ class SimAPI:
         built itself."""
         self.sim.cache.upsert(obj, trusted=trusted)
         self.sim.changed = True
-        self.sim.cache_changes += 1
 
     def update_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         obj = self.get(kind, namespace, name)
@@ -332,10 +329,6 @@ class Simulator:
         # upsert/delete, so its epochs are exact and blocked jobs can wait for a change (cache/memo.py) unless
         # ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
-        #: every change to the scheduler cache counts here (SimAPI is its only writer), so "is anything pending?"
-        #: is asked of the cache again only after a change: ``(cache_changes when asked, the answer)``
-        self.cache_changes = 0
-        self._pending: tuple[int, bool] = (-1, False)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
@@ -589,14 +582,9 @@ class Simulator:
 
     # --- the scheduler ---------------------------------------------------------------------------------------
     def _has_pending(self) -> bool:
-        """Some pod or PodGroup is pending.  A walk over every job, so asked again only after the cache changed
-        (between events with nothing pending the loop would otherwise ask it after every event)."""
-        if self._pending[0] == self.cache_changes:
-            return self._pending[1]
-        answer = any(j.index.get(TaskStatus.Pending) for j in self.cache.jobs.values()) or any(
-            pg.phase == "Pending" for pg in self.cache.podgroups.values())
-        self._pending = (self.cache_changes, answer)
-        return answer
+        """Some pod or PodGroup is pending (``SchedulerCache.has_pending``: kept by the cache's changes, no walk
+        over the jobs)."""
+        return self.cache.has_pending()
 
     def _cycle(self) -> None:
         """One session through ``run_session`` (the code path of ``cycle`` and the Kubernetes mode), applied to
