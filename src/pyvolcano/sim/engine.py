@@ -166,7 +166,7 @@ class SimAPI:
                 log.released(key, self.sim.usage.release(self.sim.now, key, log.cause(key) or "deleted by its job"))
             self.sim.cache.delete(obj)
             self.sim.changed = True
-            return True  # the simulator has no graceful termination
+        return True  # the simulator has no graceful termination
 
     def update(self, obj: dict[str, Any], *, trusted: bool) -> None:
         """Show the changed ``obj`` to the scheduler cache.  ``trusted``: the simulator changed, in place, only
