@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from pyvolcano.api.convert import pod_requests
@@ -146,7 +147,7 @@ class JobController:
     def _pod(self, st: JobState, task: dict[str, Any], index: int) -> dict[str, Any]:
         md = st.job["metadata"]
         ns, jname = md.get("namespace") or "default", md["name"]
-        tmpl = copy.deepcopy(task["template"])
+        tmpl = _tree_copy(task["template"])
         pmd = tmpl.setdefault("metadata", {})
         spec = tmpl.setdefault("spec", {})
         name = f"{jname}-{task['name']}-{index}"
@@ -504,6 +505,21 @@ class JobController:
         if not self.keep_finished_pods:
             for name in list(st.pods):
                 self._delete_pod(st, ns, name)
+
+
+def _tree_copy(v: Any) -> Any:
+    """A deep copy of a manifest tree (dicts, lists and tuples of scalars), several times cheaper than
+    ``copy.deepcopy``, which the controller would otherwise run for every pod it creates; anything else (strings,
+    numbers, dates: immutable) is shared, other objects are deep-copied."""
+    if isinstance(v, dict):
+        return {k: _tree_copy(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_tree_copy(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_tree_copy(x) for x in v)
+    if v is None or isinstance(v, str | int | float | bool | date):
+        return v
+    return copy.deepcopy(v)
 
 
 def task_min_member(task: dict[str, Any]) -> int | None:
