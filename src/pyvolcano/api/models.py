@@ -1,7 +1,9 @@
 """Typed models of the parts of Kubernetes and Volcano objects that pyvolcano reads: the one validated boundary.
 
 Every object that enters the scheduler cache (from a snapshot file, the simulator or the API server) is checked
-here once, before it is converted (``api/convert.py``); after that, code may trust the shapes and numbers.
+here once, before it is converted (``api/convert.py``); after that, code may trust the shapes and numbers.  The
+simulator checks what its job controller will build from a Job when it admits the Job, and hands the objects it
+builds and changes itself to the cache as trusted (``SchedulerCache.upsert``, docs/architecture.md).
 The API server would have rejected most of these mistakes (apimachinery's ``ValidateResourceRequirements``
 refuses negative quantities, ``ValidatePodSpec`` refuses a hostPort outside 1..65535, and so on), but
 snapshots are often written by hand and a fuzzer writes worse: a wrong type, a ``.nan``/``.inf``, a negative

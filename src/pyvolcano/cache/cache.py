@@ -201,8 +201,7 @@ class SchedulerCache:
             return False
         if kind not in KINDS:
             return False
-        key = self._key(obj)
-        known = trusted and self.raw.get(key) is obj
+        known = trusted and self.raw.get(self._key(obj)) is obj  # (a trusted object's metadata is a mapping)
         try:
             if not trusted:
                 models.validate(obj)  # the typed boundary: shapes and numbers are trusted after this
@@ -220,7 +219,7 @@ class SchedulerCache:
         except ManifestError as exc:
             self._problem(str(exc))
             return False
-        self.raw[key] = obj
+        self.raw[self._key(obj)] = obj
         return True
 
     def has_pending(self) -> bool:
