@@ -117,7 +117,17 @@ def test_job_rows_are_the_reservations_and_follow_an_in_place_phase_change() -> 
             want = reservations(jobs, ssn.res.size, queue_view=view)
             got = sums.reservations(queue_view=view)
             assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
-        assert np.array_equal(sums.rows, np.array([_job_rows(j) for j in jobs]).reshape(sums.rows.shape))
+        rows = sums.rows_in_order()
+        assert np.array_equal(rows, np.array([_job_rows(j) for j in jobs]).reshape(rows.shape))
+        # the carried per-queue sums are the sums of this session's rows, in order
+        assert sums.exact
+        queues = list(dict.fromkeys(j.queue for j in jobs))
+        fresh = sums.ordered_sums(queues)
+        assert set(sums.queue_sums) == set(queues)
+        for q in queues:
+            carried_q = sums.queue_sums[q]
+            assert np.array_equal(carried_q[0], fresh[q][0]) and np.array_equal(carried_q[2:], fresh[q][2:])
+            assert np.array_equal(carried_q[0] + carried_q[1], fresh[q][1])
 
 
 def test_a_changed_clone_is_computed_afresh() -> None:

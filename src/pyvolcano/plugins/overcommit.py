@@ -5,6 +5,8 @@ holding resources, the part of minResources they do not hold yet."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo
@@ -82,52 +84,214 @@ def _job_rows(job: JobInfo) -> np.ndarray:
     return out
 
 
+#: Every row of every job is a whole number (cpu in millicores, memory in bytes, scalars in thousandths, pods: see
+#: ``api/resource.py``), so sums of rows are exact in any order, running sums with rows taken away included, while
+#: every partial sum stays below 2**53.  The ledger keeps a bound on that (``JobSums.bound``) and, past it or on a
+#: row that is not whole (a hand-built task), sums in ``ssn.jobs`` order instead, as before.
+_EXACT_BOUND = 2**52
+
+
+def _not_whole(rows: np.ndarray) -> int:
+    """How many jobs' rows (jobs x 5 x resources) hold an amount that is not a whole number."""
+    flat = rows.reshape(len(rows), -1)
+    return int((~(np.isfinite(flat) & (flat == np.rint(flat))).all(axis=1)).sum())
+
+
+def _bound(rows: np.ndarray) -> int:
+    """Sum over the jobs of each one's largest amount, rounded up (non-finite amounts are ``_not_whole``)."""
+    m = np.abs(rows.reshape(len(rows), -1)).max(axis=1, initial=0.0)
+    return sum(int(x) + 1 for x in m[np.isfinite(m)].tolist())
+
+
 class JobSums:
-    """Every job's ``_job_rows`` at session open, stacked in ``ssn.jobs`` order (``rows``: jobs x 5 x
-    resources): allocated, pending request, held back (overcommit), held back (proportion/capacity), elastic.
+    """Every job's ``_job_rows`` and their per-queue sums, kept up to date from what changed since the last session.
 
-    A job's rows depend on its pods and PodGroup only, so an unchanged job's rows are carried from the last
-    session (``framework/carry.py``, keyed by version and phase) and a session costs one dictionary look-up per
-    job and one stacking of the rows; the sums over the rows are the same NumPy reductions as before, over the same
-    matrix, so the same numbers."""
+    ``rows``: per job uid its ``(5, resources)`` rows -- allocated, pending request, held back (overcommit), held
+    back (proportion/capacity), elastic; ``queue_sums``: per queue the sum of its jobs' rows.  A session opens
+    over every job of the cluster and most are unchanged, so the sums are carried between sessions (in the
+    cache's ``BlockedMemo``, while ``Session.carry``): ``sync`` walks the session's jobs once, and only a job
+    that is new, changed or gone changes the sums (its old rows taken away, its new ones added).
 
-    def __init__(self, ssn: Session) -> None:
-        self.jobs = list(ssn.jobs.values())
-        size = ssn.res.size
-        rows = []
-        carry = ssn.carry
-        for job in self.jobs:
+    A job's rows depend on its pods and PodGroup only.  A ledger entry is reused for a job when it was computed
+    from the same object at the same ``version`` and PodGroup phase (the snapshot hands an unchanged job's clone
+    on: ``JobInfo.reuse``), or from another unchanged clone of the same cache job (same ``derived`` dict, same
+    version) at the same phase -- the rule of ``framework/carry.py``.  Without carry each session syncs a new,
+    empty ledger: the same code, every job new.  Sums of whole numbers are exact in any order (``_EXACT_BOUND``),
+    so carried sums are the sums a fresh session computes; ``tests/test_carry.py`` checks them after random
+    changes.
+
+    drf's dominant shares (``shares``) are carried too, recomputed for changed jobs and for all when the
+    cluster's total changes."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        #: uid -> (job object, its version, PodGroup phase, queue, rows, derived dict, cloned_from)
+        self.entries: dict[str, tuple[JobInfo, int, PodGroupPhase | None, str, np.ndarray, dict[str, Any], int]] = {}
+        self.queue_sums: dict[str, np.ndarray] = {}
+        self.queue_jobs: dict[str, int] = {}
+        #: per uid the job's ``allocated`` row (shared, never changed in place: drf copies on write)
+        self.alloc: dict[str, np.ndarray] = {}
+        #: sum over the entries of each one's largest amount: every partial sum is below it
+        self.bound = 0
+        #: a row was not a whole number: sums are made in ``ssn.jobs`` order each session (``ordered_sums``)
+        self.inexact = 0
+        #: drf's shares, against ``share_total``; ``share_stale``: uids whose share is to be recomputed
+        self.shares: dict[str, float] = {}
+        self.share_total: np.ndarray | None = None
+        self.share_stale: set[str] = set()
+        #: the queues in the order their first job appears in the session's jobs (proportion's attribute order)
+        self.queue_order: list[str] = []
+        self.jobs: dict[str, JobInfo] = {}
+
+    def sync(self, jobs: dict[str, JobInfo]) -> None:
+        """Bring the ledger to the session's ``jobs``."""
+        entries = self.entries
+        stale: list[JobInfo] = []
+        order: dict[str, None] = {}
+        known = 0
+        for uid, job in jobs.items():
+            q = job.queue
+            if q not in order:
+                order[q] = None
+            e = entries.get(uid)
+            if e is None:
+                stale.append(job)
+                continue
+            known += 1
             pg = job.podgroup
-            if carry and job.version == job.cloned_from >= 0:
-                key = (job.version, pg.phase if pg is not None else None)
-                hit = job.derived.get("job-rows")
-                if hit is not None and hit[0] == key:
-                    rows.append(hit[1])
-                    continue
-                r = _job_rows(job)
-                job.derived["job-rows"] = (key, r)
-                rows.append(r)
+            v = job.version
+            if e[1] == v and e[2] == (pg.phase if pg is not None else None) and (
+                    e[0] is job or (e[5] is job.derived and job.cloned_from == v and e[6] == v)):
+                continue
+            stale.append(job)
+        self.queue_order = list(order)
+        self.jobs = jobs
+        gone = [uid for uid in entries if uid not in jobs] if known != len(entries) else []
+        if not stale and not gone:
+            return
+        size = self.size
+        add = [_job_rows(job) for job in stale]
+        sub_q: list[str] = []
+        sub_r: list[np.ndarray] = []
+        for uid in gone:
+            e = entries.pop(uid)
+            sub_q.append(e[3])
+            sub_r.append(e[4])
+            del self.alloc[uid]
+            self.shares.pop(uid, None)
+            self.share_stale.discard(uid)
+        for job, r in zip(stale, add, strict=True):
+            e = entries.get(job.uid)
+            if e is not None:
+                sub_q.append(e[3])
+                sub_r.append(e[4])
+            pg = job.podgroup
+            entries[job.uid] = (job, job.version, pg.phase if pg is not None else None, job.queue, r, job.derived,
+                                job.cloned_from)
+            self.alloc[job.uid] = r[0]
+            self.share_stale.add(job.uid)
+        qs = {q: k for k, q in enumerate(dict.fromkeys([*sub_q, *(job.queue for job in stale)]))}
+        delta = np.zeros((len(qs), 5, size))
+        if add:
+            a = np.array(add).reshape(len(add), 5, size)
+            np.add.at(delta, np.array([qs[job.queue] for job in stale]), a)
+            self.bound += _bound(a)
+            self.inexact += _not_whole(a)
+        if sub_r:
+            s = np.array(sub_r).reshape(len(sub_r), 5, size)
+            np.subtract.at(delta, np.array([qs[q] for q in sub_q]), s)
+            self.bound -= _bound(s)
+            self.inexact -= _not_whole(s)
+            for q in sub_q:
+                self.queue_jobs[q] -= 1
+        for job in stale:
+            self.queue_jobs[job.queue] = self.queue_jobs.get(job.queue, 0) + 1
+        for q, k in qs.items():
+            if self.queue_jobs.get(q, 0) == 0:
+                self.queue_sums.pop(q, None)
+                self.queue_jobs.pop(q, None)
+            elif q in self.queue_sums:
+                self.queue_sums[q] = self.queue_sums[q] + delta[k]
             else:
-                rows.append(_job_rows(job))
-        self.rows = np.array(rows).reshape(len(rows), 5, size) if rows else np.zeros((0, 5, size))
+                self.queue_sums[q] = delta[k]
+
+    @property
+    def exact(self) -> bool:
+        """The carried sums are the sums in any order (whole numbers, partial sums below 2**53)."""
+        return self.inexact == 0 and self.bound < _EXACT_BOUND
+
+    def rows_in_order(self) -> np.ndarray:
+        """Every job's rows stacked in the session's job order (jobs x 5 x resources)."""
+        rows = [self.entries[uid][4] for uid in self.jobs]
+        return np.array(rows).reshape(len(rows), 5, self.size) if rows else np.zeros((0, 5, self.size))
+
+    def ordered_sums(self, queues: list[str]) -> dict[str, np.ndarray]:
+        """Per queue of ``queues`` the sums of its jobs' rows in ``ssn.jobs`` order, one job after the other (what
+        the exact sums equal; used when they might not be exact).  Row 1 holds allocated + request."""
+        rows = self.rows_in_order()
+        at = {q: k for k, q in enumerate(queues)}
+        sel = [(k, at[j.queue]) for k, j in enumerate(self.jobs.values()) if j.queue in at]
+        out = np.zeros((len(queues), 5, self.size))
+        if sel:
+            k, q = np.array(sel).T
+            np.add.at(out[:, 0], q, rows[k, 0])
+            out[:, 1] = out[:, 0]
+            np.add.at(out[:, 1], q, rows[k, 1])
+            for i in (2, 3, 4):
+                np.add.at(out[:, i], q, rows[k, i])
+        return {name: out[k] for name, k in at.items()}
 
     def reservations(self, *, queue_view: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``reservations(self.jobs, size, queue_view=...)``."""
-        return self.rows[:, 3 if queue_view else 2], self.rows[:, 4]
+        """``reservations(list(ssn.jobs.values()), size, queue_view=...)``."""
+        rows = self.rows_in_order()
+        return rows[:, 3 if queue_view else 2], rows[:, 4]
+
+    def inqueue_total(self) -> np.ndarray:
+        """overcommit's held-back amount summed over every job."""
+        if not self.exact:
+            return self.rows_in_order()[:, 2].sum(axis=0)
+        total = np.zeros(self.size)
+        for s in self.queue_sums.values():
+            total += s[2]
+        return total
+
+    def job_shares(self, total: np.ndarray) -> dict[str, float]:
+        """drf's dominant share of every job against ``total`` (every dimension, pods too): the same divisions as
+        ``api/resource.py: share``, vectorised, for the jobs that changed (all of them when ``total`` did)."""
+        if self.share_total is None or not np.array_equal(self.share_total, total):
+            self.share_total = total.copy()
+            self.shares = {}
+            uids = list(self.alloc)
+        else:
+            uids = list(self.share_stale)
+        self.share_stale = set()
+        if uids:
+            x = np.array([self.alloc[u] for u in uids]).reshape(len(uids), self.size)
+            t = total
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.where(t > 0, x / np.where(t > 0, t, 1.0), np.where(x > 0, 1.0, 0.0))
+            best = np.maximum(r.max(axis=1, initial=0.0), 0.0) if r.shape[1] else np.zeros(len(uids))
+            self.shares.update(zip(uids, best.tolist(), strict=True))
+        return self.shares
 
 
-#: ``JobSums`` over every job of the session, in ``ssn.jobs`` order
+#: ``JobSums`` over every job of the session
 JOB_SUMS: StateKey[JobSums] = StateKey("job-sums")
 
 
 def session_sums(ssn: Session) -> JobSums:
-    """``JobSums`` of the session, computed once per session (at open, before any plugin changes a job)."""
-    return ssn.state.read_or_init(JOB_SUMS, lambda: JobSums(ssn))
-
-
-def session_reservations(ssn: Session) -> tuple[np.ndarray, np.ndarray]:
-    """``reservations`` (overcommit's view) over every job of the session, in ``ssn.jobs`` order."""
-    return session_sums(ssn).reservations()
+    """``JobSums`` of the session, synced once per session (at open, before any plugin changes a job): the ledger
+    carried from the last session with carry (``BlockedMemo.carried``), a new one without."""
+    def make() -> JobSums:
+        memo = ssn.snapshot.memo if ssn.carry else None
+        sums = memo.carried.get("job-sums") if memo is not None else None
+        if not isinstance(sums, JobSums) or sums.size != ssn.res.size:
+            sums = JobSums(ssn.res.size)
+            if memo is not None:
+                memo.carried["job-sums"] = sums
+        sums.sync(ssn.jobs)
+        return sums
+    return ssn.state.read_or_init(JOB_SUMS, make)
 
 
 @register_plugin
@@ -141,7 +305,7 @@ class Overcommit(Plugin):
         mask = ssn.res.fair_mask
         used = ssn.nodes.used.sum(axis=0) if len(ssn.nodes) else ssn.res.zeros()
         idle = (ssn.total_resource * factor - used) * mask
-        inqueue = session_reservations(ssn)[0].sum(axis=0) * mask
+        inqueue = session_sums(ssn).inqueue_total() * mask
         state = {"inqueue": inqueue}
 
         def enqueueable(job: JobInfo) -> Vote:

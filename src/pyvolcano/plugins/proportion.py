@@ -116,41 +116,23 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
         if spec.guarantee is not None:
             total_guarantee += spec.guarantee
     attrs: dict[str, QueueAttr] = {}
-    order: dict[str, int] = {}
-    qpos: list[int] = []
-    at: list[int] = []
     sums = session_sums(ssn)
     queues = ssn.queues
-    for k, job in enumerate(sums.jobs):
-        q = queues.get(job.queue)
-        if q is None:
-            continue
-        p = order.get(q.name)
-        if p is None:
-            attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee)
-            p = order[q.name] = len(order)
-        qpos.append(p)
-        at.append(k)
-    if not at:
+    # Volcano makes a queue's attributes at its first job (``ssn.Jobs`` order here): the order deserved_loop walks
+    names = [name for name in sums.queue_order if name in queues]
+    if not names:
         return attrs
-    # Per-queue sums of every job's rows (``overcommit.JobSums``, carried for unchanged jobs) in one NumPy call
-    # each (a session opens on every cycle, over every job of the cluster).  Amounts are whole numbers, so the
-    # sums are exact in any order.
-    size = res.size
-    qidx = np.array(qpos)
-    rows = sums.rows if len(at) == len(sums.jobs) else sums.rows[np.array(at)]
-    allocated = np.zeros((len(order), size))
-    np.add.at(allocated, qidx, rows[:, 0])
-    request = allocated.copy()
-    np.add.at(request, qidx, rows[:, 1])
-    inqueue = np.zeros((len(order), size))
-    np.add.at(inqueue, qidx, rows[:, 3])
-    elastic = np.zeros((len(order), size))
-    np.add.at(elastic, qidx, rows[:, 4])
-    for name, k in order.items():
-        a = attrs[name]
-        a.allocated, a.request = allocated[k].copy(), request[k].copy()
-        a.inqueue, a.elastic = inqueue[k].copy(), elastic[k].copy()
+    # Per-queue sums of every job's rows (``overcommit.JobSums``, carried from the last session and changed only by
+    # the jobs that changed): whole numbers, so the same sums as adding the jobs' rows up in any order.
+    per_queue = sums.queue_sums if sums.exact else sums.ordered_sums(names)
+    exact = sums.exact
+    for name in names:
+        q = queues[name]
+        a = attrs[name] = new_attr(q, res.zeros(), total, total_guarantee)
+        rows = per_queue[name]
+        a.allocated = rows[0].copy()
+        a.request = rows[0] + rows[1] if exact else rows[1].copy()
+        a.inqueue, a.elastic = rows[3].copy(), rows[4].copy()
     return attrs
 
 
