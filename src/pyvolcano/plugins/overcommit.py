@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo
-from pyvolcano.api.resource import less_equal_with_dimension
+from pyvolcano.api.resource import less_equal_with_dimension, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
@@ -91,16 +91,17 @@ def _job_rows(job: JobInfo) -> np.ndarray:
 _EXACT_BOUND = 2**52
 
 
-def _not_whole(rows: np.ndarray) -> int:
-    """How many jobs' rows (jobs x 5 x resources) hold an amount that is not a whole number."""
+def _checks(rows: np.ndarray) -> tuple[list[int], list[bool]]:
+    """Per job of ``rows`` (jobs x 5 x resources): its largest amount rounded up (a bound on what it adds to a
+    sum) and whether every amount is a whole number (finite)."""
     flat = rows.reshape(len(rows), -1)
-    return int((~(np.isfinite(flat) & (flat == np.rint(flat))).all(axis=1)).sum())
+    m = np.abs(flat).max(axis=1, initial=0.0)
+    whole = (flat == np.rint(flat)).all(axis=1) & np.isfinite(m)
+    return [int(x) + 1 if w else 0 for x, w in zip(m.tolist(), whole.tolist(), strict=True)], whole.tolist()
 
 
-def _bound(rows: np.ndarray) -> int:
-    """Sum over the jobs of each one's largest amount, rounded up (non-finite amounts are ``_not_whole``)."""
-    m = np.abs(rows.reshape(len(rows), -1)).max(axis=1, initial=0.0)
-    return sum(int(x) + 1 for x in m[np.isfinite(m)].tolist())
+#: at most this many jobs changed: the sums are updated job by job, more: with one ``np.add.at``
+_SMALL = 8
 
 
 class JobSums:
@@ -125,8 +126,10 @@ class JobSums:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        #: uid -> (job object, its version, PodGroup phase, queue, rows, derived dict, cloned_from)
-        self.entries: dict[str, tuple[JobInfo, int, PodGroupPhase | None, str, np.ndarray, dict[str, Any], int]] = {}
+        #: uid -> (job object, its version, PodGroup phase, queue, rows, derived dict, cloned_from, the rows'
+        #: ``_checks``: bound and whole)
+        self.entries: dict[str, tuple[JobInfo, int, PodGroupPhase | None, str, np.ndarray, dict[str, Any], int,
+                                      int, bool]] = {}
         self.queue_sums: dict[str, np.ndarray] = {}
         self.queue_jobs: dict[str, int] = {}
         #: per uid the job's ``allocated`` row (shared, never changed in place: drf copies on write)
@@ -171,49 +174,57 @@ class JobSums:
             return
         size = self.size
         add = [_job_rows(job) for job in stale]
-        sub_q: list[str] = []
-        sub_r: list[np.ndarray] = []
+        # (queue, rows, +1 / -1) for every change of the sums
+        moves: list[tuple[str, np.ndarray, float]] = []
         for uid in gone:
             e = entries.pop(uid)
-            sub_q.append(e[3])
-            sub_r.append(e[4])
+            moves.append((e[3], e[4], -1.0))
+            self.bound -= e[7]
+            self.inexact -= not e[8]
             del self.alloc[uid]
             self.shares.pop(uid, None)
             self.share_stale.discard(uid)
-        for job, r in zip(stale, add, strict=True):
-            e = entries.get(job.uid)
+        rows = np.array(add).reshape(len(add), 5, size) if add else np.zeros((0, 5, size))
+        bounds, whole = _checks(rows)
+        for k, job in enumerate(stale):
+            uid = job.uid
+            e = entries.get(uid)
             if e is not None:
-                sub_q.append(e[3])
-                sub_r.append(e[4])
+                moves.append((e[3], e[4], -1.0))
+                self.bound -= e[7]
+                self.inexact -= not e[8]
+            r = rows[k]
+            moves.append((job.queue, r, 1.0))
             pg = job.podgroup
-            entries[job.uid] = (job, job.version, pg.phase if pg is not None else None, job.queue, r, job.derived,
-                                job.cloned_from)
-            self.alloc[job.uid] = r[0]
-            self.share_stale.add(job.uid)
-        qs = {q: k for k, q in enumerate(dict.fromkeys([*sub_q, *(job.queue for job in stale)]))}
+            entries[uid] = (job, job.version, pg.phase if pg is not None else None, job.queue, r, job.derived,
+                            job.cloned_from, bounds[k], whole[k])
+            self.bound += bounds[k]
+            self.inexact += not whole[k]
+            self.alloc[uid] = r[0]
+            self.share_stale.add(uid)
+        counts, sums = self.queue_jobs, self.queue_sums
+        if len(moves) <= _SMALL:
+            for q, r, sign in moves:
+                n = counts[q] = counts.get(q, 0) + (1 if sign > 0 else -1)
+                if n == 0:
+                    del counts[q], sums[q]
+                else:
+                    old = sums.get(q)
+                    sums[q] = (0.0 + r if old is None else old + r) if sign > 0 else old - r
+            return
+        qs = {q: k for k, q in enumerate(dict.fromkeys(q for q, _, _ in moves))}
         delta = np.zeros((len(qs), 5, size))
-        if add:
-            a = np.array(add).reshape(len(add), 5, size)
-            np.add.at(delta, np.array([qs[job.queue] for job in stale]), a)
-            self.bound += _bound(a)
-            self.inexact += _not_whole(a)
-        if sub_r:
-            s = np.array(sub_r).reshape(len(sub_r), 5, size)
-            np.subtract.at(delta, np.array([qs[q] for q in sub_q]), s)
-            self.bound -= _bound(s)
-            self.inexact -= _not_whole(s)
-            for q in sub_q:
-                self.queue_jobs[q] -= 1
-        for job in stale:
-            self.queue_jobs[job.queue] = self.queue_jobs.get(job.queue, 0) + 1
+        np.add.at(delta, np.array([qs[q] for q, _, _ in moves]),
+                  np.array([r if sign > 0 else -r for _, r, sign in moves]).reshape(len(moves), 5, size))
+        for q, _, sign in moves:
+            counts[q] = counts.get(q, 0) + (1 if sign > 0 else -1)
         for q, k in qs.items():
-            if self.queue_jobs.get(q, 0) == 0:
-                self.queue_sums.pop(q, None)
-                self.queue_jobs.pop(q, None)
-            elif q in self.queue_sums:
-                self.queue_sums[q] = self.queue_sums[q] + delta[k]
+            if counts[q] == 0:
+                del counts[q]
+                sums.pop(q, None)
             else:
-                self.queue_sums[q] = delta[k]
+                old = sums.get(q)
+                sums[q] = delta[k] if old is None else old + delta[k]
 
     @property
     def exact(self) -> bool:
@@ -265,7 +276,10 @@ class JobSums:
         else:
             uids = list(self.share_stale)
         self.share_stale = set()
-        if uids:
+        if len(uids) <= _SMALL:
+            for u in uids:
+                self.shares[u] = share(self.alloc[u], total)
+        else:
             x = np.array([self.alloc[u] for u in uids]).reshape(len(uids), self.size)
             t = total
             with np.errstate(divide="ignore", invalid="ignore"):
