@@ -142,32 +142,28 @@ class JobSums:
         self.shares: dict[str, float] = {}
         self.share_total: np.ndarray | None = None
         self.share_stale: set[str] = set()
-        #: the queues in the order their first job appears in the session's jobs (proportion's attribute order)
-        self.queue_order: list[str] = []
+        self._queue_order: list[str] | None = None
         self.jobs: dict[str, JobInfo] = {}
 
     def sync(self, jobs: dict[str, JobInfo]) -> None:
         """Bring the ledger to the session's ``jobs``."""
         entries = self.entries
+        get = entries.get
         stale: list[JobInfo] = []
-        order: dict[str, None] = {}
         known = 0
         for uid, job in jobs.items():
-            q = job.queue
-            if q not in order:
-                order[q] = None
-            e = entries.get(uid)
+            e = get(uid)
             if e is None:
                 stale.append(job)
                 continue
             known += 1
-            pg = job.podgroup
             v = job.version
-            if e[1] == v and e[2] == (pg.phase if pg is not None else None) and (
-                    e[0] is job or (e[5] is job.derived and job.cloned_from == v and e[6] == v)):
-                continue
+            if e[1] == v and (e[0] is job or (e[5] is job.derived and job.cloned_from == v and e[6] == v)):
+                pg = job.podgroup
+                if e[2] == (pg.phase if pg is not None else None):
+                    continue
             stale.append(job)
-        self.queue_order = list(order)
+        self._queue_order = None
         self.jobs = jobs
         gone = [uid for uid in entries if uid not in jobs] if known != len(entries) else []
         if not stale and not gone:
@@ -225,6 +221,13 @@ class JobSums:
             else:
                 old = sums.get(q)
                 sums[q] = delta[k] if old is None else old + delta[k]
+
+    @property
+    def queue_order(self) -> list[str]:
+        """The queues in the order their first job appears in the session's jobs (proportion's attribute order)."""
+        if self._queue_order is None:
+            self._queue_order = list(dict.fromkeys(job.queue for job in self.jobs.values()))
+        return self._queue_order
 
     @property
     def exact(self) -> bool:
