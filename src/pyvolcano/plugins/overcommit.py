@@ -181,7 +181,7 @@ class JobSums:
             self.shares.pop(uid, None)
             self.share_stale.discard(uid)
         rows = np.array(add).reshape(len(add), 5, size) if add else np.zeros((0, 5, size))
-        bounds, whole = _checks(rows)
+        bounds, whole = _checks(rows) if add else ([], [])
         for k, job in enumerate(stale):
             uid = job.uid
             e = entries.get(uid)
