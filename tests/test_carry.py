@@ -117,7 +117,17 @@ def test_job_rows_are_the_reservations_and_follow_an_in_place_phase_change() -> 
             want = reservations(jobs, ssn.res.size, queue_view=view)
             got = sums.reservations(queue_view=view)
             assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
-        assert np.array_equal(sums.rows, np.array([_job_rows(j) for j in jobs]).reshape(sums.rows.shape))
+        rows = sums.rows_in_order()
+        assert np.array_equal(rows, np.array([_job_rows(j) for j in jobs]).reshape(rows.shape))
+        # the carried per-queue sums are the sums of this session's rows, in order
+        assert sums.exact
+        queues = list(dict.fromkeys(j.queue for j in jobs))
+        fresh = sums.ordered_sums(queues)
+        assert set(sums.queue_sums) == set(queues)
+        for q in queues:
+            carried_q = sums.queue_sums[q]
+            assert np.array_equal(carried_q[0], fresh[q][0]) and np.array_equal(carried_q[2:], fresh[q][2:])
+            assert np.array_equal(carried_q[0] + carried_q[1], fresh[q][1])
 
 
 def test_a_changed_clone_is_computed_afresh() -> None:
@@ -132,3 +142,43 @@ def test_a_changed_clone_is_computed_afresh() -> None:
     assert not unchanged(job)
     assert carried(job, "n", job.version, lambda j: -1) == -1  # the session changed it: computed
     assert carried(job, "n", job.version - 1, lambda j: -2, enabled=False) == -2
+
+
+def test_job_sums_follow_jobs_that_leave_and_come_back() -> None:
+    """The carried ledger with only jobs gone (no new or changed one), a queue emptied and refilled, and a row
+    that is not a whole number (a hand-built task): its per-queue sums are the sums of the session's rows."""
+    from pyvolcano.plugins.overcommit import JobSums
+
+    rng = random.Random(11)
+    cache = _cache(rng)
+    ssn = _session(cache, load_conf_file(None), True)
+    jobs = dict(ssn.jobs)
+    sums = JobSums(ssn.res.size)
+
+    def check(js: dict[str, Any]) -> None:
+        sums.sync(js)
+        queues = list(dict.fromkeys(j.queue for j in js.values()))
+        assert sums.queue_order == queues
+        fresh = sums.ordered_sums(queues)
+        assert set(sums.queue_sums) == set(queues)
+        for q in queues:
+            got = sums.queue_sums[q]
+            assert np.array_equal(got[0], fresh[q][0]) and np.array_equal(got[2:], fresh[q][2:])
+            assert np.array_equal(got[0] + got[1], fresh[q][1])
+        assert set(sums.alloc) == set(js)
+
+    check(jobs)
+    only_a = {u: j for u, j in jobs.items() if j.queue == "a"}
+    check(only_a)  # jobs gone, nothing new
+    check({})
+    check(jobs)
+    assert sums.exact
+    job = next(iter(jobs.values()))
+    t = next(iter(job.tasks.values()))
+    job.delete_task(t)
+    t.resreq = t.resreq + 0.5
+    job.add_task(t)
+    check(jobs)
+    assert not sums.exact
+    check(only_a if job.queue != "a" else {u: j for u, j in jobs.items() if j.queue != "a"})
+    assert sums.exact

@@ -85,6 +85,9 @@ class BlockedMemo:
     skipped: int = 0
     #: the conf the entries were recorded under (a reload makes a new object and forgets them all)
     conf: Any = None
+    #: values plugins carry from one session to the next as a whole, by name (``plugins/overcommit.py: JobSums``,
+    #: exact whatever the conf)
+    carried: dict[str, Any] = field(default_factory=dict)
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):

@@ -28,21 +28,6 @@ from pyvolcano.plugins.overcommit import session_sums
 SHARE_DELTA = 1e-6
 
 
-def _job_shares(ssn: Session, total: np.ndarray, mask: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """Every job's allocation (its own row, changed in place as tasks move) and dominant share, in one NumPy pass:
-    ``share`` per job costs more than the arithmetic, and a session opens on every job of the cluster.  The same
-    divisions as ``share``, so the same numbers."""
-    uids = list(ssn.jobs)
-    if not uids:
-        return {}, {}
-    rows = session_sums(ssn).rows[:, 0].copy()  # every job's ``allocated`` at open, stacked once per session
-    t, x = total[mask], rows[:, mask]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(t > 0, x / np.where(t > 0, t, 1.0), np.where(x > 0, 1.0, 0.0))
-    best = np.maximum(r.max(axis=1, initial=0.0), 0.0) if r.shape[1] else np.zeros(len(uids))
-    return dict(zip(uids, rows, strict=True)), dict(zip(uids, best.tolist(), strict=True))
-
-
 @register_plugin
 class DRF(Plugin):
     name = "drf"
@@ -50,7 +35,10 @@ class DRF(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource
         mask = np.ones(ssn.res.size, dtype=bool)  # every dimension, pods too (drf.go: calculateShare)
-        alloc, shares = _job_shares(ssn, total, mask)
+        # every job's allocation and dominant share at open, carried from the last session for unchanged jobs
+        # (``overcommit.JobSums``): copies of the ledger's dicts, whose rows ``change`` replaces, never alters
+        sums = session_sums(ssn)
+        alloc, shares = dict(sums.alloc), dict(sums.job_shares(total))
         self.shares = shares
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
@@ -74,9 +62,7 @@ class DRF(Plugin):
 
         def change(task: TaskInfo, sign: float) -> None:
             a = alloc.get(task.job)
-            if a is None:
-                a = alloc[task.job] = ssn.res.zeros()
-            a += sign * task.resreq
+            a = alloc[task.job] = (ssn.res.zeros() if a is None else a) + sign * task.resreq  # a new row
             shares[task.job] = share(a, total, mask)
         ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))
         if hierarchy_enabled(ssn, self.name):

@@ -87,11 +87,34 @@ class Gang(Plugin):
         ssn.add_job_starving_fn(self.name, lambda j: j.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
+        """Every job gets a condition.  Most jobs of a session are ready and unchanged, so this loop runs over the
+        whole cluster: ``carried`` is spelled out, and the ready condition (one read-only dict shared by the
+        session's ready jobs, ``Session.update_podgroup_condition``) is set directly after the first."""
         carry = ssn.carry
+        conds = ssn.pg_conditions
+        ready_cond: dict[str, object] | None = None
         for job in ssn.jobs.values():
             # Volcano's close looks at minMember only, not per-spec minimums
-            if carried(job, "gang-ready", job.version, JobInfo.is_ready, carry):
-                ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+            v = job.version
+            if carry and v == job.cloned_from >= 0:  # framework/carry.py: ``carried``
+                hit = job.derived.get("gang-ready")
+                if hit is not None and hit[0] == v:
+                    ready = hit[1]
+                else:
+                    ready = job.is_ready()
+                    job.derived["gang-ready"] = (v, ready)
+            else:
+                ready = job.is_ready()
+            if ready:
+                if ready_cond is None:
+                    ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+                    ready_cond = conds[job.uid][SCHEDULED]
+                else:
+                    c = conds.get(job.uid)
+                    if c is None:
+                        conds[job.uid] = {SCHEDULED: ready_cond}
+                    else:
+                        c[SCHEDULED] = ready_cond
                 continue
             unready = max(job.min_available - job.ready_task_num(), 0)
             msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"

@@ -5,10 +5,12 @@ holding resources, the part of minResources they do not hold yet."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo
-from pyvolcano.api.resource import less_equal_with_dimension
+from pyvolcano.api.resource import less_equal_with_dimension, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
@@ -82,52 +84,231 @@ def _job_rows(job: JobInfo) -> np.ndarray:
     return out
 
 
+#: Every row of every job is a whole number (cpu in millicores, memory in bytes, scalars in thousandths, pods: see
+#: ``api/resource.py``), so sums of rows are exact in any order, running sums with rows taken away included, while
+#: every partial sum stays below 2**53.  The ledger keeps a bound on that (``JobSums.bound``) and, past it or on a
+#: row that is not whole (a hand-built task), sums in ``ssn.jobs`` order instead, as before.
+_EXACT_BOUND = 2**52
+
+
+def _checks(rows: np.ndarray) -> tuple[list[int], list[bool]]:
+    """Per job of ``rows`` (jobs x 5 x resources): its largest amount rounded up (a bound on what it adds to a
+    sum) and whether every amount is a whole number (finite)."""
+    flat = rows.reshape(len(rows), -1)
+    m = np.abs(flat).max(axis=1, initial=0.0)
+    whole = (flat == np.rint(flat)).all(axis=1) & np.isfinite(m)
+    return [int(x) + 1 if w else 0 for x, w in zip(m.tolist(), whole.tolist(), strict=True)], whole.tolist()
+
+
+#: at most this many jobs changed: the sums are updated job by job, more: with one ``np.add.at``
+_SMALL = 8
+
+
 class JobSums:
-    """Every job's ``_job_rows`` at session open, stacked in ``ssn.jobs`` order (``rows``: jobs x 5 x
-    resources): allocated, pending request, held back (overcommit), held back (proportion/capacity), elastic.
+    """Every job's ``_job_rows`` and their per-queue sums, kept up to date from what changed since the last session.
 
-    A job's rows depend on its pods and PodGroup only, so an unchanged job's rows are carried from the last
-    session (``framework/carry.py``, keyed by version and phase) and a session costs one dictionary look-up per
-    job and one stacking of the rows; the sums over the rows are the same NumPy reductions as before, over the same
-    matrix, so the same numbers."""
+    ``rows``: per job uid its ``(5, resources)`` rows -- allocated, pending request, held back (overcommit), held
+    back (proportion/capacity), elastic; ``queue_sums``: per queue the sum of its jobs' rows.  A session opens
+    over every job of the cluster and most are unchanged, so the sums are carried between sessions (in the
+    cache's ``BlockedMemo``, while ``Session.carry``): ``sync`` walks the session's jobs once, and only a job
+    that is new, changed or gone changes the sums (its old rows taken away, its new ones added).
 
-    def __init__(self, ssn: Session) -> None:
-        self.jobs = list(ssn.jobs.values())
-        size = ssn.res.size
-        rows = []
-        carry = ssn.carry
-        for job in self.jobs:
-            pg = job.podgroup
-            if carry and job.version == job.cloned_from >= 0:
-                key = (job.version, pg.phase if pg is not None else None)
-                hit = job.derived.get("job-rows")
-                if hit is not None and hit[0] == key:
-                    rows.append(hit[1])
+    A job's rows depend on its pods and PodGroup only.  A ledger entry is reused for a job when it was computed
+    from the same object at the same ``version`` and PodGroup phase (the snapshot hands an unchanged job's clone
+    on: ``JobInfo.reuse``), or from another unchanged clone of the same cache job (same ``derived`` dict, same
+    version) at the same phase -- the rule of ``framework/carry.py``.  Without carry each session syncs a new,
+    empty ledger: the same code, every job new.  Sums of whole numbers are exact in any order (``_EXACT_BOUND``),
+    so carried sums are the sums a fresh session computes; ``tests/test_carry.py`` checks them after random
+    changes.
+
+    drf's dominant shares (``shares``) are carried too, recomputed for changed jobs and for all when the
+    cluster's total changes."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        #: uid -> (job object, its version, PodGroup phase, queue, rows, derived dict, cloned_from, the rows'
+        #: ``_checks``: bound and whole)
+        self.entries: dict[str, tuple[JobInfo, int, PodGroupPhase | None, str, np.ndarray, dict[str, Any], int,
+                                      int, bool]] = {}
+        self.queue_sums: dict[str, np.ndarray] = {}
+        self.queue_jobs: dict[str, int] = {}
+        #: per uid the job's ``allocated`` row (shared, never changed in place: drf copies on write)
+        self.alloc: dict[str, np.ndarray] = {}
+        #: sum over the entries of each one's largest amount: every partial sum is below it
+        self.bound = 0
+        #: a row was not a whole number: sums are made in ``ssn.jobs`` order each session (``ordered_sums``)
+        self.inexact = 0
+        #: drf's shares, against ``share_total``; ``share_stale``: uids whose share is to be recomputed
+        self.shares: dict[str, float] = {}
+        self.share_total: np.ndarray | None = None
+        self.share_stale: set[str] = set()
+        self._queue_order: list[str] | None = None
+        self.jobs: dict[str, JobInfo] = {}
+
+    def sync(self, jobs: dict[str, JobInfo]) -> None:
+        """Bring the ledger to the session's ``jobs``."""
+        entries = self.entries
+        get = entries.get
+        stale: list[JobInfo] = []
+        known = 0
+        for uid, job in jobs.items():
+            e = get(uid)
+            if e is None:
+                stale.append(job)
+                continue
+            known += 1
+            v = job.version
+            if e[1] == v and (e[0] is job or (e[5] is job.derived and job.cloned_from == v and e[6] == v)):
+                pg = job.podgroup
+                if e[2] == (pg.phase if pg is not None else None):
                     continue
-                r = _job_rows(job)
-                job.derived["job-rows"] = (key, r)
-                rows.append(r)
+            stale.append(job)
+        self._queue_order = None
+        self.jobs = jobs
+        gone = [uid for uid in entries if uid not in jobs] if known != len(entries) else []
+        if not stale and not gone:
+            return
+        size = self.size
+        add = [_job_rows(job) for job in stale]
+        # (queue, rows, +1 / -1) for every change of the sums
+        moves: list[tuple[str, np.ndarray, float]] = []
+        for uid in gone:
+            e = entries.pop(uid)
+            moves.append((e[3], e[4], -1.0))
+            self.bound -= e[7]
+            self.inexact -= not e[8]
+            del self.alloc[uid]
+            self.shares.pop(uid, None)
+            self.share_stale.discard(uid)
+        rows = np.array(add).reshape(len(add), 5, size) if add else np.zeros((0, 5, size))
+        bounds, whole = _checks(rows) if add else ([], [])
+        for k, job in enumerate(stale):
+            uid = job.uid
+            e = entries.get(uid)
+            if e is not None:
+                moves.append((e[3], e[4], -1.0))
+                self.bound -= e[7]
+                self.inexact -= not e[8]
+            r = rows[k]
+            moves.append((job.queue, r, 1.0))
+            pg = job.podgroup
+            entries[uid] = (job, job.version, pg.phase if pg is not None else None, job.queue, r, job.derived,
+                            job.cloned_from, bounds[k], whole[k])
+            self.bound += bounds[k]
+            self.inexact += not whole[k]
+            self.alloc[uid] = r[0]
+            self.share_stale.add(uid)
+        counts, sums = self.queue_jobs, self.queue_sums
+        if len(moves) <= _SMALL:
+            for q, r, sign in moves:
+                n = counts[q] = counts.get(q, 0) + (1 if sign > 0 else -1)
+                if n == 0:
+                    del counts[q], sums[q]
+                else:
+                    old = sums.get(q)
+                    sums[q] = (0.0 + r if old is None else old + r) if sign > 0 else old - r
+            return
+        qs = {q: k for k, q in enumerate(dict.fromkeys(q for q, _, _ in moves))}
+        delta = np.zeros((len(qs), 5, size))
+        np.add.at(delta, np.array([qs[q] for q, _, _ in moves]),
+                  np.array([r if sign > 0 else -r for _, r, sign in moves]).reshape(len(moves), 5, size))
+        for q, _, sign in moves:
+            counts[q] = counts.get(q, 0) + (1 if sign > 0 else -1)
+        for q, k in qs.items():
+            if counts[q] == 0:
+                del counts[q]
+                sums.pop(q, None)
             else:
-                rows.append(_job_rows(job))
-        self.rows = np.array(rows).reshape(len(rows), 5, size) if rows else np.zeros((0, 5, size))
+                old = sums.get(q)
+                sums[q] = delta[k] if old is None else old + delta[k]
+
+    @property
+    def queue_order(self) -> list[str]:
+        """The queues in the order their first job appears in the session's jobs (proportion's attribute order)."""
+        if self._queue_order is None:
+            self._queue_order = list(dict.fromkeys(job.queue for job in self.jobs.values()))
+        return self._queue_order
+
+    @property
+    def exact(self) -> bool:
+        """The carried sums are the sums in any order (whole numbers, partial sums below 2**53)."""
+        return self.inexact == 0 and self.bound < _EXACT_BOUND
+
+    def rows_in_order(self) -> np.ndarray:
+        """Every job's rows stacked in the session's job order (jobs x 5 x resources)."""
+        rows = [self.entries[uid][4] for uid in self.jobs]
+        return np.array(rows).reshape(len(rows), 5, self.size) if rows else np.zeros((0, 5, self.size))
+
+    def ordered_sums(self, queues: list[str]) -> dict[str, np.ndarray]:
+        """Per queue of ``queues`` the sums of its jobs' rows in ``ssn.jobs`` order, one job after the other (what
+        the exact sums equal; used when they might not be exact).  Row 1 holds allocated + request."""
+        rows = self.rows_in_order()
+        at = {q: k for k, q in enumerate(queues)}
+        sel = [(k, at[j.queue]) for k, j in enumerate(self.jobs.values()) if j.queue in at]
+        out = np.zeros((len(queues), 5, self.size))
+        if sel:
+            k, q = np.array(sel).T
+            np.add.at(out[:, 0], q, rows[k, 0])
+            out[:, 1] = out[:, 0]
+            np.add.at(out[:, 1], q, rows[k, 1])
+            for i in (2, 3, 4):
+                np.add.at(out[:, i], q, rows[k, i])
+        return {name: out[k] for name, k in at.items()}
 
     def reservations(self, *, queue_view: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``reservations(self.jobs, size, queue_view=...)``."""
-        return self.rows[:, 3 if queue_view else 2], self.rows[:, 4]
+        """``reservations(list(ssn.jobs.values()), size, queue_view=...)``."""
+        rows = self.rows_in_order()
+        return rows[:, 3 if queue_view else 2], rows[:, 4]
+
+    def inqueue_total(self) -> np.ndarray:
+        """overcommit's held-back amount summed over every job."""
+        if not self.exact:
+            return self.rows_in_order()[:, 2].sum(axis=0)
+        total = np.zeros(self.size)
+        for s in self.queue_sums.values():
+            total += s[2]
+        return total
+
+    def job_shares(self, total: np.ndarray) -> dict[str, float]:
+        """drf's dominant share of every job against ``total`` (every dimension, pods too): the same divisions as
+        ``api/resource.py: share``, vectorised, for the jobs that changed (all of them when ``total`` did)."""
+        if self.share_total is None or not np.array_equal(self.share_total, total):
+            self.share_total = total.copy()
+            self.shares = {}
+            uids = list(self.alloc)
+        else:
+            uids = list(self.share_stale)
+        self.share_stale = set()
+        if len(uids) <= _SMALL:
+            for u in uids:
+                self.shares[u] = share(self.alloc[u], total)
+        else:
+            x = np.array([self.alloc[u] for u in uids]).reshape(len(uids), self.size)
+            t = total
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.where(t > 0, x / np.where(t > 0, t, 1.0), np.where(x > 0, 1.0, 0.0))
+            best = np.maximum(r.max(axis=1, initial=0.0), 0.0) if r.shape[1] else np.zeros(len(uids))
+            self.shares.update(zip(uids, best.tolist(), strict=True))
+        return self.shares
 
 
-#: ``JobSums`` over every job of the session, in ``ssn.jobs`` order
+#: ``JobSums`` over every job of the session
 JOB_SUMS: StateKey[JobSums] = StateKey("job-sums")
 
 
 def session_sums(ssn: Session) -> JobSums:
-    """``JobSums`` of the session, computed once per session (at open, before any plugin changes a job)."""
-    return ssn.state.read_or_init(JOB_SUMS, lambda: JobSums(ssn))
-
-
-def session_reservations(ssn: Session) -> tuple[np.ndarray, np.ndarray]:
-    """``reservations`` (overcommit's view) over every job of the session, in ``ssn.jobs`` order."""
-    return session_sums(ssn).reservations()
+    """``JobSums`` of the session, synced once per session (at open, before any plugin changes a job): the ledger
+    carried from the last session with carry (``BlockedMemo.carried``), a new one without."""
+    def make() -> JobSums:
+        memo = ssn.snapshot.memo if ssn.carry else None
+        sums = memo.carried.get("job-sums") if memo is not None else None
+        if not isinstance(sums, JobSums) or sums.size != ssn.res.size:
+            sums = JobSums(ssn.res.size)
+            if memo is not None:
+                memo.carried["job-sums"] = sums
+        sums.sync(ssn.jobs)
+        return sums
+    return ssn.state.read_or_init(JOB_SUMS, make)
 
 
 @register_plugin
@@ -141,7 +322,7 @@ class Overcommit(Plugin):
         mask = ssn.res.fair_mask
         used = ssn.nodes.used.sum(axis=0) if len(ssn.nodes) else ssn.res.zeros()
         idle = (ssn.total_resource * factor - used) * mask
-        inqueue = session_reservations(ssn)[0].sum(axis=0) * mask
+        inqueue = session_sums(ssn).inqueue_total() * mask
         state = {"inqueue": inqueue}
 
         def enqueueable(job: JobInfo) -> Vote:

@@ -31,7 +31,7 @@ import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import is_empty, less_equal
+from pyvolcano.api.resource import EPS, is_empty, less_equal
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -77,33 +77,52 @@ def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarr
     loop stops once everything but pods is handed out.  "Unchanged" is exact equality, as Volcano's
     ``equality.Semantic.DeepEqual``: a queue whose deserved still creeps up by fractions of a byte keeps its
     weight in the next round (ending early would hand the others a different split).  ``mask`` (optional)
-    leaves dimensions out."""
+    leaves dimensions out.
+
+    One round is a few NumPy operations over all the queues still unmet (a matrix, one queue a row, in
+    ``attrs`` order), not a loop over them: each queue's new deserved depends only on its own numbers and the
+    round's ``remaining``, so the element-wise operations are the per-queue ones; what the queues hand back
+    and take (``increased``/``decreased``) is summed queue after queue in ``attrs`` order (``np.cumsum``
+    along the queues is that sequence of additions), so every number is the one a per-queue loop gives."""
     full = np.ones(total.shape, dtype=bool) if mask is None else mask
     remaining = total * full
-    meet: set[str] = set()
+    queues = list(attrs.values())
+    if not queues:
+        return
+    weight = np.array([a.weight for a in queues], dtype=float)
+    deserved = np.array([a.deserved for a in queues])
+    real = np.array([a.real_capability for a in queues])
+    request = np.array([a.request for a in queues])
+    guarantee = np.array([a.guarantee for a in queues])
+    wanted = request * full
+    big = np.arange(total.shape[0]) >= 2  # ``fits``: from pods on, a zero request fits whatever is deserved
+    active = np.ones(len(queues), dtype=bool)
+    touched = False
     for _ in range(_MAX_ROUNDS):
-        total_weight = sum(a.weight for a in attrs.values() if a.name not in meet)
+        total_weight = int(weight[active].sum())  # whole numbers: the same sum in any order
         if total_weight == 0:
             break
-        old_remaining = remaining.copy()
-        increased = np.zeros_like(remaining)
-        decreased = np.zeros_like(remaining)
-        for a in attrs.values():
-            if a.name in meet:
-                continue
-            old = a.deserved.copy()
-            d = a.deserved + remaining * (a.weight / total_weight)
-            d = np.minimum(d, a.real_capability)
-            d = np.minimum(d, a.request)
-            a.deserved = np.maximum(d, a.guarantee) * full
-            a.update_share()
-            if less_equal(a.request * full, a.deserved) or np.array_equal(a.deserved, old):
-                meet.add(a.name)
-            increased += np.maximum(a.deserved - old, 0)
-            decreased += np.maximum(old - a.deserved, 0)
+        touched = True
+        at = np.nonzero(active)[0]
+        old = deserved[at]
+        d = old + remaining * (weight[at] / total_weight)[:, None]
+        d = np.minimum(d, real[at])
+        d = np.minimum(d, request[at])
+        new = np.maximum(d, guarantee[at]) * full
+        deserved[at] = new
+        want = wanted[at]
+        met = ((want < new + EPS) | (big & (want == 0.0))).all(axis=1) | (new == old).all(axis=1)
+        active[at[met]] = False
+        increased = 0.0 + np.cumsum(np.maximum(new - old, 0), axis=0)[-1]
+        decreased = 0.0 + np.cumsum(np.maximum(old - new, 0), axis=0)[-1]
+        old_remaining = remaining
         remaining = np.maximum(remaining + decreased - increased, 0)
         if is_empty(remaining) or np.array_equal(remaining, old_remaining):
             break
+    if touched:
+        for a, row in zip(queues, deserved, strict=True):
+            a.deserved = row.copy()
+            a.update_share()
 
 
 def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
@@ -116,41 +135,35 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
         if spec.guarantee is not None:
             total_guarantee += spec.guarantee
     attrs: dict[str, QueueAttr] = {}
-    order: dict[str, int] = {}
-    qpos: list[int] = []
-    at: list[int] = []
     sums = session_sums(ssn)
     queues = ssn.queues
-    for k, job in enumerate(sums.jobs):
-        q = queues.get(job.queue)
-        if q is None:
-            continue
-        p = order.get(q.name)
-        if p is None:
-            attrs[q.name] = new_attr(q, res.zeros(), total, total_guarantee)
-            p = order[q.name] = len(order)
-        qpos.append(p)
-        at.append(k)
-    if not at:
+    # Volcano makes a queue's attributes at its first job (``ssn.Jobs`` order here): the order deserved_loop walks
+    names = [name for name in sums.queue_order if name in queues]
+    if not names:
         return attrs
-    # Per-queue sums of every job's rows (``overcommit.JobSums``, carried for unchanged jobs) in one NumPy call
-    # each (a session opens on every cycle, over every job of the cluster).  Amounts are whole numbers, so the
-    # sums are exact in any order.
-    size = res.size
-    qidx = np.array(qpos)
-    rows = sums.rows if len(at) == len(sums.jobs) else sums.rows[np.array(at)]
-    allocated = np.zeros((len(order), size))
-    np.add.at(allocated, qidx, rows[:, 0])
-    request = allocated.copy()
-    np.add.at(request, qidx, rows[:, 1])
-    inqueue = np.zeros((len(order), size))
-    np.add.at(inqueue, qidx, rows[:, 3])
-    elastic = np.zeros((len(order), size))
-    np.add.at(elastic, qidx, rows[:, 4])
-    for name, k in order.items():
-        a = attrs[name]
-        a.allocated, a.request = allocated[k].copy(), request[k].copy()
-        a.inqueue, a.elastic = inqueue[k].copy(), elastic[k].copy()
+    # Per-queue sums of every job's rows (``overcommit.JobSums``, carried from the last session and changed only by
+    # the jobs that changed): whole numbers, so the same sums as adding the jobs' rows up in any order.
+    per_queue = sums.queue_sums if sums.exact else sums.ordered_sums(names)
+    exact = sums.exact
+    # a queue's guarantee, capability and realCapability depend on its spec (the cache replaces a QueueInfo on
+    # every change), the total and all guarantees only: carried from the last session while those are the same
+    memo = ssn.snapshot.memo if ssn.carry else None
+    static: dict[str, tuple[QueueInfo, tuple[bytes, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]]] = (
+        memo.carried.setdefault("proportion-queues", {}) if memo is not None else {})
+    tkey = (total.tobytes(), total_guarantee.tobytes())
+    for name in names:
+        q = queues[name]
+        rows = per_queue[name]
+        request = rows[0] + rows[1] if exact else rows[1].copy()
+        c = static.get(name)
+        if c is not None and c[0] is q and c[1] == tkey:
+            g, cap, real = c[2]
+        else:
+            base = new_attr(q, res.zeros(), total, total_guarantee)
+            g, cap, real = base.guarantee, base.capability, base.real_capability
+            static[name] = (q, tkey, (g, cap, real))
+        attrs[name] = QueueAttr(q.name, max(q.weight, 0), res.zeros(), rows[0].copy(), request, rows[3].copy(),
+                                rows[4].copy(), g, cap, real)
     return attrs
 
 
