@@ -908,10 +908,10 @@ class Session:
             if v is None:
                 v = zeros = res.zeros() if zeros is None else zeros
             # the same allocation as in an earlier session (most queues, most sessions): its list again
-            key = v.tobytes()
-            rl = lists.get(key)
+            vkey = v.tobytes()
+            rl = lists.get(vkey)
             if rl is None:
-                rl = lists[key] = resource_list(res, v)
+                rl = lists[vkey] = resource_list(res, v)
             c = phases.get(name, no_counts)
             tc = tasks.get(name, _NO_TASKS)
             q = QueueStatus(name, dict(rl), v, pending=c.get(PodGroupPhase.Pending, 0),
