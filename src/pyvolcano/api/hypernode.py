@@ -181,6 +181,7 @@ class Topology:
     members: np.ndarray
     ready: bool = True
     problems: list[str] = field(default_factory=list)
+    _tiers: list[int] | None = field(default=None, init=False, repr=False, compare=False)
 
     # ---------------------------------------------------------------------------------------------- building
     @classmethod
@@ -246,8 +247,12 @@ class Topology:
         return {n: int(t) for n, t in zip(self.tier_name, self.tier, strict=True) if n}
 
     def tiers(self) -> list[int]:
-        """The tiers present, lowest first (Volcano's parseHyperNodesTiers), the virtual top's included."""
-        return sorted({int(t) for t in self.tier})
+        """The tiers present, lowest first (Volcano's parseHyperNodesTiers), the virtual top's included (worked
+        out once: the cache hands one tree to every session until a Node or HyperNode changes; a copy)."""
+        got = self._tiers
+        if got is None:
+            got = self._tiers = sorted({int(t) for t in self.tier.tolist()})
+        return list(got)
 
     def at_tier(self, tier: int) -> np.ndarray:
         return np.flatnonzero(self.tier == tier)

@@ -11,6 +11,7 @@ are checked by the same comparison as cpu and memory).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -38,9 +39,14 @@ class ResourceIndex:
 
     names: tuple[str, ...] = (CPU, MEMORY, PODS)
     pos: dict[str, int] = field(init=False, compare=False, repr=False)
+    _fair_mask: np.ndarray = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pos", {n: i for i, n in enumerate(self.names)})
+        mask = np.ones(len(self.names), dtype=bool)
+        mask[2] = False
+        mask.flags.writeable = False
+        object.__setattr__(self, "_fair_mask", mask)
 
     @classmethod
     def of(cls, extra: Iterable[str] = ()) -> ResourceIndex:
@@ -86,10 +92,9 @@ class ResourceIndex:
 
     @property
     def fair_mask(self) -> np.ndarray:
-        """Positions that count for shares and scores (everything but the pod count)."""
-        m = np.ones(self.size, dtype=bool)
-        m[2] = False
-        return m
+        """Positions that count for shares and scores (everything but the pod count); read-only, one per index
+        (every session's plugins and result ask for it)."""
+        return self._fair_mask
 
 
 def less_equal(left: np.ndarray, right: np.ndarray) -> bool:
@@ -164,10 +169,11 @@ def quantity(name: str, amount: float) -> str:
 
 
 def resource_list(res: ResourceIndex, v: np.ndarray, *, skip_pods: bool = True) -> dict[str, str]:
-    """A ResourceList for a resource vector; cpu and memory always present (Volcano's status shows both)."""
+    """A ResourceList for a resource vector; cpu and memory always present (Volcano's status shows both).
+    Read as Python floats (``tolist``): every queue of every session gets one."""
     out: dict[str, str] = {}
-    for i, n in enumerate(res.names):
-        if (skip_pods and n == PODS) or (v[i] == 0 and n not in (CPU, MEMORY)) or not np.isfinite(v[i]):
+    for n, x in zip(res.names, v.tolist(), strict=True):
+        if (skip_pods and n == PODS) or (x == 0 and n not in (CPU, MEMORY)) or not math.isfinite(x):
             continue
-        out[n] = quantity(n, float(v[i]))
+        out[n] = quantity(n, x)
     return out

@@ -88,6 +88,8 @@ class BlockedMemo:
     #: values plugins carry from one session to the next as a whole, by name (``plugins/overcommit.py: JobSums``,
     #: exact whatever the conf)
     carried: dict[str, Any] = field(default_factory=dict)
+    #: whether that conf allows skipping in enqueue and in allocate (``_conf_ok``, worked out once per conf)
+    conf_ok: tuple[bool, bool] = (False, False)
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):
@@ -122,11 +124,11 @@ class SessionMemo:
             memo.enqueue.clear()
             memo.allocate.clear()
             memo.conf = conf
+            memo.conf_ok = (_conf_ok(conf, True), _conf_ok(conf, False))
         self.memo = memo
         self.free_epoch = free_epoch
         self.use_epoch = use_epoch
-        self.enqueue_ok = _conf_ok(conf, True)
-        self.allocate_ok = _conf_ok(conf, False)
+        self.enqueue_ok, self.allocate_ok = memo.conf_ok
 
     # --- enqueue -------------------------------------------------------------------------------------------
     def _enqueue_key(self, job: JobInfo) -> tuple[Any, ...]:

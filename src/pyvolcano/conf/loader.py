@@ -100,6 +100,7 @@ class SchedulerConf(BaseModel):
     tiers: list[Tier] = Field(default_factory=list)
     configurations: list[ActionConfiguration] = Field(default_factory=list)
     _registration: Registration | None = PrivateAttr(default=None)
+    _action_args: tuple[list[ActionConfiguration], dict[str, Arguments]] | None = PrivateAttr(default=None)
 
     def __eq__(self, other: object) -> bool:  # the cached registration is not part of what it says
         return type(other) is type(self) and self.model_dump() == other.model_dump()
@@ -123,6 +124,17 @@ class SchedulerConf(BaseModel):
         return v
 
     def action_args(self, name: str) -> Arguments:
+        """The action's ``configurations`` arguments (read-only), built once per conf: every session asks for
+        each of its actions'.  Rebuilt when ``configurations`` is another list (a copy of the conf)."""
+        cached = self._action_args
+        if cached is None or cached[0] is not self.configurations:
+            cached = self._action_args = (self.configurations, {})
+        got = cached[1].get(name)
+        if got is None:
+            got = cached[1][name] = self._build_action_args(name)
+        return got
+
+    def _build_action_args(self, name: str) -> Arguments:
         for c in self.configurations:
             if c.name == name:
                 return Arguments(c.arguments, f"{c._where}action {name}")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from pyvolcano.conf.flags import FLAGS
 
 if TYPE_CHECKING:
+    from pyvolcano.conf.arguments import Arguments
     from pyvolcano.conf.loader import PluginOption, Tier
 
 #: (plugin name, enable flag or None for a point no flag switches) -> the plugin's tier, or None: switched off
@@ -35,7 +36,7 @@ class Registration:
     as ``Session.options`` always did).  ``n_tiers`` is at least 1, so a conf without tiers still has one (empty)
     tier for callbacks registered by plugins it does not name."""
 
-    __slots__ = ("at", "n_tiers", "options", "tiers")
+    __slots__ = ("at", "n_tiers", "options", "plugins", "tiers")
 
     def __init__(self, tiers: list[Tier]) -> None:
         #: the tier list this was built from (``SchedulerConf.registration`` rebuilds when it is another list)
@@ -48,6 +49,11 @@ class Registration:
         self.at: Slots = {}
         for name, (ti, opt) in self.options.items():
             self.at.update(slots(name, ti, opt))
+        #: every plugin entry of the conf in order, with its tier and its parsed ``arguments`` (read-only
+        #: ``Arguments``, shared by the plugin instances of every session: building them, with the pydantic
+        #: attribute reads, was a tenth of a session's fixed cost)
+        self.plugins: list[tuple[int, PluginOption, Arguments]] = [
+            (ti, opt, opt.args()) for ti, tier in enumerate(tiers) for opt in tier.plugins]
 
     def tier(self, plugin: str, flag: str | None) -> int | None:
         """The tier of ``plugin``'s callbacks on a point switched by ``flag``, None when its option switches the

@@ -23,7 +23,7 @@ from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, PodGroup, SubJob, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import fit_floor, less_equal, resource_list
+from pyvolcano.api.resource import ResourceIndex, fit_floor, less_equal, resource_list
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
@@ -134,7 +134,8 @@ class Session:
         self.conf = conf
         self.res = snapshot.res
         self.nodes = snapshot.nodes
-        self.jobs: dict[str, JobInfo] = dict(snapshot.jobs)
+        #: the snapshot's own dict (a snapshot serves one session, and nothing adds or removes a job in it)
+        self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.now = snapshot.now
         self.total_resource = self.nodes.total_allocatable()
@@ -688,20 +689,22 @@ class Session:
         plugin has registered, so it never drops a job.  That matters: a PodGroup whose pods do not exist
         yet (a vcjob before its controller creates them) must still be enqueued.  allocate, backfill,
         preempt and reclaim ask ``job_valid`` themselves and skip such jobs."""
-        for ti, tier in enumerate(self.conf.tiers):
-            for opt in tier.plugins:
-                plugin = registry.plugin_class(opt.name)(opt.args())
-                self.plugins[opt.name] = plugin
-                # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
-                alias = plugin.name
-                if alias and alias not in self.options:
-                    if self.options is self._reg.options:  # this session's own copy, the conf's stays as it is
-                        self.options, self._at = dict(self.options), dict(self._at)
-                    self.options[alias] = (ti, opt)
-                    self._at.update(slots(alias, ti, opt))
-                t0 = time.perf_counter()
-                plugin.on_session_open(self)
-                self.plugin_seconds[(opt.name, "OnSessionOpen")] = time.perf_counter() - t0
+        plugin_class, plugins, seconds = registry.plugin_class, self.plugins, self.plugin_seconds
+        clock = time.perf_counter
+        for ti, opt, args in self._reg.plugins:  # the conf's entries in order, their arguments parsed once
+            name = opt.name
+            plugin = plugin_class(name)(args)
+            plugins[name] = plugin
+            # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
+            alias = plugin.name
+            if alias and alias not in self.options:
+                if self.options is self._reg.options:  # this session's own copy, the conf's stays as it is
+                    self.options, self._at = dict(self.options), dict(self._at)
+                self.options[alias] = (ti, opt)
+                self._at.update(slots(alias, ti, opt))
+            t0 = clock()
+            plugin.on_session_open(self)
+            seconds[(name, "OnSessionOpen")] = clock() - t0
         self.selector.reset()
         return self
 
@@ -737,7 +740,7 @@ class Session:
                             stats=SessionStats(rollbacks=self.rollbacks, action_seconds=dict(self.action_seconds),
                                                plugin_seconds=dict(self.plugin_seconds)),
                             resource_names=list(self.res.names), total=self.total_resource,
-                            used=nodes.used.sum(axis=0) if len(nodes) else self.res.zeros(),
+                            used=nodes.used_total(),
                             fair_mask=self.res.fair_mask, nodes=len(nodes))
         if self.selector.ties is not None:
             names = self.nodes.names
@@ -894,25 +897,41 @@ class Session:
                 fair = self.state.get(key)
                 break
         res = self.res
-        zeros = res.zeros()
+        zeros: np.ndarray | None = None
+        no_counts: dict[str, int] = {}
+        lists = _RESOURCE_LISTS.get(res)
+        if lists is None or len(lists) > 4096:
+            lists = _RESOURCE_LISTS[res] = {}
         out: dict[str, QueueStatus] = {}
         for name in self.queues:
-            v = held.get(name, zeros)
-            c = phases.get(name, {})
-            tc = tasks.get(name, (0, 0))
-            q = QueueStatus(name, resource_list(res, v), v, pending=c.get(PodGroupPhase.Pending, 0),
+            v = held.get(name)
+            if v is None:
+                v = zeros = res.zeros() if zeros is None else zeros
+            # the same allocation as in an earlier session (most queues, most sessions): its list again
+            vkey = v.tobytes()
+            rl = lists.get(vkey)
+            if rl is None:
+                rl = lists[vkey] = resource_list(res, v)
+            c = phases.get(name, no_counts)
+            tc = tasks.get(name, _NO_TASKS)
+            q = QueueStatus(name, dict(rl), v, pending=c.get(PodGroupPhase.Pending, 0),
                             inqueue=c.get(PodGroupPhase.Inqueue, 0), running=c.get(PodGroupPhase.Running, 0),
                             unknown=c.get(PodGroupPhase.Unknown, 0), completed=c.get(PodGroupPhase.Completed, 0),
                             allocated_tasks=tc[0], pending_tasks=tc[1])
-            a = fair.get(name) if fair else None
-            if a is not None:
-                q.fair = FairShare(a.weight, a.deserved, a.allocated, a.request, a.guarantee, a.capability,
-                                   a.real_capability, a.share)
+            if fair:
+                a = fair.get(name)
+                if a is not None:
+                    q.fair = FairShare(a.weight, a.deserved, a.allocated, a.request, a.guarantee, a.capability,
+                                       a.real_capability, a.share)
             out[name] = q
         return out
 
 
 _READY_EVENT = ("Normal", SCHEDULED, "pod group is ready")
+_NO_TASKS = (0, 0)
+#: per resource index, a queue allocation's bytes -> its ``resource_list`` (``_queue_statuses``; each status gets
+#: its own copy of the dict); emptied when it grows past a few thousand allocations
+_RESOURCE_LISTS: dict[ResourceIndex, dict[bytes, dict[str, str]]] = {}
 
 
 class _CloseCounts:

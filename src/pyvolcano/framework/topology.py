@@ -128,6 +128,12 @@ class SessionTopology:
         n_tiers = max(1, len(ssn.conf.tiers))
         st = cls(topo, topo.ready, topo.tiers(), ssn.nodes.pos, gradient_fns=[[] for _ in range(n_tiers)],
                  order_fns=[[] for _ in range(n_tiers)])
+        # the jobs with a constraint of their own or on a sub-group: usually none, and then nothing below runs
+        constrained = [job for job in ssn.jobs.values() if (pg := job.podgroup) is not None and (
+            pg.network_topology is not None
+            or (pg.sub_group_policy and any(p.network_topology is not None for p in pg.sub_group_policy)))]
+        if not constrained:
+            return st
         top_tier = int(topo.tier[topo.top])
         names = topo.tier_names()
 
@@ -141,11 +147,9 @@ class SessionTopology:
                 tier = names.get(spec.tier_name)
             return spec.mode == "hard" and tier is not None, tier
 
-        for job in ssn.jobs.values():
+        for job in constrained:
             pg = job.podgroup
-            if pg is None or (pg.network_topology is None
-                              and not any(p.network_topology is not None for p in pg.sub_group_policy)):
-                continue
+            assert pg is not None
             hard, tier = adjust(pg.network_topology, top_tier) if pg.network_topology else (False, None)
             jt = JobTopology(hard, tier, own=pg.network_topology is not None, uid=job.uid)
             if not pg.sub_group_policy:  # one sub-group, all the pods, the job's constraint: no grouping needed

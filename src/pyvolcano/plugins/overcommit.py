@@ -320,7 +320,7 @@ class Overcommit(Plugin):
         if factor < 1.0:
             factor = 1.2
         mask = ssn.res.fair_mask
-        used = ssn.nodes.used.sum(axis=0) if len(ssn.nodes) else ssn.res.zeros()
+        used = ssn.nodes.used_total()
         idle = (ssn.total_resource * factor - used) * mask
         inqueue = session_sums(ssn).inqueue_total() * mask
         state = {"inqueue": inqueue}

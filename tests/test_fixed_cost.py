@@ -1,0 +1,80 @@
+"""What the session's fixed-cost cuts remember must equal what they replaced (docs/performance.md, "A session's
+fixed cost"): the remembered used total, the resource lists of queue statuses, the per-conf arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.node_info import NodeArrays, NodeSpec
+from pyvolcano.api.resource import CPU, MEMORY, PODS, ResourceIndex, quantity, resource_list
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.conf.loader import ActionConfiguration, load_conf_file
+
+
+def _task(uid: str, req: list[float], status: TaskStatus) -> TaskInfo:
+    v = np.array(req, dtype=float)
+    return TaskInfo(uid=uid, name=uid, namespace="ns", job="ns/j", resreq=v, init_resreq=v, status=status)
+
+
+def test_used_total_follows_every_change() -> None:
+    res = ResourceIndex.of(["nvidia.com/gpu"])
+    specs = [NodeSpec(f"n{i}", np.array([4000.0, 8e9, 110, 1000.0 * i]), np.array([4000.0, 8e9, 110, 1000.0 * i]))
+             for i in range(5)]
+    nodes = NodeArrays(res, specs)
+    assert np.array_equal(nodes.used_total(), np.zeros(4))
+    a, b = _task("a", [500.3, 1e9, 1, 0], TaskStatus.Running), _task("b", [250.1, 3e8, 1, 1000], TaskStatus.Pipelined)
+    nodes.add_task(1, a)
+    nodes.add_task(3, b)
+    assert np.array_equal(nodes.used_total(), nodes.used.sum(axis=0))
+    copy = nodes.copy_amounts()
+    assert np.array_equal(copy.used_total(), nodes.used.sum(axis=0))
+    copy.tasks = [{} for _ in specs]
+    copy.add_task(2, _task("c", [100.0, 5e8, 1, 0], TaskStatus.Binding))  # used grows on the copy only
+    assert np.array_equal(copy.used_total(), copy.used.sum(axis=0))
+    assert not np.array_equal(copy.used_total(), nodes.used_total())
+    nodes.remove_task(1, a)
+    assert np.array_equal(nodes.used_total(), nodes.used.sum(axis=0))
+    total = nodes.used_total()
+    total += 1.0  # a copy: the remembered sum is not changed through it
+    assert np.array_equal(nodes.used_total(), nodes.used.sum(axis=0))
+
+
+def _reference_list(res: ResourceIndex, v: np.ndarray) -> dict[str, str]:
+    """``resource_list`` as it was written before (NumPy scalars read one by one)."""
+    out: dict[str, str] = {}
+    for i, n in enumerate(res.names):
+        if n == PODS or (v[i] == 0 and n not in (CPU, MEMORY)) or not np.isfinite(v[i]):
+            continue
+        out[n] = quantity(n, float(v[i]))
+    return out
+
+
+def test_resource_list_as_before() -> None:
+    res = ResourceIndex.of(["nvidia.com/gpu", "hugepages-2Mi"])
+    rng = np.random.default_rng(3)
+    cases = [np.zeros(5), -np.zeros(5), np.array([np.inf, 1.5, 3, np.nan, 0]), np.array([1000, 2**40, 7, 500, 2**21])]
+    cases += [np.round(rng.random(5) * 10 ** rng.integers(0, 12, 5), rng.integers(0, 3)) for _ in range(200)]
+    for v in cases:
+        assert resource_list(res, v) == _reference_list(res, v), v
+
+
+def test_fair_mask_is_shared_and_read_only() -> None:
+    res = ResourceIndex.of(["nvidia.com/gpu"])
+    assert res.fair_mask is res.fair_mask
+    assert res.fair_mask.tolist() == [True, True, False, True]
+    assert not res.fair_mask.flags.writeable
+
+
+def test_arguments_once_per_conf() -> None:
+    conf = load_conf_file(None)
+    reg = conf.registration
+    assert [(ti, opt.name) for ti, opt, _ in reg.plugins] == [
+        (ti, opt.name) for ti, tier in enumerate(conf.tiers) for opt in tier.plugins]
+    for _, opt, args in reg.plugins:
+        assert dict(args) == dict(opt.args())
+    assert conf.action_args("allocate") is conf.action_args("allocate")
+    other = conf.model_copy(update={"configurations": [ActionConfiguration(name="allocate",
+                                                                           arguments={"x": 1})]})
+    assert other.action_args("allocate")["x"] == 1
+    assert "x" not in conf.action_args("allocate")
