@@ -192,35 +192,38 @@ class _Carry:
         self.start = 0
         #: the inputs at the last sync, flattened one after the other (``widths``: each one's columns)
         self.ref: np.ndarray | None = None
+        self.spare: np.ndarray | None = None
         self.widths: list[int] = []
+        #: the node of each position of ``ref``
+        self.rows = np.zeros(0, dtype=np.intp)
         self.limit = max(16, CARRY_BYTES // max(1, 36 * n))
 
     def catch_up(self, inputs: list[np.ndarray], log: list[int], owner: object) -> None:
         """The sync: mark what changed since the last one (see the class docstring)."""
         n = len(self.stamp)
-        cur = np.concatenate([a.ravel() for a in inputs])  # one flat copy: cheaper than row-wise reductions
         widths = [a.shape[1] if a.ndim == 2 else 1 for a in inputs]
-        ref = self.ref
-        if ref is None or ref.shape != cur.shape or self.widths != widths:
-            changed = np.ones(n, dtype=bool)
+        size = n * sum(widths)
+        ref, spare = self.ref, self.spare
+        if spare is None or len(spare) != size:
+            spare = np.empty(size)
+        # one flat copy of every input (into the buffer the last sync but one used): one comparison over all of
+        # them, and no row-wise reductions, which NumPy does slowly on rows this short
+        cur = np.concatenate([a.ravel() for a in inputs], out=spare)
+        if ref is None or len(ref) != size or self.widths != widths:
+            self.rows = np.concatenate([np.repeat(np.arange(n), k) for k in widths])
+            changed: np.ndarray | list[int] = self.rows
         else:
-            changed = np.zeros(n, dtype=bool)
-            diff = np.flatnonzero(cur != ref)
-            if len(diff):
-                off = 0
-                for k in widths:
-                    end = off + n * k
-                    changed[(diff[(diff >= off) & (diff < end)] - off) // k] = True
-                    off = end
+            changed = self.rows[np.flatnonzero(cur != ref)]
             last = self.log
             if last is not None:
                 if self.start > len(last):  # emptied in place: nothing is known of what it held
-                    changed[:] = True
+                    changed = self.rows
                 elif self.start < len(last):
-                    changed[last[self.start:]] = True
+                    changed = np.concatenate([changed, last[self.start:]])
         self.sync += 1
-        self.stamp[changed] = self.sync
-        self.ref, self.widths = cur, widths
+        if len(changed):
+            self.stamp[changed] = self.sync
+        self.ref, self.spare, self.widths = cur, ref, widths
         self.log, self.start, self.owner = log, len(log), owner
 
     def keep(self, key: Any, e: _Entry) -> None:
