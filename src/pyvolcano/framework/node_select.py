@@ -7,7 +7,9 @@ Registrations say whether they are *static* (depend only on the pod template and
 computed once per session) and *template-safe* (the same for every pod of a template).  For template-safe ones,
 each template keeps its masks and scores across the session and recomputes only the nodes listed in
 ``NodeArrays.log`` since it last looked: a cached argmax instead of a full re-evaluation per pod.  Anything not
-template-safe is evaluated fresh each time.
+template-safe is evaluated fresh each time.  When every template-safe registration declares a ``carry`` token,
+the entries are also carried to later sessions over the same nodes and recomputed there only at the nodes whose
+inputs changed (``_Carry``; docs/performance.md, "Node selection carried between sessions").
 """
 
 from __future__ import annotations
