@@ -7,12 +7,14 @@ Registrations say whether they are *static* (depend only on the pod template and
 computed once per session) and *template-safe* (the same for every pod of a template).  For template-safe ones,
 each template keeps its masks and scores across the session and recomputes only the nodes listed in
 ``NodeArrays.log`` since it last looked: a cached argmax instead of a full re-evaluation per pod.  Anything not
-template-safe is evaluated fresh each time.
+template-safe is evaluated fresh each time.  When every template-safe registration declares a ``carry`` token,
+the entries are also carried to later sessions over the same nodes and recomputed there only at the nodes whose
+inputs changed (``_Carry``; docs/performance.md, "Node selection carried between sessions").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +63,10 @@ class PredicateReg:
     #: judged from state Kubernetes' PreFilter computes when the task's turn begins (pod affinity, spread
     #: counts), which evictions made during that turn of preempt do not update
     prefilter: bool = False
+    #: see ``ScoreReg.carry``
+    carry: Hashable | None = None
+    carry_task: Callable[[TaskInfo], bool] | None = None
+    carry_rows: Callable[[], np.ndarray] | None = None
 
     def mask(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
         if self.vector is not None and engine == "vector":
@@ -105,6 +111,18 @@ class ScoreReg:
     batch: bool = False
     normalize: str = ""
     weight: float = 1.0
+    #: the registration's configuration (plugin arguments), for a template-safe registration whose answer for a
+    #: pod template and a node depends on nothing but that configuration, the template, the node's static part
+    #: (``NodeStatic``), the node's ``used``, ``idle`` and ``future`` rows and the rows of ``carry_rows()``: the
+    #: node selector may then carry the template's cached results to later sessions, recomputing only the nodes
+    #: whose rows changed (see ``_Carry``).  None (the default): never carried
+    carry: Hashable | None = None
+    #: False for the templates whose answer also reads something else (host ports read the node's pods): those
+    #: are computed afresh in every session
+    carry_task: Callable[[TaskInfo], bool] | None = None
+    #: more per-node input (a nodes x k array, row i node i's): nodeorder's Kubernetes view of each node's
+    #: requests.  Within a session it may change only at nodes in ``NodeArrays.log``
+    carry_rows: Callable[[], np.ndarray] | None = None
 
     def scores(self, ssn: Session, task: TaskInfo, idx: np.ndarray, engine: str) -> np.ndarray:
         if self.vector is not None and (engine == "vector" or self.batch):
@@ -135,9 +153,88 @@ class _Entry:
     key_idle: np.ndarray
     key_future: np.ndarray
     pos: int = 0
-    #: normalised scores whose raw values differ between nodes: (registration, raw score of every node); their
-    #: share depends on which nodes compete, so such a template is scored per decision, not by the cached argmax
-    norm: list[tuple[ScoreReg, np.ndarray]] = field(default_factory=list)
+    #: normalised scores whose raw values differ between nodes: (weight, reversed, raw score of every node);
+    #: their share depends on which nodes compete, so such a template is scored per decision, not by the cached
+    #: argmax.  (Not the registration itself: a carried entry must not keep its session alive.)
+    norm: list[tuple[float, bool, np.ndarray]] = field(default_factory=list)
+    #: the ``_Carry.sync`` the entry was last brought up to date in (0: not carried)
+    sync: int = 0
+
+
+#: carried entries kept per node set and registrations: about this many bytes of arrays at most
+CARRY_BYTES = 32 << 20
+#: the registrations' sets kept per node set (a conf reload, a session with other plugins' registrations)
+CARRY_SETS = 4
+
+
+class _Carry:
+    """Per-template entries carried from session to session, for one node set (kept in ``NodeStatic.derived``,
+    so a Node change starts afresh) and one set of registrations (``token``).
+
+    A carried entry is exact for the nodes whose inputs did not change since it was last brought up to date;
+    ``stamp[i]`` is the last ``sync`` at which node i's inputs may have changed, so an entry last updated at sync
+    ``s`` recomputes ``stamp > s`` (and this session's ``NodeArrays.log``).  A sync happens once per session, at
+    its first use of the cache, and marks:
+
+    * every node the last synced session logged (``NodeArrays.log`` from its sync on): an entry may have read
+      such a node before or after the change, so it is recomputed either way;
+    * every node whose inputs now differ from the copies taken at the last sync (the cache applied binds, pods
+      finished or arrived between sessions): ``used``, ``idle``, ``future`` and each registration's
+      ``carry_rows``.  Nodes outside the log kept, within that session, the inputs copied at its sync, since a
+      session logs every change it makes to them (what the per-session cache already relies on).
+
+    Nothing is read from a session after it ends, so the scheme holds whether or not sessions share arrays."""
+
+    def __init__(self, n: int) -> None:
+        self.entries: dict[Any, _Entry] = {}
+        self.stamp = np.zeros(n, dtype=np.int64)
+        self.sync = 0
+        self.owner: object | None = None
+        self.log: list[int] | None = None
+        self.start = 0
+        #: the inputs at the last sync, flattened one after the other (``widths``: each one's columns)
+        self.ref: np.ndarray | None = None
+        self.spare: np.ndarray | None = None
+        self.widths: list[int] = []
+        #: the node of each position of ``ref``
+        self.rows = np.zeros(0, dtype=np.intp)
+        self.limit = max(16, CARRY_BYTES // max(1, 36 * n))
+
+    def catch_up(self, inputs: list[np.ndarray], log: list[int], owner: object) -> None:
+        """The sync: mark what changed since the last one (see the class docstring)."""
+        n = len(self.stamp)
+        widths = [a.shape[1] if a.ndim == 2 else 1 for a in inputs]
+        size = n * sum(widths)
+        ref, spare = self.ref, self.spare
+        if spare is None or len(spare) != size:
+            spare = np.empty(size)
+        # one flat copy of every input (into the buffer the last sync but one used): one comparison over all of
+        # them, and no row-wise reductions, which NumPy does slowly on rows this short
+        cur = np.concatenate([a.ravel() for a in inputs], out=spare)
+        if ref is None or len(ref) != size or self.widths != widths:
+            self.rows = np.concatenate([np.repeat(np.arange(n), k) for k in widths])
+            changed: np.ndarray | list[int] = self.rows
+        else:
+            changed = self.rows[np.flatnonzero(cur != ref)]
+            last = self.log
+            if last is not None:
+                if self.start > len(last):  # emptied in place: nothing is known of what it held
+                    changed = self.rows
+                elif self.start < len(last):
+                    changed = np.concatenate([changed, last[self.start:]])
+        self.sync += 1
+        if len(changed):
+            self.stamp[changed] = self.sync
+        self.ref, self.spare, self.widths = cur, ref, widths
+        self.log, self.start, self.owner = log, len(log), owner
+
+    def keep(self, key: Any, e: _Entry) -> None:
+        """Carry ``e`` under ``key``; the least recently used entries go when there are too many."""
+        entries = self.entries
+        entries.pop(key, None)
+        entries[key] = e
+        while len(entries) > self.limit:
+            del entries[next(iter(entries))]
 
 
 class NodeSelector:
@@ -157,6 +254,11 @@ class NodeSelector:
         #: one in its last decision.  Volcano picks one of them at random (``util.SelectBestNodeAndScore``);
         #: pyvolcano takes the lowest node index, so a differential test must accept any of them.
         self.ties: dict[str, list[int]] | None = None
+        #: entries carried between sessions (``_Carry``), opened when this session first needs the cache
+        #: (``_carry_open``); None when the session cannot carry
+        self._carry: _Carry | None = None
+        self._carry_open = False
+        self._owner = object()
 
     def _record(self, task: TaskInfo, masked: np.ndarray, i: int) -> None:
         """Remember the nodes tied with ``i`` in ``masked`` (scores, -inf for non-candidates).  Scores are sums
@@ -183,10 +285,65 @@ class NodeSelector:
         # nothing outside the cache takes part: the cached keys alone decide
         self.simple = not (self.fresh_preds or self.fresh_scores or self.ssn.batch_scores
                            or self.ssn.has("bestNode"))
+        safe: tuple[PredicateReg | ScoreReg, ...] = (*self.static_preds, *self.dyn_preds, *self.static_scores,
+                                                     *self.dyn_scores, *self.norm_scores)
+        self.carry_tasks = [r.carry_task for r in safe if r.carry_task is not None]
+        self.carry_rows: list[Callable[[], np.ndarray]] = [
+            r.carry_rows for r in safe if not r.static and r.carry_rows is not None]
 
     def reset(self) -> None:
         self.entries.clear()
+        self._carry = None
+        self._carry_open = False
+        self._owner = object()
         self._split()
+
+    # --- entries carried between sessions ----------------------------------------------------------------
+    def _carry_token(self) -> Hashable | None:
+        """What the cached results depend on besides templates and nodes: every template-safe registration's
+        ``carry`` token, in order (the order scores are added in).  None when one has none, when the session
+        computes everything afresh (``--full-sessions``: ``Session.carry``), or when a registration adds to
+        the cache key (``key_parts``)."""
+        if self.engine != "vector" or self.key_parts or not getattr(self.ssn, "carry", False):
+            return None
+        parts: list[Hashable] = []
+        for p in (*self.static_preds, *self.dyn_preds):
+            if p.carry is None:
+                return None
+            parts.append(("p", p.plugin, p.static, p.carry))
+        for sc in (*self.static_scores, *self.dyn_scores, *self.norm_scores):
+            if sc.carry is None:
+                return None
+            parts.append(("s", sc.plugin, sc.static, sc.normalize, sc.weight, sc.carry))
+        return tuple(parts)
+
+    def _open_carry(self) -> _Carry | None:
+        """This session's ``_Carry`` (synced), or None when it cannot carry."""
+        token = self._carry_token()
+        if token is None:
+            return None
+        nodes = self.ssn.nodes
+        store: dict[Hashable, _Carry] = nodes.static.derived.setdefault("node-select-carry", {})
+        carry = store.pop(token, None)
+        if carry is None:
+            carry = _Carry(len(nodes))
+            while len(store) >= CARRY_SETS:
+                del store[next(iter(store))]
+        store[token] = carry
+        carry.catch_up([nodes.used, nodes.idle, nodes.future, *(r() for r in self.carry_rows)], nodes.log,
+                       self._owner)
+        return carry
+
+    def _adopt(self, carry: _Carry, e: _Entry, task: TaskInfo) -> None:
+        """Bring a carried entry up to date: the nodes stamped since its sync and those this session logged."""
+        log = self.ssn.nodes.log
+        stale = carry.stamp > e.sync
+        if carry.start < len(log):
+            stale[log[carry.start:]] = True
+        e.sync, e.pos = carry.sync, len(log)
+        count = int(np.count_nonzero(stale))
+        if count:
+            self._compute(e, task, self.all_idx if count * 4 > len(stale) else np.flatnonzero(stale))
 
     # --- cached evaluation ---------------------------------------------------------------------------
     def _compute(self, e: _Entry, task: TaskInfo, idx: np.ndarray) -> None:
@@ -252,10 +409,29 @@ class NodeSelector:
             key = (task.template_key, job.queue if job else "", *(f(task) for f in self.key_parts))
         else:
             key = (task.template_key, job.queue if job else "")
+        carry = self._carry
+        if carry is not None and carry.owner is not self._owner:
+            # another session synced the carried entries since (two sessions used at once): they may have been
+            # brought to its state, so this one computes its own from now on
+            self.entries.clear()
+            carry = self._carry = None
         e = self.entries.get(key) if key is not None else None
         nodes = self.ssn.nodes
         n = len(nodes)
         if e is None:
+            keep: _Carry | None = None
+            if key is not None:
+                if not self._carry_open:
+                    self._carry_open = True
+                    carry = self._carry = self._open_carry()
+                if carry is not None and all(f(task) for f in self.carry_tasks):
+                    keep = carry
+                    got = carry.entries.get(key)
+                    if got is not None:
+                        carry.keep(key, got)
+                        self._adopt(carry, got, task)
+                        self.entries[key] = got
+                        return got
             ssn, eng, idx = self.ssn, self.engine, self.all_idx
             sm = np.ones(n, dtype=bool)
             for p in self.static_preds:
@@ -263,11 +439,11 @@ class NodeSelector:
             ss = np.zeros(n)
             for sc in self.static_scores:
                 ss += sc.scores(ssn, task, idx, eng)
-            norm: list[tuple[ScoreReg, np.ndarray]] = []
+            norm: list[tuple[float, bool, np.ndarray]] = []
             for sc in self.norm_scores:
                 raw = sc.scores(ssn, task, idx, eng)
                 if n and raw.max() > 0:
-                    norm.append((sc, raw))
+                    norm.append((sc.weight, sc.normalize == "max-reverse", raw))
                 elif sc.normalize == "max-reverse":  # every raw score 0: 100 everywhere, whichever nodes compete
                     ss += sc.weight * MAX_NODE_SCORE
             e = _Entry(sm, ss, np.ones(n, bool), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool),
@@ -275,6 +451,9 @@ class NodeSelector:
             self._compute(e, task, idx)
             if key is not None:
                 self.entries[key] = e
+                if keep is not None:
+                    e.sync = keep.sync
+                    keep.keep(key, e)
             return e
         log = nodes.log
         if e.pos < len(log):
@@ -347,8 +526,8 @@ class NodeSelector:
         if self.fresh_scores or self.ssn.batch_scores or e.norm:
             idx = np.nonzero(cand)[0]
             extra = np.zeros(len(idx))
-            for reg, raw in e.norm:
-                extra += reg.weight * default_normalize(raw[idx], reg.normalize == "max-reverse")
+            for weight, reverse, raw in e.norm:
+                extra += weight * default_normalize(raw[idx], reverse)
             for sc in self.fresh_scores:
                 extra += sc.scores(self.ssn, task, idx, self.engine)
             if self.ssn.batch_scores:  # Volcano-style batch functions take the candidates' node views

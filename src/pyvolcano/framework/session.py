@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,31 +335,36 @@ class Session:
     # the node points' vectorised forms
     def add_predicate(self, plugin: str, *, vector: VectorPredicateFn | None = None,
                       scalar: PredicateFn | None = None, static: bool = False, template_safe: bool = True,
-                      reason: str | None = None, resolvable: bool = False, prefilter: bool = False) -> None:
+                      reason: str | None = None, resolvable: bool = False, prefilter: bool = False,
+                      carry: Hashable | None = None, carry_task: Callable[[TaskInfo], bool] | None = None) -> None:
         """A node filter (point ``PREDICATE``): ``vector(task, idx) -> bool array`` and/or Volcano's
         ``scalar(task, NodeInfo) -> Status | None`` (``None`` or a success passes; a rejection's reasons go into
         the fit errors).  ``reason``: the rejection's text when it never depends on the node (fit errors are then
         counted without asking the scalar form node by node).  ``resolvable``/``prefilter``: see
-        ``PredicateReg``."""
+        ``PredicateReg``; ``carry``/``carry_task``: see ``ScoreReg`` (results carried between sessions)."""
         if self._tier(plugin, PREDICATE.flag) is not None:
             self.predicates.append(PredicateReg(plugin, vector, scalar, static, template_safe, reason, resolvable,
-                                                prefilter))
+                                                prefilter, carry, carry_task))
 
     def add_node_order(self, plugin: str, *, vector: VectorScoreFn | None = None, scalar: NodeOrderFn | None = None,
                        static: bool = False, template_safe: bool = True, batch: bool = False, normalize: str = "",
-                       weight: float = 1.0) -> None:
+                       weight: float = 1.0, carry: Hashable | None = None,
+                       carry_task: Callable[[TaskInfo], bool] | None = None,
+                       carry_rows: Callable[[], np.ndarray] | None = None) -> None:
         """A node score (point ``NODE_ORDER``): ``vector(task, idx) -> float array`` and/or
         ``scalar(task, NodeInfo) -> float``.
         ``batch``: normalised over the candidate nodes by the plugin itself (Volcano's BatchNodeOrderFn, point
         ``BATCH_NODE_ORDER``), so not template-safe and always called through ``vector`` with every candidate.
         ``normalize`` ("max" / "max-reverse"): the callbacks give a static raw score that the framework normalises
-        over the nodes compared in each decision and multiplies by ``weight`` (see ``ScoreReg``)."""
+        over the nodes compared in each decision and multiplies by ``weight`` (see ``ScoreReg``).
+        ``carry``/``carry_task``/``carry_rows``: the results may be carried between sessions (see ``ScoreReg``)."""
         if batch:
             template_safe = False
         if normalize and not (static and template_safe):
             raise ValueError("a normalised node score must be static and template-safe")
         if self._tier(plugin, (BATCH_NODE_ORDER if batch else NODE_ORDER).flag) is not None:
-            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch, normalize, weight))
+            self.scores.append(ScoreReg(plugin, vector, scalar, static, template_safe, batch, normalize, weight,
+                                        carry, carry_task, carry_rows))
 
     def add_sub_job_ready_fn(self, plugin: str, fn: SubJobReadyFn) -> None:
         self._add(SUB_JOB_READY, plugin, fn)

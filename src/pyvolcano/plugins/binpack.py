@@ -95,4 +95,5 @@ class Binpack(Plugin):
                 per = final * w / a if a > 0 else 0.0
                 total = per if j == 0 else total + per
             return total / p[2] * top
-        ssn.add_node_order(self.name, vector=score, scalar=score_one)
+        # a function of the template and the node's used row (and its allocatable): carried between sessions
+        ssn.add_node_order(self.name, vector=score, scalar=score_one, carry=(weight, *weights.tolist()))

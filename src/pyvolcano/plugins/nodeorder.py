@@ -236,7 +236,7 @@ class NodeOrder(Plugin):
             self._resource_scores(ssn, least, most, balanced)
         if affinity:
             ssn.add_node_order(self.name, vector=lambda t, idx: preferred_score(li, t.pod, idx), static=True,
-                               normalize="max", weight=affinity)
+                               normalize="max", weight=affinity, carry=("nodeaffinity",))
         if taint:
             self._taint_score(ssn, li, taint)
         # Kubernetes' InterPodAffinity, PodTopologySpread and ImageLocality scores (plugins/_podaffinity.py)
@@ -335,7 +335,10 @@ class NodeOrder(Plugin):
                 s += balanced * (HALF + math.trunc((HALF + w - wo) / 2))
             return s
 
-        ssn.add_node_order(self.name, vector=scores, scalar=score)
+        # carried between sessions: a function of the template and the node's row of ``kr.both``; a pod Kubernetes
+        # sees differently (``k8s_extra``) is scored afresh, as its requests are not its template's
+        ssn.add_node_order(self.name, vector=scores, scalar=score, carry=("resources", least, most, balanced, *dims),
+                           carry_task=lambda t: t.k8s_extra is None, carry_rows=lambda: kr.both)
 
     def _taint_score(self, ssn: Session, li: LabelIndex, weight: int) -> None:
         """TaintToleration: raw = untolerated PreferNoSchedule taints, normalised reversed per decision."""
@@ -352,4 +355,4 @@ class NodeOrder(Plugin):
             return out
 
         ssn.add_node_order(self.name, vector=counts, scalar=lambda t, node: count(t, node.index), static=True,
-                           normalize="max-reverse", weight=weight)
+                           normalize="max-reverse", weight=weight, carry=("tainttoleration",))

@@ -102,7 +102,7 @@ def refuse_every_placement(ssn: Session, plugin: str, args: Arguments) -> None:
 
     def why(task: TaskInfo, node: NodeInfo) -> Status | None:
         return Status(Code.UNSCHEDULABLE, (reason,), plugin)
-    ssn.predicates.append(PredicateReg(plugin, none, why, True, True, reason))
+    ssn.predicates.append(PredicateReg(plugin, none, why, True, True, reason, carry=("refuse",)))
 
 
 @register_plugin
@@ -129,14 +129,15 @@ class Predicates(Plugin):
             return m
 
         ssn.add_predicate(self.name, vector=unsched_vec, scalar=_per_node(unschedulable, UNRESOLVABLE)[1], static=True,
-                          reason=UNSCHEDULABLE_REASON)
+                          reason=UNSCHEDULABLE_REASON, carry=("unschedulable",))
 
         if a.get_bool("predicate.NodeAffinityEnable", True):
             def affinity(task: TaskInfo, i: int) -> str | None:
                 ok = selector_mask(li, task.pod, np.array([i]))[0]
                 return None if ok else AFFINITY_REASON
             ssn.add_predicate(self.name, vector=lambda t, idx: selector_mask(li, t.pod, idx),
-                              scalar=_per_node(affinity, UNRESOLVABLE)[1], static=True, reason=AFFINITY_REASON)
+                              scalar=_per_node(affinity, UNRESOLVABLE)[1], static=True, reason=AFFINITY_REASON,
+                              carry=("nodeaffinity",))
 
         if a.get_bool("predicate.TaintTolerationEnable", True):
             def taints(task: TaskInfo, i: int) -> str | None:
@@ -151,7 +152,7 @@ class Predicates(Plugin):
                         m[j] = taints(task, int(idx[j])) is None
                 return m
             ssn.add_predicate(self.name, vector=taints_vec, scalar=_per_node(taints, UNRESOLVABLE)[1],
-                              static=True)
+                              static=True, carry=("taints",))
 
         if a.get_bool("predicate.NodePortsEnable", True):
             wanted: dict[object, set[tuple[int, str, str]]] = {}  # host ports are part of the template key
@@ -176,9 +177,12 @@ class Predicates(Plugin):
                 if ports(task, -1) is None and not wanted[task.template_key]:
                     return np.ones(len(idx), dtype=bool)
                 return _per_node(ports)[0](task, idx)
+            def no_ports(task: TaskInfo) -> bool:
+                """Carried only for pods without host ports (true everywhere): the others read the node's pods."""
+                return ports(task, -1) is None and not wanted[task.template_key]
             # NodePorts' conflict is Unschedulable (evicting the pod holding the port lifts it)
             ssn.add_predicate(self.name, vector=ports_vec, scalar=_per_node(ports)[1], reason=PORTS_REASON,
-                              resolvable=True)
+                              resolvable=True, carry=("ports",), carry_task=no_ports)
 
         # Kubernetes' InterPodAffinity and PodTopologySpread filters (plugins/_podaffinity.py)
         register_predicates(ssn, self.name, a.get_bool("predicate.PodAffinityEnable", True),
