@@ -30,9 +30,13 @@ class Enqueue(Action):
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_cmp)
         waiting: dict[str, list[JobInfo]] = {}
         memo = ssn.memo
-        for job in ssn.jobs.values():
-            q = ssn.queues.get(job.queue)
-            if q is None or not job.is_pending():
+        queues_of, waits = ssn.queues, PodGroupPhase.Pending
+        for job in ssn.jobs.values():  # every live job of every session: the phase first (``is_pending``)
+            pg = job.podgroup
+            if pg is None or pg.phase != waits:
+                continue
+            q = queues_of.get(job.queue)
+            if q is None:
                 continue
             if not q.is_open():
                 job.enqueue_reason = f"queue {q.name} is {q.state}"
@@ -54,13 +58,10 @@ class Enqueue(Action):
             for name, lst in waiting.items()}
         # a refusal seen in this pass, per queue and minResources (see ``_Refusals``)
         refused = _Refusals() if memo is not None and memo.enqueue_ok else None
-        while not queues.empty():
-            q = queues.pop()
-            pending = jobs[q.name]
-            if (not pending) if isinstance(pending, list) else pending.empty():
-                continue
-            job = pending.pop()
-            reason = refused.get(job) if refused is not None else None
+
+        def turn(q: QueueInfo, job: JobInfo) -> None:
+            shape = refused.shape(job) if refused is not None else None
+            reason = refused.seen.get(shape) if refused is not None and shape is not None else None
             if reason is not None:  # refused again, exactly as the plugins would refuse it
                 job.enqueue_reason = reason
                 if memo is not None:
@@ -73,15 +74,32 @@ class Enqueue(Action):
                 if memo is not None:
                     memo.admitted(job)
                 if refused is not None:
-                    refused.clear()
+                    refused.seen.clear()
             else:
                 if not job.enqueue_reason:
                     job.enqueue_reason = (f"queue {q.name} resource quota insufficient: PodGroup minResources "
                                           f"{ssn.res.format(job.min_resources(ssn.res.size))} cannot be admitted")
-                if refused is not None:
-                    refused.add(job)
+                if refused is not None and shape is not None:
+                    refused.seen[shape] = job.enqueue_reason
                 if memo is not None:
                     memo.record_enqueue(job)
+
+        if len(jobs) == 1:  # one queue: the queue heap would hand it back after every job
+            q = queues.pop()
+            pending = jobs[q.name]
+            if isinstance(pending, list):
+                while pending:
+                    turn(q, pending.pop())
+            else:
+                while not pending.empty():
+                    turn(q, pending.pop())
+            return
+        while not queues.empty():
+            q = queues.pop()
+            pending = jobs[q.name]
+            if (not pending) if isinstance(pending, list) else pending.empty():
+                continue
+            turn(q, pending.pop())
             queues.push(q)
 
 
@@ -102,20 +120,9 @@ class _Refusals:
         self.seen: dict[tuple[str, bytes], str] = {}
 
     @staticmethod
-    def _key(job: JobInfo) -> tuple[str, bytes] | None:
+    def shape(job: JobInfo) -> tuple[str, bytes] | None:
+        """What the votes read of the job: its queue and minResources (None: no minResources, always admitted)."""
         pg = job.podgroup
         if pg is None or pg.min_resources is None:
             return None
         return (job.queue, pg.min_resources.tobytes())
-
-    def get(self, job: JobInfo) -> str | None:
-        k = self._key(job)
-        return None if k is None else self.seen.get(k)
-
-    def add(self, job: JobInfo) -> None:
-        k = self._key(job)
-        if k is not None:
-            self.seen[k] = job.enqueue_reason
-
-    def clear(self) -> None:
-        self.seen.clear()
