@@ -134,7 +134,10 @@ class SessionMemo:
         if not self.enqueue_ok:
             return False
         e = self.memo.enqueue.get(job.uid)
-        if e is None or e.key != self._enqueue_key(job):
+        if e is None:
+            return False
+        k = e.key  # ``_enqueue_key`` compared in place: asked for every waiting job of every session
+        if k[0] != self.free_epoch or k[1] != job.cloned_from:
             return False
         job.enqueue_reason = e.enqueue_reason
         self.memo.skipped += 1
