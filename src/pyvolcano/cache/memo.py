@@ -145,7 +145,12 @@ class SessionMemo:
 
     def record_enqueue(self, job: JobInfo) -> None:
         if self.enqueue_ok and job.cloned_from >= 0:
-            self.memo.enqueue[job.uid] = _Entry(self._enqueue_key(job), job.enqueue_reason)
+            e = self.memo.enqueue.get(job.uid)
+            if e is None:
+                self.memo.enqueue[job.uid] = _Entry(self._enqueue_key(job), job.enqueue_reason)
+            else:  # refused again after room came back: the entry updated in place
+                e.key = self._enqueue_key(job)
+                e.enqueue_reason = job.enqueue_reason
 
     def admitted(self, job: JobInfo) -> None:
         self.memo.enqueue.pop(job.uid, None)
