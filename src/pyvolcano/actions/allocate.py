@@ -35,15 +35,18 @@ def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo],
     Without the enqueue action, Pending jobs are promoted to Inqueue first, as Volcano does.  ``wanted``
     drops jobs before the plugins are asked whether they are valid (backfill wants only a few)."""
     out = []
-    for job in ssn.jobs.values():
+    queues, job_valid, waiting = ssn.queues, ssn.job_valid, PodGroupPhase.Pending
+    for job in ssn.jobs.values():  # every live job of every session, twice (allocate, backfill): kept lean
         pg = job.podgroup
         if pg is None:
             continue
-        if promote and pg.phase == PodGroupPhase.Pending:
+        if pg.phase == waiting:  # ``JobInfo.is_pending``
+            if not promote:
+                continue
             pg.phase = PodGroupPhase.Inqueue
-        if job.is_pending() or (wanted is not None and not wanted(job)) or ssn.job_valid(job) is not None:
+        if (wanted is not None and not wanted(job)) or job_valid(job) is not None:
             continue
-        q = ssn.queues.get(job.queue)
+        q = queues.get(job.queue)
         if q is None or not q.is_open():
             continue
         out.append(job)

@@ -139,7 +139,10 @@ class SessionMemo:
         if not self.enqueue_ok:
             return False
         e = self.memo.enqueue.get(job.uid)
-        if e is None or e.key != self._enqueue_key(job):
+        if e is None:
+            return False
+        k = e.key  # ``_enqueue_key`` compared in place: asked for every waiting job of every session
+        if k[0] != self.free_epoch or k[1] != job.cloned_from:
             return False
         job.enqueue_reason = e.enqueue_reason
         self.memo.skipped += 1
@@ -147,7 +150,12 @@ class SessionMemo:
 
     def record_enqueue(self, job: JobInfo) -> None:
         if self.enqueue_ok and job.cloned_from >= 0:
-            self.memo.enqueue[job.uid] = _Entry(self._enqueue_key(job), job.enqueue_reason)
+            e = self.memo.enqueue.get(job.uid)
+            if e is None:
+                self.memo.enqueue[job.uid] = _Entry(self._enqueue_key(job), job.enqueue_reason)
+            else:  # refused again after room came back: the entry updated in place
+                e.key = self._enqueue_key(job)
+                e.enqueue_reason = job.enqueue_reason
 
     def admitted(self, job: JobInfo) -> None:
         self.memo.enqueue.pop(job.uid, None)

@@ -17,6 +17,7 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import share
+from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -44,7 +45,7 @@ class DRF(Plugin):
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = shares.get(left.uid, 0.0), shares.get(right.uid, 0.0)
             return 0 if ls == rs else (-1 if ls < rs else 1)
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_fn(self.name, keyed(job_order, lambda j: shares.get(j.uid, 0.0)))  # framework/order.py
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             ls = share(alloc.get(preemptor.job, ssn.res.zeros()) + preemptor.resreq, total, mask)

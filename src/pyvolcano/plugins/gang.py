@@ -13,6 +13,7 @@ from __future__ import annotations
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.status import Status, unschedulable
 from pyvolcano.framework.carry import carried
+from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -70,7 +71,9 @@ class Gang(Plugin):
             if lr == rr:
                 return 0
             return 1 if lr else -1
-        ssn.add_job_order_fn(self.name, job_order)
+        # keyed by readiness, carried as close carries it: a backlog is sorted without recounting per comparison
+        ssn.add_job_order_fn(self.name, keyed(job_order, lambda j: carried(j, "gang-ready", j.version,
+                                                                           JobInfo.is_ready, carry)))
 
         def sub_job_order(left: SubJob, right: SubJob) -> int:
             lr, rr = left.is_ready(), right.is_ready()

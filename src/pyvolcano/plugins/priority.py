@@ -5,6 +5,7 @@ while it has tasks that hold nothing."""
 from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import GANG_RECLAIM, PERMIT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -15,13 +16,18 @@ def _higher_first(lp: int, rp: int) -> int:
     return 0 if lp == rp else (-1 if lp > rp else 1)
 
 
+def _neg_priority(job: JobInfo) -> int:
+    return -job.priority
+
+
 @register_plugin
 class Priority(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
-        ssn.add_job_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
+        # keyed: a backlog is sorted by the value instead of asking this per comparison (framework/order.py)
+        ssn.add_job_order_fn(self.name, keyed(lambda a, b: _higher_first(a.priority, b.priority), _neg_priority))
         # a sub-group's priority is its highest task priority (SubJobInfo.Priority)
         ssn.add_sub_job_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
 
