@@ -128,3 +128,25 @@ def test_record_ties_lists_every_best_scored_node() -> None:
     result, _ = cycle_objects(objs, conf, record_ties=True)
     assert result.ties == {"ns/p": ["n2"]} and result.binds == {"ns/p": "n2"}  # the larger node is least requested
     assert cycle_objects(objs, conf)[0].ties == {}  # off unless asked
+
+
+def test_template_key_tells_apart_pods_kubernetes_sees_differently() -> None:
+    """Node selection shares masks and scores among a template's pods (``framework/node_select.py``); the scores
+    read Kubernetes' view of the requests, so equal ``resreq`` with a different container layout (a container
+    without requests gets the non-zero defaults) is another template."""
+    from pyvolcano.cache.cache import SchedulerCache
+
+    def pod(name: str, *extra: dict[str, object]) -> dict[str, object]:
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "default",
+                                            "annotations": {"scheduling.k8s.io/group-name": "g"}},
+                "spec": {"schedulerName": "volcano", "containers": [
+                    {"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}, *extra]},
+                "status": {"phase": "Pending"}}
+
+    cache = SchedulerCache("volcano")
+    cache.upsert({"kind": "PodGroup", "metadata": {"name": "g", "namespace": "default"}, "spec": {"queue": "a"}})
+    for p in (pod("a"), pod("b"), pod("c", {"name": "sidecar"})):
+        assert cache.upsert(p)
+    a, b, c = (cache.tasks[f"default/{n}"] for n in "abc")
+    assert (a.resreq == c.resreq).all() and c.k8s_extra is not None and a.k8s_extra is None
+    assert a.template_key == b.template_key != c.template_key

@@ -189,7 +189,10 @@ def make_task(pod: dict[str, Any], res: ResourceIndex, job_uid: str, priority: i
     preempt = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION, "true"))
     resreq = res.vector(req)
     init_resreq = res.vector(init)
-    key = hash((resreq.tobytes(), init_resreq.tobytes(), constraints_key(pod), queue))
+    extra = k8s_extra(pod, res.pos, resreq, init_resreq)
+    # Kubernetes' view of the requests (``extra``: non-zero defaults, init containers) is part of what node scores
+    # read, so two pods with equal ``resreq`` but different container layouts must not share a template's scores
+    key = hash((resreq.tobytes(), init_resreq.tobytes(), constraints_key(pod), queue, extra))
     return TaskInfo(
         uid=f"{ns}/{md['name']}", name=md["name"], namespace=ns, job=job_uid, resreq=resreq,
         init_resreq=init_resreq, status=task_status(pod), node_name=spec.get("nodeName") or "",
@@ -197,7 +200,7 @@ def make_task(pod: dict[str, Any], res: ResourceIndex, job_uid: str, priority: i
         task_spec=task_role(annotations, labels), pod=pod, template_key=key,
         creation=parse_time(md.get("creationTimestamp")),
         sch_gated=bool(spec.get("schedulingGates")),
-        k8s_extra=k8s_extra(pod, res.pos, resreq, init_resreq),
+        k8s_extra=extra,
     )
 
 
