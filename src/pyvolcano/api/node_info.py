@@ -147,6 +147,11 @@ class NodeArrays:
             self._views = NodeViews(self)
         return self._views
 
+    def drop_views(self) -> None:
+        """Forget the ``NodeInfo`` views: they and the arrays refer to each other, a cycle that only the cyclic
+        collector frees (``Session.release`` drops them when a session ends)."""
+        self._views = None
+
     def __len__(self) -> int:
         return len(self.names)
 

@@ -35,7 +35,9 @@ def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vecto
     if record_ties:
         ssn.selector.ties = {}
         ssn.topology.ties = {}
-    return ssn.run(explain)
+    result = ssn.run(explain)
+    ssn.release()
+    return result
 
 
 def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano",

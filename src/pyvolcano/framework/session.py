@@ -731,6 +731,18 @@ class Session:
         out.scores = scores
         return out
 
+    def release(self) -> None:
+        """Drop what the session holds once its result is built (``run_session`` calls it; a caller that keeps
+        the session to look into it, like the tests, does not).  The plugins' callbacks are closures over the
+        session and their plugin, and the session holds them: every session is a knot of reference cycles around
+        its snapshot (node arrays of every node), which only the cyclic collector could free, about 0.3 MB a
+        session on the 1,523-node trace and a quarter of a simulation's CPU in collector passes.  Cutting the
+        session's and its plugins' references lets reference counting free it all at once."""
+        for plugin in self.plugins.values():
+            plugin.__dict__.clear()
+        self.nodes.drop_views()
+        self.__dict__.clear()
+
     def close(self) -> SessionResult:
         """Run the plugins' close hooks, then build the ``SessionResult`` (Volcano's ``closeSession``: the job
         updater's PodGroup statuses and ``RecordJobStatusEvent``, then ``updateQueueStatus``)."""
