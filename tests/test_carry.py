@@ -121,13 +121,7 @@ def test_job_rows_are_the_reservations_and_follow_an_in_place_phase_change() -> 
         assert np.array_equal(rows, np.array([_job_rows(j) for j in jobs]).reshape(rows.shape))
         # the carried per-queue sums are the sums of this session's rows, in order
         assert sums.exact
-        queues = list(dict.fromkeys(j.queue for j in jobs))
-        fresh = sums.ordered_sums(queues)
-        assert set(sums.queue_sums) == set(queues)
-        for q in queues:
-            carried_q = sums.queue_sums[q]
-            assert np.array_equal(carried_q[0], fresh[q][0]) and np.array_equal(carried_q[2:], fresh[q][2:])
-            assert np.array_equal(carried_q[0] + carried_q[1], fresh[q][1])
+        _same_as_fresh_sums(sums, list(dict.fromkeys(j.queue for j in jobs)))
 
 
 def test_a_changed_clone_is_computed_afresh() -> None:
@@ -159,12 +153,7 @@ def test_job_sums_follow_jobs_that_leave_and_come_back() -> None:
         sums.sync(js)
         queues = list(dict.fromkeys(j.queue for j in js.values()))
         assert sums.queue_order == queues
-        fresh = sums.ordered_sums(queues)
-        assert set(sums.queue_sums) == set(queues)
-        for q in queues:
-            got = sums.queue_sums[q]
-            assert np.array_equal(got[0], fresh[q][0]) and np.array_equal(got[2:], fresh[q][2:])
-            assert np.array_equal(got[0] + got[1], fresh[q][1])
+        _same_as_fresh_sums(sums, queues)
         assert set(sums.alloc) == set(js)
 
     check(jobs)
@@ -182,3 +171,13 @@ def test_job_sums_follow_jobs_that_leave_and_come_back() -> None:
     assert not sums.exact
     check(only_a if job.queue != "a" else {u: j for u, j in jobs.items() if j.queue != "a"})
     assert sums.exact
+
+
+def _same_as_fresh_sums(sums: Any, queues: list[str]) -> None:
+    """The carried per-queue sums are the sums of this session's rows, in queue order."""
+    fresh = sums.ordered_sums(queues)
+    assert set(sums.queue_sums) == set(queues)
+    for q in queues:
+        got = sums.queue_sums[q]
+        assert np.array_equal(got[0], fresh[q][0]) and np.array_equal(got[2:], fresh[q][2:])
+        assert np.array_equal(got[0] + got[1], fresh[q][1])
