@@ -199,8 +199,11 @@ def apply(result: SessionResult, writer: ClusterWriter) -> None:
 
     A PodGroup whose status is the very object the writer last settled (``ClusterWriter.settled``) is skipped:
     ``Session.close`` hands a job the last session's status object only when its verdict is unchanged (same
-    job version and PodGroup phase, same conditions, no pending pod, no fit error or objection), so there is
-    nothing new to write for it.  A writer without ``settled`` is handed every status."""
+    job version and PodGroup phase, same conditions, no pending pod, no fit error or objection; or, for a
+    waiting job, the same enqueue reason, fit errors and objections too), so there is nothing new to write for
+    it.  A writer settles a status only when nothing about it is left to write: the simulator's not while its
+    pods wait (their conditions are written each session), the Kubernetes writer not while the job is not
+    scheduled (``kube/status.py``).  A writer without ``settled`` is handed every status."""
     for task in result.bind_tasks:
         writer.bind(task, task.node_name)
     for ev in result.evictions:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -782,6 +782,7 @@ class Session:
             conds = pg_conditions.get(uid, no_conds)
             # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
             quiet: tuple[tuple[int, str], tuple[Any, ...]] | None = None
+            waiting: tuple[Any, ...] | None = None
             st: PodGroupStatus | None = None
             if carry and job.version == job.cloned_from >= 0:
                 key = (job.version, pg.phase)
@@ -799,6 +800,18 @@ class Session:
                     last = job.derived.get("status")
                     if last is not None and last[0] == quiet:
                         st = last[1]
+                elif not c.pipelined:
+                    # a waiting job (pending pods, refused by enqueue, fit errors, an objection): its status is
+                    # rebuilt from exactly these inputs, so with the same ones it is last session's object again,
+                    # conditions and all (equal dicts, transition id included: gang hands back its own condition
+                    # with this session's id); what ``_podgroup_status`` adds to ``out`` is added again
+                    waiting = (key, job.enqueue_reason, job.job_fit_errors, tuple(job.nodes_fit_errors.items()),
+                               invalid.get(uid), topology_why.get(uid) if topology_why else None)
+                    last = job.derived.get("waiting-status")
+                    if last is not None and last[0] == waiting and last[1][0].conditions == list(conds.values()):
+                        st, said = last[1]
+                        if said is not None:
+                            out.unschedulable[uid] = said
             else:
                 c = _CloseCounts(job)
             pods += c.pods
@@ -806,6 +819,8 @@ class Session:
                 st, why = self._podgroup_status(out, job, c, conds)
                 if quiet is not None and not why:
                     job.derived["status"] = (quiet, st)
+                elif waiting is not None:
+                    job.derived["waiting-status"] = (waiting, (st, out.unschedulable.get(uid)))
             out.podgroups[uid] = st
             phase = st.phase
             counts = phases.get(job.queue)
@@ -837,6 +852,7 @@ class Session:
         from its state now, a pod *pipelined after evictions* is nominated to that node.  ``cache.taskUnschedulable``
         (cache/cache.go) writes it only when it is not empty and differs from the pod's (never clearing one)."""
         last = self.last_tx
+        copied: set[str] = set()
         jobs_of = dict(self.evicted_for)
         for uid, tx in last.items():
             jobs_of[uid] = tx[3]
@@ -852,6 +868,11 @@ class Session:
                 continue
             st = out.podgroups.get(job_uid)
             if st is not None:
+                if job_uid not in copied:  # the status may be carried to later sessions: this one's own copy
+                    copied.add(job_uid)
+                    st = out.podgroups[job_uid] = replace(st, conditions=list(st.conditions),
+                                                          pod_conditions=dict(st.pod_conditions),
+                                                          nominated=dict(st.nominated))
                 st.nominated[uid] = node
                 out.nominated[uid] = node
 

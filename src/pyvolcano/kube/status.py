@@ -99,7 +99,11 @@ class StatusUpdater:
             self.recorder.event(pg.manifest, *st.event)
         if uid not in self.pg_sent and not st.pod_conditions and not st.nominated:  # nothing in flight or waiting
             self.pg_quiet[uid] = quiet
-            self.settled[uid] = st
+            # a job that is not scheduled (``st.reason``: refused by enqueue, fit errors, an objection) is handed
+            # over every session even when ``Session.close`` hands the same object again: the quiet check above,
+            # against the cache's job version now, decides, as it did when such a status was rebuilt each session
+            if not st.reason:
+                self.settled[uid] = st
         else:
             self.unquiet(uid)
         if st.pod_conditions:

@@ -119,9 +119,28 @@ class Gang(Plugin):
                     else:
                         c[SCHEDULED] = ready_cond
                 continue
+            # a waiting job with the same inputs as in the last session (same version, enqueue reason and the
+            # very fit-error objects the blocked-job memo handed back) gets last session's condition again, with
+            # this session's transition id (``framework/carry.py``; the condition dict is this job's alone)
+            key = None
+            if carry and v == job.cloned_from >= 0:
+                key = (v, job.enqueue_reason, tuple(job.nodes_fit_errors.items()))
+                hit = job.derived.get("gang-unschedulable")
+                if hit is not None and hit[0] == key:
+                    cond = hit[1]
+                    cond["transitionID"] = ssn.uid
+                    job.job_fit_errors = cond["message"]
+                    c = conds.get(job.uid)
+                    if c is None:
+                        conds[job.uid] = {UNSCHEDULABLE: cond}
+                    else:
+                        c[UNSCHEDULABLE] = cond
+                    continue
             unready = max(job.min_available - job.ready_task_num(), 0)
             msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
             if job.enqueue_reason:
                 msg += f"; not enqueued: {job.enqueue_reason}"
             job.job_fit_errors = msg
             ssn.update_podgroup_condition(job, UNSCHEDULABLE, "NotEnoughResources", msg)
+            if key is not None:
+                job.derived["gang-unschedulable"] = (key, conds[job.uid][UNSCHEDULABLE])

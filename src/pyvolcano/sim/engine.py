@@ -149,6 +149,7 @@ class SimAPI:
         if obj["kind"] == "PodGroup" and hasattr(self.sim, "writer"):  # a re-created group (RestartJob) starts over
             self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
             self.sim.writer.settled.pop(f"{ns}/{md['name']}", None)
+            self.sim.writer._applied.pop(f"{ns}/{md['name']}", None)
         self.sim.cache.upsert(obj, trusted=trusted)
         self.sim.changed = True
 
@@ -200,6 +201,8 @@ class SimWriter:
         #: per PodGroup, the status object last applied (``framework/result.py: apply`` skips it when a session
         #: hands the same object again: an unchanged verdict); writes here are synchronous, so nothing is in flight
         self.settled: dict[str, PodGroupStatus] = {}
+        #: per PodGroup, the status object last handed and found written (its signature is ``_last``'s)
+        self._applied: dict[str, PodGroupStatus] = {}
         self._events: dict[tuple[str, str, str], str] = {}
         self._stamped: tuple[float, str] = (float("nan"), "")
 
@@ -247,9 +250,14 @@ class SimWriter:
 
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         sim = self.sim
+        if self._applied.get(uid) is status:
+            # the very object handed last time (a waiting job's status carried by ``Session.close``): same
+            # signature, nothing to write; its pods' conditions are still written by ``apply``, stamped now
+            return True
         sig = (status.phase, status.running, status.succeeded, status.failed, status.event,
                *[(c["type"], c["reason"], c["message"]) for c in status.conditions])
         if self._last.get(uid) == sig:
+            self._applied[uid] = status
             if not status.pod_conditions:
                 self.settled[uid] = status
             return True
@@ -258,6 +266,7 @@ class SimWriter:
         if pg is None:
             return False
         self._last[uid] = sig
+        self._applied[uid] = status
         if not status.pod_conditions:
             self.settled[uid] = status
         old = pg.get("status") or {}

@@ -1,0 +1,72 @@
+"""A waiting job's PodGroup status carried between sessions (``Session.close``'s "waiting-status" and gang's
+"gang-unschedulable" in ``JobInfo.derived``) is exact: every status a session hands over again is checked, field
+for field and transition id included, against the status built afresh from that session's job and conditions,
+and every carried gang condition against the message gang would write, through contended simulations with
+enqueue refusals, fit errors, preemption, reclaim and a node failure."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.framework import session as session_mod
+from pyvolcano.framework.result import PodGroupStatus, SessionResult
+from pyvolcano.framework.session import UNSCHEDULABLE, Session
+from pyvolcano.sim.cluster import parse_cluster_spec
+from pyvolcano.sim.engine import Simulator
+from pyvolcano.sim.workload import synthetic
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    seen: Counter[str] = Counter()
+    handed: dict[str, PodGroupStatus] = {}
+    orig = Session.close
+
+    def checked_close(self: Session) -> SessionResult:
+        out = orig(self)
+        for uid, st in out.podgroups.items():
+            job = self.jobs[uid]
+            conds = self.pg_conditions.get(uid, {})
+            cond = conds.get(UNSCHEDULABLE)
+            if cond is not None:  # gang's condition, carried or not, is the one it would build now
+                unready = max(job.min_available - job.ready_task_num(), 0)
+                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+                if job.enqueue_reason:
+                    msg += f"; not enqueued: {job.enqueue_reason}"
+                assert cond == {"type": UNSCHEDULABLE, "status": "True", "transitionID": self.uid,
+                                "reason": "NotEnoughResources", "message": msg}
+                assert job.job_fit_errors == msg
+                seen["gang"] += 1
+            last = job.derived.get("waiting-status")
+            if handed.get(uid) is st and last is not None and last[1][0] is st:
+                fresh = SessionResult()
+                want, _ = self._podgroup_status(fresh, job, session_mod._CloseCounts(job), conds)
+                assert st == want, uid
+                assert out.unschedulable.get(uid) == fresh.unschedulable.get(uid)
+                assert not st.nominated
+                seen["carried"] += 1
+            handed[uid] = st
+        return out
+
+    monkeypatch.setattr(Session, "close", checked_close)
+    return seen
+
+
+@pytest.mark.parametrize("conf_file", [None, "examples/confs/reclaim-preempt.conf"], ids=["default", "reclaim-preempt"])
+def test_carried_waiting_statuses_equal_fresh_ones(checked: Counter[str], conf_file: str | None) -> None:
+    sconf = load_conf_file(str(ROOT / conf_file) if conf_file else None)
+    queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w, "reclaimable": True}}
+              for q, w in (("a", 1), ("b", 2))]
+    wl = synthetic(seed=5, jobs=80, rate=2.0, queues={"a": 1, "b": 2}, gang_sizes=(1, 1, 2, 4), mean_duration=90,
+                   gpu_fraction=0.5)
+    sim = Simulator(parse_cluster_spec("3x{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}"), queues, wl, sconf,
+                    node_failures=[(20.0, "node-0001", 30.0)])
+    sim.run()
+    # the checks must have had work: waiting statuses handed over again, and gang conditions checked
+    assert checked["carried"] > 50 and checked["gang"] > checked["carried"]
