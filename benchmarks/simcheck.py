@@ -1,0 +1,104 @@
+"""A decision digest of one simulator workload: proof that a speed change changes nothing.
+
+A speed change to the scheduler or the simulator must leave every decision as it was.  This runs one workload and
+writes every job's record (submit, enqueue, start, finish, phase, restarts, preemptions), every bind with its
+simulated time and node, every sample and every eviction, one line each, with a digest of them all; lines
+starting with ``#`` are timings (wall and CPU seconds).  Run it on main and on the change, then compare::
+
+    .venv/bin/python benchmarks/simcheck.py openb2k /tmp/before.txt      # on main
+    .venv/bin/python benchmarks/simcheck.py openb2k /tmp/after.txt       # on the change
+    diff <(grep -v '^#' /tmp/before.txt) <(grep -v '^#' /tmp/after.txt)  # must print nothing
+
+Workloads: ``openb`` (the whole bundled trace, issue 15's 15 s target), ``openb2k`` (its first 2,000 pods, a few
+seconds), ``synth3k`` (3,000 synthetic jobs on 200 nodes), ``synth20k`` (the ``make bench`` 20,000 jobs on 1,000
+nodes), ``svc1k`` / ``svc4k`` / ``svc24k`` (months of 1,000 / 4,000 / 24,000 services on 10 / 40 / 250 nodes of
+256 cpu / 8 GPUs).  ``--profile`` also writes a cProfile (``OUT.prof``) and prints its top.  CPU seconds are the
+fair figure on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import pstats
+import time
+from typing import Any
+
+from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.sim import alibaba
+from pyvolcano.sim.cluster import parse_cluster_spec
+from pyvolcano.sim.engine import SimResult, Simulator
+from pyvolcano.sim.run import alibaba_inputs
+from pyvolcano.sim.workload import services, synthetic
+
+WORKLOADS = ("openb", "openb2k", "synth3k", "synth20k", "svc1k", "svc4k", "svc24k")
+SERVICES = {"svc1k": (1000, 10), "svc4k": (4000, 40), "svc24k": (24000, 250)}
+
+
+def make(name: str) -> Simulator:
+    """The simulator of workload ``name``, under Volcano's default conf."""
+    if name in ("openb", "openb2k"):
+        knobs = alibaba.AlibabaKnobs(nodes=0, pods=0 if name == "openb" else 2000, compress=1.0)
+        inp = alibaba_inputs(None, knobs, None)
+        return Simulator(inp.nodes, inp.queues, inp.workload, load_conf_file(None))
+    if name in ("synth3k", "synth20k"):
+        jobs, nodes = (3000, 200) if name == "synth3k" else (20000, 1000)
+        wl = synthetic(seed=1, jobs=jobs, rate=2.0 * nodes / 1000, queues={"a": 1, "b": 1, "c": 2},
+                       mean_duration=600)
+        queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w}}
+                  for q, w in (("a", 1), ("b", 1), ("c", 2))]
+        return Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 32, memory: 256Gi, nvidia.com/gpu: 8}}"), queues, wl,
+                         load_conf_file(None))
+    jobs, nodes = SERVICES[name]
+    queues = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
+    return Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 256, memory: 1Ti, nvidia.com/gpu: 8}}"), queues,
+                     services(seed=0, jobs=jobs), load_conf_file(None))
+
+
+def digest_lines(res: SimResult, binds: list[str]) -> list[str]:
+    """Every decision of a run, one line each, in a stable order."""
+    lines = [f"cycles {res.cycles} events {res.events} evictions {res.evictions} rollbacks {res.rollbacks} "
+             f"end {res.end_time:.3f}"]
+    for key in sorted(res.records):
+        r = res.records[key]
+        lines.append(f"job {key} {r.queue} {r.tasks} {r.min_available} {r.submit} {r.enqueued} {r.first_start} "
+                     f"{r.all_started} {r.finished} {r.phase} {r.restarts} {r.preempted}")
+    lines += [f"bind {b}" for b in binds]
+    lines += [f"sample {s.t:.3f} {list(map(float, s.used))} {sorted(s.queues.items())}" for s in res.samples]
+    lines += [f"evict {e}" for e in res.eviction_log]
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("workload", choices=WORKLOADS)
+    ap.add_argument("out", help="the digest file to write")
+    ap.add_argument("--profile", action="store_true", help="also write OUT.prof and print the profile's top")
+    args = ap.parse_args()
+    sim = make(args.workload)
+    binds: list[str] = []
+    bind = sim.writer.bind
+
+    def recording_bind(task: Any, node: str) -> None:
+        binds.append(f"{sim.now:.3f} {task.namespace}/{task.name} {node}")
+        bind(task, node)
+
+    sim.writer.bind = recording_bind  # type: ignore[method-assign]
+    wall, cpu = time.perf_counter(), time.process_time()
+    profile = cProfile.Profile() if args.profile else None
+    res = profile.runcall(sim.run) if profile is not None else sim.run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    lines = digest_lines(res, binds)
+    head = [f"# {args.workload}: wall {wall:.2f} s, cpu {cpu:.2f} s, cycles {res.cycles}, events {res.events}",
+            "# digest " + hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]]
+    with open(args.out, "w") as f:
+        f.write("\n".join(head + lines) + "\n")
+    print("\n".join(head))
+    if profile is not None:
+        profile.dump_stats(args.out + ".prof")
+        pstats.Stats(args.out + ".prof").sort_stats("cumulative").print_stats(40)
+
+
+if __name__ == "__main__":
+    main()
