@@ -25,6 +25,7 @@ reservations and capability is not enforced against running work) this plugin do
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,16 +80,36 @@ def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarr
     weight in the next round (ending early would hand the others a different split).  ``mask`` (optional)
     leaves dimensions out.
 
-    One round is a few NumPy operations over all the queues still unmet (a matrix, one queue a row, in
-    ``attrs`` order), not a loop over them: each queue's new deserved depends only on its own numbers and the
-    round's ``remaining``, so the element-wise operations are the per-queue ones; what the queues hand back
-    and take (``increased``/``decreased``) is summed queue after queue in ``attrs`` order (``np.cumsum``
-    along the queues is that sequence of additions), so every number is the one a per-queue loop gives."""
-    full = np.ones(total.shape, dtype=bool) if mask is None else mask
-    remaining = total * full
+    Two implementations of the same arithmetic, chosen by size: ``_loop_lists`` (plain Python floats) for the
+    few queues of most clusters, where one round is a few dozen float operations and NumPy's per-call overhead
+    (some twenty calls a round) would dominate every session; ``_loop_arrays`` (NumPy, one queue a row) for
+    many.  Both make every number the per-queue loop makes (``tests/test_deserved_loop.py`` checks them
+    against each other bit for bit)."""
     queues = list(attrs.values())
     if not queues:
         return
+    full = np.ones(total.shape, dtype=bool) if mask is None else mask
+    done, rows = _loop_lists(queues, total, full) if len(queues) <= _LIST_QUEUES else (False, None)
+    if not done:
+        rows = _loop_arrays(queues, total, full)
+    if rows is not None:
+        for a, row in zip(queues, rows, strict=True):
+            a.deserved = row
+            a.update_share()
+
+
+#: at most this many queues: ``_loop_lists``; more: ``_loop_arrays``
+_LIST_QUEUES = 16
+
+
+def _loop_arrays(queues: list[QueueAttr], total: np.ndarray, full: np.ndarray) -> list[np.ndarray] | None:
+    """``deserved_loop`` over arrays: one round is a few NumPy operations over all the queues still unmet (a
+    matrix, one queue a row, in ``attrs`` order), not a loop over them: each queue's new deserved depends only
+    on its own numbers and the round's ``remaining``, so the element-wise operations are the per-queue ones;
+    what the queues hand back and take (``increased``/``decreased``) is summed queue after queue in ``attrs``
+    order (``np.cumsum`` along the queues is that sequence of additions), so every number is the one a
+    per-queue loop gives.  The new deserved rows, or None when no round ran (no queue has weight)."""
+    remaining = total * full
     weight = np.array([a.weight for a in queues], dtype=float)
     deserved = np.array([a.deserved for a in queues])
     real = np.array([a.real_capability for a in queues])
@@ -119,10 +140,76 @@ def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarr
         remaining = np.maximum(remaining + decreased - increased, 0)
         if is_empty(remaining) or np.array_equal(remaining, old_remaining):
             break
-    if touched:
-        for a, row in zip(queues, deserved, strict=True):
-            a.deserved = row.copy()
-            a.update_share()
+    return [row.copy() for row in deserved] if touched else None
+
+
+def _loop_lists(queues: list[QueueAttr], total: np.ndarray,
+                full: np.ndarray) -> tuple[bool, list[np.ndarray] | None]:
+    """``_loop_arrays`` in plain Python floats, operation for operation: ``np.minimum(a, b)`` is
+    ``a if a < b else b`` and ``np.maximum(a, b)`` is ``a if a > b else b`` (NumPy picks the second operand on
+    a tie, which decides the sign of a zero), a mask multiplies by 1.0 or 0.0, and what the queues take and
+    hand back is added up queue after queue from 0.0 (``0.0 + cumsum``).  Those comparisons are NumPy's only
+    without NaN, which cannot arise from finite inputs (realCapability may be infinite: unlimited); with a
+    non-finite input it does nothing and says so (``(False, None)``), and ``_loop_arrays`` runs instead.
+    Otherwise ``(True, rows)``, ``rows`` as ``_loop_arrays`` returns them."""
+    dims = range(total.shape[0])
+    fl = [1.0 if f else 0.0 for f in full.tolist()]
+    tot = total.tolist()
+    deserved = [a.deserved.tolist() for a in queues]
+    real = [a.real_capability.tolist() for a in queues]
+    request = [a.request.tolist() for a in queues]
+    guarantee = [a.guarantee.tolist() for a in queues]
+    if not (all(map(math.isfinite, tot)) and all(math.isfinite(x) for rows in (deserved, request, guarantee)
+                                                  for row in rows for x in row)
+            and not any(math.isnan(x) for row in real for x in row)):
+        return False, None
+    remaining = [t * f for t, f in zip(tot, fl, strict=True)]
+    weight = [float(a.weight) for a in queues]
+    wanted = [[r * f for r, f in zip(row, fl, strict=True)] for row in request]
+    active = [True] * len(queues)
+    touched = False
+    for _ in range(_MAX_ROUNDS):
+        at = [k for k, on in enumerate(active) if on]
+        total_weight = int(sum(weight[k] for k in at))  # whole numbers: the same sum in any order
+        if total_weight == 0:
+            break
+        touched = True
+        increased = [0.0] * len(fl)
+        decreased = [0.0] * len(fl)
+        for k in at:
+            old = deserved[k]
+            frac = weight[k] / total_weight
+            re, rq, g, want = real[k], request[k], guarantee[k], wanted[k]
+            new = []
+            fits = same = True
+            for j in dims:
+                d = old[j] + remaining[j] * frac
+                c = re[j]
+                d = d if d < c else c
+                c = rq[j]
+                d = d if d < c else c
+                c = g[j]
+                v = (d if d > c else c) * fl[j]
+                new.append(v)
+                o = old[j]
+                if v != o:  # an equal pair adds 0.0 to both sums, which changes neither
+                    same = False
+                    if v > o:
+                        increased[j] += v - o
+                    else:
+                        decreased[j] += o - v
+                w = want[j]
+                if fits and not (w < v + EPS or (j >= 2 and w == 0.0)):
+                    fits = False
+            deserved[k] = new
+            if fits or same:
+                active[k] = False
+        old_remaining = remaining
+        remaining = [r + dec - inc for r, dec, inc in zip(remaining, decreased, increased, strict=True)]
+        remaining = [r if r > 0.0 else 0.0 for r in remaining]
+        if all(r < EPS for j, r in enumerate(remaining) if j != 2) or remaining == old_remaining:
+            break
+    return True, ([np.array(row, dtype=float) for row in deserved] if touched else None)
 
 
 def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
