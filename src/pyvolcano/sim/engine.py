@@ -319,6 +319,16 @@ class SimWriter:
         self.sim.event_log.append((self.sim.now, etype, reason, message))
 
 
+def _largest(row: list[float], cols: list[tuple[int, float]]) -> float:
+    """``np.max(row[cols] / totals, initial=0.0)`` in plain floats: ``np.maximum(best, r)`` keeps ``best`` only
+    when it is larger (the second operand on a tie)."""
+    best = 0.0
+    for j, t in cols:
+        r = row[j] / t
+        best = best if best > r else r
+    return best
+
+
 class Simulator:
     def __init__(self, nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload,
                  conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
@@ -368,6 +378,7 @@ class Simulator:
         self.res = self.cache.res
         total = np.sum(caps, axis=0) if caps else self.res.zeros()
         self.capacity = self._pick(total)
+        self._capacity = self.capacity.tolist()
         #: every node's allocatable by resource name, for the "fits no node at all" check
         self.node_alloc = [{n: float(v) for n, v in zip(self.res.names, spec.allocatable, strict=True)}
                            for spec in self.cache.nodes.values()]
@@ -392,16 +403,6 @@ class Simulator:
         res = self.cache.res
         gpu = v[res.pos["nvidia.com/gpu"]] / 1000 if "nvidia.com/gpu" in res.pos and len(v) == res.size else 0.0
         return np.array([v[0] / 1000, v[1] / 2**30, gpu])
-
-    def _pick_rows(self, m: np.ndarray) -> np.ndarray:
-        """``_pick`` of every row of ``m`` (cache vectors, one per row), as a rows x 3 array."""
-        res = self.cache.res
-        out = np.zeros((len(m), 3))
-        out[:, 0] = m[:, 0] / 1000
-        out[:, 1] = m[:, 1] / 2**30
-        if "nvidia.com/gpu" in res.pos and m.shape[1] == res.size:
-            out[:, 2] = m[:, res.pos["nvidia.com/gpu"]] / 1000
-        return out
 
     def _push(self, t: float, kind: str, payload: Any) -> None:
         heapq.heappush(self.heap, (t, next(self.seq), kind, payload))
@@ -627,22 +628,22 @@ class Simulator:
             used = result.used
             total, fair = result.total, result.fair_mask
             if total is not None and fair is not None:
-                # every queue at once (a few NumPy calls per session instead of a few per queue): one row each
-                shares = [(name, q.fair) for name, q in result.queues.items() if q.fair is not None]
-                if shares:
-                    mask = fair & (total > 0)
-                    alloc = np.array([f.allocated for _, f in shares])
-                    des = np.array([f.deserved for _, f in shares])
-                    cols = total[mask]
-                    a_share = np.max(alloc[:, mask] / cols, axis=1, initial=0.0).tolist()
-                    d_share = np.max(des[:, mask] / cols, axis=1, initial=0.0).tolist()
-                    capped = np.minimum(self._pick_rows(des), self.capacity)
-                    row = {name: k for k, (name, _) in enumerate(shares)}
+                # a handful of queues and resources: plain floats, the operations NumPy made on the rows (a
+                # share is the largest allocated / total over the fair dimensions the cluster has, from 0.0)
+                tot = total.tolist()
+                cols = [(j, t) for j, (t, f) in enumerate(zip(tot, fair.tolist(), strict=True)) if f and t > 0]
+                res = self.cache.res
+                g = res.pos.get("nvidia.com/gpu")
+                cap = self._capacity
                 for name, q in result.queues.items():
-                    if q.fair is not None:
-                        k = row[name]
-                        queues[name] = (a_share[k], d_share[k])
-                        self.usage.set_deserved(self.now, name, capped[k])
+                    f = q.fair
+                    if f is not None:
+                        alloc, des = f.allocated.tolist(), f.deserved.tolist()
+                        queues[name] = (_largest(alloc, cols), _largest(des, cols))
+                        gpu = des[g] / 1000 if g is not None and len(des) == res.size else 0.0
+                        picked = (des[0] / 1000, des[1] / 2**30, gpu)
+                        self.usage.set_deserved(self.now, name, np.array(
+                            [x if x < c else c for x, c in zip(picked, cap, strict=True)]))
                     elif name in self.usage.deserved:  # no job of it in the session: proportion deserves it nothing
                         self.usage.set_deserved(self.now, name, np.zeros(3))
         else:

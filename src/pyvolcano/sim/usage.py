@@ -27,14 +27,16 @@ class Steps:
     values: list[np.ndarray] = field(default_factory=list)
 
     def set(self, t: float, value: np.ndarray) -> None:
+        # equal values compared as lists of floats (as ``np.array_equal``, NaN unequal; a handful of entries, set
+        # at every pod start and finish and every session: a NumPy call costs more than the comparison)
         if self.times and t < self.times[-1]:
             raise ValueError(f"time went backwards: {t} < {self.times[-1]}")
         if self.times and t == self.times[-1]:
             self.values[-1] = value.copy()  # several changes at one instant: the last one holds
-            if len(self.values) > 1 and np.array_equal(self.values[-1], self.values[-2]):
+            if len(self.values) > 1 and value.tolist() == self.values[-2].tolist():
                 self.times.pop()
                 self.values.pop()
-        elif not self.values or not np.array_equal(self.values[-1], value):
+        elif not self.values or self.values[-1].tolist() != value.tolist():
             self.times.append(t)
             self.values.append(value.copy())
 
