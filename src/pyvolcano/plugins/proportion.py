@@ -159,9 +159,10 @@ def _loop_lists(queues: list[QueueAttr], total: np.ndarray,
     real = [a.real_capability.tolist() for a in queues]
     request = [a.request.tolist() for a in queues]
     guarantee = [a.guarantee.tolist() for a in queues]
-    if not (all(map(math.isfinite, tot)) and all(math.isfinite(x) for rows in (deserved, request, guarantee)
-                                                  for row in rows for x in row)
-            and not any(math.isnan(x) for row in real for x in row)):
+    # one sum is finite only if every term is (an infinity or NaN stays in a sum; an overflow only sends finite
+    # inputs to the array rounds too), and a sum of realCapabilities is NaN if a term is (or +inf meets -inf)
+    if not (math.isfinite(sum(tot) + sum(map(sum, deserved)) + sum(map(sum, request)) + sum(map(sum, guarantee)))
+            and not math.isnan(sum(map(sum, real)))):
         return False, None
     remaining = [t * f for t, f in zip(tot, fl, strict=True)]
     weight = [float(a.weight) for a in queues]
