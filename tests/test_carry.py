@@ -20,7 +20,7 @@ from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.framework.carry import carried, unchanged
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.framework.session import Session
-from pyvolcano.plugins.overcommit import JOB_SUMS, _job_rows, reservations
+from pyvolcano.plugins.overcommit import JOB_SUMS, _checks, _checks_few, _job_rows, reservations
 from tests.kube.helpers import node, pod, podgroup, queue
 
 CONFS = [None, "examples/confs/reclaim-preempt.conf"]
@@ -181,3 +181,22 @@ def _same_as_fresh_sums(sums: Any, queues: list[str]) -> None:
         got = sums.queue_sums[q]
         assert np.array_equal(got[0], fresh[q][0]) and np.array_equal(got[2:], fresh[q][2:])
         assert np.array_equal(got[0] + got[1], fresh[q][1])
+
+
+def test_checks_of_a_few_jobs_are_the_array_checks() -> None:
+    """``JobSums.sync`` checks a few changed jobs' rows in plain floats (``_checks_few``): the bounds and
+    wholeness ``_checks`` gives, with fractions, infinities and NaN among them."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        rows = np.round(rng.normal(0, 1e6, (int(rng.integers(1, 9)), 5, 4)))
+        for r in rows:
+            pick = rng.random()
+            if pick < 0.2:
+                r[tuple(rng.integers(0, s) for s in r.shape)] += 0.5
+            elif pick < 0.3:
+                r[tuple(rng.integers(0, s) for s in r.shape)] = rng.choice([np.inf, -np.inf, np.nan])
+        bounds, whole = _checks(rows)
+        few_bounds, few_whole = _checks_few(list(rows))
+        assert few_whole == whole
+        assert [b for b, w in zip(few_bounds, whole, strict=True) if w] == [
+            b for b, w in zip(bounds, whole, strict=True) if w]

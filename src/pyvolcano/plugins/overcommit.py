@@ -100,6 +100,18 @@ def _checks(rows: np.ndarray) -> tuple[list[int], list[bool]]:
     return [int(x) + 1 if w else 0 for x, w in zip(m.tolist(), whole.tolist(), strict=True)], whole.tolist()
 
 
+def _checks_few(rows: list[np.ndarray]) -> tuple[list[int], list[bool]]:
+    """``_checks`` of a few jobs' rows, one at a time in plain floats (``float.is_integer`` is False for an
+    infinity or NaN, as ``_checks``' rint test with its finiteness test; the bound is read only when whole)."""
+    bounds, whole = [], []
+    for r in rows:
+        flat = r.ravel().tolist()
+        w = all(x.is_integer() for x in flat)
+        bounds.append(int(max(map(abs, flat), default=0.0)) + 1 if w else 0)
+        whole.append(w)
+    return bounds, whole
+
+
 #: at most this many jobs changed: the sums are updated job by job, more: with one ``np.add.at``
 _SMALL = 8
 
@@ -180,8 +192,12 @@ class JobSums:
             del self.alloc[uid]
             self.shares.pop(uid, None)
             self.share_stale.discard(uid)
-        rows = np.array(add).reshape(len(add), 5, size) if add else np.zeros((0, 5, size))
-        bounds, whole = _checks(rows) if add else ([], [])
+        if len(add) <= _SMALL:  # the usual few: no stacking, and the checks in plain floats
+            rows: np.ndarray | list[np.ndarray] = add
+            bounds, whole = _checks_few(add)
+        else:
+            rows = np.array(add).reshape(len(add), 5, size)
+            bounds, whole = _checks(rows)
         for k, job in enumerate(stale):
             uid = job.uid
             e = entries.get(uid)

@@ -84,7 +84,8 @@ def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarr
     few queues of most clusters, where one round is a few dozen float operations and NumPy's per-call overhead
     (some twenty calls a round) would dominate every session; ``_loop_arrays`` (NumPy, one queue a row) for
     many.  Both make every number the per-queue loop makes (``tests/test_deserved_loop.py`` checks them
-    against each other bit for bit)."""
+    against each other bit for bit).  Every queue's share is then updated (``update_share``), whether a round
+    ran or not."""
     queues = list(attrs.values())
     if not queues:
         return
@@ -92,10 +93,10 @@ def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarr
     done, rows = _loop_lists(queues, total, full) if len(queues) <= _LIST_QUEUES else (False, None)
     if not done:
         rows = _loop_arrays(queues, total, full)
-    if rows is not None:
-        for a, row in zip(queues, rows, strict=True):
-            a.deserved = row
-            a.update_share()
+    for k, a in enumerate(queues):
+        if rows is not None:
+            a.deserved = rows[k]
+        a.update_share()
 
 
 #: at most this many queues: ``_loop_lists``; more: ``_loop_arrays``
@@ -279,9 +280,7 @@ class Proportion(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         attrs = build_attrs(ssn)
-        deserved_loop(attrs, ssn.total_resource)
-        for a in attrs.values():
-            a.update_share()
+        deserved_loop(attrs, ssn.total_resource)  # every queue's share too
         ssn.state.write(PROPORTION_QUEUES, attrs)
         self.attrs = attrs
 
