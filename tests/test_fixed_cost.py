@@ -3,6 +3,8 @@ fixed cost"): the remembered used total, the resource lists of queue statuses, t
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
@@ -38,6 +40,41 @@ def test_used_total_follows_every_change() -> None:
     total = nodes.used_total()
     total += 1.0  # a copy: the remembered sum is not changed through it
     assert np.array_equal(nodes.used_total(), nodes.used.sum(axis=0))
+
+
+def test_used_total_kept_change_by_change_is_the_sum_bit_for_bit() -> None:
+    """With whole amounts the total is kept change by change (never re-summed) and is ``used.sum(axis=0)`` to the
+    last bit; a fractional or huge amount makes it re-summed, and it is still the sum; snapshots' copies share
+    nothing that a change to one of them could alter in another."""
+    rng = random.Random(5)
+    res = ResourceIndex.of(["nvidia.com/gpu"])
+    alloc = np.array([64000.0, 2.0**40, 110, 8000.0])
+    specs = [NodeSpec(f"n{i}", alloc.copy(), alloc.copy()) for i in range(7)]
+    nodes = NodeArrays(res, specs)
+    placed: list[tuple[int, TaskInfo]] = []
+    statuses = [TaskStatus.Running, TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Releasing, TaskStatus.Pipelined]
+    for step in range(400):
+        if placed and rng.random() < 0.4:
+            i, t = placed.pop(rng.randrange(len(placed)))
+            nodes.remove_task(i, t)
+        else:
+            req = [float(rng.randrange(0, 8000)), float(rng.randrange(0, 2**34)), 1.0, float(rng.choice([0, 1000]))]
+            if rng.random() < 0.05:
+                req[0] += 0.25  # not whole: re-summed from then on while it is there
+            if rng.random() < 0.02:
+                req[1] = 2.0**53  # past the exact bound
+            t = _task(f"t{step}", req, rng.choice(statuses))
+            i = rng.randrange(len(specs))
+            nodes.add_task(i, t)
+            placed.append((i, t))
+        if rng.random() < 0.7:  # not after every change: several changes between two reads
+            assert nodes.used_total().tobytes() == nodes.used.sum(axis=0).tobytes()
+        if rng.random() < 0.1:
+            copy = nodes.copy_amounts()
+            copy.tasks = [dict(m) for m in nodes.tasks]
+            copy.add_task(0, _task(f"c{step}", [1.0, 2.0, 1.0, 0.0], TaskStatus.Running))
+            assert copy.used_total().tobytes() == copy.used.sum(axis=0).tobytes()
+    assert nodes.used_total().tobytes() == nodes.used.sum(axis=0).tobytes()
 
 
 def _reference_list(res: ResourceIndex, v: np.ndarray) -> dict[str, str]:

@@ -67,6 +67,12 @@ def _replaced(a: np.ndarray, i: int, row: Any) -> np.ndarray:
     return _frozen(out)
 
 
+#: ``used_total`` is kept change by change while a bound on every partial sum of whole amounts stays below this
+_TOTAL_EXACT = float(2**52)
+#: the bound of a total that is not known to be exact (kept only until an amount changes)
+_TOTAL_INEXACT = float("inf")
+
+
 class NodeArrays:
     """All nodes' resource state in NumPy arrays, indexed by position.
 
@@ -98,8 +104,11 @@ class NodeArrays:
         self.constrained_at: set[int] | None = set()
         self.log: list[int] = []
         self._views: NodeViews | None = None
-        #: ``used`` summed over the nodes, kept until an amount changes (``used_total``)
+        #: ``used`` summed over the nodes (``used_total``), and a bound on every column's sum of absolute amounts
+        #: while every amount is a whole number (``_TOTAL_INEXACT`` otherwise): then the sum is kept exactly,
+        #: change by change; None: to be summed
         self._used_total: np.ndarray | None = None
+        self._total_bound = _TOTAL_INEXACT
 
     def copy_amounts(self) -> NodeArrays:
         """A new NodeArrays on the same static part with copies of this one's amounts and no tasks (the cache
@@ -113,7 +122,9 @@ class NodeArrays:
         a.extra_at = a.constrained_at = None  # the caller fills the task maps (and says where the special pods are)
         a.log = []
         a._views = None
-        a._used_total = self._used_total  # same amounts, same sum
+        if self._used_total is None:  # summed here once and kept from then on (the cache's running totals)
+            self.used_total()
+        a._used_total, a._total_bound = self._used_total, self._total_bound  # same amounts, same sum
         return a
 
     def replace_spec(self, i: int, spec: NodeSpec) -> None:
@@ -177,7 +188,8 @@ class NodeArrays:
         (the cache's running totals use it directly)."""
         r = task.resreq * sign
         st = task.status
-        self._used_total = None
+        if st != TaskStatus.Pipelined and self._used_total is not None:  # ``used`` changes by ``r``
+            self._advance_total(r)
         if st == TaskStatus.Releasing:  # idle shrinks and releasing grows by the same amount: future unchanged
             self.idle[i] -= r
             self.releasing[i] += r
@@ -253,15 +265,37 @@ class NodeArrays:
         return self.future[idx].copy()
 
     def used_total(self) -> np.ndarray:
-        """``used`` summed over the nodes (a copy: callers may change it).  The very same sum is remembered until
-        an amount changes (``account``, ``add_tasks``; a snapshot's copy inherits it), so a session that places
-        nothing, and its plugins, sum the (nodes x resources) array once: summing along the node axis costs
-        tens of microseconds at a thousand nodes.  Amounts change only through these methods (a ``NodeInfo``
-        view's rows are for reading)."""
+        """``used`` summed over the nodes (a copy: callers may change it).  The sum is remembered (a snapshot's
+        copy inherits it) and, while every amount is a whole number (millicores, bytes, thousandths: a real
+        cluster's), kept up to date change by change (``account``): sums of whole numbers whose every partial
+        sum stays below 2**53 are exact in any order, so the kept total is bit for bit ``used.sum(axis=0)``,
+        without summing the (nodes x resources) array, tens of microseconds at a thousand nodes, after every
+        change (every session, twice).  Otherwise the very same sum is kept until an amount changes.  Amounts
+        change only through ``account`` and ``add_tasks`` (a ``NodeInfo`` view's rows are for reading)."""
         total = self._used_total
         if total is None:
-            total = self._used_total = self.used.sum(axis=0) if len(self) else self.res.zeros()
+            used = self.used
+            if not len(self):
+                total, bound = self.res.zeros(), 0.0
+            else:
+                total = used.sum(axis=0)
+                bound = float(np.abs(used).sum(axis=0).max()) if (used == np.rint(used)).all() else _TOTAL_INEXACT
+            self._used_total, self._total_bound = total, bound if bound < _TOTAL_EXACT else _TOTAL_INEXACT
         return total.copy()
+
+    def _advance_total(self, r: np.ndarray) -> None:
+        """The kept ``used_total`` after ``used`` changed by ``r`` on some node: exact while ``r`` is whole and the
+        bound on partial sums stays below ``_TOTAL_EXACT`` (the bound only grows: every column's sum of absolute
+        amounts moves by at most ``|r|``), forgotten otherwise.  Never changed in place (snapshots share it)."""
+        bound = self._total_bound
+        if bound < _TOTAL_EXACT:
+            row = r.tolist()
+            bound += max(map(abs, row), default=0.0)
+            if bound < _TOTAL_EXACT and all(x.is_integer() for x in row):
+                self._used_total = self._used_total + r
+                self._total_bound = bound
+                return
+        self._used_total = None
 
     def total_allocatable(self) -> np.ndarray:
         """The cluster's allocatable (a copy: callers may change it), summed once per static part: every session
