@@ -34,8 +34,7 @@ class DRF(Plugin):
     name = "drf"
 
     def on_session_open(self, ssn: Session) -> None:
-        total = ssn.total_resource
-        mask = np.ones(ssn.res.size, dtype=bool)  # every dimension, pods too (drf.go: calculateShare)
+        total = ssn.total_resource  # shares over every dimension, pods too (drf.go: calculateShare): no mask
         # every job's allocation and dominant share at open, carried from the last session for unchanged jobs
         # (``overcommit.JobSums``): copies of the ledger's dicts, whose rows ``change`` replaces, never alters
         sums = session_sums(ssn)
@@ -48,14 +47,14 @@ class DRF(Plugin):
         ssn.add_job_order_fn(self.name, keyed(job_order, lambda j: shares.get(j.uid, 0.0)))  # framework/order.py
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
-            ls = share(alloc.get(preemptor.job, ssn.res.zeros()) + preemptor.resreq, total, mask)
+            ls = share(alloc.get(preemptor.job, ssn.res.zeros()) + preemptor.resreq, total)
             left: dict[str, np.ndarray] = {}
             out = []
             for t in preemptees:
                 if t.job not in left:
                     left[t.job] = alloc.get(t.job, ssn.res.zeros()).copy()
                 left[t.job] -= t.resreq
-                rs = share(left[t.job], total, mask)
+                rs = share(left[t.job], total)
                 if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                     out.append(t)
             return out, PERMIT
@@ -64,7 +63,7 @@ class DRF(Plugin):
         def change(task: TaskInfo, sign: float) -> None:
             a = alloc.get(task.job)
             a = alloc[task.job] = (ssn.res.zeros() if a is None else a) + sign * task.resreq  # a new row
-            shares[task.job] = share(a, total, mask)
+            shares[task.job] = share(a, total)
         ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))
         if hierarchy_enabled(ssn, self.name):
             self._open_hierarchy(ssn, alloc)

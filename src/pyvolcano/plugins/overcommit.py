@@ -288,7 +288,7 @@ class JobSums:
     def job_shares(self, total: np.ndarray) -> dict[str, float]:
         """drf's dominant share of every job against ``total`` (every dimension, pods too): the same divisions as
         ``api/resource.py: share``, vectorised, for the jobs that changed (all of them when ``total`` did)."""
-        if self.share_total is None or not np.array_equal(self.share_total, total):
+        if self.share_total is None or self.share_total.tolist() != total.tolist():  # as np.array_equal
             self.share_total = total.copy()
             self.shares = {}
             uids = list(self.alloc)
