@@ -201,7 +201,8 @@ class SchedulerCache:
             return False
         if kind not in KINDS:
             return False
-        known = trusted and self.raw.get(self._key(obj)) is obj  # (a trusted object's metadata is a mapping)
+        key = self._key(obj) if trusted else None
+        known = key is not None and self.raw.get(key) is obj  # (a trusted object's metadata is a mapping)
         try:
             if not trusted:
                 models.validate(obj)  # the typed boundary: shapes and numbers are trusted after this
@@ -219,7 +220,7 @@ class SchedulerCache:
         except ManifestError as exc:
             self._problem(str(exc))
             return False
-        self.raw[self._key(obj)] = obj
+        self.raw[key if key is not None else self._key(obj)] = obj  # the object's name cannot have changed
         return True
 
     def has_pending(self) -> bool:
