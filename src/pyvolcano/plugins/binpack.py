@@ -12,11 +12,31 @@ import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.resource import ResourceIndex
+from pyvolcano.conf.arguments import Arguments
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 
 MAX_NODE_SCORE = 100.0
+
+
+def _weights(a: Arguments, res: ResourceIndex) -> tuple[float, np.ndarray]:
+    """binpack's weight and per-resource weights from its arguments (a read-only array)."""
+    weight = a.get_float("binpack.weight", 1)
+    weights = np.zeros(res.size)
+
+    def weight_of(key: str) -> float:
+        w = a.get_float(key, 1)
+        return w if w >= 0 else 1.0  # Volcano: a negative resource weight means 1
+
+    weights[res.pos["cpu"]] = weight_of("binpack.cpu")
+    weights[res.pos["memory"]] = weight_of("binpack.memory")
+    for name in (n.strip() for n in a.get_str("binpack.resources", "").split(",")):
+        if name and name in res.pos:
+            weights[res.pos[name]] = weight_of(f"binpack.resources.{name}")
+    weights.flags.writeable = False
+    return weight, weights
 
 
 @register_plugin
@@ -25,24 +45,20 @@ class Binpack(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         a, res = self.arguments, ssn.res
-        weight = a.get_float("binpack.weight", 1)
-        weights = np.zeros(res.size)
-
-        def weight_of(key: str) -> float:
-            w = a.get_float(key, 1)
-            return w if w >= 0 else 1.0  # Volcano: a negative resource weight means 1
-
-        weights[res.pos["cpu"]] = weight_of("binpack.cpu")
-        weights[res.pos["memory"]] = weight_of("binpack.memory")
-        for name in (n.strip() for n in a.get_str("binpack.resources", "").split(",")):
-            if name and name in res.pos:
-                weights[res.pos[name]] = weight_of(f"binpack.resources.{name}")
+        nodes = ssn.nodes
+        # from the specs alone: kept per node set (``NodeStatic.derived``), not recomputed every session; the
+        # weights from the arguments (one read-only ``Arguments`` per conf) and the resource index likewise
+        derived = nodes.static.derived
+        got = derived.get("binpack-weights")
+        if got is not None and got[0] is a and got[1] is res:
+            weight, weights, carry = got[2]
+        else:
+            weight, weights = _weights(a, res)
+            carry = (weight, *weights.tolist())
+            derived["binpack-weights"] = (a, res, (weight, weights, carry))
         if weight <= 0 or not weights.any():
             return
-        nodes = ssn.nodes
         alloc_all = nodes.allocatable
-        # from the specs alone: kept per node set (``NodeStatic.derived``), not recomputed every session
-        derived = nodes.static.derived
         safe_alloc = derived.get("binpack-safe-alloc")
         if safe_alloc is None:
             safe_alloc = derived["binpack-safe-alloc"] = np.where(alloc_all > 0, alloc_all, 1.0)
@@ -96,4 +112,4 @@ class Binpack(Plugin):
                 total = per if j == 0 else total + per
             return total / p[2] * top
         # a function of the template and the node's used row (and its allocatable): carried between sessions
-        ssn.add_node_order(self.name, vector=score, scalar=score_one, carry=(weight, *weights.tolist()))
+        ssn.add_node_order(self.name, vector=score, scalar=score_one, carry=carry)
