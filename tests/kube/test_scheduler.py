@@ -521,3 +521,55 @@ def test_one_event_per_pod_for_one_pod_groups(api: FakeApi, harness, every_group
     assert ev[("PodGroup", "big", "Unschedulable")] == 1
     # one-pod groups ready at once cost one Event each; the gang one per pod and one for the group
     assert sum(v for (kind, name, _), v in ev.items() if name in ("a", "b", "a-0", "b-0")) == (4 if every_group else 2)
+
+
+def test_binds_first_events_and_status_wait_for_the_binds_in_flight(api: FakeApi, harness) -> None:
+    """While a bind is in flight, the Scheduled Event of a pod already bound and the PodGroup status writes wait
+    (``write_defer``, kube/writer.py); once the binds are done they all go out, after every bind."""
+    api.create(NODE, node("n1", cpu="8"))
+    for g in ("a", "b", "c"):
+        gang(api, g, 1, 1)
+    gate = threading.Event()
+    real_bind = api.bind
+
+    def bind(namespace: str, name: str, uid: str, node: str) -> None:
+        if name == "c-0":  # the last bind hangs until the test lets it go
+            assert gate.wait(10)
+        real_bind(namespace, name, uid, node)
+
+    api.bind = bind  # type: ignore[method-assign]
+    h = harness(write_defer=30.0)
+    waiting: list[str] = []
+    for w in (h.s.events, h.s.writer):
+        def defer(seconds: float, w=w) -> object:
+            waiting.append(w.name)
+            return h.s.binder.wait(seconds)
+        w.defer_to = defer
+    start = len(api.calls)
+
+    def ops() -> list[str]:
+        return [c[0] for c in api.calls[start:] if c[0] in ("bind", "create", "patch")]
+
+    h.s.run_once()
+    eventually(lambda: api.count("bind") == 2 and h.s._inflight == 1 and h.s.recorder.emitted >= 2 and
+               {"events", "status"} <= set(waiting))
+    # a-0 and b-0 are bound and their Events queued; the writers are held by c-0's bind
+    assert len(h.bound()) == 2
+    assert ops() == ["bind", "bind"]  # no Event, no status yet
+    gate.set()
+    assert h.s.wait_binds(5) and h.s.flush(10)
+    done = ops()
+    assert done.count("bind") == 3 and done.count("create") == 3  # an Event per pod ...
+    assert done.count("patch") >= 3  # ... and every group's status
+    assert done[:3] == ["bind", "bind", "bind"]
+
+
+def test_binds_first_is_off_with_write_defer_0(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="8"))
+    gang(api, "a", 1, 1)
+    h = harness(write_defer=0.0)
+    assert h.s.events.defer_to is None and h.s.writer.defer_to is None
+    start = len(api.calls)
+    h.session()
+    ops = [c[0] for c in api.calls[start:]]
+    assert ops.count("bind") == 1 and ops.count("create") == 1
