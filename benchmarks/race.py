@@ -290,14 +290,16 @@ BASELINE_SRC: list[Path] = []
 PYVOLCANO_ARGS: list[str] = []
 
 
-def start_pyvolcano(kubeconfig: str, work: Path, src: Path | None = None) -> Running:
-    env = None
+def start_pyvolcano(kubeconfig: str, work: Path, src: Path | None = None, variant: tuple[str, ...] = ()) -> Running:
+    """``variant``: extra flags (``-x``) and environment variables (``NAME=VALUE``) of this run only."""
+    env = {**os.environ, **dict(v.split("=", 1) for v in variant if not v.startswith("-"))}
     if src is not None:  # put the other checkout's package ahead of this one's (an editable install)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(src), os.environ.get("PYTHONPATH"))))}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(src), env.get("PYTHONPATH"))))
+    flags = [v for v in variant if v.startswith("-")]
+    log = "pyvolcano" + ("-baseline" if src else "") + ("-variant" if variant else "") + "-scheduler.log"
     return _start_process([sys.executable, "-m", "pyvolcano.cli", "scheduler", "--kubeconfig", kubeconfig,
                            "--scheduler-conf", str(VOLCANO_CONF), "--no-leader-elect", "--listen-address", "",
-                           *PYVOLCANO_ARGS],
-                          work / f"pyvolcano{'-baseline' if src else ''}-scheduler.log", env)
+                           *PYVOLCANO_ARGS, *flags], work / log, env)
 
 
 def start_pyvolcano_baseline(kubeconfig: str, work: Path) -> Running:
@@ -332,6 +334,7 @@ def start_profile(name: str, pid: int, work: Path) -> subprocess.Popen[bytes] | 
     100 samples/s, without pausing the process."""
     if not PROFILE or not name.startswith("pyvolcano"):
         return None
+    name = re.sub(r"[^A-Za-z0-9_.=-]", "_", name)
     n = len(list(work.glob(f"{name}-*.folded")))
     out = work / f"{name}-{n}.folded"
     return subprocess.Popen([str(PY_SPY), "record", "--pid", str(pid), "--format", "raw", "--rate", "100",
@@ -403,7 +406,7 @@ def per_pod(requests: dict[str, int], pods: int) -> dict[str, float]:
 
 def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog, nodes: int, gang: str,
             work: Path, timeout: float) -> Result:
-    volcano = name != "kube-scheduler"  # pyvolcano, pyvolcano-baseline and Volcano get PodGroups
+    volcano = name != "kube-scheduler"  # pyvolcano (and its variants), pyvolcano-baseline and Volcano get PodGroups
     delete_backlog(api)
     create_backlog(api, backlog, volcano)
     assert srv.dir is not None
@@ -415,7 +418,12 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
     before = request_counts(api)
     api0, etcd0 = cpu_seconds(apiserver), cpu_seconds(etcd)
     t_start = now()
-    running = STARTERS[name](srv.kubeconfig, work)
+    base, *variant = name.split("@")
+    if variant:  # pyvolcano@FLAG@NAME=VALUE: one scheduler's own flags and environment (--schedulers)
+        running = start_pyvolcano(srv.kubeconfig, work, BASELINE_SRC[0] if base == "pyvolcano-baseline" else None,
+                                  tuple(variant))
+    else:
+        running = STARTERS[name](srv.kubeconfig, work)
     spy = start_profile(name, running.pid, work)
     try:
         t0 = start_time(running.pid)
@@ -550,7 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, help="one row: this many nodes (default: the whole grid)")
     ap.add_argument("--pods", type=int, help="one row: this many pods")
     ap.add_argument("--gang", default="", help="gang sizes LO-HI (e.g. 8-64); default: one pod per PodGroup")
-    ap.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma-separated, run in this order")
+    ap.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma-separated, run in this order; "
+                    "pyvolcano@FLAG@NAME=VALUE races pyvolcano with extra flags and environment variables, e.g. "
+                    "pyvolcano@--bind-workers=8")
     ap.add_argument("--repeat", type=int, default=1, help="run the schedulers this many times each, interleaved")
     ap.add_argument("--timeout", type=float, default=600, help="seconds to wait for one scheduler's drain")
     ap.add_argument("--json", type=Path, help="append the results to this JSON file")
@@ -582,10 +592,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     schedulers = tuple(s for s in a.schedulers.split(",") if s)
     for s in schedulers:
-        if s not in STARTERS:
+        if s.split("@")[0] not in STARTERS or ("@" in s and not s.startswith("pyvolcano")):
             print(f"race: unknown scheduler {s!r} (choose from {', '.join(STARTERS)})", file=sys.stderr)
             return 2
-        if s == "pyvolcano-baseline" and not BASELINE_SRC:
+        if s.split("@")[0] == "pyvolcano-baseline" and not BASELINE_SRC:
             print("race: the scheduler pyvolcano-baseline needs --baseline DIR", file=sys.stderr)
             return 2
     if bool(a.nodes) != bool(a.pods):

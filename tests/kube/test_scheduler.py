@@ -534,7 +534,7 @@ def test_binds_first_events_and_status_wait_for_the_binds_in_flight(api: FakeApi
 
     def bind(namespace: str, name: str, uid: str, node: str) -> None:
         if name == "c-0":  # the last bind hangs until the test lets it go
-            assert gate.wait(10)
+            assert gate.wait(30)
         real_bind(namespace, name, uid, node)
 
     api.bind = bind  # type: ignore[method-assign]
@@ -552,7 +552,7 @@ def test_binds_first_events_and_status_wait_for_the_binds_in_flight(api: FakeApi
 
     h.s.run_once()
     eventually(lambda: api.count("bind") == 2 and h.s._inflight == 1 and h.s.recorder.emitted >= 2 and
-               {"events", "status"} <= set(waiting))
+               {"events", "status"} <= set(waiting), 20)
     # a-0 and b-0 are bound and their Events queued; the writers are held by c-0's bind
     assert len(h.bound()) == 2
     assert ops() == ["bind", "bind"]  # no Event, no status yet
@@ -573,3 +573,45 @@ def test_binds_first_is_off_with_write_defer_0(api: FakeApi, harness) -> None:
     h.session()
     ops = [c[0] for c in api.calls[start:]]
     assert ops.count("bind") == 1 and ops.count("create") == 1
+
+
+def test_a_bind_echo_is_taken_without_converting_the_pod_again(api: FakeApi, harness, monkeypatch) -> None:
+    """The pod update that only shows our own bind (node, PodScheduled condition, resourceVersion) updates the
+    cached object in place as a trusted write (``EventHandlers._bind_echo``): not validated, not converted; an
+    update that changes anything else on top goes through the validated path."""
+    from pyvolcano.api import models
+
+    api.create(NODE, node("n1", cpu="8"))
+    gang(api, "a", 1, 1)
+    gang(api, "b", 1, 1)
+    h = harness()
+    with h.s.lock:
+        before = {k: h.s.cache.raw[("Pod", k)] for k in ("ns/a-0", "ns/b-0")}
+    validated: list[str] = []
+    real = models.validate
+
+    def counting(obj) -> None:
+        validated.append(obj["metadata"]["name"])
+        real(obj)
+
+    monkeypatch.setattr(models, "validate", counting)
+    # b-0's update carries a new label besides the bind: not an echo of the bind alone
+    real_bind = api.bind
+
+    def bind(namespace: str, name: str, uid: str, node: str) -> None:
+        real_bind(namespace, name, uid, node)
+        if name == "b-0":
+            api.patch(POD, name, {"metadata": {"labels": {"x": "1"}}}, namespace)
+
+    api.bind = bind  # type: ignore[method-assign]
+    h.session()
+    h.settle(lambda: h.cache_sees("a-0") and h.cache_sees("b-0") and not h.s.assumed)
+    with h.s.lock:
+        a, b = h.s.cache.raw[("Pod", "ns/a-0")], h.s.cache.raw[("Pod", "ns/b-0")]
+        ta = h.s.cache.tasks["ns/a-0"]
+        assert a is before["ns/a-0"] and a["spec"]["nodeName"] == "n1" and ta.node_name == "n1"
+        assert a["metadata"]["resourceVersion"] == api.obj(POD, "a-0", "ns")["metadata"]["resourceVersion"]
+        assert ta.status.name == "Bound" and ta.pod is a
+        assert b is not before["ns/b-0"] and b["metadata"]["labels"] == {"x": "1"}
+        assert h.s.cache.tasks["ns/b-0"].node_name == "n1"
+    assert "a-0" not in validated and "b-0" in validated
