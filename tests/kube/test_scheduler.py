@@ -529,11 +529,13 @@ def test_binds_first_events_and_status_wait_for_the_binds_in_flight(api: FakeApi
     api.create(NODE, node("n1", cpu="8"))
     for g in ("a", "b", "c"):
         gang(api, g, 1, 1)
-    gate = threading.Event()
+    dispatched = threading.Event()  # no bind goes out before the session has dispatched all three ...
+    gate = threading.Event()  # ... and the last one hangs until the test lets it go
     real_bind = api.bind
 
     def bind(namespace: str, name: str, uid: str, node: str) -> None:
-        if name == "c-0":  # the last bind hangs until the test lets it go
+        assert dispatched.wait(30)
+        if name == "c-0":
             assert gate.wait(30)
         real_bind(namespace, name, uid, node)
 
@@ -551,6 +553,8 @@ def test_binds_first_events_and_status_wait_for_the_binds_in_flight(api: FakeApi
         return [c[0] for c in api.calls[start:] if c[0] in ("bind", "create", "patch")]
 
     h.s.run_once()
+    assert h.s._inflight == 3
+    dispatched.set()
     eventually(lambda: api.count("bind") == 2 and h.s._inflight == 1 and h.s.recorder.emitted >= 2 and
                {"events", "status"} <= set(waiting), 20)
     # a-0 and b-0 are bound and their Events queued; the writers are held by c-0's bind
