@@ -9,7 +9,7 @@ writer both wait, before each write, until no bind is in flight (``Binder.wait``
 ``max_defer`` seconds after the write was first queued, so that on a cluster that always has a bind in flight
 statuses and Events still go out, ``max_defer`` late at most.  Binds are what drains a backlog, and on a
 saturated API server every other write in between delays them: in the race (docs/performance.md) a drain of
-5,000 one-pod PodGroups sent 1,400-1,900 Events before its last bind, each costing kube-apiserver and etcd
+5,000 one-pod PodGroups sent 1,200-1,900 Events before its last bind, each costing kube-apiserver and etcd
 about as much CPU as a bind.  Deferred, every Event and status is still written, after the binds of that burst.
 A PodGroup status write that waits meanwhile often finds a newer status queued for the same group (Inqueue,
 then Running once its pods are bound) and sends only that one.  Volcano's scheduler likewise writes PodGroup
