@@ -190,7 +190,9 @@ class BindWatch:
         self.expect = expect
         self.bound: dict[str, str] = {}
         self.rebound: list[str] = []  # a pod seen on a second node: a double bind
+        self.first = 0.0
         self.last = 0.0
+        self.times: list[float] = []  # when each first bind was seen
         self.done = threading.Event()
         self._stop = False
         _, self.rv = api.list(POD, NS, page_size=1, label_selector="race=none")
@@ -218,6 +220,9 @@ class BindWatch:
                     if old is None:
                         self.bound[name] = node
                         self.last = now()
+                        self.times.append(self.last)
+                        if len(self.bound) == 1:
+                            self.first = self.last
                         if len(self.bound) >= self.expect:
                             self.done.set()
                     elif old != node:
@@ -281,15 +286,20 @@ def _start_process(cmd: list[str], log_path: Path, env: dict[str, str] | None = 
 #: ``--baseline DIR``: the ``src`` of another pyvolcano checkout, raced as ``pyvolcano-baseline`` (before/after a
 #: change, interleaved on one API server so that both see the same load)
 BASELINE_SRC: list[Path] = []
+#: ``--pyvolcano-arg``: extra flags for both pyvolcano schedulers (e.g. ``-v`` for the session log)
+PYVOLCANO_ARGS: list[str] = []
 
 
-def start_pyvolcano(kubeconfig: str, work: Path, src: Path | None = None) -> Running:
-    env = None
+def start_pyvolcano(kubeconfig: str, work: Path, src: Path | None = None, variant: tuple[str, ...] = ()) -> Running:
+    """``variant``: extra flags (``-x``) and environment variables (``NAME=VALUE``) of this run only."""
+    env = {**os.environ, **dict(v.split("=", 1) for v in variant if not v.startswith("-"))}
     if src is not None:  # put the other checkout's package ahead of this one's (an editable install)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(src), os.environ.get("PYTHONPATH"))))}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(src), env.get("PYTHONPATH"))))
+    flags = [v for v in variant if v.startswith("-")]
+    log = "pyvolcano" + ("-baseline" if src else "") + ("-variant" if variant else "") + "-scheduler.log"
     return _start_process([sys.executable, "-m", "pyvolcano.cli", "scheduler", "--kubeconfig", kubeconfig,
-                           "--scheduler-conf", str(VOLCANO_CONF), "--no-leader-elect", "--listen-address", ""],
-                          work / f"pyvolcano{'-baseline' if src else ''}-scheduler.log", env)
+                           "--scheduler-conf", str(VOLCANO_CONF), "--no-leader-elect", "--listen-address", "",
+                           *PYVOLCANO_ARGS, *flags], work / log, env)
 
 
 def start_pyvolcano_baseline(kubeconfig: str, work: Path) -> Running:
@@ -312,6 +322,34 @@ def start_volcano(kubeconfig: str, work: Path) -> Running:
 
 def start_kube_scheduler(kubeconfig: str, work: Path) -> Running:
     return _start_process([str(KUBE_SCHEDULER_RUN), kubeconfig], work / "kube-scheduler.log")
+
+
+#: ``--profile``: sample pyvolcano's stacks with py-spy from its start to its last bind (``WORK/NAME-N.folded``)
+PROFILE: list[bool] = []
+PY_SPY = Path(sys.executable).parent / "py-spy"
+
+
+def start_profile(name: str, pid: int, work: Path) -> subprocess.Popen[bytes] | None:
+    """py-spy on a pyvolcano scheduler: folded stacks of the thread holding the GIL (its Python CPU), by thread,
+    100 samples/s, without pausing the process."""
+    if not PROFILE or not name.startswith("pyvolcano"):
+        return None
+    name = re.sub(r"[^A-Za-z0-9_.=-]", "_", name)
+    n = len(list(work.glob(f"{name}-*.folded")))
+    out = work / f"{name}-{n}.folded"
+    return subprocess.Popen([str(PY_SPY), "record", "--pid", str(pid), "--format", "raw", "--rate", "100",
+                             "--nonblocking", "--threads", "--gil", "--output", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=(work / f"{name}-{n}.py-spy.log").open("wb"))
+
+
+def stop_profile(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is None or spy.poll() is not None:
+        return
+    spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+    try:
+        spy.wait(30)
+    except subprocess.TimeoutExpired:
+        spy.kill()
 
 
 STARTERS = {"pyvolcano": start_pyvolcano, "volcano": start_volcano, "kube-scheduler": start_kube_scheduler,
@@ -349,6 +387,10 @@ class Result:
     etcd_cpu_total_s: float | None = None
     #: the load average when the writes were done (``load`` is the one at the scheduler's start)
     load_end: str = ""
+    #: scheduler start to its first bind (startup: imports, the informers' first lists, the first session's open)
+    first_bind_s: float | None = None
+    #: pods bound by each whole second after the scheduler's start (the drain's shape: startup, then the rate)
+    bound_by_second: list[int] = field(default_factory=list)
 
 
 def is_write(key: str) -> bool:
@@ -364,7 +406,7 @@ def per_pod(requests: dict[str, int], pods: int) -> dict[str, float]:
 
 def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog, nodes: int, gang: str,
             work: Path, timeout: float) -> Result:
-    volcano = name != "kube-scheduler"  # pyvolcano, pyvolcano-baseline and Volcano get PodGroups
+    volcano = name != "kube-scheduler"  # pyvolcano (and its variants), pyvolcano-baseline and Volcano get PodGroups
     delete_backlog(api)
     create_backlog(api, backlog, volcano)
     assert srv.dir is not None
@@ -376,7 +418,13 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
     before = request_counts(api)
     api0, etcd0 = cpu_seconds(apiserver), cpu_seconds(etcd)
     t_start = now()
-    running = STARTERS[name](srv.kubeconfig, work)
+    base, *variant = name.split("@")
+    if variant:  # pyvolcano@FLAG@NAME=VALUE: one scheduler's own flags and environment (--schedulers)
+        running = start_pyvolcano(srv.kubeconfig, work, BASELINE_SRC[0] if base == "pyvolcano-baseline" else None,
+                                  tuple(variant))
+    else:
+        running = STARTERS[name](srv.kubeconfig, work)
+    spy = start_profile(name, running.pid, work)
     try:
         t0 = start_time(running.pid)
         others0 = {k: cpu_seconds(p) for k, p in running.extra_pids.items()}
@@ -384,6 +432,7 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
             print(f"  {name}: only {len(watch.bound)}/{backlog.pods} bound after {timeout:.0f} s", file=sys.stderr)
         t_end = watch.last if watch.bound else now()
         sched_cpu = cpu_seconds(running.pid)
+        stop_profile(spy)
         api1, etcd1 = cpu_seconds(apiserver), cpu_seconds(etcd)
         others = {k: round(cpu_seconds(p) - others0[k], 2) for k, p in running.extra_pids.items()}
         after = request_counts(api)
@@ -417,6 +466,7 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
         load_end = load_note()
         sched_cpu_total, api_total, etcd_total = cpu_seconds(running.pid), cpu_seconds(apiserver), cpu_seconds(etcd)
     finally:
+        stop_profile(spy)
         watch.stop()
         running.stop()
     t0 = max(min(t0, t_start + 1), t_start - 1)  # the start time has 10 ms ticks; never before we launched it
@@ -430,7 +480,9 @@ def run_one(name: str, srv: kubeserver.Server, api: KubeClient, backlog: Backlog
                   round(sched_cpu_settled, 2), round(api_settled - api0, 2),
                   None if events_at is None else round(max(events_at - t0, seconds), 2), reqs.get("POST events", 0),
                   reqs_total, round(max(writes_at - t0, seconds), 2), round(sched_cpu_total, 2),
-                  round(api_total - api0, 2), round(etcd_total - etcd0, 2), load_end)
+                  round(api_total - api0, 2), round(etcd_total - etcd0, 2), load_end,
+                  round(watch.first - t0, 2) if watch.bound else None,
+                  [sum(1 for t in watch.times if t - t0 <= s) for s in range(1, int(seconds) + 2)])
 
 
 def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work: Path,
@@ -453,7 +505,8 @@ def run_row(nodes: int, pods: int, gang: str, schedulers: tuple[str, ...], work:
         for name in schedulers * repeat:  # interleaved (A B C A B C): a change in the machine's load hits all
             t = time.monotonic()
             res = run_one(name, srv, api, backlog, nodes, gang, work, timeout)
-            print(f"  {name}: {res.bound} bound in {res.seconds} s ({res.pods_per_s} pods/s), scheduler CPU "
+            print(f"  {name}: {res.bound} bound in {res.seconds} s ({res.pods_per_s} pods/s; first bind after "
+                  f"{res.first_bind_s} s), scheduler CPU "
                   f"{res.scheduler_cpu_s} s, kube-apiserver CPU {res.apiserver_cpu_s} s, all Events after "
                   f"{res.events_s} s, writes done after {res.writes_s} s, writes per pod "
                   f"{per_pod(res.requests_total, res.bound)}, {res.load} (at the end: {res.load_end}) "
@@ -505,7 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, help="one row: this many nodes (default: the whole grid)")
     ap.add_argument("--pods", type=int, help="one row: this many pods")
     ap.add_argument("--gang", default="", help="gang sizes LO-HI (e.g. 8-64); default: one pod per PodGroup")
-    ap.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma-separated, run in this order")
+    ap.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma-separated, run in this order; "
+                    "pyvolcano@FLAG@NAME=VALUE races pyvolcano with extra flags and environment variables, e.g. "
+                    "pyvolcano@--bind-workers=8")
     ap.add_argument("--repeat", type=int, default=1, help="run the schedulers this many times each, interleaved")
     ap.add_argument("--timeout", type=float, default=600, help="seconds to wait for one scheduler's drain")
     ap.add_argument("--json", type=Path, help="append the results to this JSON file")
@@ -513,7 +568,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, help="keep logs (API server, schedulers) in this directory")
     ap.add_argument("--baseline", type=Path, help="a checkout of another pyvolcano commit (e.g. `git archive main "
                     "src | tar -x -C DIR`): raced as the scheduler `pyvolcano-baseline`")
+    ap.add_argument("--profile", action="store_true", help="sample pyvolcano with py-spy (`pip install py-spy`) "
+                    "from its start to its last bind: WORK/ROW/NAME-N.folded (folded stacks of the thread holding the "
+                    "GIL, by thread; needs --work)")
+    ap.add_argument("--pyvolcano-arg", action="append", default=[], metavar="ARG",
+                    help="an extra flag for `pyvolcano scheduler` (repeatable; e.g. --pyvolcano-arg=-v)")
     a = ap.parse_args(argv)
+    PYVOLCANO_ARGS[:] = a.pyvolcano_arg
+    if a.profile:
+        if not a.work or not PY_SPY.exists():
+            print("race: --profile needs --work DIR and py-spy in the venv (`.venv/bin/pip install py-spy`)",
+                  file=sys.stderr)
+            return 2
+        PROFILE[:] = [True]
     if a.baseline is not None:
         src = a.baseline / "src" if (a.baseline / "src" / "pyvolcano").is_dir() else a.baseline
         if not (src / "pyvolcano" / "__init__.py").is_file():
@@ -525,10 +592,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     schedulers = tuple(s for s in a.schedulers.split(",") if s)
     for s in schedulers:
-        if s not in STARTERS:
+        if s.split("@")[0] not in STARTERS or ("@" in s and not s.startswith("pyvolcano")):
             print(f"race: unknown scheduler {s!r} (choose from {', '.join(STARTERS)})", file=sys.stderr)
             return 2
-        if s == "pyvolcano-baseline" and not BASELINE_SRC:
+        if s.split("@")[0] == "pyvolcano-baseline" and not BASELINE_SRC:
             print("race: the scheduler pyvolcano-baseline needs --baseline DIR", file=sys.stderr)
             return 2
     if bool(a.nodes) != bool(a.pods):

@@ -521,3 +521,101 @@ def test_one_event_per_pod_for_one_pod_groups(api: FakeApi, harness, every_group
     assert ev[("PodGroup", "big", "Unschedulable")] == 1
     # one-pod groups ready at once cost one Event each; the gang one per pod and one for the group
     assert sum(v for (kind, name, _), v in ev.items() if name in ("a", "b", "a-0", "b-0")) == (4 if every_group else 2)
+
+
+def test_binds_first_events_and_status_wait_for_the_binds_in_flight(api: FakeApi, harness) -> None:
+    """While a bind is in flight, the Scheduled Event of a pod already bound and the PodGroup status writes wait
+    (``write_defer``, kube/writer.py); once the binds are done they all go out, after every bind."""
+    api.create(NODE, node("n1", cpu="8"))
+    for g in ("a", "b", "c"):
+        gang(api, g, 1, 1)
+    dispatched = threading.Event()  # no bind goes out before the session has dispatched all three ...
+    gate = threading.Event()  # ... and the last one hangs until the test lets it go
+    real_bind = api.bind
+
+    def bind(namespace: str, name: str, uid: str, node: str) -> None:
+        assert dispatched.wait(30)
+        if name == "c-0":
+            assert gate.wait(30)
+        real_bind(namespace, name, uid, node)
+
+    api.bind = bind  # type: ignore[method-assign]
+    h = harness(write_defer=30.0)
+    waiting: list[str] = []
+    for w in (h.s.events, h.s.writer):
+        def defer(seconds: float, w=w) -> object:
+            waiting.append(w.name)
+            return h.s.binder.wait(seconds)
+        w.defer_to = defer
+    start = len(api.calls)
+
+    def ops() -> list[str]:
+        return [c[0] for c in api.calls[start:] if c[0] in ("bind", "create", "patch")]
+
+    h.s.run_once()
+    assert h.s._inflight == 3
+    dispatched.set()
+    eventually(lambda: api.count("bind") == 2 and h.s._inflight == 1 and h.s.recorder.emitted >= 2 and
+               {"events", "status"} <= set(waiting), 20)
+    # a-0 and b-0 are bound and their Events queued; the writers are held by c-0's bind
+    assert len(h.bound()) == 2
+    assert ops() == ["bind", "bind"]  # no Event, no status yet
+    gate.set()
+    assert h.s.wait_binds(5) and h.s.flush(10)
+    done = ops()
+    assert done.count("bind") == 3 and done.count("create") == 3  # an Event per pod ...
+    assert done.count("patch") >= 3  # ... and every group's status
+    assert done[:3] == ["bind", "bind", "bind"]
+
+
+def test_binds_first_is_off_with_write_defer_0(api: FakeApi, harness) -> None:
+    api.create(NODE, node("n1", cpu="8"))
+    gang(api, "a", 1, 1)
+    h = harness(write_defer=0.0)
+    assert h.s.events.defer_to is None and h.s.writer.defer_to is None
+    start = len(api.calls)
+    h.session()
+    ops = [c[0] for c in api.calls[start:]]
+    assert ops.count("bind") == 1 and ops.count("create") == 1
+
+
+def test_a_bind_echo_is_taken_without_converting_the_pod_again(api: FakeApi, harness, monkeypatch) -> None:
+    """The pod update that only shows our own bind (node, PodScheduled condition, resourceVersion) updates the
+    cached object in place as a trusted write (``EventHandlers._bind_echo``): not validated, not converted; an
+    update that changes anything else on top goes through the validated path."""
+    from pyvolcano.api import models
+
+    api.create(NODE, node("n1", cpu="8"))
+    gang(api, "a", 1, 1)
+    gang(api, "b", 1, 1)
+    h = harness()
+    with h.s.lock:
+        before = {k: h.s.cache.raw[("Pod", k)] for k in ("ns/a-0", "ns/b-0")}
+    validated: list[str] = []
+    real = models.validate
+
+    def counting(obj) -> None:
+        validated.append(obj["metadata"]["name"])
+        real(obj)
+
+    monkeypatch.setattr(models, "validate", counting)
+    # b-0's update carries a new label besides the bind: not an echo of the bind alone
+    real_bind = api.bind
+
+    def bind(namespace: str, name: str, uid: str, node: str) -> None:
+        real_bind(namespace, name, uid, node)
+        if name == "b-0":
+            api.patch(POD, name, {"metadata": {"labels": {"x": "1"}}}, namespace)
+
+    api.bind = bind  # type: ignore[method-assign]
+    h.session()
+    h.settle(lambda: h.cache_sees("a-0") and h.cache_sees("b-0") and not h.s.assumed)
+    with h.s.lock:
+        a, b = h.s.cache.raw[("Pod", "ns/a-0")], h.s.cache.raw[("Pod", "ns/b-0")]
+        ta = h.s.cache.tasks["ns/a-0"]
+        assert a is before["ns/a-0"] and a["spec"]["nodeName"] == "n1" and ta.node_name == "n1"
+        assert a["metadata"]["resourceVersion"] == api.obj(POD, "a-0", "ns")["metadata"]["resourceVersion"]
+        assert ta.status.name == "Bound" and ta.pod is a
+        assert b is not before["ns/b-0"] and b["metadata"]["labels"] == {"x": "1"}
+        assert h.s.cache.tasks["ns/b-0"].node_name == "n1"
+    assert "a-0" not in validated and "b-0" in validated

@@ -64,3 +64,53 @@ def test_recorder_remembers_what_it_recorded_per_object_and_reason() -> None:
     assert not rec.recorded(other, "Unschedulable")
     assert w.flush(5)
     assert [(b["involvedObject"]["uid"], b["reason"]) for b in sent] == [("u1", "Unschedulable")]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_deferral_is_bounded_from_the_oldest_unsent_write_of_a_key() -> None:
+    """Binds first, but never for ever: a key may wait ``max_defer`` after its oldest unsent write was queued,
+    and rewriting it again and again does not push that back (a busy cluster always has a bind in flight)."""
+    clock = FakeClock()
+    binds_done = threading.Event()
+    w = Writer(1, "t", defer_to=lambda s: binds_done.wait(s), max_defer=30.0, clock=clock)
+    try:
+        assert w.deferral("k") == 0.0  # nothing queued
+        w.submit("k", lambda: None)
+        assert w.deferral("k") == 30.0
+        clock.t += 12
+        w.submit("k", lambda: None)  # a newer status for the same object
+        assert w.deferral("k") == 18.0
+        clock.t += 20
+        assert w.deferral("k") == 0.0  # past the bound: written at once, binds or not
+        assert Writer(1, "u", defer_to=lambda s: None, max_defer=0.0).deferral("k") == 0.0
+        assert Writer(1, "v", max_defer=30.0).deferral("k") == 0.0  # a writer that defers to nothing
+    finally:
+        binds_done.set()
+        w.shutdown(1)
+
+
+def test_a_write_past_its_bound_does_not_wait_for_the_binds() -> None:
+    clock = FakeClock()
+    asked: list[float] = []
+    sent: list[str] = []
+    started = threading.Event()  # the worker is in its first write ...
+    gate = threading.Event()  # ... and stays there until the test lets it go
+    w = Writer(1, "t", defer_to=lambda s: asked.append(s), max_defer=30.0, clock=clock)
+    try:
+        w.submit("first", lambda: (started.set(), gate.wait(10), sent.append("first")))
+        w.submit("second", lambda: sent.append("second"))  # queued at the same (fake) time
+        assert started.wait(10)
+        clock.t += 31  # the second write waited longer than max_defer behind the first
+        gate.set()
+        assert w.flush(10)
+        assert sent == ["first", "second"]
+        assert asked == [30.0]  # only the first write asked to wait for the binds
+    finally:
+        w.shutdown(1)

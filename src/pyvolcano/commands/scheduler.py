@@ -57,13 +57,16 @@ def register(group: click.Group) -> None:
                   help="The 'Scheduled: pod group is ready' Event of a PodGroup. gangs: not for a one-pod group "
                        "ready at its first try (its pod's own Scheduled Event says so: one Event per pod, as "
                        "kube-scheduler); all: for every PodGroup, as Volcano.")
+    @click.option("--write-defer", default="30s", show_default=True,
+                  help="Binds first: Events and status writes (PodGroup, pod condition, queue) wait while binds are "
+                       "in flight, at most this long after they were queued (0: write at once).")
     @click.option("-v", "--verbose", count=True, help="Debug logging.")
     def scheduler(kubeconfig: str | None, master: str | None, context: str | None, scheduler_conf: str | None,
                   scheduler_name: str, schedule_period: str, default_queue: str, node_selector: tuple[str, ...],
                   leader_elect: bool, lock_object_namespace: str, leader_elect_resource_name: str,
                   leader_elect_lease_duration: str, leader_elect_renew_deadline: str, leader_elect_retry_period: str,
                   listen_address: str, bind_workers: int, identity: str | None, watch_timeout: str,
-                  full_sessions: bool, podgroup_ready_events: str, verbose: int) -> None:
+                  full_sessions: bool, podgroup_ready_events: str, write_defer: str, verbose: int) -> None:
         """Schedule pods of SCHEDULER_NAME on a cluster, one Volcano session per period."""
         from pyvolcano.errors import UserError
         from pyvolcano.kube.leader import LeaderElector
@@ -79,7 +82,10 @@ def register(group: click.Group) -> None:
         opts = SchedulerOptions(scheduler_name=scheduler_name, period=period, node_selector=_node_selector(
             node_selector), bind_workers=bind_workers, identity=identity or default_identity(),
             default_queue=default_queue, incremental=not full_sessions,
-            one_pod_ready_events=podgroup_ready_events == "all")
+            one_pod_ready_events=podgroup_ready_events == "all",
+            write_defer=parse_duration(write_defer, "--write-defer"))
+        if opts.write_defer < 0:
+            raise UserError("--write-defer must not be negative")
         opts.watch_timeout = max(1, round(parse_duration(watch_timeout, "--watch-timeout")))
         elector = None
         if leader_elect:

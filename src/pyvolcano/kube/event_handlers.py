@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: what the API server changes in a pod's metadata on every write (its bookkeeping, nothing the cache reads)
+_BOOKKEEPING = frozenset({"resourceVersion", "managedFields"})
+_NODE = frozenset({"nodeName"})
+_CONDITIONS = frozenset({"conditions"})
+
+
+def _same_but(new: dict[str, Any], old: dict[str, Any], but: frozenset[str]) -> bool:
+    """``new`` and ``old`` hold the same keys and values, the keys in ``but`` aside."""
+    if len(new.keys() - but) != len(old.keys() - but):
+        return False
+    return all(k in but or (k in old and old[k] == v) for k, v in new.items())
+
 
 class EventHandlers:
     def __init__(self, cache: SchedulerCache, lock: threading.RLock, binder: Binder, status: StatusUpdater) -> None:
@@ -65,7 +77,11 @@ class EventHandlers:
         """Volcano's UpdatePod: the pod object, with our own decisions kept until the object reflects them."""
         md = pod.get("metadata") or {}
         key = f"{md.get('namespace') or 'default'}/{md.get('name')}"
-        self.cache.upsert(pod)
+        echo = self._bind_echo(key, pod)
+        if echo is not None:
+            self.cache.upsert(echo, trusted=True)
+        else:
+            self.cache.upsert(pod)
         uid = md.get("uid") or ""
         gone = bool(md.get("deletionTimestamp"))
         assumed = self.binder.assumed
@@ -86,6 +102,40 @@ class EventHandlers:
                 t = self.cache.tasks.get(key)
                 if t is not None and t.status & (TaskStatus.Running | TaskStatus.Bound):
                     self.cache.set_task_status(t, TaskStatus.Releasing)
+
+    def _bind_echo(self, key: str, pod: dict[str, Any]) -> dict[str, Any] | None:
+        """The cached pod object updated with ``pod``, when ``pod`` is the echo of our own bind and nothing else:
+        the pod we assumed bound (same uid), now on that node, and otherwise the same object but for its status
+        conditions (the binding adds ``PodScheduled``) and the API server's bookkeeping (resourceVersion,
+        managedFields).  The cached object's top-level fields are replaced (never changed inside, so a session
+        reading a clone's pod sees either the old or the new dict), and the cache takes it as *trusted*: the same
+        object, of which only the node and status changed (``SchedulerCache.upsert``), so it is neither validated
+        nor converted again.  The fields the cache reads from it are checked here: the node and the phase are
+        strings, the conditions a list.  Anything else (None) goes through the full, validated path.
+
+        In a drain every bind comes back as one such pod update; converting and validating each again was a
+        tenth of pyvolcano's CPU between its first and last bind (docs/performance.md, the race)."""
+        a = self.binder.assumed.get(key)
+        old = self.cache.raw.get(("Pod", key))
+        if a is None or old is None:
+            return None
+        md, spec, status = pod.get("metadata"), pod.get("spec"), pod.get("status")
+        if not (isinstance(md, dict) and isinstance(spec, dict) and isinstance(status, dict)):
+            return None
+        if md.get("uid") != a.uid or spec.get("nodeName") != a.node or not isinstance(status.get("phase"), str):
+            return None
+        omd, ospec, ostatus = old.get("metadata"), old.get("spec"), old.get("status")
+        if not (isinstance(omd, dict) and isinstance(ospec, dict) and isinstance(ostatus, dict)):
+            return None
+        if (ospec.get("nodeName") or not isinstance(status.get("conditions", []), list)
+                or not _same_but(pod, old, frozenset({"metadata", "spec", "status"}))
+                or not _same_but(md, omd, _BOOKKEEPING) or not _same_but(spec, ospec, _NODE)
+                or not _same_but(status, ostatus, _CONDITIONS)):
+            return None
+        old["metadata"] = md
+        old["spec"] = {**ospec, "nodeName": spec["nodeName"]}  # the cache's normalised spec, with the node
+        old["status"] = status
+        return old
 
     def _reapply_pg(self, obj: dict[str, Any]) -> None:
         """Keep the phase we wrote until the informer shows it (a stale event must not undo Inqueue)."""

@@ -71,8 +71,9 @@ class SchedulerOptions:
     status_workers: int = 4
     #: threads sending Events (their own, so that Events are not queued behind status writes)
     event_workers: int = 4
-    #: a status write waits for the binds in flight, at most this long (``kube/writer.py``: Writer)
-    status_defer: float = 5.0
+    #: binds first: a status write or an Event waits while binds are in flight, at most this long after it was
+    #: queued (``kube/writer.py``: Writer); 0: no waiting
+    write_defer: float = 30.0
     #: a session starts once the previous sessions' binds are done, or after waiting this long for them.  A
     #: session during a drain finds every decided pod Binding and has nothing to bind, but costs CPU and holds
     #: the cache lock that the informers need (on 5,000 pending PodGroups, 1-2 s each on 2 busy cores)
@@ -162,10 +163,10 @@ class KubeScheduler:
                                     memo=self.opts.incremental)
         self.lock = threading.RLock()
         #: the background status writer (PodGroup/Queue/pod status); it lets the binds in flight go first
-        self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.status_defer)
-        #: Events, on threads of their own, queued as the binds succeed (with 4 threads beside 16 bind threads
-        #: they trail the binds of a large drain: docs/performance.md, the race)
-        self.events = Writer(self.opts.event_workers, "events")
+        self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.write_defer)
+        #: Events, on threads of their own (not queued behind status writes), queued as the binds succeed; they
+        #: too let the binds in flight go first (docs/performance.md, the race)
+        self.events = Writer(self.opts.event_workers, "events", max_defer=self.opts.write_defer)
         self.recorder = EventRecorder(api, self.events, "volcano", self.opts.identity)
         self.stats = {"binds": 0, "bind_errors": 0, "evictions": 0, "evict_errors": 0, "sessions": 0}
         self.binder = Binder(api, self.cache, self.lock, self.recorder, self.metrics, self.stats,
@@ -174,8 +175,9 @@ class KubeScheduler:
                                      self.opts.one_pod_ready_events)
         self.handlers = EventHandlers(self.cache, self.lock, self.binder, self.status)
         self.binder.handlers = self.handlers
-        if self.opts.status_defer > 0:
+        if self.opts.write_defer > 0:  # binds first (kube/writer.py)
             self.writer.defer_to = self.binder.wait
+            self.events.defer_to = self.binder.wait
         self.cluster = KubeWriter(self.binder, self.status)
         self.heartbeat = time.monotonic()
         self.last_result: SessionResult | None = None

@@ -2,12 +2,19 @@
 
 ``Writer`` runs writes on a few threads, keyed by object: while a write for a key is queued, a newer one
 replaces it (only the latest status matters), and writes for one key never run concurrently, so they
-reach the server in order.  A writer may *defer to* something more urgent: the scheduler's status writer waits,
-before each write, until no bind is in flight, but never longer than ``max_defer`` seconds after the write was
-first queued.  Binds are what drains a backlog; a PodGroup status write that waits for them meanwhile often
-finds a newer status queued for the same group (Inqueue, then Running once its pods are bound) and sends only
-that one.  Volcano's scheduler likewise writes PodGroup status once per session for what changed
-(``JobUpdater.UpdateAll``, ``framework/job_updater.go``); its binds run in their own goroutines.
+reach the server in order.
+
+**Binds first.**  A writer may *defer to* something more urgent: the scheduler's status writer and its Event
+writer both wait, before each write, until no bind is in flight (``Binder.wait``), but never longer than
+``max_defer`` seconds after the write was first queued, so that on a cluster that always has a bind in flight
+statuses and Events still go out, ``max_defer`` late at most.  Binds are what drains a backlog, and on a
+saturated API server every other write in between delays them: in the race (docs/performance.md) a drain of
+5,000 one-pod PodGroups sent 1,200-1,900 Events before its last bind, each costing kube-apiserver and etcd
+about as much CPU as a bind.  Deferred, every Event and status is still written, after the binds of that burst.
+A PodGroup status write that waits meanwhile often finds a newer status queued for the same group (Inqueue,
+then Running once its pods are bound) and sends only that one.  Volcano's scheduler likewise writes PodGroup
+status once per session for what changed (``JobUpdater.UpdateAll``, ``framework/job_updater.go``), after the
+session has dispatched its binds; its binds run in their own goroutines.
 
 ``EventRecorder`` emits core/v1 Events, each (object, reason, message) once per ``repeat_after`` seconds, as the
 client-go recorder's aggregation would, and remembers which (object, reason) it recorded (``recorded``).
@@ -35,7 +42,7 @@ _STOP: Hashable = object()
 
 class Writer:
     def __init__(self, workers: int = 4, name: str = "writer", defer_to: Callable[[float], object] | None = None,
-                 max_defer: float = 5.0) -> None:
+                 max_defer: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
         # worker threads on one queue of keys, started as needed: a ThreadPoolExecutor's Future and Condition
         # per write cost more Python CPU than the write's own bookkeeping (two Events per pod in a drain)
         self.workers = workers
@@ -52,6 +59,8 @@ class Writer:
         #: ``defer_to(seconds)`` returns once the more urgent work is done or ``seconds`` have passed
         self.defer_to = defer_to
         self.max_defer = max_defer
+        #: the time source of ``max_defer`` (tests pass a fake one)
+        self.clock = clock
         self.failures = 0
 
     def submit(self, key: Hashable, fn: Callable[[], None]) -> None:
@@ -59,7 +68,7 @@ class Writer:
         with self._lock:
             queued = key in self._pending or key in self._running
             self._pending[key] = fn
-            self._since.setdefault(key, time.monotonic())
+            self._since.setdefault(key, self.clock())
             if not queued and not self._closed:
                 self._running.add(key)
                 if len(self._threads) < self.workers and len(self._running) > len(self._threads):
@@ -75,14 +84,20 @@ class Writer:
                 return
             self._drain(key)
 
+    def deferral(self, key: Hashable) -> float:
+        """How long the next write of ``key`` may still wait for ``defer_to``: ``max_defer`` after its oldest
+        unsent write was queued, minus the time since (0: write now)."""
+        if self.defer_to is None or self.max_defer <= 0:
+            return 0.0
+        with self._lock:
+            since = self._since.get(key)
+        return max(0.0, since + self.max_defer - self.clock()) if since is not None else 0.0
+
     def _drain(self, key: Hashable) -> None:
         while True:
-            if self.defer_to is not None:
-                with self._lock:
-                    since = self._since.get(key)
-                left = (since + self.max_defer - time.monotonic()) if since is not None else 0.0
-                if left > 0:
-                    self.defer_to(left)
+            left = self.deferral(key)
+            if left > 0 and self.defer_to is not None:
+                self.defer_to(left)
             with self._lock:
                 self._since.pop(key, None)
                 fn = self._pending.pop(key, None)
