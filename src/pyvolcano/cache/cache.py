@@ -94,6 +94,11 @@ class Snapshot:
     #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
     #: (``TaskInfo.uses_pod_constraints``), kept by the cache; None: not known, every job is looked at
     constrained_jobs: set[str] | None = None
+    #: jobs the last session recorded as settled and that are still the same (same version, clone reused, same
+    #: PodGroup phase), with the record, under the conf registration ``settled_reg`` it was made with; the session
+    #: uses them only under that same registration (``Session._settled_jobs``)
+    settled: dict[str, Any] = field(default_factory=dict)
+    settled_reg: Any = None
 
 
 class SchedulerCache:
@@ -642,6 +647,9 @@ class SchedulerCache:
         prev_clones = self._clones
         clones: dict[str, tuple[JobInfo, JobInfo]] = {}
         reuse = self.reuse_clones
+        memo = self.memo
+        settled_reg = memo.settled_reg if memo is not None and reuse else None
+        settled: dict[str, Any] = {}
         for uid, job in self.jobs.items():
             if job.podgroup is None or job.queue not in queues:
                 if job.podgroup is None:
@@ -658,6 +666,12 @@ class SchedulerCache:
             if prev is not None and prev[0] is job and prev[1].reuse(job):
                 c = prev[1]
                 self.reused += 1
+                if settled_reg is not None:  # left alone by the last session and unchanged since?
+                    rec = job.derived.get("settled")
+                    if rec is not None:
+                        key = rec[0]
+                        if key[0] == job.version and key[2] is settled_reg and c.podgroup.phase == key[1]:
+                            settled[uid] = rec[1]
             else:
                 c = job.clone()
                 if last is not None:  # its pods' nodes hold the old clones (or the cache's own pods)
@@ -694,6 +708,7 @@ class SchedulerCache:
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
+            settled=settled, settled_reg=settled_reg,
         )
 
     def warn_problems(self) -> None:

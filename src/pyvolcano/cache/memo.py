@@ -90,6 +90,8 @@ class BlockedMemo:
     carried: dict[str, Any] = field(default_factory=dict)
     #: whether that conf allows skipping in enqueue and in allocate (``_conf_ok``, worked out once per conf)
     conf_ok: tuple[bool, bool] = (False, False)
+    #: the conf registration under which the last session recorded jobs as settled (``Session._settled_jobs``)
+    settled_reg: Any = None
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):

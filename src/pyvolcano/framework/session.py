@@ -115,6 +115,8 @@ from pyvolcano.framework.topology import SessionTopology
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
+#: gang's reason on the Scheduled condition of a ready job (``gang.go``: OnSessionClose)
+GANG_READY = "tasks in gang are ready to be scheduled"
 
 
 @dataclass
@@ -163,6 +165,10 @@ class Session:
         self.evictions: list[Eviction] = []
         self.invalid: dict[str, str] = {}
         self.pg_conditions: dict[str, dict[str, Any]] = {}
+        #: jobs this session leaves alone, with what ``close`` carries for them (``_settled_jobs``, set by ``open``)
+        self.settled: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
+        #: this session may record jobs as settled for the next one (``_settled_jobs``)
+        self._can_settle = False
         self._plain_conditions: dict[tuple[str, str], dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
@@ -711,7 +717,43 @@ class Session:
             plugin.on_session_open(self)
             seconds[(name, "OnSessionOpen")] = clock() - t0
         self.selector.reset()
+        self.settled = self._settled_jobs()
         return self
+
+    def _settled_jobs(self) -> dict[str, tuple[PodGroupStatus, _CloseCounts]]:
+        """The jobs this session can leave alone (issue 15: sessions whose cost follows what changed), with the
+        status and counts ``close`` carries for them.
+
+        A *settled* job closed the last session it was in with nothing pending or pipelined, no fit error, enqueue
+        reason, objection or topology reason, gang's ready condition as its only condition and a quiet status (the
+        very object of the session before); it is settled in this session if its clone is the one reused from the last
+        snapshot (same cache version), its PodGroup phase is the same and the conf's registration is the same
+        object (a reloaded conf settles nothing); the snapshot finds them as it reuses the clones
+        (``SchedulerCache.snapshot``).  For such a job every action's answer is known without asking: enqueue looks only at
+        Pending PodGroups; allocate and backfill would find it valid (gang's jobValid is a function of the job's
+        version, ``plugins/gang.py``) with nothing to place; gang's close would give it the ready condition; and
+        close would hand back the carried status.  So ``schedulable_jobs`` and gang's close skip it and ``close``
+        takes the carried status and counts -- as long as the session did not change its clone (an eviction by
+        preempt or reclaim moves the clone's version, and such a job is treated as any other from then on).
+
+        Only when every jobValid function is gang's (a third-party jobValid may read more than the job) and gang
+        is configured (its ready condition is part of the carried status); never with ``--full-sessions``.
+        ``tests/test_settled.py`` compares sessions with and without it."""
+        self._can_settle = False
+        snap = self.snapshot
+        memo = snap.memo
+        if memo is not None:
+            memo.settled_reg = None
+        if not self.carry or "gang" not in self.plugins:
+            return {}
+        for tier in self.fns["jobValid"]:
+            for name, _ in tier:
+                if name != "gang":
+                    return {}
+        self._can_settle = True
+        if memo is not None:
+            memo.settled_reg = self._reg  # what this session records is under its registration
+        return snap.settled if snap.settled_reg is self._reg else {}
 
     def run(self, explain: int = 0) -> SessionResult:
         """Open, run every configured action in order, close.  ``explain``: also report, per pending pod, the
@@ -775,10 +817,36 @@ class Session:
         invalid, pg_conditions = self.invalid, self.pg_conditions
         no_conds: dict[str, dict[str, Any]] = {}
         topology_why = self.topology.why
+        settled = self.settled
+        ready_sig = (SCHEDULED, "True", GANG_READY, "")
+        settle = self._can_settle
         for job in self.jobs.values():
             uid = job.uid
             pg = job.podgroup
             assert pg is not None
+            if settled:
+                hit = settled.get(uid)
+                # left alone by the session (``_settled_jobs``): last session's status and counts
+                if (hit is not None and job.version == job.cloned_from and uid not in pg_conditions
+                        and not job.nodes_fit_errors and not job.enqueue_reason and uid not in invalid
+                        and not (topology_why and uid in topology_why)):
+                    st, c = hit
+                    pods += c.pods
+                    out.podgroups[uid] = st
+                    phase = st.phase
+                    counts = phases.get(job.queue)
+                    if counts is None:
+                        counts = phases[job.queue] = {}
+                        tasks[job.queue] = [0, 0]
+                    counts[phase] = counts.get(phase, 0) + 1
+                    if c.held:
+                        tasks[job.queue][0] += c.held
+                        h = held.get(job.queue)
+                        if h is None:
+                            held[job.queue] = job.allocated.copy()
+                        else:
+                            h += job.allocated
+                    continue
             conds = pg_conditions.get(uid, no_conds)
             # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
             quiet: tuple[tuple[int, str], tuple[Any, ...]] | None = None
@@ -821,6 +889,10 @@ class Session:
                     job.derived["status"] = (quiet, st)
                 elif waiting is not None:
                     job.derived["waiting-status"] = (waiting, (st, out.unschedulable.get(uid)))
+            if settle and quiet is not None and not c.pending and quiet[1] == ready_sig and \
+                    job.derived.get("status", (None,))[0] == quiet and job.derived["status"][1] is st:
+                # nothing pending, ready, valid, quiet: the next session may leave it alone (``_settled_jobs``)
+                job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))
             out.podgroups[uid] = st
             phase = st.phase
             counts = phases.get(job.queue)
