@@ -99,6 +99,8 @@ class Snapshot:
     #: uses them only under that same registration (``Session._settled_jobs``)
     settled: dict[str, Any] = field(default_factory=dict)
     settled_reg: Any = None
+    #: the cache's count of snapshots when this one was taken (``BlockedMemo.left_alone`` names it)
+    seq: int = 0
 
 
 class SchedulerCache:
@@ -124,6 +126,8 @@ class SchedulerCache:
         #: reference the running totals and carried task maps are tested against (tests/sim/test_snapshot.py)
         self.incremental_nodes = True
         self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
+        #: snapshots taken so far (``Snapshot.seq``)
+        self._snap_seq = 0
         self.res = res or ResourceIndex.of()
         self.nodes: dict[str, NodeSpec] = {}
         self.jobs: dict[str, JobInfo] = {}
@@ -650,7 +654,29 @@ class SchedulerCache:
         memo = self.memo
         settled_reg = memo.settled_reg if memo is not None and reuse else None
         settled: dict[str, Any] = {}
+        # the jobs the last session left alone (``Session.close``), if it was the session of the last snapshot:
+        # their clones are exactly as that snapshot handed them over, so while the cache's job is unchanged (same
+        # version and PodGroup phase) the clone is handed over again as it is, without ``JobInfo.reuse``
+        left: dict[str, Any] = {}
+        if memo is not None and reuse and settled_reg is not None:
+            seq, got = memo.left_alone
+            if seq == self._snap_seq:
+                left = got
+            memo.left_alone = (-1, {})
+        self._snap_seq += 1
         for uid, job in self.jobs.items():
+            if left:
+                rec = left.get(uid)
+                if rec is not None:
+                    prev = prev_clones[uid]
+                    c = prev[1]
+                    if (prev[0] is job and c.version == job.version and c.podgroup.phase == job.podgroup.phase
+                            and job.queue in queues):
+                        jobs[uid] = c
+                        clones[uid] = prev
+                        settled[uid] = rec
+                        self.reused += 1
+                        continue
             if job.podgroup is None or job.queue not in queues:
                 if job.podgroup is None:
                     group = uid.split("/", 1)[1]
@@ -708,7 +734,7 @@ class SchedulerCache:
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
-            settled=settled, settled_reg=settled_reg,
+            settled=settled, settled_reg=settled_reg, seq=self._snap_seq,
         )
 
     def warn_problems(self) -> None:

@@ -820,6 +820,7 @@ class Session:
         settled = self.settled
         ready_sig = (SCHEDULED, "True", GANG_READY, "")
         settle = self._can_settle
+        left: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
         for job in self.jobs.values():
             uid = job.uid
             pg = job.podgroup
@@ -831,6 +832,8 @@ class Session:
                         and not job.nodes_fit_errors and not job.enqueue_reason and uid not in invalid
                         and not (topology_why and uid in topology_why)):
                     st, c = hit
+                    if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
+                        left[uid] = hit
                     pods += c.pods
                     out.podgroups[uid] = st
                     phase = st.phase
@@ -910,6 +913,9 @@ class Session:
                 else:  # in place: the same additions, in the same order, without a new array per job
                     h += job.allocated
         out.pods = pods
+        memo = self.snapshot.memo
+        if memo is not None and settle:
+            memo.left_alone = (self.snapshot.seq, left)
         if self.evicted_for or self.last_tx:
             self._nominations(out)
         out.queues = self._queue_statuses(held, phases, tasks)
