@@ -668,12 +668,13 @@ class SchedulerCache:
             if left:
                 rec = left.get(uid)
                 if rec is not None:
-                    prev = prev_clones[uid]
-                    c = prev[1]
-                    if (prev[0] is job and c.version == job.version and c.podgroup.phase == job.podgroup.phase
-                            and job.queue in queues):
+                    kept = prev_clones[uid]
+                    c = kept[1]
+                    cpg, jpg = c.podgroup, job.podgroup
+                    if (kept[0] is job and c.version == job.version and cpg is not None and jpg is not None
+                            and cpg.phase == jpg.phase and job.queue in queues):
                         jobs[uid] = c
-                        clones[uid] = prev
+                        clones[uid] = kept
                         settled[uid] = rec
                         self.reused += 1
                         continue
@@ -696,7 +697,8 @@ class SchedulerCache:
                     rec = job.derived.get("settled")
                     if rec is not None:
                         key = rec[0]
-                        if key[0] == job.version and key[2] is settled_reg and c.podgroup.phase == key[1]:
+                        if key[0] == job.version and key[2] is settled_reg and c.podgroup is not None \
+                                and c.podgroup.phase == key[1]:
                             settled[uid] = rec[1]
             else:
                 c = job.clone()

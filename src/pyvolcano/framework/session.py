@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -169,6 +169,11 @@ class Session:
         self.settled: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
         #: this session may record jobs as settled for the next one (``_settled_jobs``)
         self._can_settle = False
+        #: the jobs that are not settled, in ``jobs`` order (``unsettled_jobs``)
+        self._unsettled: list[JobInfo] = []
+        #: jobs one of whose tasks was evicted (or its eviction undone) in this session: the only change a settled
+        #: job can see in a session (it has no pending, allocated or pipelined task to place or take back)
+        self.touched: set[str] = set()
         self._plain_conditions: dict[tuple[str, str], dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
@@ -593,12 +598,14 @@ class Session:
 
     def _evict(self, task: TaskInfo) -> TaskStatus:
         old = task.status
+        self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, TaskStatus.Releasing, self.jobs.get(task.job))
         self._fire(task, False)
         return old
 
     def _unevict(self, task: TaskInfo, old: TaskStatus, *, hide: bool = True) -> None:
+        self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, old, self.jobs.get(task.job))
         if hide:
@@ -717,8 +724,21 @@ class Session:
             plugin.on_session_open(self)
             seconds[(name, "OnSessionOpen")] = clock() - t0
         self.selector.reset()
-        self.settled = self._settled_jobs()
+        self.settled = settled = self._settled_jobs()
+        self._unsettled = [job for uid, job in self.jobs.items() if uid not in settled] if settled else []
         return self
+
+    def unsettled_jobs(self) -> Iterable[JobInfo]:
+        """The jobs a pass over the session's jobs must look at, in ``jobs`` order: all of them but the settled
+        jobs the session has not changed (``_settled_jobs``).  A settled job changes in a session only by an
+        eviction (``_evict``/``_unevict`` note it in ``touched``); after one, the list is made again."""
+        settled = self.settled
+        if not settled:
+            return self.jobs.values()
+        if self.touched and not self.touched.isdisjoint(settled):
+            return [job for uid, job in self.jobs.items()
+                    if not (uid in settled and job.version == job.cloned_from)]
+        return self._unsettled
 
     def _settled_jobs(self) -> dict[str, tuple[PodGroupStatus, _CloseCounts]]:
         """The jobs this session can leave alone (issue 15: sessions whose cost follows what changed), with the
@@ -821,6 +841,8 @@ class Session:
         ready_sig = (SCHEDULED, "True", GANG_READY, "")
         settle = self._can_settle
         left: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
+        podgroups = out.podgroups
+        pending = PodGroupPhase.Pending  # a Pending PodGroup is enqueue's (or allocate's to promote): never settled
         for job in self.jobs.values():
             uid = job.uid
             pg = job.podgroup
@@ -831,22 +853,23 @@ class Session:
                 if (hit is not None and job.version == job.cloned_from and uid not in pg_conditions
                         and not job.nodes_fit_errors and not job.enqueue_reason and uid not in invalid
                         and not (topology_why and uid in topology_why)):
-                    st, c = hit
+                    sst, sc = hit
                     if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
                         left[uid] = hit
-                    pods += c.pods
-                    out.podgroups[uid] = st
-                    phase = st.phase
-                    counts = phases.get(job.queue)
+                    pods += sc.pods
+                    podgroups[uid] = sst
+                    q = job.queue
+                    counts = phases.get(q)
                     if counts is None:
-                        counts = phases[job.queue] = {}
-                        tasks[job.queue] = [0, 0]
-                    counts[phase] = counts.get(phase, 0) + 1
-                    if c.held:
-                        tasks[job.queue][0] += c.held
-                        h = held.get(job.queue)
+                        counts = phases[q] = {}
+                        tasks[q] = [0, 0]
+                    sphase = sst.phase
+                    counts[sphase] = counts.get(sphase, 0) + 1
+                    if sc.held:
+                        tasks[q][0] += sc.held
+                        h = held.get(q)
                         if h is None:
-                            held[job.queue] = job.allocated.copy()
+                            held[q] = job.allocated.copy()
                         else:
                             h += job.allocated
                     continue
@@ -892,7 +915,7 @@ class Session:
                     job.derived["status"] = (quiet, st)
                 elif waiting is not None:
                     job.derived["waiting-status"] = (waiting, (st, out.unschedulable.get(uid)))
-            if settle and quiet is not None and not c.pending and quiet[1] == ready_sig and \
+            if settle and quiet is not None and not c.pending and quiet[1] == ready_sig and pg.phase != pending and \
                     job.derived.get("status", (None,))[0] == quiet and job.derived["status"][1] is st:
                 # nothing pending, ready, valid, quiet: the next session may leave it alone (``_settled_jobs``)
                 job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))

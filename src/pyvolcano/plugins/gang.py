@@ -96,10 +96,7 @@ class Gang(Plugin):
         carry = ssn.carry
         conds = ssn.pg_conditions
         ready_cond: dict[str, object] | None = None
-        settled = ssn.settled
-        for job in ssn.jobs.values():
-            if settled and job.uid in settled and job.version == job.cloned_from:
-                continue  # left alone by the session: close carries its status (``Session._settled_jobs``)
+        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Session._settled_jobs``)
             # Volcano's close looks at minMember only, not per-spec minimums
             v = job.version
             if carry and v == job.cloned_from >= 0:  # framework/carry.py: ``carried``
