@@ -101,6 +101,8 @@ class Snapshot:
     settled_reg: Any = None
     #: the cache's count of snapshots when this one was taken (``BlockedMemo.left_alone`` names it)
     seq: int = 0
+    #: the jobs of ``jobs`` not in ``settled``, in ``jobs`` order
+    unsettled: list[JobInfo] = field(default_factory=list)
 
 
 class SchedulerCache:
@@ -654,6 +656,7 @@ class SchedulerCache:
         memo = self.memo
         settled_reg = memo.settled_reg if memo is not None and reuse else None
         settled: dict[str, Any] = {}
+        unsettled: list[JobInfo] = []
         # the jobs the last session left alone (``Session.close``), if it was the session of the last snapshot:
         # their clones are exactly as that snapshot handed them over, so while the cache's job is unchanged (same
         # version and PodGroup phase) the clone is handed over again as it is, without ``JobInfo.reuse``
@@ -705,6 +708,8 @@ class SchedulerCache:
                 if last is not None:  # its pods' nodes hold the old clones (or the cache's own pods)
                     dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
             jobs[uid] = c
+            if uid not in settled:
+                unsettled.append(c)
             if reuse:
                 clones[uid] = (job, c)
         self._clones = clones
@@ -736,7 +741,7 @@ class SchedulerCache:
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
-            settled=settled, settled_reg=settled_reg, seq=self._snap_seq,
+            settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled,
         )
 
     def warn_problems(self) -> None:

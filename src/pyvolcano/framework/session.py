@@ -725,7 +725,7 @@ class Session:
             seconds[(name, "OnSessionOpen")] = clock() - t0
         self.selector.reset()
         self.settled = settled = self._settled_jobs()
-        self._unsettled = [job for uid, job in self.jobs.items() if uid not in settled] if settled else []
+        self._unsettled = self.snapshot.unsettled if settled else []
         return self
 
     def unsettled_jobs(self) -> Iterable[JobInfo]:
