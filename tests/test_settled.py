@@ -103,3 +103,28 @@ def test_a_settled_job_evicted_in_the_session_is_looked_at_again(monkeypatch: py
     assert seen, "no settled job lost a pod to an eviction: the case is not exercised"
     assert all(same == 0 for same, _ in seen)
     assert np.all(np.array([n for _, n in seen]) > 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_queue_held_sums_are_the_sums_in_job_order(seed: int) -> None:
+    """``session._held``: bit for bit what adding the jobs' vectors one after the other gives, whole amounts (one
+    NumPy sum) or not (fractions of a GPU, huge amounts: one after the other)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        rows: dict[str, list[np.ndarray]] = {}
+        for q in ("a", "b", "c"):
+            n = int(rng.integers(1, 40))
+            kind = rng.integers(0, 3)
+            if kind == 0:
+                m = rng.integers(0, 10**12, size=(n, 4)).astype(float)
+            elif kind == 1:
+                m = rng.random((n, 4)) * 10.0 ** rng.integers(-3, 4)
+            else:
+                m = rng.integers(0, 10**15, size=(n, 4)).astype(float) * 64.0
+            rows[q] = list(m)
+        got = session_mod._held(rows)
+        for q, rs in rows.items():
+            want = rs[0].copy()
+            for r in rs[1:]:
+                want += r
+            assert got[q].tobytes() == want.tobytes()

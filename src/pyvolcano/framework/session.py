@@ -829,7 +829,8 @@ class Session:
             out.hypernode_ties = {uid: {topo.names[h]: [self.nodes.names[i] for i in
                                                        np.flatnonzero(topo.members[h, :len(self.nodes)])]
                                         for h in sorted(hs)} for uid, hs in self.topology.ties.items()}
-        held: dict[str, np.ndarray] = {}
+        #: per queue, the allocated vector of each of its jobs holding something, in job order (``_held``)
+        held_rows: dict[str, list[np.ndarray]] = {}
         carry = self.carry
         phases: dict[str, dict[str, int]] = {}
         tasks: dict[str, list[int]] = {}
@@ -867,11 +868,11 @@ class Session:
                     counts[sphase] = counts.get(sphase, 0) + 1
                     if sc.held:
                         tasks[q][0] += sc.held
-                        h = held.get(q)
-                        if h is None:
-                            held[q] = job.allocated.copy()
+                        r = held_rows.get(q)
+                        if r is None:
+                            held_rows[q] = [job.allocated]
                         else:
-                            h += job.allocated
+                            r.append(job.allocated)
                     continue
             conds = pg_conditions.get(uid, no_conds)
             # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
@@ -930,18 +931,18 @@ class Session:
             tc[0] += c.held
             tc[1] += c.pending
             if c.held:
-                h = held.get(job.queue)
-                if h is None:
-                    held[job.queue] = job.allocated.copy()
-                else:  # in place: the same additions, in the same order, without a new array per job
-                    h += job.allocated
+                r = held_rows.get(job.queue)
+                if r is None:
+                    held_rows[job.queue] = [job.allocated]
+                else:
+                    r.append(job.allocated)
         out.pods = pods
         memo = self.snapshot.memo
         if memo is not None and settle:
             memo.left_alone = (self.snapshot.seq, left)
         if self.evicted_for or self.last_tx:
             self._nominations(out)
-        out.queues = self._queue_statuses(held, phases, tasks)
+        out.queues = self._queue_statuses(_held(held_rows), phases, tasks)
         problems = self.state.get(QUEUE_PROBLEMS)
         out.queue_problems = list(problems) if problems else []
         return out
@@ -1107,6 +1108,30 @@ class _CloseCounts:
         self.waiting = tuple(t.uid for t in pending.values() if not t.sch_gated) if pending else ()
         pipelined = index.get(TaskStatus.Pipelined)
         self.pipelined = tuple((t.uid, t.node_name) for t in pipelined.values()) if pipelined else ()
+
+
+def _held(rows: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+    """Each queue's sum of its jobs' allocated vectors, exactly what adding them one after the other in job order
+    gives: in one NumPy sum when every amount is a whole number and the sums stay below 2**53 (then every order of
+    addition is exact), else one after the other."""
+    out: dict[str, np.ndarray] = {}
+    for q, rs in rows.items():
+        if len(rs) == 1:
+            out[q] = rs[0].copy()
+            continue
+        m = np.array(rs)
+        if np.array_equal(m, np.rint(m)) and float(np.abs(m).sum(axis=0).max(initial=0.0)) < _EXACT:
+            out[q] = m.sum(axis=0)
+        else:
+            h = rs[0].copy()
+            for r in rs[1:]:
+                h += r
+            out[q] = h
+    return out
+
+
+#: below this every partial sum of whole numbers is exact in a float64
+_EXACT = float(2**53)
 
 
 def _phase(pg: PodGroup, c: _CloseCounts, unschedulable: bool) -> PodGroupPhase:
