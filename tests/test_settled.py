@@ -61,7 +61,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: 
                     node_failures=[(40.0, "node-0000", 90.0), (150.0, "node-0003", 60.0)])
     res = sim.run()
     monkeypatch.undo()
-    return seen + [res.evictions], settled[0]
+    return [*seen, res.evictions], settled[0]
 
 
 @pytest.mark.parametrize("conf", [None, "examples/confs/reclaim-preempt.conf"])
@@ -128,3 +128,120 @@ def test_queue_held_sums_are_the_sums_in_job_order(seed: int) -> None:
             for r in rs[1:]:
                 want += r
             assert got[q].tobytes() == want.tobytes()
+
+
+# --- the carried job map (``SchedulerCache._carried_jobs``) under random cache changes between real sessions ---------
+def _ops() -> Any:
+    from hypothesis import strategies as st
+    return st.lists(st.tuples(st.integers(0, 7), st.integers(0, 5), st.integers(0, 2)), min_size=3, max_size=40)
+
+
+def test_carried_job_maps_equal_a_full_walk() -> None:
+    """Jobs created, finished, deleted and made again under the same name, PodGroups deleted (the job left out) and
+    back, a queue added, PodGroup phases written: after every session, a snapshot that carries the last job map
+    (when it can) lists the same jobs, in the same order, each handed over clone equal to a fresh one, with the same
+    settled and unsettled jobs as a snapshot that walks every job."""
+    from hypothesis import HealthCheck, given, settings
+
+    from pyvolcano.api.types import PodGroupPhase
+    from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.framework.cycle import run_session
+    from tests.sim.test_snapshot import _node, _pod, _podgroup, check_snapshot
+
+    conf = load_conf_file(None)
+    carried = [0]
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(ops=_ops())
+    def run(ops: list[tuple[int, int, int]]) -> None:
+        cache = SchedulerCache("volcano", reuse_clones=True, memo=True)
+        cache.upsert({"kind": "Queue", "metadata": {"name": "a"}, "spec": {"weight": 1}})
+        for i in range(2):
+            cache.upsert(_node(i, 8))
+        real = cache._carried_jobs
+
+        def spy(*a: Any) -> Any:
+            got = real(*a)
+            carried[0] += got is not None
+            return got
+        cache._carried_jobs = spy  # type: ignore[method-assign,assignment]
+        for op, g, n in ops:
+            name = f"g{g}"
+            if op <= 2:  # a job of one pod, pending
+                cache.upsert(_podgroup(name, "a", "Pending"))
+                cache.upsert(_pod(f"{name}-p", name, 1, "", "Pending"))
+            elif op == 3:  # its pod finished
+                t = cache.tasks.get(f"default/{name}-p")
+                if t is not None and t.node_name:
+                    cache.upsert(_pod(f"{name}-p", name, 1, t.node_name, "Succeeded"))
+            elif op == 4:  # the job deleted (and at once made again under the same name: it moves to the end)
+                cache.delete({"kind": "Pod", "metadata": {"name": f"{name}-p", "namespace": "default"}})
+                cache.delete({"kind": "PodGroup", "metadata": {"name": name, "namespace": "default"}})
+                if n:
+                    cache.upsert(_podgroup(name, "a", "Pending"))
+                    cache.upsert(_pod(f"{name}-p", name, 1, "", "Pending"))
+            elif op == 5:  # only the PodGroup deleted: the job is left out while its pod stays
+                cache.delete({"kind": "PodGroup", "metadata": {"name": name, "namespace": "default"}})
+            elif op == 6:
+                pg = cache.podgroups.get(f"default/{name}")
+                if pg is not None:
+                    cache.set_podgroup_phase(pg, PodGroupPhase.Running if n else PodGroupPhase.Inqueue)
+            else:
+                cache.upsert({"kind": "Queue", "metadata": {"name": f"q{n}"}, "spec": {"weight": 1}})
+            for _ in range(2):
+                res = run_session(cache, conf)
+                for uid, node in res.binds.items():  # what the binder and the kubelet would write back
+                    t = cache.tasks[uid]
+                    cache.upsert(_pod(t.uid.split("/", 1)[1], t.job.split("/", 1)[1], 1, node, "Running"))
+                for uid, st in res.podgroups.items():  # and the status writer (the Kubernetes mode's way)
+                    pg = cache.podgroups.get(uid)
+                    if pg is not None and pg.phase != st.phase:
+                        cache.set_podgroup_phase(pg, PodGroupPhase(st.phase))
+            snap = cache.snapshot()
+            check_snapshot(cache, snap)
+            walked = [uid for uid, j in cache.jobs.items() if j.podgroup is not None and j.queue in snap.queues]
+            assert list(snap.jobs) == walked
+            assert [c.uid for c in snap.unsettled] == [uid for uid in walked if uid not in snap.settled]
+            for uid in snap.settled:
+                job = cache.jobs[uid]
+                rec = job.derived.get("settled")
+                assert rec is not None and rec[0][0] == job.version
+            run_session(cache, conf)
+    run()
+    assert carried[0] > 20  # the comparison would hold trivially if no snapshot carried its job map
+
+
+def test_a_job_made_again_between_snapshots_is_listed_where_the_cache_has_it() -> None:
+    """Two settled jobs; the first deleted and made again under its name before the next snapshot: the cache now
+    lists it last, and so must the snapshot (the carried map would have kept its old place)."""
+    from pyvolcano.api.types import PodGroupPhase
+    from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.framework.cycle import run_session
+    from tests.sim.test_snapshot import _node, _pod, _podgroup, check_snapshot
+
+    conf = load_conf_file(None)
+    cache = SchedulerCache("volcano", reuse_clones=True, memo=True)
+    cache.upsert({"kind": "Queue", "metadata": {"name": "a"}, "spec": {"weight": 1}})
+    for i in range(2):
+        cache.upsert(_node(i, 8))
+    for g in ("g0", "g1"):
+        cache.upsert(_podgroup(g, "a", "Pending"))
+        cache.upsert(_pod(f"{g}-p", g, 1, "", "Pending"))
+    for _ in range(4):
+        res = run_session(cache, conf)
+        for uid, node in res.binds.items():
+            t = cache.tasks[uid]
+            cache.upsert(_pod(t.uid.split("/", 1)[1], t.job.split("/", 1)[1], 1, node, "Running"))
+        for uid, st in res.podgroups.items():
+            pg = cache.podgroups[uid]
+            if pg.phase != st.phase:
+                cache.set_podgroup_phase(pg, PodGroupPhase(st.phase))
+    assert cache.memo is not None and len(cache.memo.left_alone[1]) == 2  # both settled, left alone
+    cache.delete({"kind": "Pod", "metadata": {"name": "g0-p", "namespace": "default"}})
+    cache.delete({"kind": "PodGroup", "metadata": {"name": "g0", "namespace": "default"}})
+    cache.upsert(_podgroup("g0", "a", "Pending"))
+    cache.upsert(_pod("g0-p", "g0", 1, "", "Pending"))
+    snap = cache.snapshot()
+    assert list(snap.jobs) == list(cache.jobs) == ["default/g1", "default/g0"]
+    assert list(snap.settled) == ["default/g1"]
+    check_snapshot(cache, snap)
