@@ -36,7 +36,9 @@ def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo],
     drops jobs before the plugins are asked whether they are valid (backfill wants only a few)."""
     out = []
     queues, job_valid, waiting = ssn.queues, ssn.job_valid, PodGroupPhase.Pending
-    for job in ssn.jobs.values():  # every live job of every session, twice (allocate, backfill): kept lean
+    # every job of every session but the settled ones (valid, nothing to place: ``Session._settled_jobs``), twice
+    # (allocate, backfill): kept lean
+    for job in ssn.unsettled_jobs():
         pg = job.podgroup
         if pg is None:
             continue

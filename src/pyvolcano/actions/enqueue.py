@@ -31,7 +31,8 @@ class Enqueue(Action):
         waiting: dict[str, list[JobInfo]] = {}
         memo = ssn.memo
         queues_of, waits = ssn.queues, PodGroupPhase.Pending
-        for job in ssn.jobs.values():  # every live job of every session: the phase first (``is_pending``)
+        # every live job of every session but the settled ones (never Pending): the phase first (``is_pending``)
+        for job in ssn.unsettled_jobs():
             pg = job.podgroup
             if pg is None or pg.phase != waits:
                 continue

@@ -13,6 +13,7 @@ the nodes").
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from collections.abc import Iterable
@@ -94,6 +95,15 @@ class Snapshot:
     #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
     #: (``TaskInfo.uses_pod_constraints``), kept by the cache; None: not known, every job is looked at
     constrained_jobs: set[str] | None = None
+    #: jobs the last session recorded as settled and that are still the same (same version, clone reused, same
+    #: PodGroup phase), with the record, under the conf registration ``settled_reg`` it was made with; the session
+    #: uses them only under that same registration (``Session._settled_jobs``)
+    settled: dict[str, Any] = field(default_factory=dict)
+    settled_reg: Any = None
+    #: the cache's count of snapshots when this one was taken (``BlockedMemo.left_alone`` names it)
+    seq: int = 0
+    #: the jobs of ``jobs`` not in ``settled``, in ``jobs`` order
+    unsettled: list[JobInfo] = field(default_factory=list)
 
 
 class SchedulerCache:
@@ -119,6 +129,13 @@ class SchedulerCache:
         #: reference the running totals and carried task maps are tested against (tests/sim/test_snapshot.py)
         self.incremental_nodes = True
         self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
+        #: snapshots taken so far (``Snapshot.seq``)
+        self._snap_seq = 0
+        #: jobs whose cache ``JobInfo`` changed (version, PodGroup phase), appeared or went since the last snapshot;
+        #: with the last snapshot's job map and queue names, for a snapshot that carries its job map (``snapshot``)
+        self._changed_jobs: set[str] = set()
+        self._last_jobs: dict[str, JobInfo] | None = None
+        self._last_queues: frozenset[str] = frozenset()
         self.res = res or ResourceIndex.of()
         self.nodes: dict[str, NodeSpec] = {}
         self.jobs: dict[str, JobInfo] = {}
@@ -259,6 +276,7 @@ class SchedulerCache:
             self._pending_groups.discard(key)
             job = self.jobs.get(key)
             if job is not None:
+                self._changed_jobs.add(key)
                 job.podgroup = None
                 job.version += 1
                 if not job.tasks:
@@ -393,6 +411,7 @@ class SchedulerCache:
         self._set_podgroup(job, pg)
 
     def _set_podgroup(self, job: JobInfo, pg: PodGroup) -> None:
+        self._changed_jobs.add(job.uid)
         job.version += 1
         job.podgroup = pg
         job.name, job.namespace, job.queue = pg.name, pg.namespace, pg.queue
@@ -459,6 +478,7 @@ class SchedulerCache:
                 prio = task_priority(pod, spec)
             task = convert.make_task(pod, self.res, job_uid, prio, req, init, job.queue)
             self._made_for[uid] = job.queue
+        self._changed_jobs.add(job_uid)
         job.add_task(task)
         if task.uses_pod_constraints:
             self._constrained_jobs[job_uid] = self._constrained_jobs.get(job_uid, 0) + 1
@@ -509,6 +529,7 @@ class SchedulerCache:
                 self._constrained_jobs.pop(t.job, None)
         job = self.jobs.get(t.job)
         if job is not None:
+            self._changed_jobs.add(t.job)
             job.delete_task(t)
             if not job.tasks and job.podgroup is None:
                 del self.jobs[t.job]
@@ -520,6 +541,7 @@ class SchedulerCache:
         if pg.phase != phase and not (pg.phase == PodGroupPhase.Pending and phase == PodGroupPhase.Inqueue):
             self.freed()
         pg.phase = phase
+        self._changed_jobs.add(f"{pg.namespace}/{pg.name}")
         if self.podgroups.get(f"{pg.namespace}/{pg.name}") is pg:
             self._file_group(f"{pg.namespace}/{pg.name}", pg)
 
@@ -530,6 +552,7 @@ class SchedulerCache:
         if node is not None:
             task.node_name = node
         if job is not None:
+            self._changed_jobs.add(task.job)
             job.version += 1
             job.update_task_status(task, status)
         else:
@@ -621,6 +644,40 @@ class SchedulerCache:
         return out
 
     # --- snapshot ------------------------------------------------------------------------------------
+    def _carried_jobs(self, left: dict[str, Any], changed: set[str], queues: dict[str, QueueInfo]) -> \
+            tuple[dict[str, JobInfo], list[str], list[str], list[str]] | None:
+        """What a snapshot that carries the last one's job map must do again: (that map, the jobs in it to hand
+        over again, the new jobs in cache order, the jobs gone), or None when the map cannot be carried and every
+        job is looked at.  ``left``: the jobs the last session left alone (``BlockedMemo.left_alone``); every other
+        job of the last map, and every job that ``changed`` in the cache since, is done again.
+
+        The carried map must list the jobs in the cache's order, as a walk over ``self.jobs`` would: a job that
+        went and came back, a job left out (no PodGroup, unknown queue) then or now, or other queues, and it is not
+        carried."""
+        last_jobs = self._last_jobs
+        if last_jobs is None or self._last_queues != queues.keys():
+            return None
+        cur = self.jobs
+        new = [uid for uid in changed if uid in cur and uid not in last_jobs]
+        gone = [uid for uid in changed if uid not in cur and uid in last_jobs]
+        if new:
+            tail = list(itertools.islice(reversed(cur), len(new)))
+            if set(tail) != set(new):  # not all at the end: a job came back, or a left-out one joined
+                return None
+            tail.reverse()
+            new = tail
+        redo = [uid for uid in (last_jobs.keys() - left.keys()) | changed if uid in cur and uid in last_jobs]
+        prev = self._clones
+        for uid in redo:
+            job = cur[uid]
+            if prev[uid][0] is not job or job.podgroup is None or job.queue not in queues:
+                return None  # made again (its place in the cache moved), or to be left out
+        for uid in new:
+            job = cur[uid]
+            if job.podgroup is None or job.queue not in queues:
+                return None
+        return last_jobs, redo, new, gone
+
     def snapshot(self) -> Snapshot:
         """Private copies for one session.  Jobs without a PodGroup or with an unknown queue are left out
         (with the reason in ``skipped_jobs``), as Volcano's snapshot does; their pods still use nodes.
@@ -642,7 +699,25 @@ class SchedulerCache:
         prev_clones = self._clones
         clones: dict[str, tuple[JobInfo, JobInfo]] = {}
         reuse = self.reuse_clones
-        for uid, job in self.jobs.items():
+        memo = self.memo
+        settled_reg = memo.settled_reg if memo is not None and reuse else None
+        settled: dict[str, Any] = {}
+        unsettled: list[JobInfo] = []
+        # the jobs the last session left alone (``Session.close``), if it was the session of the last snapshot:
+        # their clones are exactly as that snapshot handed them over, so while the cache's job is unchanged (same
+        # version and PodGroup phase) the clone is handed over again as it is, without ``JobInfo.reuse``
+        left: dict[str, Any] = {}
+        if memo is not None and reuse and settled_reg is not None:
+            seq, got = memo.left_alone
+            if seq == self._snap_seq:
+                left = got
+            memo.left_alone = (-1, {})
+        self._snap_seq += 1
+        changed = self._changed_jobs
+        self._changed_jobs = set()
+
+        def one(uid: str, job: JobInfo) -> None:
+            """``job`` into the snapshot: its clone reused or made afresh, or the job left out with its reason."""
             if job.podgroup is None or job.queue not in queues:
                 if job.podgroup is None:
                     group = uid.split("/", 1)[1]
@@ -653,11 +728,18 @@ class SchedulerCache:
                 skipped_pods.update((t.uid, skipped[uid]) for t in job.tasks_in(TaskStatus.Pending))
                 if last is not None and uid in prev_clones:  # its nodes held the last session's clones
                     dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
-                continue
+                return
             prev = prev_clones.get(uid) if reuse else None
             if prev is not None and prev[0] is job and prev[1].reuse(job):
                 c = prev[1]
                 self.reused += 1
+                if settled_reg is not None:  # settled in the last session it was in and unchanged since?
+                    rec = job.derived.get("settled")
+                    if rec is not None:
+                        key = rec[0]
+                        if key[0] == job.version and key[2] is settled_reg and c.podgroup is not None \
+                                and c.podgroup.phase == key[1]:
+                            settled[uid] = rec[1]
             else:
                 c = job.clone()
                 if last is not None:  # its pods' nodes hold the old clones (or the cache's own pods)
@@ -665,6 +747,44 @@ class SchedulerCache:
             jobs[uid] = c
             if reuse:
                 clones[uid] = (job, c)
+
+        carried = self._carried_jobs(left, changed, queues) if left else None
+        if carried is not None:
+            # the last snapshot's job map, with only the jobs that changed or that the last session did not leave
+            # alone done again (in place: a dict keeps a key's position), the new ones appended in cache order
+            last_jobs, redo, new, gone = carried
+            jobs = dict(last_jobs)
+            clones = dict(prev_clones)
+            for uid in gone:
+                del jobs[uid]
+                del clones[uid]
+            settled = {uid: rec for uid, rec in left.items() if uid not in changed}
+            self.reused += len(settled)
+            cur = self.jobs
+            for uid in redo:
+                one(uid, cur[uid])
+            for uid in new:
+                one(uid, cur[uid])
+            unsettled = [c for uid, c in jobs.items() if uid not in settled]
+        else:
+            for uid, job in self.jobs.items():
+                if left:
+                    rec = left.get(uid)
+                    if rec is not None:
+                        kept = prev_clones[uid]
+                        c = kept[1]
+                        cpg, jpg = c.podgroup, job.podgroup
+                        if (kept[0] is job and c.version == job.version and cpg is not None and jpg is not None
+                                and cpg.phase == jpg.phase and job.queue in queues):
+                            jobs[uid] = c
+                            clones[uid] = kept
+                            settled[uid] = rec
+                            self.reused += 1
+                            continue
+                one(uid, job)
+            unsettled = [c for uid, c in jobs.items() if uid not in settled]
+        self._last_jobs = jobs if reuse and not skipped else None
+        self._last_queues = frozenset(queues)
         self._clones = clones
         if not self.incremental_nodes:
             arrays = self.rebuilt_nodes(jobs)
@@ -694,6 +814,7 @@ class SchedulerCache:
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
+            settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled,
         )
 
     def warn_problems(self) -> None:

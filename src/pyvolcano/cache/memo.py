@@ -90,6 +90,11 @@ class BlockedMemo:
     carried: dict[str, Any] = field(default_factory=dict)
     #: whether that conf allows skipping in enqueue and in allocate (``_conf_ok``, worked out once per conf)
     conf_ok: tuple[bool, bool] = (False, False)
+    #: the conf registration under which the last session recorded jobs as settled (``Session._settled_jobs``)
+    settled_reg: Any = None
+    #: (``Snapshot.seq``, uid -> settled record) of the jobs the session of that snapshot left alone: not a field
+    #: it wrote on their clones (``Session.close``); the next snapshot hands those clones over as they are
+    left_alone: tuple[int, dict[str, Any]] = (-1, {})
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):

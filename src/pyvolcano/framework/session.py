@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -115,6 +115,8 @@ from pyvolcano.framework.topology import SessionTopology
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
+#: gang's reason on the Scheduled condition of a ready job (``gang.go``: OnSessionClose)
+GANG_READY = "tasks in gang are ready to be scheduled"
 
 
 @dataclass
@@ -163,6 +165,15 @@ class Session:
         self.evictions: list[Eviction] = []
         self.invalid: dict[str, str] = {}
         self.pg_conditions: dict[str, dict[str, Any]] = {}
+        #: jobs this session leaves alone, with what ``close`` carries for them (``_settled_jobs``, set by ``open``)
+        self.settled: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
+        #: this session may record jobs as settled for the next one (``_settled_jobs``)
+        self._can_settle = False
+        #: the jobs that are not settled, in ``jobs`` order (``unsettled_jobs``)
+        self._unsettled: list[JobInfo] = []
+        #: jobs one of whose tasks was evicted (or its eviction undone) in this session: the only change a settled
+        #: job can see in a session (it has no pending, allocated or pipelined task to place or take back)
+        self.touched: set[str] = set()
         self._plain_conditions: dict[tuple[str, str], dict[str, Any]] = {}
         self.selector = NodeSelector(self, engine)
         self.engine = engine
@@ -587,12 +598,14 @@ class Session:
 
     def _evict(self, task: TaskInfo) -> TaskStatus:
         old = task.status
+        self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, TaskStatus.Releasing, self.jobs.get(task.job))
         self._fire(task, False)
         return old
 
     def _unevict(self, task: TaskInfo, old: TaskStatus, *, hide: bool = True) -> None:
+        self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, old, self.jobs.get(task.job))
         if hide:
@@ -711,7 +724,56 @@ class Session:
             plugin.on_session_open(self)
             seconds[(name, "OnSessionOpen")] = clock() - t0
         self.selector.reset()
+        self.settled = settled = self._settled_jobs()
+        self._unsettled = self.snapshot.unsettled if settled else []
         return self
+
+    def unsettled_jobs(self) -> Iterable[JobInfo]:
+        """The jobs a pass over the session's jobs must look at, in ``jobs`` order: all of them but the settled
+        jobs the session has not changed (``_settled_jobs``).  A settled job changes in a session only by an
+        eviction (``_evict``/``_unevict`` note it in ``touched``); after one, the list is made again."""
+        settled = self.settled
+        if not settled:
+            return self.jobs.values()
+        if self.touched and not self.touched.isdisjoint(settled):
+            return [job for uid, job in self.jobs.items()
+                    if not (uid in settled and job.version == job.cloned_from)]
+        return self._unsettled
+
+    def _settled_jobs(self) -> dict[str, tuple[PodGroupStatus, _CloseCounts]]:
+        """The jobs this session can leave alone (issue 15: sessions whose cost follows what changed), with the
+        status and counts ``close`` carries for them.
+
+        A *settled* job closed the last session it was in with nothing pending or pipelined, no fit error, enqueue
+        reason, objection or topology reason, gang's ready condition as its only condition and a quiet status (the
+        very object of the session before); it is settled in this session if its clone is the one reused from the last
+        snapshot (same cache version), its PodGroup phase is the same and the conf's registration is the same
+        object (a reloaded conf settles nothing); the snapshot finds them as it reuses the clones
+        (``SchedulerCache.snapshot``).  For such a job every action's answer is known without asking: enqueue looks only at
+        Pending PodGroups; allocate and backfill would find it valid (gang's jobValid is a function of the job's
+        version, ``plugins/gang.py``) with nothing to place; gang's close would give it the ready condition; and
+        close would hand back the carried status.  So ``schedulable_jobs`` and gang's close skip it and ``close``
+        takes the carried status and counts -- as long as the session did not change its clone (an eviction by
+        preempt or reclaim moves the clone's version, and such a job is treated as any other from then on).
+
+        Only when every jobValid function is gang's (a third-party jobValid may read more than the job) and gang
+        is configured (its ready condition is part of the carried status); never with ``--full-sessions``.
+        ``tests/test_settled.py`` compares sessions with and without it."""
+        self._can_settle = False
+        snap = self.snapshot
+        memo = snap.memo
+        if memo is not None:
+            memo.settled_reg = None
+        if not self.carry or "gang" not in self.plugins:
+            return {}
+        for tier in self.fns["jobValid"]:
+            for name, _ in tier:
+                if name != "gang":
+                    return {}
+        self._can_settle = True
+        if memo is not None:
+            memo.settled_reg = self._reg  # what this session records is under its registration
+        return snap.settled if snap.settled_reg is self._reg else {}
 
     def run(self, explain: int = 0) -> SessionResult:
         """Open, run every configured action in order, close.  ``explain``: also report, per pending pod, the
@@ -767,7 +829,8 @@ class Session:
             out.hypernode_ties = {uid: {topo.names[h]: [self.nodes.names[i] for i in
                                                        np.flatnonzero(topo.members[h, :len(self.nodes)])]
                                         for h in sorted(hs)} for uid, hs in self.topology.ties.items()}
-        held: dict[str, np.ndarray] = {}
+        #: per queue, the allocated vector of each of its jobs holding something, in job order (``_held``)
+        held_rows: dict[str, list[np.ndarray]] = {}
         carry = self.carry
         phases: dict[str, dict[str, int]] = {}
         tasks: dict[str, list[int]] = {}
@@ -775,10 +838,42 @@ class Session:
         invalid, pg_conditions = self.invalid, self.pg_conditions
         no_conds: dict[str, dict[str, Any]] = {}
         topology_why = self.topology.why
+        settled = self.settled
+        ready_sig = (SCHEDULED, "True", GANG_READY, "")
+        settle = self._can_settle
+        left: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
+        podgroups = out.podgroups
+        pending = PodGroupPhase.Pending  # a Pending PodGroup is enqueue's (or allocate's to promote): never settled
         for job in self.jobs.values():
             uid = job.uid
             pg = job.podgroup
             assert pg is not None
+            if settled:
+                hit = settled.get(uid)
+                # left alone by the session (``_settled_jobs``): last session's status and counts
+                if (hit is not None and job.version == job.cloned_from and uid not in pg_conditions
+                        and not job.nodes_fit_errors and not job.enqueue_reason and uid not in invalid
+                        and not (topology_why and uid in topology_why)):
+                    sst, sc = hit
+                    if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
+                        left[uid] = hit
+                    pods += sc.pods
+                    podgroups[uid] = sst
+                    q = job.queue
+                    counts = phases.get(q)
+                    if counts is None:
+                        counts = phases[q] = {}
+                        tasks[q] = [0, 0]
+                    sphase = sst.phase
+                    counts[sphase] = counts.get(sphase, 0) + 1
+                    if sc.held:
+                        tasks[q][0] += sc.held
+                        r = held_rows.get(q)
+                        if r is None:
+                            held_rows[q] = [job.allocated]
+                        else:
+                            r.append(job.allocated)
+                    continue
             conds = pg_conditions.get(uid, no_conds)
             # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
             quiet: tuple[tuple[int, str], tuple[Any, ...]] | None = None
@@ -821,6 +916,10 @@ class Session:
                     job.derived["status"] = (quiet, st)
                 elif waiting is not None:
                     job.derived["waiting-status"] = (waiting, (st, out.unschedulable.get(uid)))
+            if settle and quiet is not None and not c.pending and quiet[1] == ready_sig and pg.phase != pending and \
+                    job.derived.get("status", (None,))[0] == quiet and job.derived["status"][1] is st:
+                # nothing pending, ready, valid, quiet: the next session may leave it alone (``_settled_jobs``)
+                job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))
             out.podgroups[uid] = st
             phase = st.phase
             counts = phases.get(job.queue)
@@ -832,15 +931,18 @@ class Session:
             tc[0] += c.held
             tc[1] += c.pending
             if c.held:
-                h = held.get(job.queue)
-                if h is None:
-                    held[job.queue] = job.allocated.copy()
-                else:  # in place: the same additions, in the same order, without a new array per job
-                    h += job.allocated
+                r = held_rows.get(job.queue)
+                if r is None:
+                    held_rows[job.queue] = [job.allocated]
+                else:
+                    r.append(job.allocated)
         out.pods = pods
+        memo = self.snapshot.memo
+        if memo is not None and settle:
+            memo.left_alone = (self.snapshot.seq, left)
         if self.evicted_for or self.last_tx:
             self._nominations(out)
-        out.queues = self._queue_statuses(held, phases, tasks)
+        out.queues = self._queue_statuses(_held(held_rows), phases, tasks)
         problems = self.state.get(QUEUE_PROBLEMS)
         out.queue_problems = list(problems) if problems else []
         return out
@@ -1006,6 +1108,30 @@ class _CloseCounts:
         self.waiting = tuple(t.uid for t in pending.values() if not t.sch_gated) if pending else ()
         pipelined = index.get(TaskStatus.Pipelined)
         self.pipelined = tuple((t.uid, t.node_name) for t in pipelined.values()) if pipelined else ()
+
+
+def _held(rows: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+    """Each queue's sum of its jobs' allocated vectors, exactly what adding them one after the other in job order
+    gives: in one NumPy sum when every amount is a whole number and the sums stay below 2**53 (then every order of
+    addition is exact), else one after the other."""
+    out: dict[str, np.ndarray] = {}
+    for q, rs in rows.items():
+        if len(rs) == 1:
+            out[q] = rs[0].copy()
+            continue
+        m = np.array(rs)
+        if np.array_equal(m, np.rint(m)) and float(np.abs(m).sum(axis=0).max(initial=0.0)) < _EXACT:
+            out[q] = m.sum(axis=0)
+        else:
+            h = rs[0].copy()
+            for r in rs[1:]:
+                h += r
+            out[q] = h
+    return out
+
+
+#: below this every partial sum of whole numbers is exact in a float64
+_EXACT = float(2**53)
 
 
 def _phase(pg: PodGroup, c: _CloseCounts, unschedulable: bool) -> PodGroupPhase:

@@ -18,7 +18,7 @@ every per-node quantity comes from the session's node arrays through the members
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -128,10 +128,21 @@ class SessionTopology:
         n_tiers = max(1, len(ssn.conf.tiers))
         st = cls(topo, topo.ready, topo.tiers(), ssn.nodes.pos, gradient_fns=[[] for _ in range(n_tiers)],
                  order_fns=[[] for _ in range(n_tiers)])
-        # the jobs with a constraint of their own or on a sub-group: usually none, and then nothing below runs
-        constrained = [job for job in ssn.jobs.values() if (pg := job.podgroup) is not None and (
+        # the jobs with a constraint of their own or on a sub-group: usually none, and then nothing below runs.
+        # The snapshot's settled jobs are the last snapshot's clones, unchanged (``SchedulerCache.snapshot``): when
+        # none of them had a constraint in the last session, only the others are looked at
+        snap = ssn.snapshot
+        memo = snap.memo  # ``Session.carry``: sessions with the memo carry what they can
+        look: Iterable[JobInfo] = ssn.jobs.values()
+        if memo is not None and snap.settled and snap.seq >= 1:
+            last = memo.carried.get("topology-constrained")
+            if last is not None and last[0] == snap.seq - 1 and last[1].isdisjoint(snap.settled):
+                look = snap.unsettled
+        constrained = [job for job in look if (pg := job.podgroup) is not None and (
             pg.network_topology is not None
             or (pg.sub_group_policy and any(p.network_topology is not None for p in pg.sub_group_policy)))]
+        if memo is not None:
+            memo.carried["topology-constrained"] = (snap.seq, {job.uid for job in constrained})
         if not constrained:
             return st
         top_tier = int(topo.tier[topo.top])

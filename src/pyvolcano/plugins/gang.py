@@ -17,7 +17,7 @@ from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
-from pyvolcano.framework.session import SCHEDULED, UNSCHEDULABLE, Session
+from pyvolcano.framework.session import GANG_READY, SCHEDULED, UNSCHEDULABLE, Session
 
 
 def _valid(job: JobInfo) -> Status | None:
@@ -96,7 +96,7 @@ class Gang(Plugin):
         carry = ssn.carry
         conds = ssn.pg_conditions
         ready_cond: dict[str, object] | None = None
-        for job in ssn.jobs.values():
+        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Session._settled_jobs``)
             # Volcano's close looks at minMember only, not per-spec minimums
             v = job.version
             if carry and v == job.cloned_from >= 0:  # framework/carry.py: ``carried``
@@ -110,7 +110,7 @@ class Gang(Plugin):
                 ready = job.is_ready()
             if ready:
                 if ready_cond is None:
-                    ssn.update_podgroup_condition(job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+                    ssn.update_podgroup_condition(job, SCHEDULED, GANG_READY, "")
                     ready_cond = conds[job.uid][SCHEDULED]
                 else:
                     c = conds.get(job.uid)

@@ -156,14 +156,26 @@ class JobSums:
         self.share_stale: set[str] = set()
         self._queue_order: list[str] | None = None
         self.jobs: dict[str, JobInfo] = {}
+        #: the ``Snapshot.seq`` of the last sync
+        self.seq = -1
 
-    def sync(self, jobs: dict[str, JobInfo]) -> None:
-        """Bring the ledger to the session's ``jobs``."""
+    def sync(self, jobs: dict[str, JobInfo], seq: int = -1, look: list[JobInfo] | None = None,
+             unchanged: int = 0) -> None:
+        """Bring the ledger to the session's ``jobs``.  ``seq``: the snapshot's ``Snapshot.seq``.  ``look``: the
+        jobs to look at when the other ``unchanged`` ones are the very clones of the last snapshot, unchanged
+        (``Snapshot.settled``); used only if the ledger was synced to that last snapshot's jobs (``seq - 1``),
+        where every one of them got its entry."""
         entries = self.entries
         get = entries.get
         stale: list[JobInfo] = []
         known = 0
-        for uid, job in jobs.items():
+        if look is None or seq < 1 or self.seq != seq - 1:
+            look = list(jobs.values())
+        else:
+            known = unchanged
+        self.seq = seq
+        for job in look:
+            uid = job.uid
             e = get(uid)
             if e is None:
                 stale.append(job)
@@ -322,7 +334,11 @@ def session_sums(ssn: Session) -> JobSums:
             sums = JobSums(ssn.res.size)
             if memo is not None:
                 memo.carried["job-sums"] = sums
-        sums.sync(ssn.jobs)
+        snap = ssn.snapshot
+        if memo is not None and snap.settled:
+            sums.sync(ssn.jobs, snap.seq, snap.unsettled, len(snap.settled))
+        else:
+            sums.sync(ssn.jobs, snap.seq)
         return sums
     return ssn.state.read_or_init(JOB_SUMS, make)
 
