@@ -245,3 +245,24 @@ def test_a_job_made_again_between_snapshots_is_listed_where_the_cache_has_it() -
     assert list(snap.jobs) == list(cache.jobs) == ["default/g1", "default/g0"]
     assert list(snap.settled) == ["default/g1"]
     check_snapshot(cache, snap)
+
+
+def test_queue_held_sums_out_of_job_order_are_made_in_job_order() -> None:
+    """With settled jobs the rows come unsettled first: whole amounts are summed as they come (exact in any order),
+    fractions one after the other in job order (``in_order``)."""
+    rng = np.random.default_rng(3)
+    ordered = list(rng.random((30, 4)) * 7.3)
+    shuffled = ordered[15:] + ordered[:15]
+    got = session_mod._held({"a": shuffled}, lambda q: ordered)
+    want = ordered[0].copy()
+    for r in ordered[1:]:
+        want += r
+    assert got["a"].tobytes() == want.tobytes()
+    whole = [np.floor(r * 1000) for r in ordered]
+    asked: list[str] = []
+
+    def in_order(q: str) -> list[np.ndarray]:
+        asked.append(q)
+        return whole
+    got = session_mod._held({"a": whole[15:] + whole[:15]}, in_order)
+    assert not asked and np.array_equal(got["a"], np.sum(whole, axis=0))

@@ -842,38 +842,16 @@ class Session:
         ready_sig = (SCHEDULED, "True", GANG_READY, "")
         settle = self._can_settle
         left: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
-        podgroups = out.podgroups
+        # with settled jobs, the others are done first and every status is put in job order at the end
+        podgroups: dict[str, PodGroupStatus] = {} if settled else out.podgroups
+        held_of: dict[str, np.ndarray] | None = {} if settled else None
         pending = PodGroupPhase.Pending  # a Pending PodGroup is enqueue's (or allocate's to promote): never settled
-        for job in self.jobs.values():
+
+        def one(job: JobInfo) -> int:
+            """The job's status and its part of its queue's counts; its pods."""
             uid = job.uid
             pg = job.podgroup
             assert pg is not None
-            if settled:
-                hit = settled.get(uid)
-                # left alone by the session (``_settled_jobs``): last session's status and counts
-                if (hit is not None and job.version == job.cloned_from and uid not in pg_conditions
-                        and not job.nodes_fit_errors and not job.enqueue_reason and uid not in invalid
-                        and not (topology_why and uid in topology_why)):
-                    sst, sc = hit
-                    if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
-                        left[uid] = hit
-                    pods += sc.pods
-                    podgroups[uid] = sst
-                    q = job.queue
-                    counts = phases.get(q)
-                    if counts is None:
-                        counts = phases[q] = {}
-                        tasks[q] = [0, 0]
-                    sphase = sst.phase
-                    counts[sphase] = counts.get(sphase, 0) + 1
-                    if sc.held:
-                        tasks[q][0] += sc.held
-                        r = held_rows.get(q)
-                        if r is None:
-                            held_rows[q] = [job.allocated]
-                        else:
-                            r.append(job.allocated)
-                    continue
             conds = pg_conditions.get(uid, no_conds)
             # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
             quiet: tuple[tuple[int, str], tuple[Any, ...]] | None = None
@@ -909,7 +887,6 @@ class Session:
                             out.unschedulable[uid] = said
             else:
                 c = _CloseCounts(job)
-            pods += c.pods
             if st is None:
                 st, why = self._podgroup_status(out, job, c, conds)
                 if quiet is not None and not why:
@@ -920,7 +897,7 @@ class Session:
                     job.derived.get("status", (None,))[0] == quiet and job.derived["status"][1] is st:
                 # nothing pending, ready, valid, quiet: the next session may leave it alone (``_settled_jobs``)
                 job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))
-            out.podgroups[uid] = st
+            podgroups[uid] = st
             phase = st.phase
             counts = phases.get(job.queue)
             if counts is None:
@@ -936,13 +913,63 @@ class Session:
                     held_rows[job.queue] = [job.allocated]
                 else:
                     r.append(job.allocated)
+                if held_of is not None:
+                    held_of[uid] = job.allocated
+            return c.pods
+
+        for job in (self.unsettled_jobs() if settled else self.jobs.values()):
+            pods += one(job)
+        if settled:
+            # the settled jobs the session left alone (``_settled_jobs``): last session's status and counts
+            misfits: list[JobInfo] = []
+            jobs = self.jobs
+            assert held_of is not None
+            for uid, hit in settled.items():
+                if uid in podgroups:  # changed in the session (an eviction): done above
+                    continue
+                job = jobs[uid]
+                if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
+                        or job.enqueue_reason or uid in invalid or (topology_why and uid in topology_why)):
+                    misfits.append(job)
+                    continue
+                sst, sc = hit
+                if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
+                    left[uid] = hit
+                pods += sc.pods
+                podgroups[uid] = sst
+                q = job.queue
+                counts = phases.get(q)
+                if counts is None:
+                    counts = phases[q] = {}
+                    tasks[q] = [0, 0]
+                sphase = sst.phase
+                counts[sphase] = counts.get(sphase, 0) + 1
+                if sc.held:
+                    tasks[q][0] += sc.held
+                    r = held_rows.get(q)
+                    if r is None:
+                        held_rows[q] = [job.allocated]
+                    else:
+                        r.append(job.allocated)
+                    held_of[uid] = job.allocated
+            for job in misfits:
+                pods += one(job)
+            out.podgroups = {uid: podgroups[uid] for uid in jobs}
         out.pods = pods
         memo = self.snapshot.memo
         if memo is not None and settle:
             memo.left_alone = (self.snapshot.seq, left)
         if self.evicted_for or self.last_tx:
             self._nominations(out)
-        out.queues = self._queue_statuses(_held(held_rows), phases, tasks)
+        if held_of is not None:  # with settled jobs the rows are not in job order: ``_held`` may need that order
+            order = held_of
+            by_job = self.jobs
+
+            def in_order(q: str) -> list[np.ndarray]:
+                return [order[uid] for uid, j in by_job.items() if uid in order and j.queue == q]
+            out.queues = self._queue_statuses(_held(held_rows, in_order), phases, tasks)
+        else:
+            out.queues = self._queue_statuses(_held(held_rows), phases, tasks)
         problems = self.state.get(QUEUE_PROBLEMS)
         out.queue_problems = list(problems) if problems else []
         return out
@@ -1110,19 +1137,23 @@ class _CloseCounts:
         self.pipelined = tuple((t.uid, t.node_name) for t in pipelined.values()) if pipelined else ()
 
 
-def _held(rows: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+def _held(rows: dict[str, list[np.ndarray]],
+          in_order: Callable[[str], list[np.ndarray]] | None = None) -> dict[str, np.ndarray]:
     """Each queue's sum of its jobs' allocated vectors, exactly what adding them one after the other in job order
     gives: in one NumPy sum when every amount is a whole number and the sums stay below 2**53 (then every order of
-    addition is exact), else one after the other."""
+    addition is exact), else one after the other, in job order (``in_order(queue)`` gives the rows in that order
+    when ``rows`` are not)."""
     out: dict[str, np.ndarray] = {}
     for q, rs in rows.items():
         if len(rs) == 1:
             out[q] = rs[0].copy()
             continue
-        m = np.array(rs)
+        m = np.concatenate(rs).reshape(len(rs), -1)  # faster than np.array on a list of vectors
         if np.array_equal(m, np.rint(m)) and float(np.abs(m).sum(axis=0).max(initial=0.0)) < _EXACT:
             out[q] = m.sum(axis=0)
         else:
+            if in_order is not None:
+                rs = in_order(q)
             h = rs[0].copy()
             for r in rs[1:]:
                 h += r
