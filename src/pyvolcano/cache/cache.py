@@ -104,6 +104,8 @@ class Snapshot:
     seq: int = 0
     #: the jobs of ``jobs`` not in ``settled``, in ``jobs`` order
     unsettled: list[JobInfo] = field(default_factory=list)
+    #: the jobs this snapshot handed over again when it carried the last job map (None: it walked every job)
+    redone: set[str] | None = None
 
 
 class SchedulerCache:
@@ -766,7 +768,9 @@ class SchedulerCache:
             for uid in new:
                 one(uid, cur[uid])
             unsettled = [c for uid, c in jobs.items() if uid not in settled]
+            redone = {*redo, *new}
         else:
+            redone = None
             for uid, job in self.jobs.items():
                 if left:
                     rec = left.get(uid)
@@ -814,7 +818,7 @@ class SchedulerCache:
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
-            settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled,
+            settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
         )
 
     def warn_problems(self) -> None:

@@ -95,6 +95,9 @@ class BlockedMemo:
     #: (``Snapshot.seq``, uid -> settled record) of the jobs the session of that snapshot left alone: not a field
     #: it wrote on their clones (``Session.close``); the next snapshot hands those clones over as they are
     left_alone: tuple[int, dict[str, Any]] = (-1, {})
+    #: what close adds for the jobs the last session left alone, moved by the jobs that join or leave them
+    #: (``Session._settled_sums``)
+    settled_sums: Any = None
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):

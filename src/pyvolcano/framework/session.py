@@ -583,6 +583,7 @@ class Session:
                 fn(task)
 
     def _place(self, task: TaskInfo, i: int, status: TaskStatus) -> None:
+        self.touched.add(task.job)
         job = self.jobs[task.job]
         job.update_task_status(task, status)
         task.node_name = self.nodes.names[i]
@@ -590,6 +591,7 @@ class Session:
         self._fire(task, True)
 
     def _unplace(self, task: TaskInfo) -> None:
+        self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.remove_task(i, task)
         self.jobs[task.job].update_task_status(task, TaskStatus.Pending)
@@ -614,6 +616,7 @@ class Session:
 
     def _dispatch(self, task: TaskInfo) -> None:
         """Hand an allocated task to the binder (recorded; the caller binds)."""
+        self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, TaskStatus.Binding, self.jobs[task.job])
         self.binds[task.uid] = task.node_name
@@ -793,6 +796,36 @@ class Session:
         out.scores = scores
         return out
 
+    def _settled_sums(self, out_of: set[str]) -> _SettledSums:
+        """The sums of the settled jobs this session leaves alone (``settled`` but ``out_of``): those of the last
+        session moved by the jobs that joined or left the set, and by those the snapshot handed over again (their
+        record may be new), when the last session made them under this conf and every amount is whole; else
+        summed afresh."""
+        settled, snap, jobs = self.settled, self.snapshot, self.jobs
+        memo = snap.memo
+        keep = settled.keys() - out_of
+        prev = memo.settled_sums if memo is not None else None
+        redone = snap.redone
+        if (isinstance(prev, _SettledSums) and prev.seq == snap.seq - 1 and prev.reg is self._reg and prev.whole
+                and redone is not None):
+            sums = prev
+            members = sums.members
+            again = [uid for uid in redone if uid in keep and uid in members]
+            for uid in members.keys() - keep:
+                sums.remove(uid)
+            for uid in again:
+                sums.remove(uid)
+            for uid in keep - members.keys():
+                sums.add(uid, jobs[uid], settled[uid])
+        else:
+            sums = _SettledSums()
+            for uid in keep:
+                sums.add(uid, jobs[uid], settled[uid])
+        sums.seq, sums.reg = snap.seq, self._reg
+        if memo is not None:
+            memo.settled_sums = sums
+        return sums
+
     def release(self) -> None:
         """Drop what the session holds once its result is built (``run_session`` calls it; a caller that keeps
         the session to look into it, like the tests, does not).  The plugins' callbacks are closures over the
@@ -919,42 +952,54 @@ class Session:
 
         for job in (self.unsettled_jobs() if settled else self.jobs.values()):
             pods += one(job)
+        held_of_settled: Callable[[str], np.ndarray | None] = _no_row
         if settled:
-            # the settled jobs the session left alone (``_settled_jobs``): last session's status and counts
-            misfits: list[JobInfo] = []
+            # the settled jobs the session left alone (``_settled_jobs``): last session's status and counts.  Only
+            # a job the session touched, or with a condition, an objection or a topology reason, can be otherwise
+            # (nothing else in a session writes on a job it does not look at): those are checked one by one
             jobs = self.jobs
             assert held_of is not None
-            for uid, hit in settled.items():
-                if uid in podgroups:  # changed in the session (an eviction): done above
+            misfits: list[JobInfo] = []
+            out_of: set[str] = set()
+            odd = self.touched.union(pg_conditions, invalid, topology_why or ())
+            for uid in odd:
+                if uid not in settled or uid in podgroups:
                     continue
                 job = jobs[uid]
                 if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
                         or job.enqueue_reason or uid in invalid or (topology_why and uid in topology_why)):
                     misfits.append(job)
-                    continue
-                sst, sc = hit
-                if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
-                    left[uid] = hit
-                pods += sc.pods
-                podgroups[uid] = sst
-                q = job.queue
+                    out_of.add(uid)
+            out_of.update(uid for uid in podgroups if uid in settled)
+            sums = self._settled_sums(out_of)
+            pods += sums.pods
+            for q, counts_q in sums.counts.items():
                 counts = phases.get(q)
                 if counts is None:
                     counts = phases[q] = {}
                     tasks[q] = [0, 0]
-                sphase = sst.phase
-                counts[sphase] = counts.get(sphase, 0) + 1
-                if sc.held:
-                    tasks[q][0] += sc.held
-                    r = held_rows.get(q)
-                    if r is None:
-                        held_rows[q] = [job.allocated]
-                    else:
-                        r.append(job.allocated)
-                    held_of[uid] = job.allocated
+                for ph, n in counts_q.items():
+                    if n:
+                        counts[ph] = counts.get(ph, 0) + n
+                tasks[q][0] += sums.held_n.get(q, 0)
+            if sums.whole:  # one row per queue: exact in any order
+                for q, row in sums.held.items():
+                    if sums.held_n.get(q):
+                        held_rows.setdefault(q, []).append(row)
+            else:  # each job's row, so that ``_held`` sees the fractions and adds them in job order
+                for q, _, _, _, mrow, _ in sums.members.values():
+                    if mrow is not None:
+                        held_rows.setdefault(q, []).append(mrow)
+            left = settled if not out_of else {uid: hit for uid, hit in settled.items() if uid not in out_of}
             for job in misfits:
                 pods += one(job)
-            out.podgroups = {uid: podgroups[uid] for uid in jobs}
+            members = sums.members
+
+            def settled_row(uid: str) -> np.ndarray | None:
+                m = members.get(uid)
+                return m[4] if m is not None else None
+            held_of_settled = settled_row
+            out.podgroups = {uid: podgroups[uid] if uid in podgroups else settled[uid][0] for uid in jobs}
         out.pods = pods
         memo = self.snapshot.memo
         if memo is not None and settle:
@@ -966,7 +1011,16 @@ class Session:
             by_job = self.jobs
 
             def in_order(q: str) -> list[np.ndarray]:
-                return [order[uid] for uid, j in by_job.items() if uid in order and j.queue == q]
+                rows = []
+                for uid, j in by_job.items():
+                    if j.queue != q:
+                        continue
+                    r = order.get(uid)
+                    if r is None:
+                        r = held_of_settled(uid)
+                    if r is not None:
+                        rows.append(r)
+                return rows
             out.queues = self._queue_statuses(_held(held_rows, in_order), phases, tasks)
         else:
             out.queues = self._queue_statuses(_held(held_rows), phases, tasks)
@@ -1135,6 +1189,59 @@ class _CloseCounts:
         self.waiting = tuple(t.uid for t in pending.values() if not t.sch_gated) if pending else ()
         pipelined = index.get(TaskStatus.Pipelined)
         self.pipelined = tuple((t.uid, t.node_name) for t in pipelined.values()) if pipelined else ()
+
+
+def _no_row(uid: str) -> np.ndarray | None:
+    return None
+
+
+class _SettledSums:
+    """What ``close`` adds for the settled jobs a session left alone, kept from one session to the next and moved
+    only by the jobs that join or leave that set (``Session._settled_sums``): pods, PodGroups per queue and phase,
+    held pods and held resources per queue.  Exact: counts are integers, and resource sums are used only while
+    every amount is a whole number and the sums of their magnitudes stay below 2**53 (``whole``)."""
+
+    __slots__ = ("bound", "counts", "held", "held_n", "members", "pods", "reg", "seq", "whole")
+
+    def __init__(self) -> None:
+        self.seq = -1
+        self.reg: Any = None
+        #: uid -> (queue, phase, held pods, pods, allocated row or None, the settled record)
+        self.members: dict[str, tuple[str, str, int, int, np.ndarray | None, Any]] = {}
+        self.pods = 0
+        self.counts: dict[str, dict[str, int]] = {}
+        self.held_n: dict[str, int] = {}
+        self.held: dict[str, np.ndarray] = {}
+        self.bound = 0.0
+        self.whole = True
+
+    def add(self, uid: str, job: JobInfo, rec: tuple[PodGroupStatus, _CloseCounts]) -> None:
+        st, c = rec
+        q, phase = job.queue, st.phase
+        row = job.allocated.copy() if c.held else None  # a copy: a later session may change the clone's in place
+        self.members[uid] = (q, phase, c.held, c.pods, row, rec)
+        self.pods += c.pods
+        counts = self.counts.get(q)
+        if counts is None:
+            counts = self.counts[q] = {}
+        counts[phase] = counts.get(phase, 0) + 1
+        if row is not None:
+            self.held_n[q] = self.held_n.get(q, 0) + c.held
+            h = self.held.get(q)
+            self.held[q] = row.copy() if h is None else h + row
+            if self.whole:
+                mag = float(np.abs(row).max(initial=0.0))
+                self.bound += mag
+                if self.bound >= _EXACT or not np.array_equal(row, np.rint(row)):
+                    self.whole = False
+
+    def remove(self, uid: str) -> None:
+        q, phase, held, pods, row, _ = self.members.pop(uid)
+        self.pods -= pods
+        self.counts[q][phase] -= 1
+        if row is not None:
+            self.held_n[q] -= held
+            self.held[q] = self.held[q] - row
 
 
 def _held(rows: dict[str, list[np.ndarray]],
