@@ -954,51 +954,85 @@ class Session:
             pods += one(job)
         held_of_settled: Callable[[str], np.ndarray | None] = _no_row
         if settled:
-            # the settled jobs the session left alone (``_settled_jobs``): last session's status and counts.  Only
-            # a job the session touched, or with a condition, an objection or a topology reason, can be otherwise
-            # (nothing else in a session writes on a job it does not look at): those are checked one by one
             jobs = self.jobs
             assert held_of is not None
-            misfits: list[JobInfo] = []
-            out_of: set[str] = set()
-            odd = self.touched.union(pg_conditions, invalid, topology_why or ())
-            for uid in odd:
-                if uid not in settled or uid in podgroups:
-                    continue
-                job = jobs[uid]
-                if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
-                        or job.enqueue_reason or uid in invalid or (topology_why and uid in topology_why)):
-                    misfits.append(job)
-                    out_of.add(uid)
-            out_of.update(uid for uid in podgroups if uid in settled)
-            sums = self._settled_sums(out_of)
-            pods += sums.pods
-            for q, counts_q in sums.counts.items():
-                counts = phases.get(q)
-                if counts is None:
-                    counts = phases[q] = {}
-                    tasks[q] = [0, 0]
-                for ph, n in counts_q.items():
-                    if n:
-                        counts[ph] = counts.get(ph, 0) + n
-                tasks[q][0] += sums.held_n.get(q, 0)
-            if sums.whole:  # one row per queue: exact in any order
-                for q, row in sums.held.items():
-                    if sums.held_n.get(q):
-                        held_rows.setdefault(q, []).append(row)
-            else:  # each job's row, so that ``_held`` sees the fractions and adds them in job order
-                for q, _, _, _, mrow, _ in sums.members.values():
-                    if mrow is not None:
-                        held_rows.setdefault(q, []).append(mrow)
-            left = settled if not out_of else {uid: hit for uid, hit in settled.items() if uid not in out_of}
-            for job in misfits:
-                pods += one(job)
-            members = sums.members
+            if len(settled) >= _SUMS_FROM:
+                # the settled jobs the session left alone (``_settled_jobs``): last session's status and counts.  Only
+                # a job the session touched, or with a condition, an objection or a topology reason, can be otherwise
+                # (nothing else in a session writes on a job it does not look at): those are checked one by one
+                misfits: list[JobInfo] = []
+                out_of: set[str] = set()
+                odd = self.touched.union(pg_conditions, invalid, topology_why or ())
+                for uid in odd:
+                    if uid not in settled or uid in podgroups:
+                        continue
+                    job = jobs[uid]
+                    if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
+                            or job.enqueue_reason or uid in invalid or (topology_why and uid in topology_why)):
+                        misfits.append(job)
+                        out_of.add(uid)
+                out_of.update(uid for uid in podgroups if uid in settled)
+                sums = self._settled_sums(out_of)
+                pods += sums.pods
+                for q, counts_q in sums.counts.items():
+                    counts = phases.get(q)
+                    if counts is None:
+                        counts = phases[q] = {}
+                        tasks[q] = [0, 0]
+                    for ph, n in counts_q.items():
+                        if n:
+                            counts[ph] = counts.get(ph, 0) + n
+                    tasks[q][0] += sums.held_n.get(q, 0)
+                if sums.whole:  # one row per queue: exact in any order
+                    for q, row in sums.held.items():
+                        if sums.held_n.get(q):
+                            held_rows.setdefault(q, []).append(row)
+                else:  # each job's row, so that ``_held`` sees the fractions and adds them in job order
+                    for q, _, _, _, mrow, _ in sums.members.values():
+                        if mrow is not None:
+                            held_rows.setdefault(q, []).append(mrow)
+                left = settled if not out_of else {uid: hit for uid, hit in settled.items() if uid not in out_of}
+                for job in misfits:
+                    pods += one(job)
+                members = sums.members
 
-            def settled_row(uid: str) -> np.ndarray | None:
-                m = members.get(uid)
-                return m[4] if m is not None else None
-            held_of_settled = settled_row
+                def settled_row(uid: str) -> np.ndarray | None:
+                    m = members.get(uid)
+                    return m[4] if m is not None else None
+                held_of_settled = settled_row
+            else:
+                # a few settled jobs (the trace's sessions): one by one, cheaper than keeping sums
+                misfits = []
+                for uid, hit in settled.items():
+                    if uid in podgroups:  # changed in the session (an eviction): done above
+                        continue
+                    job = jobs[uid]
+                    if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
+                            or job.enqueue_reason or uid in invalid or (topology_why and uid in topology_why)):
+                        misfits.append(job)
+                        continue
+                    sst, sc = hit
+                    if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
+                        left[uid] = hit
+                    pods += sc.pods
+                    podgroups[uid] = sst
+                    q = job.queue
+                    counts = phases.get(q)
+                    if counts is None:
+                        counts = phases[q] = {}
+                        tasks[q] = [0, 0]
+                    sphase = sst.phase
+                    counts[sphase] = counts.get(sphase, 0) + 1
+                    if sc.held:
+                        tasks[q][0] += sc.held
+                        r = held_rows.get(q)
+                        if r is None:
+                            held_rows[q] = [job.allocated]
+                        else:
+                            r.append(job.allocated)
+                        held_of[uid] = job.allocated
+                for job in misfits:
+                    pods += one(job)
             out.podgroups = {uid: podgroups[uid] if uid in podgroups else settled[uid][0] for uid in jobs}
         out.pods = pods
         memo = self.snapshot.memo
@@ -1193,6 +1227,11 @@ class _CloseCounts:
 
 def _no_row(uid: str) -> np.ndarray | None:
     return None
+
+
+#: from this many settled jobs on, close keeps their sums between sessions (``_SettledSums``); below it the sets
+#: and sums cost more than adding the few jobs one by one (the bundled trace's sessions)
+_SUMS_FROM = 64
 
 
 class _SettledSums:
