@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pyvolcano.actions.enqueue import Enqueue
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.framework import session as session_mod
 from pyvolcano.framework.result import SessionResult
@@ -24,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _sig(res: SessionResult) -> tuple[Any, ...]:
+    # the statuses in uid order: a session with carried statuses lists the changed ones first
+    # (``SessionResult.podgroups``), as Volcano's job updater walks a Go map in no order
     pgs = tuple((uid, st.phase, tuple((c["type"], c["status"], c["reason"], c["message"]) for c in st.conditions),
                  st.running, st.succeeded, st.failed, st.event, st.reason, tuple(st.pod_conditions.items()),
-                 tuple(st.nominated.items())) for uid, st in res.podgroups.items())
+                 tuple(st.nominated.items())) for uid, st in sorted(res.podgroups.items()))
     queues = tuple((name, tuple(sorted(q.allocated.items())),
                     None if q.allocated_vector is None else q.allocated_vector.tolist(),
                     q.pending, q.inqueue, q.running, q.unknown) for name, q in res.queues.items())
@@ -35,7 +38,7 @@ def _sig(res: SessionResult) -> tuple[Any, ...]:
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: int,
-         sums_from: int = 64) -> tuple[list[Any], int]:
+         sums_from: int = 64, parked: list[int] | None = None) -> tuple[list[Any], int]:
     seen: list[Any] = []
     settled = [0]
     real_apply = engine_mod.apply
@@ -50,8 +53,17 @@ def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: 
         if not settle:
             return {}
         settled[0] += len(got)
+        if parked is not None and got:
+            parked[0] += len(self.snapshot.parked)
         return got
     monkeypatch.setattr(session_mod, "_SUMS_FROM", sums_from)  # 1: close's carried sums on every session
+    real_with_parked = Enqueue._with_parked
+
+    def with_parked(*args: Any) -> None:  # enqueue's pass over stale parked groups (``actions/enqueue.py``)
+        if parked is not None:
+            parked[1] += 1
+        real_with_parked(*args)
+    monkeypatch.setattr(Enqueue, "_with_parked", staticmethod(with_parked))
     monkeypatch.setattr(engine_mod, "apply", apply)
     monkeypatch.setattr(session_mod.Session, "_settled_jobs", settled_jobs)
     queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w, "reclaimable": True}}
@@ -70,10 +82,13 @@ def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: 
 @pytest.mark.parametrize(("seed", "sums_from"), [(1, 1), (7, 1), (7, 64)])
 def test_settled_sessions_give_the_same_results(monkeypatch: pytest.MonkeyPatch, conf: str | None,
                                                 seed: int, sums_from: int) -> None:
-    fast, settled = _run(monkeypatch, True, conf, seed, sums_from)
+    parked = [0, 0]
+    fast, settled = _run(monkeypatch, True, conf, seed, sums_from, parked)
     slow, none = _run(monkeypatch, False, conf, seed)
     assert none == 0
     assert settled > 100  # the comparison would hold trivially if no job were ever left alone
+    assert parked[0] > 20  # and for parked jobs (Pending, refused by enqueue under the same epoch)
+    assert parked[1] > 5  # and for enqueue's checks of parked groups after room came back
     assert len(fast) == len(slow)
     for k, (a, b) in enumerate(zip(fast, slow, strict=True)):
         assert a == b, f"session {k} differs"

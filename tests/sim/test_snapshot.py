@@ -82,7 +82,19 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot, jobs: Iterable[str] | 
             on[t.node_name].add(t.uid)
     assert {n: set(got.tasks[i]) for i, n in enumerate(got.names)} == on
     for uid in snap.jobs if jobs is None else jobs:
-        assert _job_state(snap.jobs[uid]) == _job_state(cache.jobs[uid].clone()), uid
+        got_job, fresh = _job_state(snap.jobs[uid]), _job_state(cache.jobs[uid].clone())
+        if uid in snap.parked:
+            # a parked job's clone is handed over as the last session left it (``Session.close``): with enqueue's
+            # refusal, recorded in the memo (at the epoch it was parked under or before: enqueue's group checks
+            # leave the refusals they confirm as they are), and gang's message; all else is a fresh clone's
+            entry = cache.memo.enqueue.get(uid) if cache.memo is not None else None
+            assert entry is not None and entry.key[1] == got_job["cloned_from"], uid
+            assert entry.key[0] <= snap.parked_epoch <= snap.free_epoch, uid
+            assert got_job["enqueue_reason"] == entry.enqueue_reason != "", uid
+            for k in ("enqueue_reason", "job_fit_errors"):
+                got_job.pop(k)
+                fresh.pop(k)
+        assert got_job == fresh, uid
     # the jobs listed as having a pod with pod constraints, and the nodes listed as holding special pods, are
     # exactly those a walk over every job and every node's map finds
     assert snap.constrained_jobs == {uid for uid, j in snap.jobs.items()

@@ -100,6 +100,14 @@ class Snapshot:
     #: uses them only under that same registration (``Session._settled_jobs``)
     settled: dict[str, Any] = field(default_factory=dict)
     settled_reg: Any = None
+    #: the jobs of ``settled`` that are parked (``Session._settled_jobs``: Pending, refused by enqueue under
+    #: this snapshot's ``free_epoch``), with their record
+    parked: dict[str, Any] = field(default_factory=dict)
+    #: ``settled`` without the parked jobs
+    settled_only: dict[str, Any] = field(default_factory=dict)
+    #: the ``free_epoch`` they were parked under: when it is not this snapshot's, room came back since and the
+    #: session checks them again (enqueue: ``actions/enqueue.py``, ``_ParkedGroups``) or looks at them all
+    parked_epoch: int = -1
     #: the cache's count of snapshots when this one was taken (``BlockedMemo.left_alone`` names it)
     seq: int = 0
     #: the jobs of ``jobs`` not in ``settled``, in ``jobs`` order
@@ -709,11 +717,20 @@ class SchedulerCache:
         # their clones are exactly as that snapshot handed them over, so while the cache's job is unchanged (same
         # version and PodGroup phase) the clone is handed over again as it is, without ``JobInfo.reuse``
         left: dict[str, Any] = {}
+        #: the parked jobs among them (``Session._settled_jobs``, parked jobs): left alone only while no room came back since
+        parked_left: dict[str, Any] = {}
+        parked_epoch = -1
+        left_settled: dict[str, Any] = {}
         if memo is not None and reuse and settled_reg is not None:
             seq, got = memo.left_alone
             if seq == self._snap_seq:
-                left = got
+                left = left_settled = got
+                pseq, epoch, pgot = memo.parked_left
+                if pseq == seq and pgot:  # under another epoch too: the session checks them again
+                    parked_left, parked_epoch = pgot, epoch
+                    left = {**got, **pgot}
             memo.left_alone = (-1, {})
+            memo.parked_left = (-1, -1, {})
         self._snap_seq += 1
         changed = self._changed_jobs
         self._changed_jobs = set()
@@ -750,6 +767,16 @@ class SchedulerCache:
             if reuse:
                 clones[uid] = (job, c)
 
+        if parked_left and changed and memo is not None:
+            # a parked job that changed is looked at again: its refusal stands under the epoch it was parked under
+            # (checked again then, or left refused by enqueue's group checks, ``actions/enqueue.py``), as the memo
+            # would have recorded it had enqueue looked at every job
+            refusals = memo.enqueue
+            for uid in changed:
+                if uid in parked_left:
+                    e = refusals.get(uid)
+                    if e is not None:
+                        e.key = (parked_epoch, e.key[1])
         carried = self._carried_jobs(left, changed, queues) if left else None
         if carried is not None:
             # the last snapshot's job map, with only the jobs that changed or that the last session did not leave
@@ -760,7 +787,13 @@ class SchedulerCache:
             for uid in gone:
                 del jobs[uid]
                 del clones[uid]
-            settled = {uid: rec for uid, rec in left.items() if uid not in changed}
+            # the left-alone jobs but those that changed since (a dict made again only when one did: the
+            # memo's dicts are this snapshot's now)
+            settled_only = left_settled if not any(uid in left_settled for uid in changed) else \
+                {uid: rec for uid, rec in left_settled.items() if uid not in changed}
+            parked = parked_left if not any(uid in parked_left for uid in changed) else \
+                {uid: rec for uid, rec in parked_left.items() if uid not in changed}
+            settled = {**settled_only, **parked} if parked else settled_only
             self.reused += len(settled)
             cur = self.jobs
             for uid in redo:
@@ -769,6 +802,11 @@ class SchedulerCache:
                 one(uid, cur[uid])
             unsettled = [c for uid, c in jobs.items() if uid not in settled]
             redone = {*redo, *new}
+            if settled is not settled_only:  # the jobs ``one`` found settled again belong to ``settled_only`` too
+                for uid in redone:
+                    rec = settled.get(uid)
+                    if rec is not None:
+                        settled_only[uid] = rec
         else:
             redone = None
             for uid, job in self.jobs.items():
@@ -787,6 +825,8 @@ class SchedulerCache:
                             continue
                 one(uid, job)
             unsettled = [c for uid, c in jobs.items() if uid not in settled]
+            parked = {uid: rec for uid, rec in parked_left.items() if uid in settled} if parked_left else {}
+            settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked} if parked else settled
         self._last_jobs = jobs if reuse and not skipped else None
         self._last_queues = frozenset(queues)
         self._clones = clones
@@ -819,6 +859,7 @@ class SchedulerCache:
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
             settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
+            parked=parked, parked_epoch=parked_epoch, settled_only=settled_only,
         )
 
     def warn_problems(self) -> None:

@@ -98,6 +98,19 @@ class BlockedMemo:
     #: what close adds for the jobs the last session left alone, moved by the jobs that join or leave them
     #: (``Session._settled_sums``)
     settled_sums: Any = None
+    #: (``Snapshot.seq``, ``free_epoch``, uid -> record) of the *parked* jobs of that session: Pending jobs enqueue
+    #: refused under that epoch (``Session._settled_jobs``); the next snapshot leaves them alone only while the
+    #: epoch is the same
+    parked_left: tuple[int, int, dict[str, Any]] = (-1, -1, {})
+    #: those parked jobs by (queue, minResources bytes, enqueue reason), each group's job-order keys sorted (the
+    #: key ends with the uid), kept by ``Session.close`` from one session to the next as jobs join and leave
+    #: (``park_where``: uid -> (group, key)); None: not kept (``Session.parked_groups``).  ``park_groups_seq``: the
+    #: ``Snapshot.seq`` of the session that left them
+    park_groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] | None = None
+    park_where: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
+    park_groups_seq: int = -1
+    #: the conf registration they were made under (the job-order key is the conf's)
+    park_groups_reg: Any = None
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):

@@ -16,6 +16,7 @@ object is built by ``podgroup_status_body`` for both writers, so it is the same 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -122,7 +123,15 @@ class SessionResult:
     pipelined: dict[str, str] = field(default_factory=dict)
     #: pipelined pod -> its job
     pipelined_jobs: dict[str, str] = field(default_factory=dict)
-    podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
+    #: every job's status, in no particular order (Volcano's job updater walks a Go map): a plain dict, or, when the
+    #: session carried statuses, a ``ChainMap`` of ``changed_podgroups`` over ``carried_podgroups``
+    podgroups: MutableMapping[str, PodGroupStatus] = field(default_factory=dict)
+    #: the statuses the session carried unchanged from the last one for the jobs it left alone (settled and parked
+    #: jobs, ``Session._settled_jobs``: the very objects the last session handed over), and the others; ``apply``
+    #: hands a writer that settles every status it writes (``ClusterWriter.settles_every_status``) only the others
+    #: and those carried ones it did not write
+    carried_podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
+    changed_podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     #: job -> why it is not scheduled (the Unschedulable condition's message, why it was not enqueued, or the
     #: jobValid objection); the ``pyvolcano cycle -o json`` contract
     unschedulable: dict[str, str] = field(default_factory=dict)
@@ -176,7 +185,10 @@ class ClusterWriter(Protocol):
         (its pods then get no condition either).
 
         A writer may also keep ``settled: dict[str, PodGroupStatus]``: per PodGroup, the status object it last
-        applied with nothing left in flight or to retry; ``apply`` does not hand it that object again."""
+        applied with nothing left in flight or to retry; ``apply`` does not hand it that object again.  A writer
+        whose ``settles_every_status`` is True settles every status it writes (returns True for), and keeps in
+        ``unwritten: set[str]`` the PodGroups it returned False for: ``apply`` then hands it, of the statuses a
+        session carried from the last one (``SessionResult.carried_podgroups``), only those."""
         ...
 
     def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
@@ -209,7 +221,13 @@ def apply(result: SessionResult, writer: ClusterWriter) -> None:
     for ev in result.evictions:
         writer.evict(ev.task, ev.reason)
     settled: dict[str, PodGroupStatus] = getattr(writer, "settled", None) or {}
-    for uid, st in result.podgroups.items():
+    carried = result.carried_podgroups
+    todo: Iterable[tuple[str, PodGroupStatus]] = result.podgroups.items()
+    if carried and getattr(writer, "settles_every_status", False):
+        # a carried status is the very object the last session handed over: settled then unless unwritten
+        unwritten: set[str] = writer.unwritten  # type: ignore[attr-defined]
+        todo = [*result.changed_podgroups.items(), *((u, carried[u]) for u in unwritten if u in carried)]
+    for uid, st in todo:
         if settled.get(uid) is st:
             continue
         if writer.update_podgroup_status(uid, st):

@@ -11,8 +11,10 @@ Kubernetes binder) applies them.  Nothing here knows where the snapshot came fro
 
 from __future__ import annotations
 
+import bisect
 import time
 import uuid
+from collections import ChainMap
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +36,7 @@ from pyvolcano.conf.registration import slots
 from pyvolcano.framework import registry
 from pyvolcano.framework.explain import score_breakdown
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
+from pyvolcano.framework.order import job_order_key
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import (
     ALLOCATABLE,
@@ -114,6 +117,8 @@ from pyvolcano.framework.state import CAPACITY_QUEUES, PROPORTION_QUEUES, QUEUE_
 from pyvolcano.framework.topology import SessionTopology
 
 UNSCHEDULABLE = "Unschedulable"
+#: the conditions a parked job may have: gang's Unschedulable alone (``Session._settled_jobs``, parked jobs)
+_GANG_WAITING = frozenset({UNSCHEDULABLE})
 SCHEDULED = "Scheduled"
 #: gang's reason on the Scheduled condition of a ready job (``gang.go``: OnSessionClose)
 GANG_READY = "tasks in gang are ready to be scheduled"
@@ -169,6 +174,15 @@ class Session:
         self.settled: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
         #: this session may record jobs as settled for the next one (``_settled_jobs``)
         self._can_settle = False
+        #: the jobs of ``settled`` that are parked (Pending, refused by enqueue under this session's epoch:
+        #: ``_settled_jobs``), and whether this session may park jobs for the next one
+        self.parked: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
+        self._can_park = False
+        #: the parked jobs were parked under another epoch (room came back since): enqueue checks them again,
+        #: group by group (``actions/enqueue.py``), unparking (``unpark``) those it looks at
+        self.parked_stale = False
+        #: some parked job was unparked since ``_unsettled`` was made
+        self._unparked = False
         #: the jobs that are not settled, in ``jobs`` order (``unsettled_jobs``)
         self._unsettled: list[JobInfo] = []
         #: jobs one of whose tasks was evicted (or its eviction undone) in this session: the only change a settled
@@ -729,7 +743,47 @@ class Session:
         self.selector.reset()
         self.settled = settled = self._settled_jobs()
         self._unsettled = self.snapshot.unsettled if settled else []
+        self.parked = parked = self.snapshot.parked if settled else {}
+        if parked and self.snapshot.parked_epoch != self.snapshot.free_epoch:
+            # room came back since they were parked: enqueue checks them group by group when it goes first and
+            # has the groups of the last session (``parked_groups``), else every one is looked at again
+            if self.parked_groups() is None:
+                self.unpark(list(parked))
+            else:
+                self.parked_stale = True
+        elif parked and self.memo is not None:  # enqueue does not even look at them: skipped as blocked
+            self.memo.memo.skipped += len(parked)
         return self
+
+    def parked_groups(self) -> dict[tuple[Any, ...], list[tuple[Any, ...]]] | None:
+        """The last session's parked jobs by queue, minResources and enqueue reason, each group's job-order keys
+        sorted (``BlockedMemo.park_groups``, kept by ``close``), when enqueue can check this session's stale
+        parked jobs with them: it is the first action (nothing before it changes what its votes read) and the
+        job order is a key (``framework/order.py``); else None."""
+        memo = self.snapshot.memo
+        if memo is None or memo.park_groups is None or memo.park_groups_seq != self.snapshot.seq - 1 \
+                or memo.park_groups_reg is not self._reg:
+            return None
+        if not self.conf.actions or self.conf.actions[0] != "enqueue" or job_order_key(self) is None:
+            return None
+        return memo.park_groups
+
+    def unpark(self, uids: Iterable[str]) -> None:
+        """Look at these parked jobs in this session as at any other job: out of ``settled`` and ``parked``, their
+        clones put back as a fresh clone has them (the last session left enqueue's reason and gang's message on
+        them; nothing else of a parked job is written), and into ``unsettled_jobs``."""
+        settled, parked, jobs = self.settled, self.parked, self.jobs
+        n = 0
+        for uid in uids:
+            if parked.pop(uid, None) is None:
+                continue
+            del settled[uid]
+            job = jobs[uid]
+            job.enqueue_reason = ""
+            job.job_fit_errors = ""
+            n += 1
+        if n:
+            self._unparked = True
 
     def unsettled_jobs(self) -> Iterable[JobInfo]:
         """The jobs a pass over the session's jobs must look at, in ``jobs`` order: all of them but the settled
@@ -741,6 +795,9 @@ class Session:
         if self.touched and not self.touched.isdisjoint(settled):
             return [job for uid, job in self.jobs.items()
                     if not (uid in settled and job.version == job.cloned_from)]
+        if self._unparked:  # parked jobs enqueue looked at (``unpark``): the list made again, in ``jobs`` order
+            self._unsettled = [job for uid, job in self.jobs.items() if uid not in settled]
+            self._unparked = False
         return self._unsettled
 
     def _settled_jobs(self) -> dict[str, tuple[PodGroupStatus, _CloseCounts]]:
@@ -759,9 +816,21 @@ class Session:
         takes the carried status and counts -- as long as the session did not change its clone (an eviction by
         preempt or reclaim moves the clone's version, and such a job is treated as any other from then on).
 
+        *Parked* jobs are left alone the same way: a Pending job that enqueue refused in the last session it was in,
+        under the blocked-job memo's fingerprint of that session (``cache/memo.py``: the same ``free_epoch``, the
+        same job version), with gang's Unschedulable condition as its only condition, no pod holding anything, no
+        topology constraint and the carried waiting status (the very object of the session before).  While no room
+        came back (the snapshot's ``free_epoch`` is the one it was parked under, ``SchedulerCache.snapshot``) and
+        the job is unchanged, enqueue would skip it as blocked and restore the same reason, allocate and backfill
+        skip Pending jobs when enqueue is configured, gang's close would give it the same condition (but for the
+        transition id, which no writer compares: Volcano's ``isPodGroupStatusUpdated``) and close would hand back
+        the same status; so no pass looks at it.  A backlog of refused jobs then costs a session nothing until room
+        comes back.  Only with enqueue in the conf and its memo allowed (``SessionMemo.enqueue_ok``).
+
         Only when every jobValid function is gang's (a third-party jobValid may read more than the job) and gang
         is configured (its ready condition is part of the carried status); never with ``--full-sessions``.
-        ``tests/test_settled.py`` compares sessions with and without it."""
+        ``tests/test_settled.py`` compares sessions with and without it (parked jobs included),
+        ``tests/test_waiting_status_carry.py`` checks each parked job's status against gang's message."""
         self._can_settle = False
         snap = self.snapshot
         memo = snap.memo
@@ -774,6 +843,10 @@ class Session:
                 if name != "gang":
                     return {}
         self._can_settle = True
+        # parking (``_settled_jobs``) needs enqueue's memo: enqueue records the refusals that make a job parked, and
+        # without enqueue allocate would promote a Pending job instead of leaving it alone
+        sm = self.memo
+        self._can_park = sm is not None and sm.enqueue_ok and "enqueue" in self.conf.actions
         if memo is not None:
             memo.settled_reg = self._reg  # what this session records is under its registration
         return snap.settled if snap.settled_reg is self._reg else {}
@@ -875,10 +948,21 @@ class Session:
         ready_sig = (SCHEDULED, "True", GANG_READY, "")
         settle = self._can_settle
         left: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
-        # with settled jobs, the others are done first and every status is put in job order at the end
-        podgroups: dict[str, PodGroupStatus] = {} if settled else out.podgroups
+        # with settled jobs, the others are done first; with a few, every status is put in job order at the end,
+        # with many, the changed ones over those carried (``SessionResult.podgroups``)
+        podgroups: dict[str, PodGroupStatus] = {}
+        if not settled:
+            out.podgroups = podgroups
         held_of: dict[str, np.ndarray] | None = {} if settled else None
         pending = PodGroupPhase.Pending  # a Pending PodGroup is enqueue's (or allocate's to promote): never settled
+        # parked jobs (``_settled_jobs``): Pending jobs enqueue refused under this session's epoch, status carried
+        park = self._can_park
+        parked = self.parked
+        parked_now: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
+        looked_at: list[str] = []  # the jobs parked after a look in this session (their group may be new)
+        sm = self.memo
+        free_epoch = sm.free_epoch if sm is not None else -1
+        refusals = sm.memo.enqueue if sm is not None else {}
 
         def one(job: JobInfo) -> int:
             """The job's status and its part of its queue's counts; its pods."""
@@ -930,6 +1014,16 @@ class Session:
                     job.derived.get("status", (None,))[0] == quiet and job.derived["status"][1] is st:
                 # nothing pending, ready, valid, quiet: the next session may leave it alone (``_settled_jobs``)
                 job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))
+            elif park and waiting is not None and pg.phase == pending and not c.held and job.enqueue_reason \
+                    and not job.fit_failed_roles and pg.network_topology is None and not pg.sub_group_policy:
+                # refused by enqueue under this session's epoch, with the status of last session: parked
+                e = refusals.get(uid)
+                if e is not None and e.key[0] == free_epoch and e.key[1] == job.cloned_from \
+                        and e.enqueue_reason == job.enqueue_reason and conds.keys() <= _GANG_WAITING:
+                    last = job.derived.get("waiting-status")
+                    if last is not None and last[1][0] is st:
+                        parked_now[uid] = (st, c)
+                        looked_at.append(uid)
             podgroups[uid] = st
             phase = st.phase
             counts = phases.get(job.queue)
@@ -953,6 +1047,7 @@ class Session:
         for job in (self.unsettled_jobs() if settled else self.jobs.values()):
             pods += one(job)
         held_of_settled: Callable[[str], np.ndarray | None] = _no_row
+        carried_statuses: dict[str, PodGroupStatus] | None = None
         if settled:
             jobs = self.jobs
             assert held_of is not None
@@ -968,7 +1063,8 @@ class Session:
                         continue
                     job = jobs[uid]
                     if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
-                            or job.enqueue_reason or uid in invalid or (topology_why and uid in topology_why)):
+                            or (job.enqueue_reason and uid not in parked) or uid in invalid
+                            or (topology_why and uid in topology_why)):
                         misfits.append(job)
                         out_of.add(uid)
                 out_of.update(uid for uid in podgroups if uid in settled)
@@ -983,6 +1079,9 @@ class Session:
                         if n:
                             counts[ph] = counts.get(ph, 0) + n
                     tasks[q][0] += sums.held_n.get(q, 0)
+                    tasks[q][1] += sums.pending_n.get(q, 0)
+                if sums.said:  # the parked jobs' reasons, as their carried statuses give them
+                    out.unschedulable.update(sums.said)
                 if sums.whole:  # one row per queue: exact in any order
                     for q, row in sums.held.items():
                         if sums.held_n.get(q):
@@ -991,10 +1090,22 @@ class Session:
                     for q, _, _, _, mrow, _ in sums.members.values():
                         if mrow is not None:
                             held_rows.setdefault(q, []).append(mrow)
-                left = settled if not out_of else {uid: hit for uid, hit in settled.items() if uid not in out_of}
+                if parked:  # the parked jobs go to the next snapshot apart: left alone only under the same epoch
+                    only = self.snapshot.settled_only
+                    # (``any`` over the few ``out_of``: ``set.isdisjoint(dict)`` walks the dict)
+                    left = only if not any(uid in only for uid in out_of) else {
+                        uid: hit for uid, hit in only.items() if uid not in out_of}
+                    if not any(uid in parked for uid in out_of):
+                        parked_now.update(parked)
+                    else:
+                        parked_now.update((uid, hit) for uid, hit in parked.items() if uid not in out_of)
+                else:
+                    left = settled if not out_of else {uid: hit for uid, hit in settled.items()
+                                                       if uid not in out_of}
                 for job in misfits:
                     pods += one(job)
                 members = sums.members
+                carried_statuses = sums.statuses
 
                 def settled_row(uid: str) -> np.ndarray | None:
                     m = members.get(uid)
@@ -1008,11 +1119,16 @@ class Session:
                         continue
                     job = jobs[uid]
                     if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
-                            or job.enqueue_reason or uid in invalid or (topology_why and uid in topology_why)):
+                            or (job.enqueue_reason and uid not in parked) or uid in invalid
+                            or (topology_why and uid in topology_why)):
                         misfits.append(job)
                         continue
                     sst, sc = hit
-                    if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
+                    if uid in parked:  # parked: its reason, its pending pods, and parked again
+                        parked_now[uid] = hit
+                        if sst.reason:
+                            out.unschedulable[uid] = sst.reason
+                    elif not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
                         left[uid] = hit
                     pods += sc.pods
                     podgroups[uid] = sst
@@ -1023,6 +1139,8 @@ class Session:
                         tasks[q] = [0, 0]
                     sphase = sst.phase
                     counts[sphase] = counts.get(sphase, 0) + 1
+                    if sc.pending:
+                        tasks[q][1] += sc.pending
                     if sc.held:
                         tasks[q][0] += sc.held
                         r = held_rows.get(q)
@@ -1033,11 +1151,18 @@ class Session:
                         held_of[uid] = job.allocated
                 for job in misfits:
                     pods += one(job)
-            out.podgroups = {uid: podgroups[uid] if uid in podgroups else settled[uid][0] for uid in jobs}
+            if carried_statuses is None:
+                out.podgroups = {uid: podgroups[uid] if uid in podgroups else settled[uid][0] for uid in jobs}
+            else:  # the changed statuses over the carried ones (a copy: the sums move on in the next session)
+                out.changed_podgroups, out.carried_podgroups = podgroups, dict(carried_statuses)
+                out.podgroups = ChainMap(podgroups, out.carried_podgroups)
         out.pods = pods
         memo = self.snapshot.memo
         if memo is not None and settle:
             memo.left_alone = (self.snapshot.seq, left)
+            if park:
+                memo.parked_left = (self.snapshot.seq, free_epoch, parked_now)
+                self._keep_park_groups(parked_now, looked_at)
         if self.evicted_for or self.last_tx:
             self._nominations(out)
         if held_of is not None:  # with settled jobs the rows are not in job order: ``_held`` may need that order
@@ -1061,6 +1186,42 @@ class Session:
         problems = self.state.get(QUEUE_PROBLEMS)
         out.queue_problems = list(problems) if problems else []
         return out
+
+    def _keep_park_groups(self, parked: dict[str, Any], looked_at: list[str]) -> None:
+        """Bring ``BlockedMemo.park_groups`` to the jobs this session parks: those of the last session's groups
+        that left taken out, those it parked after a look (new, or maybe under another reason) put in their group,
+        each at its place in job order.  Kept only with a job-order key (``framework/order.py``)."""
+        memo = self.snapshot.memo
+        assert memo is not None
+        key = job_order_key(self)
+        if key is None:
+            memo.park_groups, memo.park_where = None, {}
+            return
+        groups, where = memo.park_groups, memo.park_where
+        if groups is None or memo.park_groups_seq != self.snapshot.seq - 1 or memo.park_groups_reg is not self._reg:
+            groups, where = {}, {}
+
+        def leave(uid: str) -> None:
+            g, k = where.pop(uid)
+            lst = groups[g]
+            del lst[bisect.bisect_left(lst, k)]
+            if not lst:
+                del groups[g]
+        for uid in where.keys() - parked.keys():
+            leave(uid)
+        jobs = self.jobs
+        for uid in (*looked_at, *(parked.keys() - where.keys())):
+            if uid in where:
+                leave(uid)
+            job = jobs[uid]
+            pg = job.podgroup
+            assert pg is not None and pg.min_resources is not None  # refused by enqueue: it has minResources
+            g = (job.queue, pg.min_resources.tobytes(), job.enqueue_reason)
+            k = key(job)
+            bisect.insort(groups.setdefault(g, []), k)
+            where[uid] = (g, k)
+        memo.park_groups, memo.park_where = groups, where
+        memo.park_groups_seq, memo.park_groups_reg = self.snapshot.seq, self._reg
 
     def _nominations(self, out: SessionResult) -> None:
         """Each pod's ``status.nominatedNodeName`` to write: Volcano's ``RecordJobStatusEvent`` asks
@@ -1240,7 +1401,8 @@ class _SettledSums:
     held pods and held resources per queue.  Exact: counts are integers, and resource sums are used only while
     every amount is a whole number and the sums of their magnitudes stay below 2**53 (``whole``)."""
 
-    __slots__ = ("bound", "counts", "held", "held_n", "members", "pods", "reg", "seq", "whole")
+    __slots__ = ("bound", "counts", "held", "held_n", "members", "pending_n", "pods", "reg", "said", "seq",
+                 "statuses", "whole")
 
     def __init__(self) -> None:
         self.seq = -1
@@ -1251,6 +1413,11 @@ class _SettledSums:
         self.counts: dict[str, dict[str, int]] = {}
         self.held_n: dict[str, int] = {}
         self.held: dict[str, np.ndarray] = {}
+        #: pending pods per queue, and each parked job's reason (``SessionResult.unschedulable``)
+        self.pending_n: dict[str, int] = {}
+        self.said: dict[str, str] = {}
+        #: each member's carried status (``SessionResult.carried_podgroups``)
+        self.statuses: dict[str, PodGroupStatus] = {}
         self.bound = 0.0
         self.whole = True
 
@@ -1259,11 +1426,17 @@ class _SettledSums:
         q, phase = job.queue, st.phase
         row = job.allocated.copy() if c.held else None  # a copy: a later session may change the clone's in place
         self.members[uid] = (q, phase, c.held, c.pods, row, rec)
+        self.statuses[uid] = st
         self.pods += c.pods
         counts = self.counts.get(q)
         if counts is None:
             counts = self.counts[q] = {}
         counts[phase] = counts.get(phase, 0) + 1
+        if phase == PodGroupPhase.Pending:  # a parked job (settled ones are never Pending)
+            if c.pending:
+                self.pending_n[q] = self.pending_n.get(q, 0) + c.pending
+            if st.reason:
+                self.said[uid] = st.reason
         if row is not None:
             self.held_n[q] = self.held_n.get(q, 0) + c.held
             h = self.held.get(q)
@@ -1275,9 +1448,15 @@ class _SettledSums:
                     self.whole = False
 
     def remove(self, uid: str) -> None:
-        q, phase, held, pods, row, _ = self.members.pop(uid)
+        q, phase, held, pods, row, rec = self.members.pop(uid)
+        del self.statuses[uid]
         self.pods -= pods
         self.counts[q][phase] -= 1
+        if phase == PodGroupPhase.Pending:
+            pending = rec[1].pending
+            if pending:
+                self.pending_n[q] -= pending
+            self.said.pop(uid, None)
         if row is not None:
             self.held_n[q] -= held
             self.held[q] = self.held[q] - row

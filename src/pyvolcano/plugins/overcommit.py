@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo
-from pyvolcano.api.resource import less_equal_with_dimension, share
+from pyvolcano.api.resource import EPS, less_equal_with_dimension, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
@@ -254,7 +254,16 @@ class JobSums:
     def queue_order(self) -> list[str]:
         """The queues in the order their first job appears in the session's jobs (proportion's attribute order)."""
         if self._queue_order is None:
-            self._queue_order = list(dict.fromkeys(job.queue for job in self.jobs.values()))
+            # the queues with a job are the ledger's (``queue_jobs``, synced to these jobs): the walk stops once it
+            # has met each of them, usually after a few jobs rather than over the whole backlog
+            want = len(self.queue_jobs)
+            seen: dict[str, None] = {}
+            for job in self.jobs.values():
+                if job.queue not in seen:
+                    seen[job.queue] = None
+                    if len(seen) == want:
+                        break
+            self._queue_order = list(seen)
         return self._queue_order
 
     @property
@@ -363,8 +372,11 @@ class Overcommit(Plugin):
             need = job.min_resources(ssn.res.size) * mask
             if less_equal_with_dimension(state["inqueue"] + need, idle, need):
                 return PERMIT
-            job.enqueue_reason = (f"resource in cluster is overused: minResources {ssn.res.format(need)} do not "
-                                  f"fit {factor:g}x allocatable minus used and inqueue")
+            # Volcano's text (``util.FormatResourceNames`` in overcommit's JobEnqueueableFn): the overused
+            # resources, not amounts, so a job refused again for the same reason keeps last session's status
+            short = (need > 0) & ~(state["inqueue"] + need < idle + EPS)
+            job.enqueue_reason = "resource in cluster is overused: " + ", ".join(
+                f"overused {ssn.res.names[i]}" for i in np.flatnonzero(short).tolist())
             return REJECT
 
         def enqueued(job: JobInfo) -> None:

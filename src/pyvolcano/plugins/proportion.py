@@ -340,9 +340,11 @@ class Proportion(Plugin):
             if not short:
                 a.inqueue += need
                 return PERMIT
-            names = ", ".join(ssn.res.names[i] for i in short)
-            job.enqueue_reason = (f"queue {job.queue} resource quota insufficient ({names}): needs "
-                                  f"{ssn.res.format(r)}, real capability {ssn.res.format(a.real_capability)}")
+            # Volcano's text (``util.FormatResourceNames`` in proportion's JobEnqueueableFn), with the queue's
+            # name: it names the short resources, not amounts, so a job refused again for the same reason keeps
+            # the very status of the last session (``Session.close``) instead of a new one at every bind
+            job.enqueue_reason = f"queue {job.queue} resource quota insufficient: " + ", ".join(
+                f"insufficient {ssn.res.names[i]}" for i in short)
             return REJECT
         ssn.add_job_enqueueable_fn(self.name, enqueueable)
 

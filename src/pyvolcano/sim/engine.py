@@ -149,6 +149,7 @@ class SimAPI:
         if obj["kind"] == "PodGroup" and hasattr(self.sim, "writer"):  # a re-created group (RestartJob) starts over
             self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
             self.sim.writer.settled.pop(f"{ns}/{md['name']}", None)
+            self.sim.writer.unwritten.add(f"{ns}/{md['name']}")
             self.sim.writer._applied.pop(f"{ns}/{md['name']}", None)
         self.sim.cache.upsert(obj, trusted=trusted)
         self.sim.changed = True
@@ -201,6 +202,10 @@ class SimWriter:
         #: per PodGroup, the status object last applied (``framework/result.py: apply`` skips it when a session
         #: hands the same object again: an unchanged verdict); writes here are synchronous, so nothing is in flight
         self.settled: dict[str, PodGroupStatus] = {}
+        #: every status written is settled (``ClusterWriter.settles_every_status``); the PodGroups a status could
+        #: not be written to (no object), or whose settled status was dropped, are ``unwritten``
+        self.settles_every_status = True
+        self.unwritten: set[str] = set()
         #: per PodGroup, the status object last handed and found written (its signature is ``_last``'s)
         self._applied: dict[str, PodGroupStatus] = {}
         self._events: dict[tuple[str, str, str], str] = {}
@@ -251,24 +256,30 @@ class SimWriter:
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         sim = self.sim
         if self._applied.get(uid) is status:
-            # the very object handed last time (a waiting job's status carried by ``Session.close``): same
-            # signature, nothing to write; its pods' conditions are still written by ``apply``, stamped now
+            # the very object handed last time (``settled`` keeps ``apply`` from handing it again): same
+            # signature, nothing to write
+            self.settled[uid] = status
+            self.unwritten.discard(uid)
             return True
         sig = (status.phase, status.running, status.succeeded, status.failed, status.event,
                *[(c["type"], c["reason"], c["message"]) for c in status.conditions])
+        # every status is settled once applied: the simulator writes synchronously, and a waiting job's carried
+        # status carries the same pod conditions, which Volcano does not write again (``taskUnschedulable`` only
+        # when ``podConditionHaveUpdate``, pkg/scheduler/cache/cache.go), so they keep their first stamp
         if self._last.get(uid) == sig:
             self._applied[uid] = status
-            if not status.pod_conditions:
-                self.settled[uid] = status
+            self.settled[uid] = status
+            self.unwritten.discard(uid)
             return True
         ns, name = uid.split("/", 1)
         pg = sim.api.get("PodGroup", ns, name)
         if pg is None:
+            self.unwritten.add(uid)
             return False
         self._last[uid] = sig
         self._applied[uid] = status
-        if not status.pod_conditions:
-            self.settled[uid] = status
+        self.settled[uid] = status
+        self.unwritten.discard(uid)
         old = pg.get("status") or {}
         pg["status"] = podgroup_status_body(old, status, self._stamp())
         if status.event is not None:
