@@ -12,6 +12,9 @@ the queue annotations ``volcano.sh/hierarchy`` / ``volcano.sh/hierarchy-weights`
 
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import MutableMapping
+
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
@@ -38,7 +41,15 @@ class DRF(Plugin):
         # every job's allocation and dominant share at open, carried from the last session for unchanged jobs
         # (``overcommit.JobSums``): copies of the ledger's dicts, whose rows ``change`` replaces, never alters
         sums = session_sums(ssn)
-        alloc, shares = dict(sums.alloc), dict(sums.job_shares(total))
+        hierarchy = hierarchy_enabled(ssn, self.name)
+        alloc: MutableMapping[str, np.ndarray]
+        shares: MutableMapping[str, float]
+        if hierarchy:  # the tree reads every job's row: plain dicts
+            alloc, shares = dict(sums.alloc), dict(sums.job_shares(total))
+        else:
+            # copy on write: the session's changes over the ledger's dicts (a backlog of thousands of jobs is not
+            # copied each session for the few the session places or evicts)
+            alloc, shares = ChainMap({}, sums.alloc), ChainMap({}, sums.job_shares(total))
         self.shares = shares
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
@@ -65,7 +76,8 @@ class DRF(Plugin):
             a = alloc[task.job] = (ssn.res.zeros() if a is None else a) + sign * task.resreq  # a new row
             shares[task.job] = share(a, total)
         ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))
-        if hierarchy_enabled(ssn, self.name):
+        if hierarchy:
+            assert isinstance(alloc, dict)
             self._open_hierarchy(ssn, alloc)
 
     def _open_hierarchy(self, ssn: Session, alloc: dict[str, np.ndarray]) -> None:
