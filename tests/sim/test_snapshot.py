@@ -81,6 +81,11 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot, jobs: Iterable[str] | 
         if t.node_name in on and t.status not in _OFF:
             on[t.node_name].add(t.uid)
     assert {n: set(got.tasks[i]) for i, n in enumerate(got.names)} == on
+    # the jobs not settled, in ``jobs`` order (a carried map lists them by their kept positions)
+    assert [id(j) for j in snap.unsettled] == [id(j) for uid, j in snap.jobs.items() if uid not in snap.settled]
+    if snap.pos is not None:
+        order = [snap.pos[uid] for uid in snap.jobs]
+        assert order == sorted(order) and len(set(order)) == len(order)
     for uid in snap.jobs if jobs is None else jobs:
         got_job, fresh = _job_state(snap.jobs[uid]), _job_state(cache.jobs[uid].clone())
         if uid in snap.parked:

@@ -105,6 +105,8 @@ class Snapshot:
     parked: dict[str, Any] = field(default_factory=dict)
     #: ``settled`` without the parked jobs
     settled_only: dict[str, Any] = field(default_factory=dict)
+    #: each job's position in ``jobs`` order (increasing; None: not kept), valid while this snapshot's session runs
+    pos: dict[str, int] | None = None
     #: the ``free_epoch`` they were parked under: when it is not this snapshot's, room came back since and the
     #: session checks them again (enqueue: ``actions/enqueue.py``, ``_ParkedGroups``) or looks at them all
     parked_epoch: int = -1
@@ -145,6 +147,10 @@ class SchedulerCache:
         #: with the last snapshot's job map and queue names, for a snapshot that carries its job map (``snapshot``)
         self._changed_jobs: set[str] = set()
         self._last_jobs: dict[str, JobInfo] | None = None
+        #: each job's position in ``_last_jobs`` (increasing in its order), to list a few of them in that order
+        #: without a walk over all (``Snapshot.pos``); made on a walk, moved by the jobs a carried map adds
+        self._pos: dict[str, int] = {}
+        self._pos_next = 0
         self._last_queues: frozenset[str] = frozenset()
         self.res = res or ResourceIndex.of()
         self.nodes: dict[str, NodeSpec] = {}
@@ -800,8 +806,15 @@ class SchedulerCache:
                 one(uid, cur[uid])
             for uid in new:
                 one(uid, cur[uid])
-            unsettled = [c for uid, c in jobs.items() if uid not in settled]
             redone = {*redo, *new}
+            # the jobs not settled are among those done again (the others are left alone, settled): in map order
+            pos = self._pos
+            for uid in gone:
+                del pos[uid]
+            for uid in new:
+                pos[uid] = self._pos_next
+                self._pos_next += 1
+            unsettled = [jobs[uid] for uid in sorted((uid for uid in redone if uid not in settled), key=pos.__getitem__)]
             if settled is not settled_only:  # the jobs ``one`` found settled again belong to ``settled_only`` too
                 for uid in redone:
                     rec = settled.get(uid)
@@ -825,9 +838,13 @@ class SchedulerCache:
                             continue
                 one(uid, job)
             unsettled = [c for uid, c in jobs.items() if uid not in settled]
+            self._pos = {uid: i for i, uid in enumerate(jobs)}
+            self._pos_next = len(jobs)
             parked = {uid: rec for uid, rec in parked_left.items() if uid in settled} if parked_left else {}
             settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked} if parked else settled
         self._last_jobs = jobs if reuse and not skipped else None
+        if self._last_jobs is None:
+            self._pos = {}
         self._last_queues = frozenset(queues)
         self._clones = clones
         if not self.incremental_nodes:
@@ -860,6 +877,7 @@ class SchedulerCache:
             use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
             settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
             parked=parked, parked_epoch=parked_epoch, settled_only=settled_only,
+            pos=self._pos if self._last_jobs is not None else None,
         )
 
     def warn_problems(self) -> None:

@@ -181,8 +181,8 @@ class Session:
         #: the parked jobs were parked under another epoch (room came back since): enqueue checks them again,
         #: group by group (``actions/enqueue.py``), unparking (``unpark``) those it looks at
         self.parked_stale = False
-        #: some parked job was unparked since ``_unsettled`` was made
-        self._unparked = False
+        #: the parked jobs unparked since ``_unsettled`` was made
+        self._unparked: list[JobInfo] = []
         #: the jobs that are not settled, in ``jobs`` order (``unsettled_jobs``)
         self._unsettled: list[JobInfo] = []
         #: jobs one of whose tasks was evicted (or its eviction undone) in this session: the only change a settled
@@ -773,7 +773,6 @@ class Session:
         clones put back as a fresh clone has them (the last session left enqueue's reason and gang's message on
         them; nothing else of a parked job is written), and into ``unsettled_jobs``."""
         settled, parked, jobs = self.settled, self.parked, self.jobs
-        n = 0
         for uid in uids:
             if parked.pop(uid, None) is None:
                 continue
@@ -781,9 +780,7 @@ class Session:
             job = jobs[uid]
             job.enqueue_reason = ""
             job.job_fit_errors = ""
-            n += 1
-        if n:
-            self._unparked = True
+            self._unparked.append(job)
 
     def unsettled_jobs(self) -> Iterable[JobInfo]:
         """The jobs a pass over the session's jobs must look at, in ``jobs`` order: all of them but the settled
@@ -795,9 +792,13 @@ class Session:
         if self.touched and not self.touched.isdisjoint(settled):
             return [job for uid, job in self.jobs.items()
                     if not (uid in settled and job.version == job.cloned_from)]
-        if self._unparked:  # parked jobs enqueue looked at (``unpark``): the list made again, in ``jobs`` order
-            self._unsettled = [job for uid, job in self.jobs.items() if uid not in settled]
-            self._unparked = False
+        if self._unparked:  # parked jobs enqueue looked at (``unpark``): put in, in ``jobs`` order
+            pos = self.snapshot.pos
+            if pos is not None:
+                self._unsettled = sorted([*self._unsettled, *self._unparked], key=lambda j: pos[j.uid])
+            else:
+                self._unsettled = [job for uid, job in self.jobs.items() if uid not in settled]
+            self._unparked = []
         return self._unsettled
 
     def _settled_jobs(self) -> dict[str, tuple[PodGroupStatus, _CloseCounts]]:
