@@ -243,9 +243,10 @@ class KeepAlive:
             data = (head + (f"Authorization: {auth}\r\n\r\n" if auth else "\r\n")).encode("latin-1")
             if body is not None:
                 data += body
-            reused = bool(getattr(self._local, "used", False))
+            reused = False
             try:
                 c = self._conn(timeout)
+                reused = bool(self._local.used)
                 status, reason, out, close = c.exchange(data, read)
             except _STALE as exc:
                 self._drop()
