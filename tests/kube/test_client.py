@@ -219,6 +219,46 @@ def test_requests_reuse_one_connection_and_survive_the_server_closing_it(server:
                                                     "/api/v1/nodes/n"]
 
 
+def test_kept_alive_answers_chunked_closing_or_without_a_length(server: Server, kc: KubeClient) -> None:
+    """The kept-alive path reads the API server's answers itself (``_Conn``): a chunked body (kube-apiserver's
+    lists), an answer with ``Connection: close`` (the next request opens a new connection), and one without a
+    length, which ends with the connection."""
+    ports: list[int] = []
+    items = [{"metadata": {"name": f"n{i}"}} for i in range(3)]
+    body = json.dumps({"metadata": {"resourceVersion": "7"}, "items": items}).encode()
+
+    def chunked(h: Any, req: dict[str, Any]) -> None:
+        ports.append(h.client_address[1])
+        h.chunks([body[:10], body[10:11], body[11:]])
+
+    def closing(h: Any, req: dict[str, Any]) -> None:
+        ports.append(h.client_address[1])
+        data = json.dumps({"metadata": {"name": "c"}}).encode()
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(data)))
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.wfile.write(data)
+
+    def no_length(h: Any, req: dict[str, Any]) -> None:
+        ports.append(h.client_address[1])
+        h.send_response(200)
+        h.end_headers()
+        h.wfile.write(json.dumps({"metadata": {"name": "u"}}).encode())
+        h.close_connection = True
+
+    server.routes[("GET", "/api/v1/nodes")] = chunked
+    server.routes[("GET", "/api/v1/nodes/c")] = closing
+    server.routes[("GET", "/api/v1/nodes/u")] = no_length
+    assert kc.fast is not None
+    got, rv = kc.list(NODE)
+    assert [o["metadata"]["name"] for o in got] == ["n0", "n1", "n2"] and rv == "7"
+    assert kc.get(NODE, "c")["metadata"]["name"] == "c"
+    assert kc.get(NODE, "u")["metadata"]["name"] == "u"
+    assert [o["metadata"]["name"] for o in kc.list(NODE)[0]] == ["n0", "n1", "n2"]
+    assert ports[0] == ports[1] and ports[2] != ports[1] and ports[3] != ports[2]
+
+
 def test_a_proxy_keeps_the_official_client_path() -> None:
     cfg = k8s.Configuration()
     cfg.host = "http://127.0.0.1:9"

@@ -157,3 +157,29 @@ def test_a_required_resource_not_served_is_an_error(api: FakeApi) -> None:
         assert rec.seen("ADDED", "n1") and r.errors == 1
     finally:
         r.stop()
+
+
+def test_a_gated_first_list_is_requested_at_once_and_handed_over_only_after_its_gate(api: FakeApi) -> None:
+    """``after``: the scheduler's pod informer lists while the node informer's objects are still being taken,
+    but hands its pods to the cache only after them (dependency order without a round trip in between)."""
+    api.create(NODE, node("a"))
+    gate = threading.Event()
+    rec = Recorder()
+    r = Reflector(api, NODE, rec, backoff=(0.01, 0.05), after=[gate]).start()
+    try:
+        eventually(lambda: api.count("list") == 1)
+        assert not r.synced.wait(0.2) and rec.events == []
+        gate.set()
+        assert r.synced.wait(5)
+        assert rec.events == [("ADDED", "a")]
+    finally:
+        r.stop()
+    assert not r.alive
+
+
+def test_a_reflector_stopped_at_its_gate_ends_without_watching(api: FakeApi) -> None:
+    rec = Recorder()
+    r = Reflector(api, NODE, rec, backoff=(0.01, 0.05), after=[threading.Event()]).start()
+    eventually(lambda: api.count("list") == 1)
+    r.stop()
+    assert not r.alive and not r.synced.is_set() and api.count("watch") == 0 and rec.events == []

@@ -249,6 +249,34 @@ def test_recreated_pod_with_same_name_is_not_bound_on_a_stale_decision(api: Fake
     assert h.bound() == {"g-0": "n1"}
 
 
+def test_a_late_deletion_of_a_recreated_pods_predecessor_leaves_the_new_pod_in_the_cache(api: FakeApi) -> None:
+    """The cause of a rare failure of the test above: a bind's 409 reads the re-created pod at once, ahead of the
+    pod watch, whose ``DELETED`` of the old pod may come after it.  That deletion must not drop the new pod (of
+    another uid) from the cache, or the next session finds nothing to bind until the watch's ``ADDED`` arrives.
+    The informer events are fed here by hand, in that order, so the interleaving is the one that failed."""
+    s = KubeScheduler(api, ConfFile(None), SchedulerOptions())
+    for res, obj in ((NODE, node("n1")), (PODGROUP, podgroup("g", "ns", 1))):
+        s.on_event("ADDED", api.create(res, obj))
+    s.on_event("ADDED", api.obj(QUEUE, "default") or api.create(QUEUE, queue("default")))
+    old = api.create(POD, pod("g-0", "g"))
+    s.on_event("ADDED", old)
+    api.delete(POD, "g-0", "ns")
+    new = api.create(POD, pod("g-0", "g"))
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    s.on_event("MODIFIED", new)  # the direct read after the 409
+    s.on_event("DELETED", old)  # the watch's late deletion of the predecessor
+    assert s.cache.tasks["ns/g-0"].pod["metadata"]["uid"] == new["metadata"]["uid"]
+    s.on_event("DELETED", new)  # a deletion of the cached pod itself still removes it
+    assert "ns/g-0" not in s.cache.tasks
+    s.on_event("ADDED", new)
+    try:
+        assert s.run_once().binds == {"ns/g-0": "n1"}
+        assert s.wait_binds(5)
+    finally:
+        s.stop()
+    assert (api.obj(POD, "g-0", "ns") or {})["spec"].get("nodeName") == "n1"
+
+
 def test_binds_in_flight_are_not_repeated_by_the_next_session(api: FakeApi, harness) -> None:
     api.create(NODE, node("n1", cpu="8"))
     gang(api, "g", 4, 4)

@@ -68,6 +68,11 @@ def register(group: click.Group) -> None:
                   listen_address: str, bind_workers: int, identity: str | None, watch_timeout: str,
                   full_sessions: bool, podgroup_ready_events: str, write_defer: str, verbose: int) -> None:
         """Schedule pods of SCHEDULER_NAME on a cluster, one Volcano session per period."""
+        import gc
+
+        # the loop's collector thresholds from here on (kube/scheduler.py: KubeScheduler.run): the imports below
+        # allocate heavily too, and every young pass then is time before the first bind
+        gc.set_threshold(100_000, 50, 100)
         from pyvolcano.errors import UserError
         from pyvolcano.kube.leader import LeaderElector
         from pyvolcano.kube.metrics import HealthServer, SchedulerMetrics

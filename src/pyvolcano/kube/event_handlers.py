@@ -48,6 +48,8 @@ class EventHandlers:
         kind = obj.get("kind", "")
         with self.lock:
             if typ == "DELETED":
+                if kind == "Pod" and self._newer_pod_cached(obj):
+                    return
                 self.cache.delete(obj)
                 key = self.cache._key(obj)[1]
                 if kind == "Pod":
@@ -72,6 +74,18 @@ class EventHandlers:
                                 obj["metadata"]["name"]:
                             self.cache.upsert(raw)
             self._report_problems()
+
+    def _newer_pod_cached(self, pod: dict[str, Any]) -> bool:
+        """The cache holds another pod of this name than the deleted one (another uid): the informer's late
+        ``DELETED`` of a pod deleted and re-created under the same name, after the re-created one was read
+        directly (a bind's 409 re-reads the pod at once, ahead of the watch stream).  Volcano keys tasks by the
+        pod's uid, so that deletion never touches the new pod; here tasks are keyed by name, and deleting would
+        drop the new pod, and its assumed bind, until the informer's ``ADDED`` of it arrives."""
+        uid = (pod.get("metadata") or {}).get("uid")
+        md = pod.get("metadata") or {}
+        raw = self.cache.raw.get(("Pod", f"{md.get('namespace') or 'default'}/{md.get('name')}"))
+        cached = ((raw or {}).get("metadata") or {}).get("uid")
+        return bool(uid and cached and uid != cached)
 
     def upsert_pod(self, pod: dict[str, Any]) -> None:
         """Volcano's UpdatePod: the pod object, with our own decisions kept until the object reflects them."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from pyvolcano.kube.client import ApiError
@@ -53,8 +53,14 @@ class Reflector:
 
     def __init__(self, api: ListWatcher, res: Resource, handler: Handler, *, namespace: str | None = None,
                  label_selector: str = "", field_selector: str = "", watch_timeout: int = 300,
-                 backoff: tuple[float, float] = (0.5, 30.0), optional: bool = False) -> None:
+                 backoff: tuple[float, float] = (0.5, 30.0), optional: bool = False,
+                 after: Sequence[threading.Event] = ()) -> None:
         self.api = api
+        #: the first list is handed to the handler only once these are set (other informers' ``synced``): the
+        #: request goes out at once, so the API server prepares this list while the handler still takes the
+        #: objects that must come first (the scheduler's queues and nodes before its pods), but the handler
+        #: still sees them in that order
+        self.after = tuple(after)
         self.optional = optional
         #: an optional resource the server does not serve (its CRD is not installed)
         self.missing = False
@@ -100,6 +106,8 @@ class Reflector:
             try:
                 if need_list:
                     self.relist()
+                    if self._stop.is_set():  # stopped while its first list waited for another informer's
+                        return
                     if self.missing:
                         self._stop.wait(self.backoff[1])
                         continue
@@ -141,6 +149,11 @@ class Reflector:
             items, rv = [], ""
         else:
             self.missing = False
+        if self.lists == 0:
+            for ev in self.after:
+                while not ev.wait(0.5):
+                    if self._stop.is_set():
+                        return
         self.lists += 1
         fresh = {obj_key(o): o for o in items}
         for key, old in list(self.store.items()):

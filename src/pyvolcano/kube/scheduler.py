@@ -15,6 +15,7 @@ The parts follow Volcano's seams (``pkg/scheduler/cache/interface.go``, ``event_
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -28,7 +29,6 @@ from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.types import DEFAULT_QUEUE
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.framework.cycle import run_session
-from pyvolcano.framework.gc_tuning import quiet_gc
 from pyvolcano.framework.result import ALL_NODES_UNAVAILABLE, PodGroupStatus, QueueStatus, SessionResult, apply
 from pyvolcano.kube.binder import Assumed, Binder
 from pyvolcano.kube.client import ApiError
@@ -56,6 +56,9 @@ __all__ = ["ALL_NODES_UNAVAILABLE", "Assumed", "ConfFile", "KubeScheduler", "Kub
 
 log = logging.getLogger(__name__)
 
+#: the collector's thresholds from the first list on (``framework/gc_tuning.py``'s ``quiet_gc``): a young pass every
+#: 100,000 allocations rather than 700, and the full passes that walk every live object rare
+QUIET_GC = (100_000, 50, 100)
 
 
 def default_identity() -> str:
@@ -188,15 +191,19 @@ class KubeScheduler:
         sel = self.opts.node_selector
         wt = self.opts.watch_timeout
 
-        def refl(res: Resource, label_selector: str = "", optional: bool = False) -> Reflector:
+        def refl(res: Resource, label_selector: str = "", optional: bool = False,
+                 after: tuple[Reflector, ...] = ()) -> Reflector:
             return Reflector(api, res, self.handlers.on_event, label_selector=label_selector, watch_timeout=wt,
-                             optional=optional)
+                             optional=optional, after=[r.synced for r in after])
 
         # order matters at start: priorities and queues before the pods and groups that refer to them; HyperNodes
         # (Volcano's hyperNodeInformer) are synced before the first session, so a job with a topology constraint
-        # never sees a partial tree; a cluster without the HyperNode CRD is a cluster without HyperNodes
+        # never sees a partial tree; a cluster without the HyperNode CRD is a cluster without HyperNodes.  All of
+        # them list at once; the second group's lists reach the handlers only after the first group's (``after``)
         self.first = [refl(PRIORITYCLASS), refl(QUEUE), refl(NODE, sel), refl(HYPERNODE, optional=True)]
-        self.second = [refl(PODGROUP), refl(POD), refl(PDB), refl(RESOURCEQUOTA)]
+        first = tuple(self.first)
+        self.second = [refl(PODGROUP, after=first), refl(POD, after=first), refl(PDB, after=first),
+                       refl(RESOURCEQUOTA, after=first)]
         self.reflectors = self.first + self.second
 
     # --- the parts' state, by the names the tests and tools use ------------------------------------------
@@ -225,11 +232,13 @@ class KubeScheduler:
 
     # --- startup -----------------------------------------------------------------------------------------
     def start_informers(self, timeout: float | None = None) -> bool:
-        """Start the reflectors and wait for their first lists, in dependency order."""
+        """Start the reflectors and wait for their first lists.  All of them send their list requests at once; the
+        second group's are handed to the cache once the first group's are (``Reflector.after``): dependency order,
+        without waiting for the API server's answer in between."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        for r in self.reflectors:
+            r.start()
         for group in (self.first, self.second):
-            for r in group:
-                r.start()
             for r in group:
                 while not r.synced.wait(1.0):
                     if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
@@ -266,13 +275,26 @@ class KubeScheduler:
             self._stop = stop
         if self.elector is not None:
             self.elector.start(self._stop, None, self._deposed)
-        if not self.start_informers():
-            return
-        log.info("informers synced: %d nodes, %d pods, %d podgroups, %d queues", len(self.cache.nodes),
-                 len(self.cache.tasks) + len(self.cache.other_tasks), len(self.cache.podgroups),
-                 len(self.cache.queues))
-        with quiet_gc():
+        # framework.gc_tuning.quiet_gc, but from the first list on and without its first full collection.  The
+        # first lists (5,000 pods, 5,000 PodGroups) allocate millions of objects into a heap that only grows: at
+        # the default thresholds the collector's passes over it took 0.3-0.5 s of CPU out of about 1 s, before
+        # the first bind; and quiet_gc's collection then walked the whole loaded state for another 0.1-0.2 s.
+        # What is loaded is long-lived and the lists leave no cycles (plain dicts, freed by reference counting),
+        # so freezing without collecting keeps at most the few cycles of the imports (docs/performance.md, the
+        # race, round 6)
+        old = gc.get_threshold()
+        gc.set_threshold(*QUIET_GC)
+        try:
+            if not self.start_informers():
+                return
+            log.info("informers synced: %d nodes, %d pods, %d podgroups, %d queues", len(self.cache.nodes),
+                     len(self.cache.tasks) + len(self.cache.other_tasks), len(self.cache.podgroups),
+                     len(self.cache.queues))
+            gc.freeze()
             self._loop()
+        finally:
+            gc.set_threshold(*old)
+            gc.unfreeze()
 
     def _loop(self) -> None:
         while not self._stop.is_set():

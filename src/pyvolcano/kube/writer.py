@@ -26,12 +26,11 @@ import logging
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from pyvolcano.kube.client import ApiError
-from pyvolcano.kube.objects import now_iso, object_ref
+from pyvolcano.kube.objects import object_ref
 from pyvolcano.kube.resources import EVENT
 
 log = logging.getLogger(__name__)
@@ -176,15 +175,22 @@ class EventRecorder:
                     del self._last[k]
             self.emitted += 1
         ns = ref.get("namespace") or "default"
-        stamp = now_iso()
-        event_name = f"{ref['name']}.{uuid.uuid4().hex[:16]}"
-        body = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": event_name, "namespace": ns},
-            "involvedObject": ref, "reason": reason, "message": message[:1024], "type": etype,
-            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
-            "reportingComponent": self.component, "reportingInstance": self.host or self.component,
-            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-        }
-        self.writer.submit(("event", event_name), lambda: self.api.create(EVENT, body, ns))
+        # the name as client-go's recorder makes it (the object's name and the time in nanoseconds, in hex); the
+        # body is built when the write runs, after the binds (binds first), with the time of this call
+        at = time.time_ns()
+        event_name = f"{ref['name']}.{at:x}"
+
+        def write() -> None:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at / 1e9))
+            body = {
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": event_name, "namespace": ns},
+                "involvedObject": ref, "reason": reason, "message": message[:1024], "type": etype,
+                "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+                "reportingComponent": self.component, "reportingInstance": self.host or self.component,
+                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+            }
+            self.api.create(EVENT, body, ns)
+
+        self.writer.submit(("event", ns, event_name), write)
         return True
