@@ -24,10 +24,11 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.order import job_order_key
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
-from pyvolcano.framework.util import PriorityQueue
+from pyvolcano.framework.util import KeyedQueue, PriorityQueue
 
 
 def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo], bool] | None = None) -> list[JobInfo]:
@@ -91,13 +92,19 @@ class Allocate(Action):
             def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
                 return not live.allocate_blocked(job, deserved.get(job.queue))
             wanted = unblocked
+        key = job_order_key(ssn)
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
             if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
                 continue
             if topology_waits(ssn, job):  # a topology constraint and the HyperNode tree is not ready
                 continue
             ns = job.namespace if ns_enabled else ""
-            by_ns.setdefault(ns, {}).setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
+            got = by_ns.setdefault(ns, {}).get(job.queue)
+            if got is None:
+                # by key when every jobOrder function has one (framework/order.py): a job's order moves only in
+                # its own turn, after which it is pushed again
+                got = by_ns[ns][job.queue] = KeyedQueue(key) if key is not None else PriorityQueue(ssn.job_cmp)
+            got.push(job)
         namespaces: PriorityQueue[str] = PriorityQueue(ssn.namespace_cmp, by_ns)
         pending: dict[str, PriorityQueue[TaskInfo]] = {}
         while not namespaces.empty():
