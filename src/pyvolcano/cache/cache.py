@@ -793,12 +793,12 @@ class SchedulerCache:
             for uid in gone:
                 del jobs[uid]
                 del clones[uid]
-            # the left-alone jobs but those that changed since (a dict made again only when one did: the
-            # memo's dicts are this snapshot's now)
-            settled_only = left_settled if not any(uid in left_settled for uid in changed) else \
-                {uid: rec for uid, rec in left_settled.items() if uid not in changed}
-            parked = parked_left if not any(uid in parked_left for uid in changed) else \
-                {uid: rec for uid, rec in parked_left.items() if uid not in changed}
+            # the left-alone jobs but those that changed since: the memo's dicts are this snapshot's now (the
+            # session that made them is over), so the few that changed are taken out in place
+            settled_only, parked = left_settled, parked_left
+            for uid in changed:
+                settled_only.pop(uid, None)
+                parked.pop(uid, None)
             settled = {**settled_only, **parked} if parked else settled_only
             self.reused += len(settled)
             cur = self.jobs
