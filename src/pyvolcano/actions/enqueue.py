@@ -87,25 +87,22 @@ class Enqueue(Action):
             name: ordered(lst, key) if key is not None else PriorityQueue(ssn.job_cmp, lst)
             for name, lst in waiting.items()}
 
-        def turn(q: QueueInfo, job: JobInfo) -> None:
-            _turn(ssn, q, job, refused)
-
         if len(jobs) == 1:  # one queue: the queue heap would hand it back after every job
             q = queues.pop()
             pending = jobs[q.name]
             if isinstance(pending, list):
                 while pending:
-                    turn(q, pending.pop())
+                    _turn(ssn, q, pending.pop(), refused)
             else:
                 while not pending.empty():
-                    turn(q, pending.pop())
+                    _turn(ssn, q, pending.pop(), refused)
             return
         while not queues.empty():
             q = queues.pop()
             pending = jobs[q.name]
             if (not pending) if isinstance(pending, list) else pending.empty():
                 continue
-            turn(q, pending.pop())
+            _turn(ssn, q, pending.pop(), refused)
             queues.push(q)
 
     @staticmethod
@@ -132,7 +129,7 @@ class Enqueue(Action):
             elif group is not None and job.enqueue_reason != group.reason:
                 # refused for another reason: its group's members after it are looked at one by one (their
                 # statuses will say the new reason)
-                st.dissolve(ssn, group, parked, key)
+                st.dissolve(ssn, group, parked)
             queues.push(q)
 
 
@@ -246,15 +243,14 @@ class _Stream:
                 g.armed = True
                 self._push(keys[i], g)
 
-    def dissolve(self, ssn: Session, group: _ParkedGroup, parked: dict[str, Any],
-                 key: Callable[[JobInfo], tuple[Any, ...]]) -> None:
-        """The group's members after its check, still parked, looked at one by one (each its own turn)."""
-        rest = [k[-1] for k in group.keys[group.i:] if k[-1] in parked]
+    def dissolve(self, ssn: Session, group: _ParkedGroup, parked: dict[str, Any]) -> None:
+        """The group's members after its check, still parked, looked at one by one (each its own turn, at the key
+        the group holds for it)."""
+        rest = [k for k in group.keys[group.i:] if k[-1] in parked]
         group.i, group.armed = len(group.keys), True  # never armed again
-        ssn.unpark(rest)
-        for uid in rest:
-            job = ssn.jobs[uid]
-            self._push(key(job), job)
+        ssn.unpark(k[-1] for k in rest)
+        for k in rest:
+            self._push(k, ssn.jobs[k[-1]])
 
 
 class _Refusals:

@@ -108,7 +108,7 @@ class Snapshot:
     #: each job's position in ``jobs`` order (increasing; None: not kept), valid while this snapshot's session runs
     pos: dict[str, int] | None = None
     #: the ``free_epoch`` they were parked under: when it is not this snapshot's, room came back since and the
-    #: session checks them again (enqueue: ``actions/enqueue.py``, ``_ParkedGroups``) or looks at them all
+    #: session checks them again (enqueue: ``actions/enqueue.py``, ``_ParkedGroup``) or looks at them all
     parked_epoch: int = -1
     #: the cache's count of snapshots when this one was taken (``BlockedMemo.left_alone`` names it)
     seq: int = 0
@@ -843,8 +843,6 @@ class SchedulerCache:
             parked = {uid: rec for uid, rec in parked_left.items() if uid in settled} if parked_left else {}
             settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked} if parked else settled
         self._last_jobs = jobs if reuse and not skipped else None
-        if self._last_jobs is None:
-            self._pos = {}
         self._last_queues = frozenset(queues)
         self._clones = clones
         if not self.incremental_nodes:

@@ -1047,6 +1047,13 @@ class Session:
 
         for job in (self.unsettled_jobs() if settled else self.jobs.values()):
             pods += one(job)
+
+        def misfit(uid: str, job: JobInfo) -> bool:
+            """Whether the session changed or wrote on this settled (or parked) job, so that its carried record
+            no longer stands (a parked job carries its own enqueue reason)."""
+            return bool(job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
+                        or (job.enqueue_reason and uid not in parked) or uid in invalid
+                        or (topology_why and uid in topology_why))
         held_of_settled: Callable[[str], np.ndarray | None] = _no_row
         carried_statuses: dict[str, PodGroupStatus] | None = None
         if settled:
@@ -1063,9 +1070,7 @@ class Session:
                     if uid not in settled or uid in podgroups:
                         continue
                     job = jobs[uid]
-                    if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
-                            or (job.enqueue_reason and uid not in parked) or uid in invalid
-                            or (topology_why and uid in topology_why)):
+                    if misfit(uid, job):
                         misfits.append(job)
                         out_of.add(uid)
                 out_of.update(uid for uid in podgroups if uid in settled)
@@ -1091,18 +1096,16 @@ class Session:
                     for q, _, _, _, mrow, _ in sums.members.values():
                         if mrow is not None:
                             held_rows.setdefault(q, []).append(mrow)
-                if parked:  # the parked jobs go to the next snapshot apart: left alone only under the same epoch
-                    only = self.snapshot.settled_only
-                    # (``any`` over the few ``out_of``: ``set.isdisjoint(dict)`` walks the dict)
-                    left = only if not any(uid in only for uid in out_of) else {
-                        uid: hit for uid, hit in only.items() if uid not in out_of}
-                    if not any(uid in parked for uid in out_of):
-                        parked_now.update(parked)
-                    else:
-                        parked_now.update((uid, hit) for uid, hit in parked.items() if uid not in out_of)
-                else:
-                    left = settled if not out_of else {uid: hit for uid, hit in settled.items()
-                                                       if uid not in out_of}
+                # the parked jobs go to the next snapshot apart (left alone only under the same epoch): the
+                # left-alone map is the settled ones' (``Snapshot.settled_only``; ``any`` over the few ``out_of``,
+                # as ``set.isdisjoint(dict)`` walks the dict)
+                only = self.snapshot.settled_only
+                left = only if not any(uid in only for uid in out_of) else {
+                    uid: hit for uid, hit in only.items() if uid not in out_of}
+                if parked:
+                    parked_now.update(parked)
+                    for uid in out_of:
+                        parked_now.pop(uid, None)
                 for job in misfits:
                     pods += one(job)
                 members = sums.members
@@ -1119,9 +1122,7 @@ class Session:
                     if uid in podgroups:  # changed in the session (an eviction): done above
                         continue
                     job = jobs[uid]
-                    if (job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
-                            or (job.enqueue_reason and uid not in parked) or uid in invalid
-                            or (topology_why and uid in topology_why)):
+                    if misfit(uid, job):
                         misfits.append(job)
                         continue
                     sst, sc = hit
@@ -1211,7 +1212,7 @@ class Session:
         for uid in where.keys() - parked.keys():
             leave(uid)
         jobs = self.jobs
-        for uid in (*looked_at, *(parked.keys() - where.keys())):
+        for uid in dict.fromkeys((*looked_at, *(parked.keys() - where.keys()))):
             if uid in where:
                 leave(uid)
             job = jobs[uid]

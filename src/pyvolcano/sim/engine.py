@@ -150,7 +150,6 @@ class SimAPI:
             self.sim.writer._last.pop(f"{ns}/{md['name']}", None)
             self.sim.writer.settled.pop(f"{ns}/{md['name']}", None)
             self.sim.writer.unwritten.add(f"{ns}/{md['name']}")
-            self.sim.writer._applied.pop(f"{ns}/{md['name']}", None)
         self.sim.cache.upsert(obj, trusted=trusted)
         self.sim.changed = True
 
@@ -206,8 +205,6 @@ class SimWriter:
         #: not be written to (no object), or whose settled status was dropped, are ``unwritten``
         self.settles_every_status = True
         self.unwritten: set[str] = set()
-        #: per PodGroup, the status object last handed and found written (its signature is ``_last``'s)
-        self._applied: dict[str, PodGroupStatus] = {}
         self._events: dict[tuple[str, str, str], str] = {}
         self._stamped: tuple[float, str] = (float("nan"), "")
 
@@ -255,11 +252,7 @@ class SimWriter:
 
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         sim = self.sim
-        if self._applied.get(uid) is status:
-            # the very object handed last time (``settled`` keeps ``apply`` from handing it again): same
-            # signature, nothing to write
-            self.settled[uid] = status
-            self.unwritten.discard(uid)
+        if self.settled.get(uid) is status:  # the very object written last time: nothing to write
             return True
         sig = (status.phase, status.running, status.succeeded, status.failed, status.event,
                *[(c["type"], c["reason"], c["message"]) for c in status.conditions])
@@ -267,7 +260,6 @@ class SimWriter:
         # status carries the same pod conditions, which Volcano does not write again (``taskUnschedulable`` only
         # when ``podConditionHaveUpdate``, pkg/scheduler/cache/cache.go), so they keep their first stamp
         if self._last.get(uid) == sig:
-            self._applied[uid] = status
             self.settled[uid] = status
             self.unwritten.discard(uid)
             return True
@@ -277,7 +269,6 @@ class SimWriter:
             self.unwritten.add(uid)
             return False
         self._last[uid] = sig
-        self._applied[uid] = status
         self.settled[uid] = status
         self.unwritten.discard(uid)
         old = pg.get("status") or {}
