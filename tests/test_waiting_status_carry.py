@@ -29,10 +29,11 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     orig = Session.close
 
     def checked_close(self: Session) -> SessionResult:
+        parked = set(self.parked)  # close moves the map on to the next session's parked jobs, in place
         out = orig(self)
         for uid, st in out.podgroups.items():
             job = self.jobs[uid]
-            if uid in self.parked:
+            if uid in parked:
                 # parked (Pending, refused by enqueue under the same epoch): gang did not look at it, and close
                 # hands over last session's object, whose condition is the one gang would write now but for the
                 # transition id of the session that last looked at the job (writers compare statuses without it)

@@ -24,7 +24,7 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.framework.action import Action
-from pyvolcano.framework.order import job_order_key
+from pyvolcano.framework.order import job_order_key, task_order_key
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
@@ -92,7 +92,7 @@ class Allocate(Action):
             def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
                 return not live.allocate_blocked(job, deserved.get(job.queue))
             wanted = unblocked
-        key = job_order_key(ssn)
+        key, tkey = job_order_key(ssn), task_order_key(ssn)
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
             if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
                 continue
@@ -124,9 +124,9 @@ class Allocate(Action):
                 continue
             job = queues[best.name].pop()
             if job.uid not in pending:
-                pending[job.uid] = PriorityQueue(
-                    ssn.task_cmp, [t for t in job.index.get(TaskStatus.Pending, {}).values()
-                                   if not t.best_effort and not t.sch_gated])
+                todo = [t for t in job.index.get(TaskStatus.Pending, {}).values() if not t.best_effort and not t.sch_gated]
+                # by key when every taskOrder function has one (framework/order.py): a task's order is fixed
+                pending[job.uid] = KeyedQueue(tkey, todo) if tkey is not None else PriorityQueue(ssn.task_cmp, todo)
             if takes_hypernode_path(ssn, job):  # networkTopology or sub-groups: actions/_hypernode.py
                 allocate_topology_job(ssn, job, best, pending[job.uid], queues[best.name])
             else:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -36,6 +36,8 @@ from pyvolcano.api.types import (
     PodGroupPhase,
     TaskStatus,
 )
+from pyvolcano.cache import deltas
+from pyvolcano.cache.deltas import Lender, SettledView
 from pyvolcano.cache.memo import BlockedMemo
 from pyvolcano.errors import ManifestError
 
@@ -98,7 +100,8 @@ class Snapshot:
     #: jobs the last session recorded as settled and that are still the same (same version, clone reused, same
     #: PodGroup phase), with the record, under the conf registration ``settled_reg`` it was made with; the session
     #: uses them only under that same registration (``Session._settled_jobs``)
-    settled: dict[str, Any] = field(default_factory=dict)
+    #: (a ``SettledView`` over ``settled_only`` and ``parked`` when the snapshot carried the last job map)
+    settled: MutableMapping[str, Any] = field(default_factory=dict)
     settled_reg: Any = None
     #: the jobs of ``settled`` that are parked (``Session._settled_jobs``: Pending, refused by enqueue under
     #: this snapshot's ``free_epoch``), with their record
@@ -116,6 +119,9 @@ class Snapshot:
     unsettled: list[JobInfo] = field(default_factory=list)
     #: the jobs this snapshot handed over again when it carried the last job map (None: it walked every job)
     redone: set[str] | None = None
+    #: with ``redone``, the jobs that changed in the cache since the last snapshot (appeared, went, or changed:
+    #: the only ones taken out of the carried settled and parked maps); None with ``redone``
+    changed: set[str] | None = None
 
 
 class SchedulerCache:
@@ -141,6 +147,9 @@ class SchedulerCache:
         #: reference the running totals and carried task maps are tested against (tests/sim/test_snapshot.py)
         self.incremental_nodes = True
         self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
+        #: the last snapshot, while it lives, holds ``_last_jobs``: a carried job map is then copied, else moved
+        #: in place (``cache/deltas.py``)
+        self._jobs_lender = Lender()
         #: snapshots taken so far (``Snapshot.seq``)
         self._snap_seq = 0
         #: jobs whose cache ``JobInfo`` changed (version, PodGroup phase), appeared or went since the last snapshot;
@@ -660,12 +669,15 @@ class SchedulerCache:
         return out
 
     # --- snapshot ------------------------------------------------------------------------------------
-    def _carried_jobs(self, left: dict[str, Any], changed: set[str], queues: dict[str, QueueInfo]) -> \
+    def _carried_jobs(self, left: SettledView[Any], not_left: Iterable[str] | None, changed: set[str],
+                      queues: dict[str, QueueInfo]) -> \
             tuple[dict[str, JobInfo], list[str], list[str], list[str]] | None:
         """What a snapshot that carries the last one's job map must do again: (that map, the jobs in it to hand
         over again, the new jobs in cache order, the jobs gone), or None when the map cannot be carried and every
-        job is looked at.  ``left``: the jobs the last session left alone (``BlockedMemo.left_alone``); every other
-        job of the last map, and every job that ``changed`` in the cache since, is done again.
+        job is looked at.  ``left``: the jobs the last session left alone (``BlockedMemo.left_alone`` and
+        ``parked_left``); every other job of the last map (``not_left``, as that session listed them:
+        ``BlockedMemo.not_left``; None: found by a walk), and every job that ``changed`` in the cache since, is
+        done again.
 
         The carried map must list the jobs in the cache's order, as a walk over ``self.jobs`` would: a job that
         went and came back, a job left out (no PodGroup, unknown queue) then or now, or other queues, and it is not
@@ -682,7 +694,12 @@ class SchedulerCache:
                 return None
             tail.reverse()
             new = tail
-        redo = [uid for uid in (last_jobs.keys() - left.keys()) | changed if uid in cur and uid in last_jobs]
+        if not_left is None:
+            not_left = [uid for uid in last_jobs if uid not in left]
+        elif deltas.CHECK:
+            listed = {uid for uid in not_left if uid in last_jobs}
+            assert listed == {uid for uid in last_jobs if uid not in left}, "BlockedMemo.not_left"
+        redo = [uid for uid in {*not_left, *changed} if uid in cur and uid in last_jobs]
         prev = self._clones
         for uid in redo:
             job = cur[uid]
@@ -717,26 +734,30 @@ class SchedulerCache:
         reuse = self.reuse_clones
         memo = self.memo
         settled_reg = memo.settled_reg if memo is not None and reuse else None
-        settled: dict[str, Any] = {}
+        settled: MutableMapping[str, Any] = {}
         unsettled: list[JobInfo] = []
         # the jobs the last session left alone (``Session.close``), if it was the session of the last snapshot:
         # their clones are exactly as that snapshot handed them over, so while the cache's job is unchanged (same
         # version and PodGroup phase) the clone is handed over again as it is, without ``JobInfo.reuse``
-        left: dict[str, Any] = {}
         #: the parked jobs among them (``Session._settled_jobs``, parked jobs): left alone only while no room came back since
         parked_left: dict[str, Any] = {}
         parked_epoch = -1
         left_settled: dict[str, Any] = {}
+        not_left: list[str] | None = None
         if memo is not None and reuse and settled_reg is not None:
             seq, got = memo.left_alone
             if seq == self._snap_seq:
-                left = left_settled = got
+                left_settled = got
                 pseq, epoch, pgot = memo.parked_left
                 if pseq == seq and pgot:  # under another epoch too: the session checks them again
                     parked_left, parked_epoch = pgot, epoch
-                    left = {**got, **pgot}
+                nseq, listed = memo.not_left
+                if nseq == seq:
+                    not_left = listed
             memo.left_alone = (-1, {})
             memo.parked_left = (-1, -1, {})
+            memo.not_left = (-1, [])
+        left = SettledView(left_settled, parked_left)
         self._snap_seq += 1
         changed = self._changed_jobs
         self._changed_jobs = set()
@@ -783,23 +804,31 @@ class SchedulerCache:
                     e = refusals.get(uid)
                     if e is not None:
                         e.key = (parked_epoch, e.key[1])
-        carried = self._carried_jobs(left, changed, queues) if left else None
+        carried = self._carried_jobs(left, not_left, changed, queues) if left else None
+        redone: set[str] | None = None
         if carried is not None:
             # the last snapshot's job map, with only the jobs that changed or that the last session did not leave
-            # alone done again (in place: a dict keeps a key's position), the new ones appended in cache order
+            # alone done again, the new ones appended in cache order: in place (a dict keeps a key's position),
+            # unless the last snapshot is still alive (a caller kept it), and then in a copy
             last_jobs, redo, new, gone = carried
-            jobs = dict(last_jobs)
-            clones = dict(prev_clones)
+            if self._jobs_lender.borrowed():
+                jobs = dict(last_jobs)
+            else:
+                jobs = last_jobs
+            clones = prev_clones  # the cache's own: in place
+            # from here the maps are half moved: if anything fails, the next snapshot starts afresh
+            self._last_jobs, self._clones = None, {}
             for uid in gone:
                 del jobs[uid]
                 del clones[uid]
             # the left-alone jobs but those that changed since: the memo's dicts are this snapshot's now (the
-            # session that made them is over), so the few that changed are taken out in place
+            # session that made them is over), so the few that changed are taken out in place; the settled jobs
+            # are the two maps seen as one (what ``one`` finds settled again goes into ``settled_only``)
             settled_only, parked = left_settled, parked_left
             for uid in changed:
                 settled_only.pop(uid, None)
                 parked.pop(uid, None)
-            settled = {**settled_only, **parked} if parked else settled_only
+            settled = left if parked else settled_only
             self.reused += len(settled)
             cur = self.jobs
             for uid in redo:
@@ -815,13 +844,7 @@ class SchedulerCache:
                 pos[uid] = self._pos_next
                 self._pos_next += 1
             unsettled = [jobs[uid] for uid in sorted((uid for uid in redone if uid not in settled), key=pos.__getitem__)]
-            if settled is not settled_only:  # the jobs ``one`` found settled again belong to ``settled_only`` too
-                for uid in redone:
-                    rec = settled.get(uid)
-                    if rec is not None:
-                        settled_only[uid] = rec
         else:
-            redone = None
             for uid, job in self.jobs.items():
                 if left:
                     rec = left.get(uid)
@@ -841,7 +864,8 @@ class SchedulerCache:
             self._pos = {uid: i for i, uid in enumerate(jobs)}
             self._pos_next = len(jobs)
             parked = {uid: rec for uid, rec in parked_left.items() if uid in settled} if parked_left else {}
-            settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked} if parked else settled
+            settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked} if parked else \
+                cast(dict[str, Any], settled)  # a plain map on a walk
         self._last_jobs = jobs if reuse and not skipped else None
         self._last_queues = frozenset(queues)
         self._clones = clones
@@ -867,7 +891,7 @@ class SchedulerCache:
                 self._last_nodes = arrays
         if self.memo is not None and len(self.memo.enqueue) + len(self.memo.allocate) > 2 * len(jobs) + 64:
             self.memo.prune(jobs)
-        return Snapshot(
+        snap = Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
@@ -876,7 +900,10 @@ class SchedulerCache:
             settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
             parked=parked, parked_epoch=parked_epoch, settled_only=settled_only,
             pos=self._pos if self._last_jobs is not None else None,
+            changed=changed if redone is not None else None,
         )
+        self._jobs_lender.lend(snap)
+        return snap
 
     def warn_problems(self) -> None:
         for p in self.problems:

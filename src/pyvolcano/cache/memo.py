@@ -95,6 +95,10 @@ class BlockedMemo:
     #: (``Snapshot.seq``, uid -> settled record) of the jobs the session of that snapshot left alone: not a field
     #: it wrote on their clones (``Session.close``); the next snapshot hands those clones over as they are
     left_alone: tuple[int, dict[str, Any]] = (-1, {})
+    #: (``Snapshot.seq``, uids) of the jobs of that session's map that it did *not* leave alone (neither in
+    #: ``left_alone`` nor in ``parked_left``; a uid may be listed twice): the next snapshot hands those over again
+    #: without comparing the whole map with the left-alone maps
+    not_left: tuple[int, list[str]] = (-1, [])
     #: what close adds for the jobs the last session left alone, moved by the jobs that join or leave them
     #: (``Session._settled_sums``)
     settled_sums: Any = None

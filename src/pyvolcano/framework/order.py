@@ -16,28 +16,50 @@ it a total order (two jobs never share one), so a heap over keys pops the jobs i
 comparison pops them, whatever the insertion order, *as long as no job's value changes while it waits*: the
 callers use keys only where that holds (enqueue: admitting a job changes no other job's readiness, share or
 priority).  A session with any jobOrder function without a value (sla's, a user plugin's) keeps the comparison.
+
+Task order is the same (``Session.task_cmp``, Volcano's ``TaskOrderFn``: the first deciding plugin, else the older
+task, then the smaller uid): priority's is "the task's priority, higher first", a value fixed for the session, so
+allocate's per-job task heaps (``task_order_key``) compare tuples in C instead of asking the plugins at each sift.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pyvolcano.api.job_info import JobInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 JobCmp = Callable[[JobInfo, JobInfo], int]
 JobKey = Callable[[JobInfo], Any]
+C = TypeVar("C", bound=Callable[..., int])
 
 
-def keyed(cmp: JobCmp, key: JobKey) -> JobCmp:
-    """Mark ``cmp`` as "compare ``key`` of both jobs, smaller first": ``cmp(a, b)`` must be
-    ``-1 if key(a) < key(b) else 1 if key(a) > key(b) else 0`` for every pair of jobs of the session.  Returns
-    ``cmp`` itself, so ``ssn.add_job_order_fn(name, keyed(cmp, key))`` registers the comparison unchanged."""
+def keyed(cmp: C, key: Callable[[Any], Any]) -> C:
+    """Mark ``cmp`` as "compare ``key`` of both items (jobs or tasks), smaller first": ``cmp(a, b)`` must be
+    ``-1 if key(a) < key(b) else 1 if key(a) > key(b) else 0`` for every pair of the session.  Returns ``cmp``
+    itself, so ``ssn.add_job_order_fn(name, keyed(cmp, key))`` registers the comparison unchanged."""
     cmp.order_key = key  # type: ignore[attr-defined]
     return cmp
+
+
+def task_order_key(ssn: Session) -> Callable[[TaskInfo], tuple[Any, ...]] | None:
+    """The session's task order as a key function: (each taskOrder function's value in tier order, creation,
+    uid), or None when some registered taskOrder function has no key (then callers use ``Session.task_cmp``).
+    Exact for heaps whose tasks' values do not change while they wait (a task's priority does not)."""
+    parts: list[Callable[[TaskInfo], Any]] = []
+    for tier in ssn.fns.get("taskOrder", ()):
+        for _, fn in tier:
+            k = getattr(fn, "order_key", None)
+            if k is None:
+                return None
+            parts.append(k)
+    if len(parts) == 1:  # the default conf's priority alone
+        (a,) = parts
+        return lambda t: (a(t), t.creation, t.uid)
+    return lambda t: (*[p(t) for p in parts], t.creation, t.uid)
 
 
 def job_order_key(ssn: Session) -> Callable[[JobInfo], tuple[Any, ...]] | None:

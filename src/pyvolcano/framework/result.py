@@ -16,7 +16,7 @@ object is built by ``podgroup_status_body`` for both writers, so it is the same 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -129,12 +129,14 @@ class SessionResult:
     #: the statuses the session carried unchanged from the last one for the jobs it left alone (settled and parked
     #: jobs, ``Session._settled_jobs``: the very objects the last session handed over), and the others; ``apply``
     #: hands a writer that settles every status it writes (``ClusterWriter.settles_every_status``) only the others
-    #: and those carried ones it did not write
-    carried_podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
+    #: and those carried ones it did not write.  The carried map is the one the next session moves on: it is lent
+    #: to this result, and copied before it changes only while this result is alive (``cache/deltas.py``)
+    carried_podgroups: Mapping[str, PodGroupStatus] = field(default_factory=dict)
     changed_podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     #: job -> why it is not scheduled (the Unschedulable condition's message, why it was not enqueued, or the
-    #: jobValid objection); the ``pyvolcano cycle -o json`` contract
-    unschedulable: dict[str, str] = field(default_factory=dict)
+    #: jobValid objection); the ``pyvolcano cycle -o json`` contract.  With parked jobs, a ``ChainMap`` of the
+    #: session's own over the parked jobs' carried reasons (lent as ``carried_podgroups`` is)
+    unschedulable: MutableMapping[str, str] = field(default_factory=dict)
     #: jobs the snapshot left out (no PodGroup, unknown queue) -> why; and their pending pods -> why
     skipped: dict[str, str] = field(default_factory=dict)
     skipped_pods: dict[str, str] = field(default_factory=dict)

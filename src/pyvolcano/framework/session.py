@@ -15,7 +15,7 @@ import bisect
 import time
 import uuid
 from collections import ChainMap
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,7 +29,9 @@ from pyvolcano.api.resource import ResourceIndex, fit_floor, less_equal, resourc
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
+from pyvolcano.cache import deltas
 from pyvolcano.cache.cache import Snapshot
+from pyvolcano.cache.deltas import Lender
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.conf.registration import slots
@@ -171,7 +173,7 @@ class Session:
         self.invalid: dict[str, str] = {}
         self.pg_conditions: dict[str, dict[str, Any]] = {}
         #: jobs this session leaves alone, with what ``close`` carries for them (``_settled_jobs``, set by ``open``)
-        self.settled: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
+        self.settled: MutableMapping[str, tuple[PodGroupStatus, _CloseCounts]] = {}
         #: this session may record jobs as settled for the next one (``_settled_jobs``)
         self._can_settle = False
         #: the jobs of ``settled`` that are parked (Pending, refused by enqueue under this session's epoch:
@@ -183,6 +185,8 @@ class Session:
         self.parked_stale = False
         #: the parked jobs unparked since ``_unsettled`` was made
         self._unparked: list[JobInfo] = []
+        #: every job unparked in this session (``close`` moves the settled sums and parked groups by them)
+        self.unparked_uids: list[str] = []
         #: the jobs that are not settled, in ``jobs`` order (``unsettled_jobs``)
         self._unsettled: list[JobInfo] = []
         #: jobs one of whose tasks was evicted (or its eviction undone) in this session: the only change a settled
@@ -776,7 +780,8 @@ class Session:
         for uid in uids:
             if parked.pop(uid, None) is None:
                 continue
-            del settled[uid]
+            settled.pop(uid, None)  # a ``SettledView`` over ``parked`` no longer has it; a plain map does
+            self.unparked_uids.append(uid)
             job = jobs[uid]
             job.enqueue_reason = ""
             job.job_fit_errors = ""
@@ -789,7 +794,7 @@ class Session:
         settled = self.settled
         if not settled:
             return self.jobs.values()
-        if self.touched and not self.touched.isdisjoint(settled):
+        if self.touched and any(uid in settled for uid in self.touched):  # not ``isdisjoint``: it walks ``settled``
             return [job for uid, job in self.jobs.items()
                     if not (uid in settled and job.version == job.cloned_from)]
         if self._unparked:  # parked jobs enqueue looked at (``unpark``): put in, in ``jobs`` order
@@ -801,7 +806,7 @@ class Session:
             self._unparked = []
         return self._unsettled
 
-    def _settled_jobs(self) -> dict[str, tuple[PodGroupStatus, _CloseCounts]]:
+    def _settled_jobs(self) -> MutableMapping[str, tuple[PodGroupStatus, _CloseCounts]]:
         """The jobs this session can leave alone (issue 15: sessions whose cost follows what changed), with the
         status and counts ``close`` carries for them.
 
@@ -877,24 +882,36 @@ class Session:
         summed afresh."""
         settled, snap, jobs = self.settled, self.snapshot, self.jobs
         memo = snap.memo
-        keep = settled.keys() - out_of
         prev = memo.settled_sums if memo is not None else None
-        redone = snap.redone
+        redone, changed = snap.redone, snap.changed
         if (isinstance(prev, _SettledSums) and prev.seq == snap.seq - 1 and prev.reg is self._reg and prev.whole
-                and redone is not None):
+                and redone is not None and changed is not None):
+            # the members were the last session's settled jobs but its ``out_of``; only these can have joined,
+            # left or got a new record since: those the snapshot handed over again or that changed in the cache
+            # (the only ones it took out of the carried maps), those parked after a look in the last session, those
+            # unparked in this one, and this one's ``out_of``
             sums = prev
+            if sums.lender.borrowed():  # a result still reads the last maps handed out: they are its now
+                sums.statuses, sums.said = dict(sums.statuses), dict(sums.said)
+                sums.lender.returned()
             members = sums.members
-            again = [uid for uid in redone if uid in keep and uid in members]
-            for uid in members.keys() - keep:
-                sums.remove(uid)
-            for uid in again:
-                sums.remove(uid)
-            for uid in keep - members.keys():
-                sums.add(uid, jobs[uid], settled[uid])
+            for uid in {*redone, *changed, *out_of, *sums.joining, *self.unparked_uids}:
+                kept = uid in settled and uid not in out_of
+                was = uid in members
+                if was and (not kept or uid in redone):
+                    sums.remove(uid)
+                if kept and (not was or uid in redone):
+                    sums.add(uid, jobs[uid], settled[uid])
+            if deltas.CHECK:
+                keep = settled.keys() - out_of
+                assert members.keys() == keep and all(members[uid][5] is settled[uid] for uid in keep), \
+                    "_SettledSums moved by deltas"
         else:
             sums = _SettledSums()
-            for uid in keep:
-                sums.add(uid, jobs[uid], settled[uid])
+            for uid in settled:
+                if uid not in out_of:
+                    sums.add(uid, jobs[uid], settled[uid])
+        sums.joining = []
         sums.seq, sums.reg = snap.seq, self._reg
         if memo is not None:
             memo.settled_sums = sums
@@ -1045,8 +1062,10 @@ class Session:
                     held_of[uid] = job.allocated
             return c.pods
 
+        looked: list[str] = []  # the jobs looked at one by one (the next snapshot hands them over again)
         for job in (self.unsettled_jobs() if settled else self.jobs.values()):
             pods += one(job)
+            looked.append(job.uid)
 
         def misfit(uid: str, job: JobInfo) -> bool:
             """Whether the session changed or wrote on this settled (or parked) job, so that its carried record
@@ -1056,6 +1075,10 @@ class Session:
                         or (topology_why and uid in topology_why))
         held_of_settled: Callable[[str], np.ndarray | None] = _no_row
         carried_statuses: dict[str, PodGroupStatus] | None = None
+        #: beside ``looked``, the jobs of the map that may not be left alone: out of ``left`` and ``parked_now``
+        extra: Iterable[str] = ()
+        #: the jobs that may have left the parked map since the last session (None: not known, all compared)
+        leavers: list[str] | None = None
         if settled:
             jobs = self.jobs
             assert held_of is not None
@@ -1086,8 +1109,8 @@ class Session:
                             counts[ph] = counts.get(ph, 0) + n
                     tasks[q][0] += sums.held_n.get(q, 0)
                     tasks[q][1] += sums.pending_n.get(q, 0)
-                if sums.said:  # the parked jobs' reasons, as their carried statuses give them
-                    out.unschedulable.update(sums.said)
+                if sums.said:  # the parked jobs' reasons, as their carried statuses give them (not copied: lent)
+                    out.unschedulable = ChainMap(out.unschedulable, sums.said)
                 if sums.whole:  # one row per queue: exact in any order
                     for q, row in sums.held.items():
                         if sums.held_n.get(q):
@@ -1099,17 +1122,25 @@ class Session:
                 # the parked jobs go to the next snapshot apart (left alone only under the same epoch): the
                 # left-alone map is the settled ones' (``Snapshot.settled_only``; ``any`` over the few ``out_of``,
                 # as ``set.isdisjoint(dict)`` walks the dict)
+                # the snapshot's maps, in place: the session that made them is over
                 only = self.snapshot.settled_only
-                left = only if not any(uid in only for uid in out_of) else {
-                    uid: hit for uid, hit in only.items() if uid not in out_of}
-                if parked:
-                    parked_now.update(parked)
+                for uid in out_of:
+                    only.pop(uid, None)
+                left = only
+                if parked:  # the jobs parked after a look join them (they were not settled: no key in common)
+                    parked.update(parked_now)
                     for uid in out_of:
-                        parked_now.pop(uid, None)
+                        parked.pop(uid, None)
+                    parked_now = parked
+                    leavers = [*(self.snapshot.changed or ()), *self.unparked_uids, *out_of] \
+                        if self.snapshot.changed is not None else None
                 for job in misfits:
                     pods += one(job)
+                extra = out_of
                 members = sums.members
                 carried_statuses = sums.statuses
+                sums.joining = looked_at
+                sums.lender.lend(out)
 
                 def settled_row(uid: str) -> np.ndarray | None:
                     m = members.get(uid)
@@ -1153,18 +1184,29 @@ class Session:
                         held_of[uid] = job.allocated
                 for job in misfits:
                     pods += one(job)
+                extra = settled
             if carried_statuses is None:
                 out.podgroups = {uid: podgroups[uid] if uid in podgroups else settled[uid][0] for uid in jobs}
-            else:  # the changed statuses over the carried ones (a copy: the sums move on in the next session)
-                out.changed_podgroups, out.carried_podgroups = podgroups, dict(carried_statuses)
-                out.podgroups = ChainMap(podgroups, out.carried_podgroups)
+            else:  # the changed statuses over the carried ones (lent, not copied: ``_settled_sums`` copies them
+                # before it moves them if this result is still alive then)
+                out.changed_podgroups, out.carried_podgroups = podgroups, carried_statuses
+                out.podgroups = ChainMap(podgroups, carried_statuses)
         out.pods = pods
         memo = self.snapshot.memo
         if memo is not None and settle:
-            memo.left_alone = (self.snapshot.seq, left)
+            seq = self.snapshot.seq
+            memo.left_alone = (seq, left)
+            # the jobs of the map the session did not leave alone: the next snapshot hands them over again
+            exclude = parked_now if park else {}
+            not_left = [uid for uid in looked if uid not in exclude]
+            not_left.extend(uid for uid in extra if uid not in left and uid not in exclude)
+            if deltas.CHECK:
+                assert set(not_left) == {uid for uid in self.jobs if uid not in left and uid not in exclude}, \
+                    "BlockedMemo.not_left"
+            memo.not_left = (seq, not_left)
             if park:
-                memo.parked_left = (self.snapshot.seq, free_epoch, parked_now)
-                self._keep_park_groups(parked_now, looked_at)
+                memo.parked_left = (seq, free_epoch, parked_now)
+                self._keep_park_groups(parked_now, looked_at, leavers)
         if self.evicted_for or self.last_tx:
             self._nominations(out)
         if held_of is not None:  # with settled jobs the rows are not in job order: ``_held`` may need that order
@@ -1189,10 +1231,12 @@ class Session:
         out.queue_problems = list(problems) if problems else []
         return out
 
-    def _keep_park_groups(self, parked: dict[str, Any], looked_at: list[str]) -> None:
+    def _keep_park_groups(self, parked: dict[str, Any], looked_at: list[str], leavers: list[str] | None) -> None:
         """Bring ``BlockedMemo.park_groups`` to the jobs this session parks: those of the last session's groups
         that left taken out, those it parked after a look (new, or maybe under another reason) put in their group,
-        each at its place in job order.  Kept only with a job-order key (``framework/order.py``)."""
+        each at its place in job order.  Kept only with a job-order key (``framework/order.py``).  ``leavers``:
+        the only jobs that can have left since the last session's groups (None: found by comparing the maps);
+        then only ``looked_at`` can have joined."""
         memo = self.snapshot.memo
         assert memo is not None
         key = job_order_key(self)
@@ -1202,6 +1246,7 @@ class Session:
         groups, where = memo.park_groups, memo.park_where
         if groups is None or memo.park_groups_seq != self.snapshot.seq - 1 or memo.park_groups_reg is not self._reg:
             groups, where = {}, {}
+            leavers = None
 
         def leave(uid: str) -> None:
             g, k = where.pop(uid)
@@ -1209,10 +1254,17 @@ class Session:
             del lst[bisect.bisect_left(lst, k)]
             if not lst:
                 del groups[g]
-        for uid in where.keys() - parked.keys():
-            leave(uid)
+        if leavers is None:
+            for uid in where.keys() - parked.keys():
+                leave(uid)
+            joiners = dict.fromkeys((*looked_at, *(parked.keys() - where.keys())))
+        else:
+            for uid in dict.fromkeys(leavers):
+                if uid in where and uid not in parked:
+                    leave(uid)
+            joiners = dict.fromkeys(looked_at)
         jobs = self.jobs
-        for uid in dict.fromkeys((*looked_at, *(parked.keys() - where.keys()))):
+        for uid in joiners:
             if uid in where:
                 leave(uid)
             job = jobs[uid]
@@ -1222,6 +1274,8 @@ class Session:
             k = key(job)
             bisect.insort(groups.setdefault(g, []), k)
             where[uid] = (g, k)
+        if deltas.CHECK:
+            assert where.keys() == parked.keys(), "BlockedMemo.park_where moved by deltas"
         memo.park_groups, memo.park_where = groups, where
         memo.park_groups_seq, memo.park_groups_reg = self.snapshot.seq, self._reg
 
@@ -1403,8 +1457,8 @@ class _SettledSums:
     held pods and held resources per queue.  Exact: counts are integers, and resource sums are used only while
     every amount is a whole number and the sums of their magnitudes stay below 2**53 (``whole``)."""
 
-    __slots__ = ("bound", "counts", "held", "held_n", "members", "pending_n", "pods", "reg", "said", "seq",
-                 "statuses", "whole")
+    __slots__ = ("bound", "counts", "held", "held_n", "joining", "lender", "members", "pending_n", "pods", "reg",
+                 "said", "seq", "statuses", "whole")
 
     def __init__(self) -> None:
         self.seq = -1
@@ -1422,6 +1476,10 @@ class _SettledSums:
         self.statuses: dict[str, PodGroupStatus] = {}
         self.bound = 0.0
         self.whole = True
+        #: the jobs the session that kept these sums parked after a look: settled in the next one, not members yet
+        self.joining: list[str] = []
+        #: ``statuses`` and ``said`` are handed to that session's result as they are (``cache/deltas.py``)
+        self.lender = Lender()
 
     def add(self, uid: str, job: JobInfo, rec: tuple[PodGroupStatus, _CloseCounts]) -> None:
         st, c = rec

@@ -136,7 +136,8 @@ class SessionTopology:
         look: Iterable[JobInfo] = ssn.jobs.values()
         if memo is not None and snap.settled and snap.seq >= 1:
             last = memo.carried.get("topology-constrained")
-            if last is not None and last[0] == snap.seq - 1 and last[1].isdisjoint(snap.settled):
+            settled = snap.settled  # ``set.isdisjoint(mapping)`` would walk every settled job: the few constrained
+            if last is not None and last[0] == snap.seq - 1 and not any(uid in settled for uid in last[1]):
                 look = snap.unsettled
         constrained = [job for job in look if (pg := job.podgroup) is not None and (
             pg.network_topology is not None

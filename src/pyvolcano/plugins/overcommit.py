@@ -12,6 +12,7 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.resource import EPS, less_equal_with_dimension, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
+from pyvolcano.cache import deltas
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -160,17 +161,19 @@ class JobSums:
         self.seq = -1
 
     def sync(self, jobs: dict[str, JobInfo], seq: int = -1, look: list[JobInfo] | None = None,
-             unchanged: int = 0) -> None:
+             unchanged: int = 0, changed: set[str] | None = None) -> None:
         """Bring the ledger to the session's ``jobs``.  ``seq``: the snapshot's ``Snapshot.seq``.  ``look``: the
         jobs to look at when the other ``unchanged`` ones are the very clones of the last snapshot, unchanged
         (``Snapshot.settled``); used only if the ledger was synced to that last snapshot's jobs (``seq - 1``),
-        where every one of them got its entry."""
+        where every one of them got its entry.  ``changed``: then, the jobs that changed in the cache since
+        (``Snapshot.changed``), among which are the only ones that can have gone."""
         entries = self.entries
         get = entries.get
         stale: list[JobInfo] = []
         known = 0
         if look is None or seq < 1 or self.seq != seq - 1:
             look = list(jobs.values())
+            changed = None
         else:
             known = unchanged
         self.seq = seq
@@ -189,7 +192,14 @@ class JobSums:
             stale.append(job)
         self._queue_order = None
         self.jobs = jobs
-        gone = [uid for uid in entries if uid not in jobs] if known != len(entries) else []
+        if known == len(entries):
+            gone = []
+        elif changed is not None:
+            gone = [uid for uid in changed if uid in entries and uid not in jobs]
+            if deltas.CHECK:
+                assert set(gone) == {uid for uid in entries if uid not in jobs}, "JobSums gone by deltas"
+        else:
+            gone = [uid for uid in entries if uid not in jobs]
         if not stale and not gone:
             return
         size = self.size
@@ -345,7 +355,7 @@ def session_sums(ssn: Session) -> JobSums:
                 memo.carried["job-sums"] = sums
         snap = ssn.snapshot
         if memo is not None and snap.settled:
-            sums.sync(ssn.jobs, snap.seq, snap.unsettled, len(snap.settled))
+            sums.sync(ssn.jobs, snap.seq, snap.unsettled, len(snap.settled), snap.changed)
         else:
             sums.sync(ssn.jobs, snap.seq)
         return sums

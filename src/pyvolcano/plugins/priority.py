@@ -20,12 +20,17 @@ def _neg_priority(job: JobInfo) -> int:
     return -job.priority
 
 
+def _neg_task_priority(task: TaskInfo) -> int:
+    return -task.priority
+
+
 @register_plugin
 class Priority(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_task_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
+        # keyed as the job order is: allocate's task heaps compare the value (framework/order.py)
+        ssn.add_task_order_fn(self.name, keyed(lambda a, b: _higher_first(a.priority, b.priority), _neg_task_priority))
         # keyed: a backlog is sorted by the value instead of asking this per comparison (framework/order.py)
         ssn.add_job_order_fn(self.name, keyed(lambda a, b: _higher_first(a.priority, b.priority), _neg_priority))
         # a sub-group's priority is its highest task priority (SubJobInfo.Priority)
