@@ -83,6 +83,8 @@ class Allocate(Action):
             memo = None
         self.memo = memo
         self.placed: set[str] = set()
+        #: per pod template and queue, the last "why no node" and the node log's length then (``_explain``)
+        self.explained: dict[object, tuple[int, FitErrors]] = {}
         self.deserved = ssn.proportion_deserved()
         ssn.topology.new_allocate()  # worksheets and the recorder are per allocate run (NewRecorder, buildAllocateContext)
         wanted: Callable[[JobInfo], bool] | None = None
@@ -142,7 +144,7 @@ class Allocate(Action):
         other tasks are tried; later tasks of a failed role are skipped without looking at nodes
         (``TaskHasFitErrors``).  A task the queue has no room for is passed over without failing its role."""
         stmt = Statement(ssn)
-        explained: dict[object, tuple[int, FitErrors]] = {}  # per template: the last "why no node", while valid
+        explained = self.explained
         while not tasks.empty():
             task = tasks.pop()
             turn = check_task(ssn, job, queue, task)
@@ -182,8 +184,9 @@ class Allocate(Action):
     def _explain(ssn: Session, task: TaskInfo, job: JobInfo, explained: dict[object, tuple[int, FitErrors]]
                  ) -> FitErrors:
         """``ssn.explain`` for a task that found no node, reused for the next task of the same pod template (and
-        queue) while no node has changed since: now that allocate goes on after a failure, a gang of identical
-        pods that fits nowhere would otherwise ask every node why, once per pod."""
+        queue) while no node has changed since, in this job's turn or a later one of the session: a gang of
+        identical pods that fits nowhere, or a backlog of admitted jobs of a few shapes, would otherwise ask every
+        node why, once per pod (the answer reads only the task's template and the nodes)."""
         key = (task.template_key, job.queue)
         stamp = len(ssn.nodes.log)
         got = explained.get(key)

@@ -94,6 +94,7 @@ class Snapshot:
     memo: BlockedMemo | None = None
     free_epoch: int = 0
     use_epoch: int = 0
+    alloc_epoch: int = 0
     #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
     #: (``TaskInfo.uses_pod_constraints``), kept by the cache; None: not known, every job is looked at
     constrained_jobs: set[str] | None = None
@@ -137,6 +138,8 @@ class SchedulerCache:
         #: (see ``framework/memo.py``); ``use_epoch`` on every change of node usage at all
         self.free_epoch = 0
         self.use_epoch = 0
+        #: ``free_epoch`` but for the changes of a PodGroup's phase alone: what allocate's memo is keyed on
+        self.alloc_epoch = 0
         #: hand a job's previous clone to the next snapshot when neither the job nor that clone has changed
         #: (``JobInfo.reuse``): most jobs of a busy cluster are untouched between two cycles.  Only for a caller
         #: that is done with a session's jobs before it takes the next snapshot (the simulator, and the Kubernetes
@@ -277,10 +280,14 @@ class SchedulerCache:
         else:
             self._pending_groups.discard(uid)
 
-    def freed(self) -> None:
-        """Something that may give room back (or change a rule's input) changed: blocked jobs are re-examined."""
+    def freed(self, spec: bool = True) -> None:
+        """Something that may give room back (or change a rule's input) changed: blocked jobs are re-examined.
+        ``spec=False``: only a PodGroup's phase moved, which gives back enqueue's reservations (proportion's and
+        overcommit's inqueue) but no node room and no queue allocation: ``alloc_epoch`` stays (``cache/memo.py``)."""
         self.free_epoch += 1
         self.use_epoch += 1
+        if spec:
+            self.alloc_epoch += 1
 
     def delete(self, obj: dict[str, Any]) -> None:
         kind, key = self._key(obj)
@@ -427,7 +434,7 @@ class SchedulerCache:
         uid = f"{pg.namespace}/{pg.name}"
         old = self.podgroups.get(uid)
         if old is not None and not _consumes(old, pg):
-            self.freed()
+            self.freed(spec=not _same_spec(old, pg) or pg.phase == PodGroupPhase.Pending)
         self.podgroups[uid] = pg
         self._file_group(uid, pg)
         job = self.jobs.get(uid)
@@ -522,6 +529,7 @@ class SchedulerCache:
                 self.use_epoch += 1
                 if status not in _HOLDING:
                     self.free_epoch += 1
+                    self.alloc_epoch += 1
             return
         old, old_node = was
         if old == status and old_node == node:
@@ -532,6 +540,7 @@ class SchedulerCache:
         if old in _HOLDING and status in _HOLDING and old_node == node:
             return
         self.free_epoch += 1
+        self.alloc_epoch += 1
 
     def _remove_task(self, uid: str, quiet: bool = False) -> None:
         if not quiet:
@@ -564,7 +573,7 @@ class SchedulerCache:
         """The phase the scheduler wrote, kept until the API server shows it (Kubernetes mode), with the epochs
         moved as an informer update of that phase would move them."""
         if pg.phase != phase and not (pg.phase == PodGroupPhase.Pending and phase == PodGroupPhase.Inqueue):
-            self.freed()
+            self.freed(spec=phase == PodGroupPhase.Pending)
         pg.phase = phase
         self._changed_jobs.add(f"{pg.namespace}/{pg.name}")
         if self.podgroups.get(f"{pg.namespace}/{pg.name}") is pg:
@@ -896,7 +905,8 @@ class SchedulerCache:
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
-            use_epoch=self.use_epoch, constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
+            use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch,
+            constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
             settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
             parked=parked, parked_epoch=parked_epoch, settled_only=settled_only,
             pos=self._pos if self._last_jobs is not None else None,
@@ -943,10 +953,14 @@ def _count(cache: SchedulerCache, t: TaskInfo, node: str, sign: int) -> None:
 def _consumes(old: PodGroup, new: PodGroup) -> bool:
     """A PodGroup change that gives no room back: re-sent unchanged, or admitted (Pending -> Inqueue), with the
     same spec (see ``framework/memo.py``)."""
-    same = (old.min_member == new.min_member and old.queue == new.queue and old.min_task_member == new.min_task_member
+    return _same_spec(old, new) and (old.phase == new.phase
+                                     or (old.phase == PodGroupPhase.Pending and new.phase == PodGroupPhase.Inqueue))
+
+
+def _same_spec(old: PodGroup, new: PodGroup) -> bool:
+    """The same queue, minimums and PriorityClass: a change of this PodGroup is then of its phase (or status)."""
+    return (old.min_member == new.min_member and old.queue == new.queue and old.min_task_member == new.min_task_member
             and old.priority_class == new.priority_class and _same_vec(old.min_resources, new.min_resources))
-    return same and (old.phase == new.phase
-                     or (old.phase == PodGroupPhase.Pending and new.phase == PodGroupPhase.Inqueue))
 
 
 def _same_vec(a: np.ndarray | None, b: np.ndarray | None) -> bool:

@@ -20,7 +20,11 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   PodDisruptionBudget, ResourceQuota or Namespace changed, a pod deleted, a pod leaving a holding status
   (finished, failed, evicted -> Releasing, back to Pending), a pod of another scheduler changed, a PodGroup
   deleted or changed other than admitted (Pending -> Inqueue) or re-sent unchanged -- Inqueue -> Running gives back
-  proportion's and overcommit's reservation for the pods it now holds.  What does *not* move it only consumes:
+  proportion's and overcommit's reservation for the pods it now holds.  Allocate's key uses
+  ``SchedulerCache.alloc_epoch`` instead, which moves on the same changes but a PodGroup's phase alone (same
+  queue, minimums and PriorityClass, not back to Pending): a phase gives back enqueue's reservations only, no
+  node room and no queue allocation (``allocatable`` sums the tasks' allocations, whatever their PodGroup's
+  phase), and the job's own phase is in its version.  What does *not* move it only consumes:
   new pending jobs and pods, admissions, binds (Pending -> Allocated/Binding/Bound/Running).  Under those,
   proportion's ``allocated + inqueue - elastic`` and overcommit's ``used + inqueue`` only grow (a Running group's
   extra pods add as much to elastic as to allocated), node idle only falls, and the built-in predicates
@@ -144,7 +148,8 @@ def _affinity(job: JobInfo) -> bool:
 class SessionMemo:
     """The memo as one session sees it: the snapshot's epochs and whether this conf allows skipping."""
 
-    def __init__(self, memo: BlockedMemo, conf: Any, free_epoch: int, use_epoch: int) -> None:
+    def __init__(self, memo: BlockedMemo, conf: Any, free_epoch: int, use_epoch: int,
+                 alloc_epoch: int | None = None) -> None:
         if memo.conf is not conf:
             memo.enqueue.clear()
             memo.allocate.clear()
@@ -153,6 +158,7 @@ class SessionMemo:
         self.memo = memo
         self.free_epoch = free_epoch
         self.use_epoch = use_epoch
+        self.alloc_epoch = free_epoch if alloc_epoch is None else alloc_epoch
         self.enqueue_ok, self.allocate_ok = memo.conf_ok
 
     # --- enqueue -------------------------------------------------------------------------------------------
@@ -189,7 +195,7 @@ class SessionMemo:
     def _allocate_key(self, job: JobInfo, deserved: np.ndarray | None) -> tuple[Any, ...]:
         pending = job.index.get(TaskStatus.Pending)
         many = pending is not None and len(pending) > 1
-        return (self.free_epoch, self.use_epoch if many else -1, job.cloned_from,
+        return (self.alloc_epoch, self.use_epoch if many else -1, job.cloned_from,
                 None if deserved is None else deserved.tobytes())
 
     def allocate_blocked(self, job: JobInfo, deserved: np.ndarray | None) -> bool:

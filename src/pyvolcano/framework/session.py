@@ -221,8 +221,9 @@ class Session:
         self.action_seconds: dict[str, float] = {}
         self.plugin_seconds: dict[tuple[str, str], float] = {}
         #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
-        self.memo: SessionMemo | None = (SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch)
-                                         if snapshot.memo is not None else None)
+        self.memo: SessionMemo | None = (
+            SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch, snapshot.alloc_epoch)
+            if snapshot.memo is not None else None)
         #: carry per-job values between sessions (``framework/carry.py``): with the memo, not with
         #: ``--full-sessions``
         self.carry = snapshot.memo is not None
