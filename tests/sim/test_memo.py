@@ -76,7 +76,7 @@ def test_epochs_move_only_when_room_can_come_back() -> None:
                                                                                          "pods": "110"}}})
     cache.upsert({"kind": "PodGroup", "metadata": {"name": "p", "namespace": "default"},
                   "spec": {"minMember": 1}, "status": {"phase": "Pending"}})
-    free, use = cache.free_epoch, cache.use_epoch
+    free, use, alloc = cache.free_epoch, cache.use_epoch, cache.alloc_epoch
     cache.upsert(_pod("p", "1"))  # a new pending pod
     assert (cache.free_epoch, cache.use_epoch) == (free, use)
     cache.upsert({"kind": "PodGroup", "metadata": {"name": "p", "namespace": "default"},
@@ -89,13 +89,18 @@ def test_epochs_move_only_when_room_can_come_back() -> None:
     cache.upsert({"kind": "PodGroup", "metadata": {"name": "p", "namespace": "default"},
                   "spec": {"minMember": 1}, "status": {"phase": "Running"}})  # reservation handed back
     assert cache.free_epoch == free + 1
-    free = cache.free_epoch
+    # ... enqueue's only: no node room, no queue allocation (allocate's memo key, ``alloc_epoch``)
+    assert cache.alloc_epoch == alloc
+    cache.upsert({"kind": "PodGroup", "metadata": {"name": "p", "namespace": "default"},
+                  "spec": {"minMember": 2}, "status": {"phase": "Running"}})  # its spec: allocate's answers too
+    assert cache.alloc_epoch == alloc + 1
+    free, alloc = cache.free_epoch, cache.alloc_epoch
     cache.upsert(_pod("p", "1", "Succeeded", "n1"))  # finished: its cpu is free again
-    assert cache.free_epoch > free
-    free = cache.free_epoch
+    assert cache.free_epoch > free and cache.alloc_epoch > alloc
+    free, alloc = cache.free_epoch, cache.alloc_epoch
     cache.upsert({"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi",
                                                                                          "pods": "110"}}})
-    assert cache.free_epoch > free
+    assert cache.free_epoch > free and cache.alloc_epoch > alloc
 
 
 def test_a_written_podgroup_phase_moves_the_epochs_as_an_informer_update_would() -> None:
