@@ -253,3 +253,21 @@ def test_task_priority_is_spec_priority_or_one_with_the_annotation_on_top() -> N
     assert task_priority(pod({"priority": 50}, "+8"), {"priority": 50}) == 8
     for bad in ("1_000", " 5", "x", "2147483648", ""):
         assert task_priority(pod({"priority": 50}, bad), {"priority": 50}) == 50, bad
+
+
+def test_fit_errors_are_equal_when_they_say_the_same() -> None:
+    # a waiting job's carried status stands while its fit errors say what they said (Session.close, gang's close)
+    from pyvolcano.api.fit_errors import FitErrors
+
+    a, b = FitErrors(3), FitErrors(3)
+    a.add("Insufficient cpu", 2)
+    b.add("Insufficient cpu", 2)
+    assert a == b and str(a) == str(b)
+    b.add("Insufficient memory")
+    assert a != b
+    c = FitErrors(3)
+    c.add("Insufficient cpu", 2)
+    c.set_hypernode("h1")
+    assert a != c and a != "0/3 nodes are available: 2 Insufficient cpu."
+    with pytest.raises(TypeError):
+        hash(a)

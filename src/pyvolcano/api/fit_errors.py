@@ -16,6 +16,16 @@ class FitErrors:
         #: the hypernode whose nodes were searched (Volcano's ``FitErrors.SetHyperNode``): "In hyperNode X: ..."
         self.hypernode = ""
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when they say the same: a waiting job's carried status and gang condition (``Session.close``,
+        ``plugins/gang.py``) stand while its fit errors say what they said, also when a turn made them again."""
+        if not isinstance(other, FitErrors):
+            return NotImplemented
+        return (self.total_nodes == other.total_nodes and self.reasons == other.reasons
+                and self.message == other.message and self.hypernode == other.hypernode)
+
+    __hash__ = None  # type: ignore[assignment]  # changed by ``add``: not a key
+
     def add(self, reason: str, count: int = 1) -> None:
         self.reasons[reason] += count
 
