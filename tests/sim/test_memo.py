@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyvolcano.api.types import PodGroupPhase
+from pyvolcano.cache import deltas
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.sim import metrics
@@ -49,6 +50,14 @@ def test_memo_and_full_sessions_give_the_same_outcome(conf: str | None, seed: in
     full = _run(True, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
     assert memo[:3] == full[:3]  # every job's record (phase, times, restarts, preemptions), evictions, cycles
     assert full[3] == 0
+    # with ``deltas.CHECK`` (the suite's) a job the one-node rule finds blocked still takes its turn, which must
+    # place nothing; without it the rule skips the turn, and every outcome must still be the same
+    was, deltas.CHECK = deltas.CHECK, False
+    try:
+        skipping = _run(False, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
+    finally:
+        deltas.CHECK = was
+    assert skipping[:3] == full[:3]
 
 
 def test_the_memo_skips_blocked_jobs_on_a_contended_cluster() -> None:
@@ -94,9 +103,13 @@ def test_epochs_move_only_when_room_can_come_back() -> None:
     cache.upsert({"kind": "PodGroup", "metadata": {"name": "p", "namespace": "default"},
                   "spec": {"minMember": 2}, "status": {"phase": "Running"}})  # its spec: allocate's answers too
     assert cache.alloc_epoch == alloc + 1
+    free, alloc, room = cache.free_epoch, cache.alloc_epoch, cache.room_seq
+    cache.upsert(_pod("p", "1", "Succeeded", "n1"))  # finished: its cpu is free again, on n1 only
+    assert cache.free_epoch > free and cache.alloc_epoch == alloc
+    assert cache.room_seq == room + 1 and cache.room_nodes[-1] == "n1"
+    cache.delete(_pod("p", "1", "Succeeded", "n1"))  # a finished pod goes: no node gets anything back
+    assert cache.alloc_epoch == alloc and cache.room_nodes[-1] == ""
     free, alloc = cache.free_epoch, cache.alloc_epoch
-    cache.upsert(_pod("p", "1", "Succeeded", "n1"))  # finished: its cpu is free again
-    assert cache.free_epoch > free and cache.alloc_epoch > alloc
     free, alloc = cache.free_epoch, cache.alloc_epoch
     cache.upsert({"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi",
                                                                                          "pods": "110"}}})

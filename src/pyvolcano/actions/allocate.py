@@ -21,7 +21,9 @@ from pyvolcano.actions._turn import Turn, check_task, fail_task
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
+from pyvolcano.api.resource import fit_floor
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.cache import deltas
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.order import job_order_key, task_order_key
@@ -91,8 +93,20 @@ class Allocate(Action):
         if memo is not None:
             live, deserved = memo, self.deserved
 
+            nodes = ssn.nodes
+
+            def fits(task: TaskInfo, names: list[str]) -> bool:
+                """Whether ``task`` could fit on one of these nodes by resources (its smaller request against
+                their future idle): the one-node rule of ``SessionMemo.allocate_blocked``."""
+                pos = nodes.pos
+                idx = [pos[n] for n in names if n in pos]
+                if not idx:
+                    return False
+                need = fit_floor(np.minimum(task.resreq, task.init_resreq))
+                return bool((nodes.future_idle()[idx] > need).all(axis=1).any())
+
             def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
-                return not live.allocate_blocked(job, deserved.get(job.queue))
+                return not live.allocate_blocked(job, deserved.get(job.queue), fits)
             wanted = unblocked
         key, tkey = job_order_key(ssn), task_order_key(ssn)
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
@@ -145,12 +159,15 @@ class Allocate(Action):
         (``TaskHasFitErrors``).  A task the queue has no room for is passed over without failing its role."""
         stmt = Statement(ssn)
         explained = self.explained
+        one = len(tasks) == 1  # a job of one pod to place: refused by every node, its memo has the one-node rule
+        by_nodes = False
         while not tasks.empty():
             task = tasks.pop()
             turn = check_task(ssn, job, queue, task)
             if turn is Turn.PLACE:
                 node, now = ssn.select_node(task, job)
                 if node is None:
+                    by_nodes = one
                     turn = fail_task(job, task, self._explain(ssn, task, job, explained))
             if turn is not Turn.PLACE:
                 if turn is Turn.END:
@@ -174,11 +191,13 @@ class Allocate(Action):
             placed = True
         memo = self.memo
         if memo is not None:
+            if deltas.CHECK:
+                assert not (placed and job.uid in memo.must_fail), f"one-node rule: {job.uid} was placed"
             if placed:
                 self.placed.add(job.uid)
                 memo.forget_allocate(job)
             elif job.uid not in self.placed and not _nominated_pending(job):
-                memo.record_allocate(job, self.deserved.get(job.queue))
+                memo.record_allocate(job, self.deserved.get(job.queue), by_nodes)
 
     @staticmethod
     def _explain(ssn: Session, task: TaskInfo, job: JobInfo, explained: dict[object, tuple[int, FitErrors]]

@@ -46,6 +46,8 @@ from pyvolcano.errors import ManifestError
 _OFF_NODE = frozenset((TaskStatus.Pending, TaskStatus.Succeeded, TaskStatus.Failed))
 #: statuses in which a pod holds its node's resources for good; moving between them gives nothing back
 _HOLDING = frozenset((TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running))
+#: one-node room changes kept before the log starts again (``SchedulerCache._room``)
+_ROOM_LOG = 1 << 16
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
          "Namespace", "HyperNode")
 
@@ -95,6 +97,8 @@ class Snapshot:
     free_epoch: int = 0
     use_epoch: int = 0
     alloc_epoch: int = 0
+    #: (``SchedulerCache.room_base``, ``room_nodes``, ``room_seq``) when the snapshot was taken
+    room: tuple[int, list[str], int] = (0, [], 0)
     #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
     #: (``TaskInfo.uses_pod_constraints``), kept by the cache; None: not known, every job is looked at
     constrained_jobs: set[str] | None = None
@@ -138,8 +142,12 @@ class SchedulerCache:
         #: (see ``framework/memo.py``); ``use_epoch`` on every change of node usage at all
         self.free_epoch = 0
         self.use_epoch = 0
-        #: ``free_epoch`` but for the changes of a PodGroup's phase alone: what allocate's memo is keyed on
+        #: ``free_epoch`` but for the changes of a PodGroup's phase alone and those that give room back on one node
+        #: only: what allocate's memo is keyed on
         self.alloc_epoch = 0
+        #: the node of each such one-node change, in order (``_room``; "" for none); ``room_seq`` counts them all
+        self.room_nodes: list[str] = []
+        self.room_base = 0
         #: hand a job's previous clone to the next snapshot when neither the job nor that clone has changed
         #: (``JobInfo.reuse``): most jobs of a busy cluster are untouched between two cycles.  Only for a caller
         #: that is done with a session's jobs before it takes the next snapshot (the simulator, and the Kubernetes
@@ -289,9 +297,31 @@ class SchedulerCache:
         if spec:
             self.alloc_epoch += 1
 
+    def _room(self, node: str) -> None:
+        """Room came back on one node only (a pod of ours left a holding status there, or went), or nothing on
+        any node changed (``node`` empty: a PodGroup or a finished pod went): enqueue's answers may change
+        (``free_epoch``), and allocate's for a one-pod job that found no node only if the pod now fits on a node
+        named in ``room_nodes`` since (``cache/memo.py``); ``alloc_epoch`` stays."""
+        self.free_epoch += 1
+        self.use_epoch += 1
+        if len(self.room_nodes) >= _ROOM_LOG:  # a long-running scheduler: start the log again, every memo stale
+            self.room_base += len(self.room_nodes)
+            self.room_nodes = []
+            self.alloc_epoch += 1
+        self.room_nodes.append(node)
+
+    @property
+    def room_seq(self) -> int:
+        return self.room_base + len(self.room_nodes)
+
     def delete(self, obj: dict[str, Any]) -> None:
         kind, key = self._key(obj)
-        if kind in KINDS:
+        if kind == "Pod" and key in self.tasks and key not in self.other_tasks:
+            t = self.tasks[key]  # ours: room back on its node if it held any there, else on none
+            self._room(t.node_name if t.node_name and t.status not in _OFF_NODE else "")
+        elif kind == "PodGroup":  # its pods, if any, still hold their nodes: no node gets room back
+            self._room("")
+        elif kind in KINDS:
             self.freed()
         self.raw.pop((kind, key), None)
         if kind in ("Node", "HyperNode"):
@@ -302,7 +332,7 @@ class SchedulerCache:
             self.nodes.pop(key, None)
             self._nodes_changed()
         elif kind == "Pod":
-            self._remove_task(key)
+            self._remove_task(key, epochs=False)
         elif kind == "PodGroup":
             self.podgroups.pop(key, None)
             self._pending_groups.discard(key)
@@ -539,11 +569,14 @@ class SchedulerCache:
             return
         if old in _HOLDING and status in _HOLDING and old_node == node:
             return
+        if old in _HOLDING and old_node:  # left its node, or moved: room back there only
+            self._room(old_node)
+            return
         self.free_epoch += 1
         self.alloc_epoch += 1
 
-    def _remove_task(self, uid: str, quiet: bool = False) -> None:
-        if not quiet:
+    def _remove_task(self, uid: str, quiet: bool = False, epochs: bool = True) -> None:
+        if not quiet and epochs:
             self.freed()
         other = self.other_tasks.pop(uid, None)
         if other is not None:
@@ -905,7 +938,7 @@ class SchedulerCache:
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
-            use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch,
+            use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch, room=(self.room_base, self.room_nodes, self.room_seq),
             constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
             settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
             parked=parked, parked_epoch=parked_epoch, settled_only=settled_only,

@@ -42,6 +42,14 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   (other nodes scored differently), so a job with more than one pod to place is keyed on
   ``SchedulerCache.use_epoch`` too (any change of node usage); a single pod fits somewhere or not, whatever
   the scores.
+* **room back on a few nodes only** (``SchedulerCache._room``): a pod of ours leaving a holding status or going
+  gives room back on its node alone (and its queue's allocation); a finished pod or a PodGroup going gives none
+  back on any node.  These move ``free_epoch`` (enqueue) and are logged (``room_nodes``), not ``alloc_epoch``.
+  A job of one pod that every node refused (not its queue, a prePredicate or a failed role: the entry's
+  ``nodes_only``) is still refused if its pod fits none of the nodes logged since by resources (its smaller
+  request against their future idle): elsewhere room only shrank.  For such a job the queue's deserved is not
+  in the key either (it decides ``allocatable`` only).  Any other blocked job is looked at again after any
+  logged change.  With ``deltas.CHECK`` (the tests) the job still takes its turn, which must place nothing.
 * **no future idle**: pipelining onto Releasing resources depends on which jobs went first, so allocate neither
   records nor uses the memo in a session where any node has releasing resources; and a job with pod
   (anti-)affinity or topology spread constraints is never memoised (another pod's bind can satisfy them).
@@ -53,14 +61,16 @@ job's outcome.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pyvolcano.api.fit_errors import FitErrors
-from pyvolcano.api.job_info import JobInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.cache import deltas
 
 #: plugins whose rules the fingerprint covers (see the module docstring); any other plugin in the conf turns the
 #: memo off for the session
@@ -76,6 +86,10 @@ class _Entry:
     enqueue_reason: str = ""
     fit_errors: dict[str, FitErrors] = field(default_factory=dict)
     failed_roles: frozenset[str] = frozenset()
+    #: allocate: ``SchedulerCache.room_seq`` when recorded (or last confirmed), and whether the job was one pod
+    #: that no node could take (not refused by its queue, a prePredicate or a failed role)
+    room: int = -1
+    nodes_only: bool = False
 
 
 @dataclass
@@ -149,7 +163,7 @@ class SessionMemo:
     """The memo as one session sees it: the snapshot's epochs and whether this conf allows skipping."""
 
     def __init__(self, memo: BlockedMemo, conf: Any, free_epoch: int, use_epoch: int,
-                 alloc_epoch: int | None = None) -> None:
+                 alloc_epoch: int | None = None, room: tuple[int, list[str], int] = (0, [], 0)) -> None:
         if memo.conf is not conf:
             memo.enqueue.clear()
             memo.allocate.clear()
@@ -159,6 +173,9 @@ class SessionMemo:
         self.free_epoch = free_epoch
         self.use_epoch = use_epoch
         self.alloc_epoch = free_epoch if alloc_epoch is None else alloc_epoch
+        self.room_base, self.room_nodes, self.room_seq = room
+        #: with ``deltas.CHECK``: the jobs the one-node rule found still blocked, given their turn to prove it
+        self.must_fail: set[str] = set()
         self.enqueue_ok, self.allocate_ok = memo.conf_ok
 
     # --- enqueue -------------------------------------------------------------------------------------------
@@ -198,23 +215,45 @@ class SessionMemo:
         return (self.alloc_epoch, self.use_epoch if many else -1, job.cloned_from,
                 None if deserved is None else deserved.tobytes())
 
-    def allocate_blocked(self, job: JobInfo, deserved: np.ndarray | None) -> bool:
+    def allocate_blocked(self, job: JobInfo, deserved: np.ndarray | None,
+                         fits: Callable[[TaskInfo, list[str]], bool] | None = None) -> bool:
         """True (and the job's fit errors restored) when its last turn placed nothing under the same
-        fingerprint."""
+        fingerprint.  Room that came back on some nodes only (``SchedulerCache._room``) since: a job of one pod
+        that no node could take is still blocked if ``fits(task, nodes)`` says its pod fits none of those nodes
+        (everywhere else room only shrank; with ``fits`` None, it is looked at again)."""
         if not self.allocate_ok:
             return False
         e = self.memo.allocate.get(job.uid)
-        if e is None or e.key != self._allocate_key(job, deserved):
+        if e is None:
             return False
+        key = self._allocate_key(job, deserved)
+        # the queue's deserved decides ``allocatable`` only: not whether a node can take a pod that every node refused
+        if e.key != key and (not e.nodes_only or e.key[:3] != key[:3]):
+            return False
+        if e.room != self.room_seq:
+            pending = job.index.get(TaskStatus.Pending)
+            if not e.nodes_only or fits is None or e.room < self.room_base or pending is None or len(pending) != 1:
+                return False
+            since = set(self.room_nodes[e.room - self.room_base:self.room_seq - self.room_base])
+            since.discard("")
+            (task,) = pending.values()
+            if since and fits(task, list(since)):
+                return False
+            if deltas.CHECK:  # the turn must then place nothing: it is taken, and allocate checks
+                self.must_fail.add(job.uid)
+                return False
+            e.room = self.room_seq
         job.nodes_fit_errors.update(e.fit_errors)
         job.fit_failed_roles.update(e.failed_roles)
         self.memo.skipped += 1
         return True
 
-    def record_allocate(self, job: JobInfo, deserved: np.ndarray | None) -> None:
+    def record_allocate(self, job: JobInfo, deserved: np.ndarray | None, nodes_only: bool = False) -> None:
+        """``nodes_only``: the turn was one pod's, refused by every node (``allocate_blocked``'s one-node rule)."""
         if self.allocate_ok and job.cloned_from >= 0 and not _affinity(job):
             self.memo.allocate[job.uid] = _Entry(self._allocate_key(job, deserved), "",
-                                                 dict(job.nodes_fit_errors), frozenset(job.fit_failed_roles))
+                                                 dict(job.nodes_fit_errors), frozenset(job.fit_failed_roles),
+                                                 self.room_seq, nodes_only)
 
     def forget_allocate(self, job: JobInfo) -> None:
         self.memo.allocate.pop(job.uid, None)

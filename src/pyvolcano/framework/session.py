@@ -222,7 +222,8 @@ class Session:
         self.plugin_seconds: dict[tuple[str, str], float] = {}
         #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
         self.memo: SessionMemo | None = (
-            SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch, snapshot.alloc_epoch)
+            SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch, snapshot.alloc_epoch,
+                        snapshot.room)
             if snapshot.memo is not None else None)
         #: carry per-job values between sessions (``framework/carry.py``): with the memo, not with
         #: ``--full-sessions``
