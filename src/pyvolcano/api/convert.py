@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
+import orjson
 
 from pyvolcano.api.hypernode import NetworkTopology
 from pyvolcano.api.job_info import PodGroup, SubGroupPolicy, TaskInfo
@@ -78,7 +79,16 @@ def parse_time(value: Any) -> float:
         return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
     if isinstance(value, int | float):
         return float(value)
+    if isinstance(value, str):
+        return _parse_stamp(value)
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_stamp(value: str) -> float:
+    """An RFC 3339 string as seconds, remembered: objects created together share their stamps (whole seconds), and
+    every pod and PodGroup the cache converts has one (10,000 in a first list of 5,000 one-pod groups)."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
 def resource_list(rl: Any) -> dict[str, float]:
@@ -158,6 +168,9 @@ def task_status(pod: Mapping[str, Any]) -> TaskStatus:
     return TaskStatus.Unknown
 
 
+_KEY_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
 def constraints_key(pod: Mapping[str, Any]) -> str:
     """What template-safe predicates and scores read of a pod, as a stable string."""
     spec = pod.get("spec") or {}
@@ -166,11 +179,15 @@ def constraints_key(pod: Mapping[str, Any]) -> str:
         for c in spec.get("containers") or [] for p in (c or {}).get("ports") or [] if p.get("hostPort")
     )
     aff = spec.get("affinity") or {}
-    return json.dumps(
-        [spec.get("nodeSelector"), aff.get("nodeAffinity"), spec.get("tolerations"), ports,
-         (pod.get("metadata") or {}).get("namespace")],
-        sort_keys=True, default=str,
-    )
+    parts = [spec.get("nodeSelector"), aff.get("nodeAffinity"), spec.get("tolerations"), ports,
+             (pod.get("metadata") or {}).get("namespace")]
+    # orjson's canonical form (sorted keys) where it can write the parts, json's otherwise: either way equal parts
+    # give equal strings and different parts different ones, which is all a template key needs.  orjson takes a
+    # few microseconds where json took about 7 per pod, on every pod the cache converts (5,000 in a first list)
+    try:
+        return orjson.dumps(parts, default=str, option=_KEY_OPTIONS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(parts, sort_keys=True, default=str)
 
 
 def task_role(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> str:

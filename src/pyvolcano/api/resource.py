@@ -67,13 +67,17 @@ class ResourceIndex:
         return np.full(self.size, np.inf)
 
     def vector(self, amounts: Mapping[str, float], default: float = 0.0) -> np.ndarray:
-        """Vector from internal amounts; names missing from ``amounts`` get ``default``."""
-        v = np.full(self.size, default)
+        """Vector from internal amounts; names missing from ``amounts`` get ``default``.
+
+        Built as a list and made an array once: ``np.full`` and a NumPy item write per amount cost about twice
+        as much, twice per pod the cache converts (docs/performance.md, the race, round 7)."""
+        row = [default] * len(self.names)
+        pos = self.pos
         for n, a in amounts.items():
-            i = self.pos.get(n)
+            i = pos.get(n)
             if i is not None:
-                v[i] = a
-        return v
+                row[i] = a
+        return np.array(row, dtype=float)
 
     def from_list(self, rl: Mapping[str, object] | None, default: float = 0.0) -> np.ndarray:
         """Vector from a Kubernetes ResourceList (``{cpu: '2', memory: 4Gi}``)."""
@@ -136,8 +140,12 @@ def insufficient(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 def is_empty(v: np.ndarray) -> bool:
-    """Volcano's ``IsEmpty``: every dimension but the pod count below EPS (a BestEffort request)."""
-    return bool((v[:2] < EPS).all() and (v[3:] < EPS).all())  # slices, not np.delete: called per pod
+    """Volcano's ``IsEmpty``: every dimension but the pod count below EPS (a BestEffort request).
+
+    A plain loop over the few entries (as ``share``): it runs once per pod the cache converts, where NumPy's
+    per-call overhead was most of its cost (the first list of 5,000 pods, docs/performance.md, the race)."""
+    row = v.tolist()
+    return all(x < EPS for x in row[:2]) and all(x < EPS for x in row[3:])
 
 
 def share(alloc: np.ndarray, total: np.ndarray, mask: np.ndarray | None = None) -> float:

@@ -5,15 +5,15 @@ slow for big lists and watch streams, and they raise on a successful ``create_na
 ``_preload_content=False``.  Here every call asks for the raw response and parses it with orjson; the
 official client still does kubeconfig/in-cluster loading, TLS, tokens and proxies.
 
-Ordinary requests (everything but watches) do not go through ``ApiClient.call_api`` either: they go over
-``KeepAlive``, one persistent HTTP/1.1 connection per thread (``_Conn``: one ``sendall`` per request, the
-answer read with C-level buffered reads), with the auth header cached.  The ``ApiClient`` path costs about
+Requests do not go through ``ApiClient.call_api`` either: they go over ``KeepAlive``, one persistent HTTP/1.1
+connection per thread (``_Conn``: one ``sendall`` per request, the answer read with C-level buffered reads), with
+the auth header cached; each watch has a ``_Conn`` of its own (``KeepAlive.open_watch``).  The ``ApiClient`` path costs about
 1.2 ms of Python CPU per request (request serialisation, urllib3's pool and response wrapping, and
 ``Configuration.auth_settings()``, which re-runs the kubeconfig's token refresh hook, ~0.15 ms, on every call);
 ``KeepAlive`` over ``http.client`` about 0.19 ms, over ``_Conn`` about 0.07 ms.  A scheduler sends one
 ``pods/binding`` and one Event per pod, so this is most of its CPU in a drain (docs/performance.md, the race).
 A configuration ``KeepAlive`` cannot serve (a proxy, basic auth, a TLS server name other than the host) keeps
-the ``ApiClient`` path.
+the ``ApiClient`` path, watches included.
 
 Errors: any non-2xx answer raises ``ApiError`` (with the HTTP status and the server's ``Status`` message);
 a server that cannot be reached raises ``Unavailable`` (status 0).  Callers branch on ``status``.
@@ -266,6 +266,40 @@ class KeepAlive:
         raise AssertionError("unreachable")
 
 
+    def open_watch(self, path: str, query: list[tuple[str, Any]], timeout: Any) -> _WatchStream:
+        """A watch on a connection of its own (it lasts up to ``timeoutSeconds``); its answer's head is read here,
+        an error answer raises ``ApiError``, an unreachable server ``Unavailable``.
+
+        Why not through ``ApiClient``: a watch of pods delivers one event per bind, and urllib3's chunked reader
+        (``HTTPResponse.stream``) costs several layers of Python per event; ``_Conn.chunks`` reads an event with
+        two C ``readline`` calls and one ``read`` (docs/performance.md, the race, round 7)."""
+        url = self.prefix + path + (("?" + urlencode(query)) if query else "")
+        head = f"GET {url} HTTP/1.1\r\nHost: {self.host_header}\r\n{_FIXED_HEADERS}"
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        refreshed = False
+        while True:
+            auth = self._authorization(refresh=refreshed)
+            data = (head + (f"Authorization: {auth}\r\n\r\n" if auth else "\r\n")).encode("latin-1")
+            c: _Conn | None = None
+            try:
+                c = _Conn(self.host, self.port, connect, self.ctx)
+                c.sock.settimeout(read)
+                c.sock.sendall(data)
+                status, reason, length, chunked, _ = c.head()
+                if 200 <= status < 300:
+                    return _WatchStream(c, chunked, length)
+                body = b"".join(c.chunks()) if chunked else c.fp.read(length) if length is not None else b""
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                if c is not None:
+                    c.close()
+                raise Unavailable(f"watch {path}: {exc}") from exc
+            c.close()
+            if status == 401 and not refreshed and self.cfg.refresh_api_key_hook is not None:
+                refreshed = True  # the token may have rotated: ask the configuration once more
+                continue
+            raise error_from_body(status, reason, body)
+
+
 #: the headers every ``KeepAlive`` request carries (the host's and the auth header aside)
 _FIXED_HEADERS = "Accept: application/json\r\nUser-Agent: pyvolcano\r\n"
 #: the longest status, header or chunk-size line read (http.client's limit)
@@ -309,6 +343,22 @@ class _Conn:
         """Send ``request``; (status, reason, body, whether the server closes the connection after it)."""
         self.sock.settimeout(read_timeout)
         self.sock.sendall(request)
+        status, reason, length, chunked, close = self.head()
+        if status in (204, 304):
+            return status, reason, b"", close
+        if chunked:
+            data = b"".join(self.chunks())
+        elif length is not None:
+            data = self.fp.read(length)
+            if len(data) < length:
+                raise http.client.IncompleteRead(data, length - len(data))
+        else:  # no length: the body ends with the connection
+            data = self.fp.read()
+            close = True
+        return status, reason, data, close
+
+    def head(self) -> tuple[int, str, int | None, bool, bool]:
+        """The answer's status line and headers: (status, reason, Content-Length, chunked, connection closes)."""
         while True:
             line = self._line()
             if not line:
@@ -335,31 +385,58 @@ class _Conn:
                     v = v.strip().lower()
                     close = v == b"close" or (close and v != b"keep-alive")
             if status >= 200:
-                break  # a 1xx answer (none is asked for) is followed by the real one
-        if status in (204, 304):
-            return status, reason.strip().decode("latin-1"), b"", close
-        if chunked:
-            parts = []
-            while True:
-                n = int(self._line().split(b";", 1)[0], 16)
-                if n == 0:
-                    while self._line() not in (b"\r\n", b"\n", b""):  # trailers
-                        pass
-                    break
-                part = self.fp.read(n)
-                if len(part) < n:
-                    raise http.client.IncompleteRead(part, n - len(part))
-                parts.append(part)
-                self._line()
-            data = b"".join(parts)
-        elif length is not None:
-            data = self.fp.read(length)
-            if len(data) < length:
-                raise http.client.IncompleteRead(data, length - len(data))
-        else:  # no length: the body ends with the connection
-            data = self.fp.read()
-            close = True
-        return status, reason.strip().decode("latin-1"), data, close
+                return status, reason.strip().decode("latin-1"), length, chunked, close
+            # a 1xx answer (none is asked for) is followed by the real one
+
+    def chunks(self) -> Iterator[bytes]:
+        """The parts of a chunked body as they arrive: a watch's events (kube-apiserver flushes one per chunk)."""
+        while True:
+            n = int(self._line().split(b";", 1)[0], 16)
+            if n == 0:
+                while self._line() not in (b"\r\n", b"\n", b""):  # trailers
+                    pass
+                return
+            part = self.fp.read(n)
+            if len(part) < n:
+                raise http.client.IncompleteRead(part, n - len(part))
+            self._line()
+            yield part
+
+
+class _WatchStream:
+    """A watch's answer on a ``_Conn`` of its own, with what ``Watch`` uses of a urllib3 response (``stream``,
+    ``shutdown``, ``close``, ``release_conn``).  Protocol failures come out as ``ConnectionError`` (an ``OSError``,
+    which ``Watch`` turns into ``Unavailable``)."""
+
+    def __init__(self, conn: _Conn, chunked: bool, length: int | None) -> None:
+        self.conn = conn
+        self.chunked = chunked
+        self.length = length
+
+    def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
+        del decode_content  # nothing is compressed: no Accept-Encoding is sent
+        try:
+            if self.chunked:
+                yield from self.conn.chunks()
+            elif self.length is not None:
+                yield self.conn.fp.read(self.length)
+            else:
+                while part := self.conn.fp.read1(amt):
+                    yield part
+        except (http.client.HTTPException, ValueError) as exc:
+            raise ConnectionError(f"watch stream: {exc!r}") from exc
+
+    def shutdown(self) -> None:
+        """Unblock a read in another thread: the socket's own shutdown, under TLS too (the TLS object stays for
+        that read, which then ends)."""
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(self.conn.sock, socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def release_conn(self) -> None:
+        return None
 
 
 class KubeClient:
@@ -462,6 +539,9 @@ class KubeClient:
         query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
                  "timeoutSeconds": timeout_seconds, "labelSelector": label_selector,
                  "fieldSelector": field_selector}
+        if self.fast is not None:
+            q = [(k, v) for k, v in query.items() if v not in (None, "")]
+            return Watch(self.fast.open_watch(res.path(namespace), q, (10.0, timeout_seconds + 30.0)), res)
         raw = self._send("GET", res.path(namespace), query, timeout=(10.0, timeout_seconds + 30.0))
         if not 200 <= raw.status < 300:
             try:

@@ -24,15 +24,18 @@ log = logging.getLogger(__name__)
 
 #: what the API server changes in a pod's metadata on every write (its bookkeeping, nothing the cache reads)
 _BOOKKEEPING = frozenset({"resourceVersion", "managedFields"})
-_NODE = frozenset({"nodeName"})
 _CONDITIONS = frozenset({"conditions"})
+_PARTS = frozenset({"metadata", "spec", "status"})
 
 
 def _same_but(new: dict[str, Any], old: dict[str, Any], but: frozenset[str]) -> bool:
-    """``new`` and ``old`` hold the same keys and values, the keys in ``but`` aside."""
-    if len(new.keys() - but) != len(old.keys() - but):
-        return False
-    return all(k in but or (k in old and old[k] == v) for k, v in new.items())
+    """``new`` and ``old`` hold the same keys and values, the keys in ``but`` aside (copies without them, compared
+    in C: a few dict operations instead of a Python step per key, on every bind echo)."""
+    a, b = dict(new), dict(old)
+    for k in but:
+        a.pop(k, None)
+        b.pop(k, None)
+    return a == b
 
 
 class EventHandlers:
@@ -141,13 +144,16 @@ class EventHandlers:
         omd, ospec, ostatus = old.get("metadata"), old.get("spec"), old.get("status")
         if not (isinstance(omd, dict) and isinstance(ospec, dict) and isinstance(ostatus, dict)):
             return None
-        if (ospec.get("nodeName") or not isinstance(status.get("conditions", []), list)
-                or not _same_but(pod, old, frozenset({"metadata", "spec", "status"}))
-                or not _same_but(md, omd, _BOOKKEEPING) or not _same_but(spec, ospec, _NODE)
+        if ospec.get("nodeName") or not isinstance(status.get("conditions", []), list):
+            return None
+        # the cache's normalised spec with the node: the new spec must be exactly that (``_same_but(spec, ospec,
+        # {"nodeName"})``, as one C-level comparison: the spec is the largest part, compared on every echo)
+        nspec = {**ospec, "nodeName": spec["nodeName"]}
+        if (spec != nspec or not _same_but(pod, old, _PARTS) or not _same_but(md, omd, _BOOKKEEPING)
                 or not _same_but(status, ostatus, _CONDITIONS)):
             return None
         old["metadata"] = md
-        old["spec"] = {**ospec, "nodeName": spec["nodeName"]}  # the cache's normalised spec, with the node
+        old["spec"] = nspec
         old["status"] = status
         return old
 
