@@ -130,6 +130,9 @@ class Enqueue(Action):
                 # refused for another reason: its group's members after it are looked at one by one (their
                 # statuses will say the new reason)
                 st.dissolve(ssn, group, parked)
+            elif group is not None and st.held is not None and st.held[0] is job:
+                # refused for its group's reason: parked again as it was (nothing else looks at it)
+                ssn.repark(job, st.held[1], st.held[2])
             queues.push(q)
 
 
@@ -200,6 +203,8 @@ class _Stream:
                 self._push(g.keys[0], g)
         #: the key of the last job that took a turn
         self.pos: tuple[Any, ...] | None = None
+        #: the group member that last took a check turn, with its parked record and gang's message on its clone
+        self.held: tuple[JobInfo, Any, str] | None = None
 
     def _push(self, k: tuple[Any, ...], x: JobInfo | _ParkedGroup) -> None:
         self.n += 1  # keys end with the uid; a job may still sit in a group's keys after it left the group
@@ -227,8 +232,10 @@ class _Stream:
             uid = keys[i][-1]
             g.i, g.armed = i + 1, False
             self.pos = k
+            job = ssn.jobs[uid]
+            self.held = (job, parked[uid], job.job_fit_errors)  # to park it again if refused alike (``repark``)
             ssn.unpark((uid,))
-            return ssn.jobs[uid], g
+            return job, g
         return None
 
     def rearm(self) -> None:

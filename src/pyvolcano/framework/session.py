@@ -789,6 +789,21 @@ class Session:
             job.job_fit_errors = ""
             self._unparked.append(job)
 
+    def repark(self, job: JobInfo, record: tuple[PodGroupStatus, _CloseCounts], fit_errors: str) -> None:
+        """Undo ``unpark`` for a job whose check turn refused it again for the reason it was parked with
+        (enqueue's group checks, ``actions/enqueue.py``): its parked record stands as it stood (the status close
+        would build again is that one but for gang's transition id, as for every parked job left alone), so it
+        goes back to ``parked`` with gang's message on its clone, and out of the jobs looked at."""
+        uid = job.uid
+        self.parked[uid] = record
+        if uid not in self.settled:  # a plain map holds the parked jobs too; a ``SettledView`` sees ``parked``
+            self.settled[uid] = record
+        job.job_fit_errors = fit_errors
+        if job in self._unparked:
+            self._unparked.remove(job)
+        else:  # already merged into the jobs looked at
+            self._unsettled = [j for j in self._unsettled if j is not job]
+
     def unsettled_jobs(self) -> Iterable[JobInfo]:
         """The jobs a pass over the session's jobs must look at, in ``jobs`` order: all of them but the settled
         jobs the session has not changed (``_settled_jobs``).  A settled job changes in a session only by an
