@@ -45,17 +45,25 @@ def keyed(cmp: C, key: Callable[[Any], Any]) -> C:
     return cmp
 
 
-def task_order_key(ssn: Session) -> Callable[[TaskInfo], tuple[Any, ...]] | None:
-    """The session's task order as a key function: (each taskOrder function's value in tier order, creation,
-    uid), or None when some registered taskOrder function has no key (then callers use ``Session.task_cmp``).
-    Exact for heaps whose tasks' values do not change while they wait (a task's priority does not)."""
-    parts: list[Callable[[TaskInfo], Any]] = []
-    for tier in ssn.fns.get("taskOrder", ()):
+def _keys(ssn: Session, point: str) -> list[Callable[[Any], Any]] | None:
+    """The value each registered ``point`` function compares, in tier order; None if one has none."""
+    parts: list[Callable[[Any], Any]] = []
+    for tier in ssn.fns.get(point, ()):
         for _, fn in tier:
             k = getattr(fn, "order_key", None)
             if k is None:
                 return None
             parts.append(k)
+    return parts
+
+
+def task_order_key(ssn: Session) -> Callable[[TaskInfo], tuple[Any, ...]] | None:
+    """The session's task order as a key function: (each taskOrder function's value in tier order, creation,
+    uid), or None when some registered taskOrder function has no key (then callers use ``Session.task_cmp``).
+    Exact for heaps whose tasks' values do not change while they wait (a task's priority does not)."""
+    parts = _keys(ssn, "taskOrder")
+    if parts is None:
+        return None
     if len(parts) == 1:  # the default conf's priority alone
         (a,) = parts
         return lambda t: (a(t), t.creation, t.uid)
@@ -65,13 +73,9 @@ def task_order_key(ssn: Session) -> Callable[[TaskInfo], tuple[Any, ...]] | None
 def job_order_key(ssn: Session) -> Callable[[JobInfo], tuple[Any, ...]] | None:
     """The session's job order as a key function (see the module docstring), or None when some registered
     jobOrder function has no key (then callers use ``Session.job_cmp``)."""
-    parts: list[JobKey] = []
-    for tier in ssn.fns.get("jobOrder", ()):
-        for _, fn in tier:
-            k = getattr(fn, "order_key", None)
-            if k is None:
-                return None
-            parts.append(k)
+    parts = _keys(ssn, "jobOrder")
+    if parts is None:
+        return None
     if len(parts) == 3:  # the default conf's priority, gang, drf: spelled out, a backlog asks it per job
         a, b, c = parts
         return lambda j: (a(j), b(j), c(j), j.creation, j.uid)
