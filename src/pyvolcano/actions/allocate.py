@@ -12,7 +12,7 @@ same fingerprint (``cache/memo.py``), gets no turn: that turn would be a no-op a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -91,11 +91,9 @@ class Allocate(Action):
         ssn.topology.new_allocate()  # worksheets and the recorder are per allocate run (NewRecorder, buildAllocateContext)
         wanted: Callable[[JobInfo], bool] | None = None
         if memo is not None:
-            live, deserved = memo, self.deserved
+            live, deserved, nodes = memo, self.deserved, ssn.nodes
 
-            nodes = ssn.nodes
-
-            def fits(task: TaskInfo, names: list[str]) -> bool:
+            def fits(task: TaskInfo, names: Iterable[str]) -> bool:
                 """Whether ``task`` could fit on one of these nodes by resources (its smaller request against
                 their future idle): the one-node rule of ``SessionMemo.allocate_blocked``."""
                 pos = nodes.pos

@@ -130,8 +130,8 @@ class Enqueue(Action):
                 # refused for another reason: its group's members after it are looked at one by one (their
                 # statuses will say the new reason)
                 st.dissolve(ssn, group, parked)
-            elif group is not None and st.held is not None and st.held[0] is job:
-                # refused for its group's reason: parked again as it was (nothing else looks at it)
+            elif group is not None:  # refused for its group's reason: parked again as it was
+                assert st.held is not None and st.held[0] is job  # ``_Stream.next`` unparked it for this turn
                 ssn.repark(job, st.held[1], st.held[2])
             queues.push(q)
 

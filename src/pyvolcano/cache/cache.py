@@ -105,7 +105,7 @@ class Snapshot:
     #: jobs the last session recorded as settled and that are still the same (same version, clone reused, same
     #: PodGroup phase), with the record, under the conf registration ``settled_reg`` it was made with; the session
     #: uses them only under that same registration (``Session._settled_jobs``)
-    #: (a ``SettledView`` over ``settled_only`` and ``parked`` when the snapshot carried the last job map)
+    #: (a ``SettledView`` over ``settled_only`` and ``parked`` when there are parked jobs)
     settled: MutableMapping[str, Any] = field(default_factory=dict)
     settled_reg: Any = None
     #: the jobs of ``settled`` that are parked (``Session._settled_jobs``: Pending, refused by enqueue under
@@ -302,8 +302,7 @@ class SchedulerCache:
         any node changed (``node`` empty: a PodGroup or a finished pod went): enqueue's answers may change
         (``free_epoch``), and allocate's for a one-pod job that found no node only if the pod now fits on a node
         named in ``room_nodes`` since (``cache/memo.py``); ``alloc_epoch`` stays."""
-        self.free_epoch += 1
-        self.use_epoch += 1
+        self.freed(spec=False)
         if len(self.room_nodes) >= _ROOM_LOG:  # a long-running scheduler: start the log again, every memo stale
             self.room_base += len(self.room_nodes)
             self.room_nodes = []
@@ -332,7 +331,7 @@ class SchedulerCache:
             self.nodes.pop(key, None)
             self._nodes_changed()
         elif kind == "Pod":
-            self._remove_task(key, epochs=False)
+            self._remove_task(key)
         elif kind == "PodGroup":
             self.podgroups.pop(key, None)
             self._pending_groups.discard(key)
@@ -558,8 +557,7 @@ class SchedulerCache:
             if status != TaskStatus.Pending:
                 self.use_epoch += 1
                 if status not in _HOLDING:
-                    self.free_epoch += 1
-                    self.alloc_epoch += 1
+                    self.freed()
             return
         old, old_node = was
         if old == status and old_node == node:
@@ -571,13 +569,12 @@ class SchedulerCache:
             return
         if old in _HOLDING and old_node:  # left its node, or moved: room back there only
             self._room(old_node)
-            return
-        self.free_epoch += 1
-        self.alloc_epoch += 1
-
-    def _remove_task(self, uid: str, quiet: bool = False, epochs: bool = True) -> None:
-        if not quiet and epochs:
+        else:
             self.freed()
+
+    def _remove_task(self, uid: str, quiet: bool = False) -> None:
+        """The task out of the cache; the epochs are the caller's (``delete``).  ``quiet``: it is made again at
+        once (an update), so what it was made for stays."""
         other = self.other_tasks.pop(uid, None)
         if other is not None:
             self._off_node(other)
@@ -711,15 +708,14 @@ class SchedulerCache:
         return out
 
     # --- snapshot ------------------------------------------------------------------------------------
-    def _carried_jobs(self, left: SettledView[Any], not_left: Iterable[str] | None, changed: set[str],
+    def _carried_jobs(self, left: SettledView[Any], not_left: Iterable[str], changed: set[str],
                       queues: dict[str, QueueInfo]) -> \
             tuple[dict[str, JobInfo], list[str], list[str], list[str]] | None:
         """What a snapshot that carries the last one's job map must do again: (that map, the jobs in it to hand
         over again, the new jobs in cache order, the jobs gone), or None when the map cannot be carried and every
         job is looked at.  ``left``: the jobs the last session left alone (``BlockedMemo.left_alone`` and
         ``parked_left``); every other job of the last map (``not_left``, as that session listed them:
-        ``BlockedMemo.not_left``; None: found by a walk), and every job that ``changed`` in the cache since, is
-        done again.
+        ``BlockedMemo.not_left``), and every job that ``changed`` in the cache since, is done again.
 
         The carried map must list the jobs in the cache's order, as a walk over ``self.jobs`` would: a job that
         went and came back, a job left out (no PodGroup, unknown queue) then or now, or other queues, and it is not
@@ -736,9 +732,7 @@ class SchedulerCache:
                 return None
             tail.reverse()
             new = tail
-        if not_left is None:
-            not_left = [uid for uid in last_jobs if uid not in left]
-        elif deltas.CHECK:
+        if deltas.CHECK:
             listed = {uid for uid in not_left if uid in last_jobs}
             assert listed == {uid for uid in last_jobs if uid not in left}, "BlockedMemo.not_left"
         redo = [uid for uid in {*not_left, *changed} if uid in cur and uid in last_jobs]
@@ -846,7 +840,8 @@ class SchedulerCache:
                     e = refusals.get(uid)
                     if e is not None:
                         e.key = (parked_epoch, e.key[1])
-        carried = self._carried_jobs(left, not_left, changed, queues) if left else None
+        # (close lists ``not_left`` whenever it leaves jobs alone)
+        carried = self._carried_jobs(left, not_left, changed, queues) if left and not_left is not None else None
         redone: set[str] | None = None
         if carried is not None:
             # the last snapshot's job map, with only the jobs that changed or that the last session did not leave
@@ -906,8 +901,11 @@ class SchedulerCache:
             self._pos = {uid: i for i, uid in enumerate(jobs)}
             self._pos_next = len(jobs)
             parked = {uid: rec for uid, rec in parked_left.items() if uid in settled} if parked_left else {}
-            settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked} if parked else \
-                cast(dict[str, Any], settled)  # a plain map on a walk
+            if parked:  # the two maps seen as one, as on a carried map
+                settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked}
+                settled = SettledView(settled_only, parked)
+            else:
+                settled_only = cast(dict[str, Any], settled)  # a plain map on a walk
         self._last_jobs = jobs if reuse and not skipped else None
         self._last_queues = frozenset(queues)
         self._clones = clones

@@ -61,7 +61,7 @@ job's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,8 +162,8 @@ def _affinity(job: JobInfo) -> bool:
 class SessionMemo:
     """The memo as one session sees it: the snapshot's epochs and whether this conf allows skipping."""
 
-    def __init__(self, memo: BlockedMemo, conf: Any, free_epoch: int, use_epoch: int,
-                 alloc_epoch: int | None = None, room: tuple[int, list[str], int] = (0, [], 0)) -> None:
+    def __init__(self, memo: BlockedMemo, conf: Any, free_epoch: int, use_epoch: int, alloc_epoch: int,
+                 room: tuple[int, list[str], int]) -> None:
         if memo.conf is not conf:
             memo.enqueue.clear()
             memo.allocate.clear()
@@ -172,7 +172,7 @@ class SessionMemo:
         self.memo = memo
         self.free_epoch = free_epoch
         self.use_epoch = use_epoch
-        self.alloc_epoch = free_epoch if alloc_epoch is None else alloc_epoch
+        self.alloc_epoch = alloc_epoch
         self.room_base, self.room_nodes, self.room_seq = room
         #: with ``deltas.CHECK``: the jobs the one-node rule found still blocked, given their turn to prove it
         self.must_fail: set[str] = set()
@@ -216,11 +216,11 @@ class SessionMemo:
                 None if deserved is None else deserved.tobytes())
 
     def allocate_blocked(self, job: JobInfo, deserved: np.ndarray | None,
-                         fits: Callable[[TaskInfo, list[str]], bool] | None = None) -> bool:
+                         fits: Callable[[TaskInfo, Iterable[str]], bool]) -> bool:
         """True (and the job's fit errors restored) when its last turn placed nothing under the same
         fingerprint.  Room that came back on some nodes only (``SchedulerCache._room``) since: a job of one pod
         that no node could take is still blocked if ``fits(task, nodes)`` says its pod fits none of those nodes
-        (everywhere else room only shrank; with ``fits`` None, it is looked at again)."""
+        (everywhere else room only shrank)."""
         if not self.allocate_ok:
             return False
         e = self.memo.allocate.get(job.uid)
@@ -232,12 +232,12 @@ class SessionMemo:
             return False
         if e.room != self.room_seq:
             pending = job.index.get(TaskStatus.Pending)
-            if not e.nodes_only or fits is None or e.room < self.room_base or pending is None or len(pending) != 1:
+            if not e.nodes_only or e.room < self.room_base or pending is None or len(pending) != 1:
                 return False
             since = set(self.room_nodes[e.room - self.room_base:self.room_seq - self.room_base])
             since.discard("")
             (task,) = pending.values()
-            if since and fits(task, list(since)):
+            if since and fits(task, since):
                 return False
             if deltas.CHECK:  # the turn must then place nothing: it is taken, and allocate checks
                 self.must_fail.add(job.uid)

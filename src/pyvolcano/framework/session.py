@@ -778,11 +778,10 @@ class Session:
         """Look at these parked jobs in this session as at any other job: out of ``settled`` and ``parked``, their
         clones put back as a fresh clone has them (the last session left enqueue's reason and gang's message on
         them; nothing else of a parked job is written), and into ``unsettled_jobs``."""
-        settled, parked, jobs = self.settled, self.parked, self.jobs
+        parked, jobs = self.parked, self.jobs
         for uid in uids:
-            if parked.pop(uid, None) is None:
+            if parked.pop(uid, None) is None:  # ``settled`` is a ``SettledView`` over ``parked``: out of both
                 continue
-            settled.pop(uid, None)  # a ``SettledView`` over ``parked`` no longer has it; a plain map does
             self.unparked_uids.append(uid)
             job = jobs[uid]
             job.enqueue_reason = ""
@@ -794,14 +793,13 @@ class Session:
         (enqueue's group checks, ``actions/enqueue.py``): its parked record stands as it stood (the status close
         would build again is that one but for gang's transition id, as for every parked job left alone), so it
         goes back to ``parked`` with gang's message on its clone, and out of the jobs looked at."""
-        uid = job.uid
-        self.parked[uid] = record
-        if uid not in self.settled:  # a plain map holds the parked jobs too; a ``SettledView`` sees ``parked``
-            self.settled[uid] = record
+        self.parked[job.uid] = record  # into ``settled`` too: a ``SettledView`` over ``parked``
         job.job_fit_errors = fit_errors
-        if job in self._unparked:
-            self._unparked.remove(job)
-        else:  # already merged into the jobs looked at
+        unparked = self._unparked
+        if unparked and unparked[-1] is job:  # unparked for this very turn (``_Stream.next``)
+            unparked.pop()
+        else:
+            self._unparked = [j for j in unparked if j is not job]
             self._unsettled = [j for j in self._unsettled if j is not job]
 
     def unsettled_jobs(self) -> Iterable[JobInfo]:
@@ -1136,10 +1134,9 @@ class Session:
                     for q, _, _, _, mrow, _ in sums.members.values():
                         if mrow is not None:
                             held_rows.setdefault(q, []).append(mrow)
-                # the parked jobs go to the next snapshot apart (left alone only under the same epoch): the
-                # left-alone map is the settled ones' (``Snapshot.settled_only``; ``any`` over the few ``out_of``,
-                # as ``set.isdisjoint(dict)`` walks the dict)
-                # the snapshot's maps, in place: the session that made them is over
+                # the parked jobs go to the next snapshot apart (left alone only under the same epoch), the
+                # settled ones in ``Snapshot.settled_only``: the snapshot's maps, in place (the session that made
+                # them is over)
                 only = self.snapshot.settled_only
                 for uid in out_of:
                     only.pop(uid, None)
@@ -1149,8 +1146,8 @@ class Session:
                     for uid in out_of:
                         parked.pop(uid, None)
                     parked_now = parked
-                    leavers = [*(self.snapshot.changed or ()), *self.unparked_uids, *out_of] \
-                        if self.snapshot.changed is not None else None
+                    changed = self.snapshot.changed
+                    leavers = [*changed, *self.unparked_uids, *out_of] if changed is not None else None
                 for job in misfits:
                     pods += one(job)
                 extra = out_of

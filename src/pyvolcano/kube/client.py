@@ -229,18 +229,26 @@ class KeepAlive:
         if c is not None:
             c.close()
 
+    def _head(self, method: str, path: str, query: list[tuple[str, Any]]) -> str:
+        """A request's line and fixed headers (the auth header and the blank line are ``_signed``'s)."""
+        url = self.prefix + path + (("?" + urlencode(query)) if query else "")
+        return f"{method} {url} HTTP/1.1\r\nHost: {self.host_header}\r\n{_FIXED_HEADERS}"
+
+    def _signed(self, head: str, refresh: bool) -> bytes:
+        """``head`` with the current bearer token (asked again with ``refresh``), ended."""
+        auth = self._authorization(refresh=refresh)
+        return (head + (f"Authorization: {auth}\r\n\r\n" if auth else "\r\n")).encode("latin-1")
+
     def request(self, method: str, path: str, query: list[tuple[str, Any]], body: bytes | None,
                 content_type: str, timeout: Any) -> tuple[int, str, bytes]:
         """One request; (status, reason, body).  Network failures raise ``Unavailable``."""
-        url = self.prefix + path + (("?" + urlencode(query)) if query else "")
-        head = f"{method} {url} HTTP/1.1\r\nHost: {self.host_header}\r\n{_FIXED_HEADERS}"
+        head = self._head(method, path, query)
         if body is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
         read = timeout[1] if isinstance(timeout, tuple) else timeout
         refreshed = False
         for attempt in (0, 1, 2):
-            auth = self._authorization(refresh=refreshed)
-            data = (head + (f"Authorization: {auth}\r\n\r\n" if auth else "\r\n")).encode("latin-1")
+            data = self._signed(head, refreshed)
             if body is not None:
                 data += body
             reused = False
@@ -265,7 +273,6 @@ class KeepAlive:
             return status, reason, out
         raise AssertionError("unreachable")
 
-
     def open_watch(self, path: str, query: list[tuple[str, Any]], timeout: Any) -> _WatchStream:
         """A watch on a connection of its own (it lasts up to ``timeoutSeconds``); its answer's head is read here,
         an error answer raises ``ApiError``, an unreachable server ``Unavailable``.
@@ -273,13 +280,11 @@ class KeepAlive:
         Why not through ``ApiClient``: a watch of pods delivers one event per bind, and urllib3's chunked reader
         (``HTTPResponse.stream``) costs several layers of Python per event; ``_Conn.chunks`` reads an event with
         two C ``readline`` calls and one ``read`` (docs/performance.md, the race, round 7)."""
-        url = self.prefix + path + (("?" + urlencode(query)) if query else "")
-        head = f"GET {url} HTTP/1.1\r\nHost: {self.host_header}\r\n{_FIXED_HEADERS}"
+        head = self._head("GET", path, query)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         refreshed = False
         while True:
-            auth = self._authorization(refresh=refreshed)
-            data = (head + (f"Authorization: {auth}\r\n\r\n" if auth else "\r\n")).encode("latin-1")
+            data = self._signed(head, refreshed)
             c: _Conn | None = None
             try:
                 c = _Conn(self.host, self.port, connect, self.ctx)
@@ -288,7 +293,7 @@ class KeepAlive:
                 status, reason, length, chunked, _ = c.head()
                 if 200 <= status < 300:
                     return _WatchStream(c, chunked, length)
-                body = b"".join(c.chunks()) if chunked else c.fp.read(length) if length is not None else b""
+                body = c.body(length, chunked) if chunked or length is not None else b""
             except (OSError, http.client.HTTPException, ValueError) as exc:
                 if c is not None:
                     c.close()
@@ -346,16 +351,19 @@ class _Conn:
         status, reason, length, chunked, close = self.head()
         if status in (204, 304):
             return status, reason, b"", close
+        # no length and not chunked: the body ends with the connection
+        return status, reason, self.body(length, chunked), close or (not chunked and length is None)
+
+    def body(self, length: int | None, chunked: bool) -> bytes:
+        """The answer's body: chunked, ``length`` bytes, or (neither) up to the end of the connection."""
         if chunked:
-            data = b"".join(self.chunks())
-        elif length is not None:
+            return b"".join(self.chunks())
+        if length is not None:
             data = self.fp.read(length)
             if len(data) < length:
                 raise http.client.IncompleteRead(data, length - len(data))
-        else:  # no length: the body ends with the connection
-            data = self.fp.read()
-            close = True
-        return status, reason, data, close
+            return data
+        return self.fp.read()
 
     def head(self) -> tuple[int, str, int | None, bool, bool]:
         """The answer's status line and headers: (status, reason, Content-Length, chunked, connection closes)."""

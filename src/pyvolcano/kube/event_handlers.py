@@ -85,8 +85,7 @@ class EventHandlers:
         pod's uid, so that deletion never touches the new pod; here tasks are keyed by name, and deleting would
         drop the new pod, and its assumed bind, until the informer's ``ADDED`` of it arrives."""
         uid = (pod.get("metadata") or {}).get("uid")
-        md = pod.get("metadata") or {}
-        raw = self.cache.raw.get(("Pod", f"{md.get('namespace') or 'default'}/{md.get('name')}"))
+        raw = self.cache.raw.get(self.cache._key(pod))
         cached = ((raw or {}).get("metadata") or {}).get("uid")
         return bool(uid and cached and uid != cached)
 
