@@ -637,7 +637,13 @@ def test_a_bind_echo_is_taken_without_converting_the_pod_again(api: FakeApi, har
 
     api.bind = bind  # type: ignore[method-assign]
     h.session()
-    h.settle(lambda: h.cache_sees("a-0") and h.cache_sees("b-0") and not h.s.assumed)
+
+    def labelled() -> bool:
+        # the bind and the label arrive as two watch events; wait for the second as well
+        with h.s.lock:
+            return h.s.cache.raw[("Pod", "ns/b-0")]["metadata"].get("labels") == {"x": "1"}
+
+    h.settle(lambda: h.cache_sees("a-0") and h.cache_sees("b-0") and labelled() and not h.s.assumed)
     with h.s.lock:
         a, b = h.s.cache.raw[("Pod", "ns/a-0")], h.s.cache.raw[("Pod", "ns/b-0")]
         ta = h.s.cache.tasks["ns/a-0"]
