@@ -12,7 +12,7 @@ same fingerprint (``cache/memo.py``), gets no turn: that turn would be a no-op a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from pyvolcano.actions._turn import Turn, check_task, fail_task
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import fit_floor
+from pyvolcano.api.resource import EPS, fit_floor
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache import deltas
 from pyvolcano.cache.memo import SessionMemo
@@ -66,6 +66,21 @@ def _nominated_pending(job: JobInfo) -> bool:
     return pending is not None and any(t.nominated_node for t in pending.values())
 
 
+def pod_slots(idle: np.ndarray, task: TaskInfo) -> int:
+    """At most how many pods like ``task`` the nodes of ``idle`` (nodes x resources) can take one after another,
+    counted by resources alone: a placement needs ``idle > init_resreq - EPS`` on each dimension it requests and
+    takes ``resreq`` away, so node i takes at most ``floor((idle_i + EPS) / r)`` of them on every dimension where
+    ``r = min(resreq, init_resreq)`` is positive (Volcano's ``LessEqual`` with its epsilon,
+    ``pkg/scheduler/api/resource_info.go``).  An upper bound: predicates, scores and the queue only refuse more.
+    The quotient is rounded up by 1e-6 so that float division never makes it smaller."""
+    r = np.minimum(task.resreq, task.init_resreq)
+    on = r > 0
+    if not on.any():
+        return np.iinfo(np.int64).max
+    per_node = np.floor((idle[:, on] + EPS) / r[on] + 1e-6).min(axis=1)
+    return int(np.clip(per_node, 0, None).sum())
+
+
 @register_action
 class Allocate(Action):
     name = "allocate"
@@ -93,18 +108,49 @@ class Allocate(Action):
         if memo is not None:
             live, deserved, nodes = memo, self.deserved, ssn.nodes
 
-            def fits(task: TaskInfo, names: Iterable[str]) -> bool:
+            answers: dict[tuple[object, frozenset[str]], bool] = {}
+
+            def fits(task: TaskInfo, names: frozenset[str]) -> bool:
                 """Whether ``task`` could fit on one of these nodes by resources (its smaller request against
-                their future idle): the one-node rule of ``SessionMemo.allocate_blocked``."""
-                pos = nodes.pos
-                idx = [pos[n] for n in names if n in pos]
-                if not idx:
+                their future idle): the one-node rule of ``SessionMemo.allocate_blocked``.  Nodes do not change
+                before the first turn: one answer per pod template and set of nodes."""
+                k = (task.template_key, names)
+                got = answers.get(k)
+                if got is None:
+                    pos = nodes.pos
+                    idx = [pos[n] for n in names if n in pos]
+                    need = fit_floor(np.minimum(task.resreq, task.init_resreq))
+                    got = answers[k] = bool(idx) and bool((nodes.future[idx] > need).all(axis=1).any())
+                return got
+
+            # gang alone says whether a job is ready or pipelined (the memo's plugins: no other registers them)
+            gang_decides = ssn.has("jobReady") and ssn.has("jobPipelined")
+            slots: dict[object, int] = {}
+
+            def short(job: JobInfo) -> bool:
+                """The gang bound of ``SessionMemo.allocate_blocked``: even placed on every node as many times
+                as its idle resources allow, the job's pending pods cannot bring it to ``minAvailable``."""
+                if not gang_decides:
                     return False
-                need = fit_floor(np.minimum(task.resreq, task.init_resreq))
-                return bool((nodes.future_idle()[idx] > need).all(axis=1).any())
+                pending = job.index.get(TaskStatus.Pending)
+                if not pending:
+                    return False
+                need = job.min_available - job.ready_task_num() - job.pending_best_effort_task_num()
+                by_template: dict[object, list[TaskInfo]] = {}
+                for t in pending.values():
+                    if not t.best_effort:
+                        by_template.setdefault(t.template_key, []).append(t)
+                for k, tasks in by_template.items():
+                    got = slots.get(k)
+                    if got is None:  # nodes do not change before the first turn: once per template and run
+                        got = slots[k] = pod_slots(nodes.idle, tasks[0])
+                    need -= min(len(tasks), got)
+                    if need <= 0:
+                        return False
+                return True
 
             def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
-                return not live.allocate_blocked(job, deserved.get(job.queue), fits)
+                return not live.allocate_blocked(job, deserved.get(job.queue), fits, short)
             wanted = unblocked
         key, tkey = job_order_key(ssn), task_order_key(ssn)
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
@@ -190,7 +236,7 @@ class Allocate(Action):
         memo = self.memo
         if memo is not None:
             if deltas.CHECK:
-                assert not (placed and job.uid in memo.must_fail), f"one-node rule: {job.uid} was placed"
+                assert not (placed and job.uid in memo.must_fail), f"memo: {job.uid} was placed, found blocked"
             if placed:
                 self.placed.add(job.uid)
                 memo.forget_allocate(job)

@@ -19,6 +19,8 @@ class FitErrors:
     def __eq__(self, other: object) -> bool:
         """Equal when they say the same: a waiting job's carried status and gang condition (``Session.close``,
         ``plugins/gang.py``) stand while its fit errors say what they said, also when a turn made them again."""
+        if other is self:  # the memo and the carried statuses hand back the very objects
+            return True
         if not isinstance(other, FitErrors):
             return NotImplemented
         return (self.total_nodes == other.total_nodes and self.reasons == other.reasons

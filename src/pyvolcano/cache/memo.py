@@ -50,6 +50,14 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   request against their future idle): elsewhere room only shrank.  For such a job the queue's deserved is not
   in the key either (it decides ``allocatable`` only).  Any other blocked job is looked at again after any
   logged change.  With ``deltas.CHECK`` (the tests) the job still takes its turn, which must place nothing.
+* **a gang the nodes cannot hold** (``_gang_short``): a job whose key differs only by node usage (``use_epoch``),
+  its queue's deserved or room logged since, with the same ``alloc_epoch`` and version, is still blocked while its
+  ready pods plus, per pod template, as many pods as all nodes' idle resources can take one after another
+  (``actions/allocate.py: pod_slots``) stay below ``minAvailable``: every placement takes at least its request from
+  one node's idle whatever the order and the scores, and predicates and ``allocatable`` only refuse more, so the
+  turn would end in a discarded statement.  Gang must be what decides ``jobReady``/``jobPipelined`` (in the memo's
+  plugins nothing else registers them).  With ``deltas.CHECK`` the turn is taken and must place nothing.  The fit
+  errors handed back are the last turn's: their node counts may lag until the job takes a turn again.
 * **no future idle**: pipelining onto Releasing resources depends on which jobs went first, so allocate neither
   records nor uses the memo in a session where any node has releasing resources; and a job with pod
   (anti-)affinity or topology spread constraints is never memoised (another pod's bind can satisfy them).
@@ -61,7 +69,7 @@ job's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,6 +184,8 @@ class SessionMemo:
         self.room_base, self.room_nodes, self.room_seq = room
         #: with ``deltas.CHECK``: the jobs the one-node rule found still blocked, given their turn to prove it
         self.must_fail: set[str] = set()
+        #: the nodes logged from a ``room_seq`` to this session's, by that start (``allocate_blocked``)
+        self._since: dict[int, frozenset[str]] = {}
         self.enqueue_ok, self.allocate_ok = memo.conf_ok
 
     # --- enqueue -------------------------------------------------------------------------------------------
@@ -216,11 +226,13 @@ class SessionMemo:
                 None if deserved is None else deserved.tobytes())
 
     def allocate_blocked(self, job: JobInfo, deserved: np.ndarray | None,
-                         fits: Callable[[TaskInfo, Iterable[str]], bool]) -> bool:
+                         fits: Callable[[TaskInfo, frozenset[str]], bool], short: Callable[[JobInfo], bool]) -> bool:
         """True (and the job's fit errors restored) when its last turn placed nothing under the same
         fingerprint.  Room that came back on some nodes only (``SchedulerCache._room``) since: a job of one pod
         that no node could take is still blocked if ``fits(task, nodes)`` says its pod fits none of those nodes
-        (everywhere else room only shrank)."""
+        (everywhere else room only shrank).  Node usage moved, nothing else: still blocked if ``short(job)`` says
+        the nodes' idle resources cannot hold enough of its pods for its gang, however they are placed (the gang
+        bound, ``_gang_short``)."""
         if not self.allocate_ok:
             return False
         e = self.memo.allocate.get(job.uid)
@@ -229,13 +241,16 @@ class SessionMemo:
         key = self._allocate_key(job, deserved)
         # the queue's deserved decides ``allocatable`` only: not whether a node can take a pod that every node refused
         if e.key != key and (not e.nodes_only or e.key[:3] != key[:3]):
-            return False
+            return self._gang_short(job, e, key, short)
         if e.room != self.room_seq:
             pending = job.index.get(TaskStatus.Pending)
             if not e.nodes_only or e.room < self.room_base or pending is None or len(pending) != 1:
-                return False
-            since = set(self.room_nodes[e.room - self.room_base:self.room_seq - self.room_base])
-            since.discard("")
+                return self._gang_short(job, e, key, short)
+            since = self._since.get(e.room)
+            if since is None:  # many entries share a start (recorded in one session): one set for them all
+                names = set(self.room_nodes[e.room - self.room_base:self.room_seq - self.room_base])
+                names.discard("")
+                since = self._since[e.room] = frozenset(names)
             (task,) = pending.values()
             if since and fits(task, since):
                 return False
@@ -243,6 +258,24 @@ class SessionMemo:
                 self.must_fail.add(job.uid)
                 return False
             e.room = self.room_seq
+        job.nodes_fit_errors.update(e.fit_errors)
+        job.fit_failed_roles.update(e.failed_roles)
+        self.memo.skipped += 1
+        return True
+
+    def _gang_short(self, job: JobInfo, e: _Entry, key: tuple[Any, ...], short: Callable[[JobInfo], bool]) -> bool:
+        """The gang bound: the job's last turn placed nothing, and since then only node usage moved (the same
+        ``alloc_epoch``, job version and queue deserved; binds anywhere, room back on some nodes).  If the idle
+        resources of all nodes now cannot hold enough of its pods to reach ``minAvailable`` (``short``: every
+        placement takes at least its request from one node's idle, whatever the order and the scores), this
+        turn would fail as well and its discarded statement would change nothing.  The fit errors handed back
+        are the last turn's, as for every skip."""
+        if e.key[0] != key[0] or e.key[2] != key[2] or not short(job):
+            return False
+        if deltas.CHECK:  # the turn must then place nothing: it is taken, and allocate checks
+            self.must_fail.add(job.uid)
+            return False
+        e.key, e.room = key, self.room_seq
         job.nodes_fit_errors.update(e.fit_errors)
         job.fit_failed_roles.update(e.failed_roles)
         self.memo.skipped += 1

@@ -111,9 +111,11 @@ class SchedulerConf(BaseModel):
     def registration(self) -> Registration:
         """Which plugin's callbacks go to which tier, resolved once for this conf (``conf/registration.py``);
         built again when ``tiers`` is another list (a copy of the conf with other tiers)."""
-        reg = self._registration
+        private = self.__pydantic_private__  # read directly: pydantic's ``__getattr__`` costs a microsecond
+        assert private is not None  # the model has private attributes
+        reg = private["_registration"]
         if reg is None or reg.tiers is not self.tiers:
-            reg = self._registration = Registration(self.tiers)
+            reg = private["_registration"] = Registration(self.tiers)
         return reg
 
     @field_validator("actions", mode="before")
@@ -126,9 +128,11 @@ class SchedulerConf(BaseModel):
     def action_args(self, name: str) -> Arguments:
         """The action's ``configurations`` arguments (read-only), built once per conf: every session asks for
         each of its actions'.  Rebuilt when ``configurations`` is another list (a copy of the conf)."""
-        cached = self._action_args
+        private = self.__pydantic_private__  # as in ``registration``
+        assert private is not None
+        cached = private["_action_args"]
         if cached is None or cached[0] is not self.configurations:
-            cached = self._action_args = (self.configurations, {})
+            cached = private["_action_args"] = (self.configurations, {})
         got = cached[1].get(name)
         if got is None:
             got = cached[1][name] = self._build_action_args(name)
