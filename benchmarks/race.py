@@ -541,17 +541,20 @@ def plot(results: list[dict[str, Any]], out: Path) -> None:
     rows = sorted({(r["nodes"], r["pods"], r["gang"]) for r in results}, key=lambda x: (x[2], x[0]))
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(SCHEDULERS)
+    top = 0.0
     for i, s in enumerate(SCHEDULERS):
         # the mean of a scheduler's runs on a row (--repeat interleaves them), as pods over the mean time
         runs = [[r["seconds"] for r in results if (r["nodes"], r["pods"], r["gang"]) == row and r["scheduler"] == s]
                 for row in rows]
         ys = [row[1] * len(t) / sum(t) if t else 0 for row, t in zip(rows, runs, strict=True)]
         ax.bar([j + i * width for j in range(len(rows))], ys, width, label=s)
+        top = max(top, *ys)
     ax.set_xticks([j + width for j in range(len(rows))])
     ax.set_xticklabels([f"{n:,} nodes\n{p:,} pods" + (f"\ngangs {g}" if g else "") for n, p, g in rows])
     ax.set_ylabel("pods/s, start to last bind (mean of runs)")
     ax.set_title("Draining one backlog on one kube-apiserver v1.32.6 (2 shared cores)")
-    ax.legend()
+    ax.set_ylim(0, top * 1.2 or 1)  # room above the bars for the legend
+    ax.legend(loc="upper center", ncols=len(SCHEDULERS))
     fig.tight_layout()
     fig.savefig(out, dpi=100)
 
