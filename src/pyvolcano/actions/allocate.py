@@ -135,7 +135,10 @@ class Allocate(Action):
                 pending = job.index.get(TaskStatus.Pending)
                 if not pending:
                     return False
-                need = job.min_available - job.ready_task_num() - job.pending_best_effort_task_num()
+                # what gang counts for ready or pipelined besides the placements (``is_pipelined`` also counts
+                # tasks already pipelined, which this turn's statement does not undo)
+                need = (job.min_available - job.ready_task_num() - job.pending_best_effort_task_num()
+                        - job.waiting_task_num())
                 by_template: dict[object, list[TaskInfo]] = {}
                 for t in pending.values():
                     if not t.best_effort:

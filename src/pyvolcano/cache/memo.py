@@ -52,12 +52,12 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   logged change.  With ``deltas.CHECK`` (the tests) the job still takes its turn, which must place nothing.
 * **a gang the nodes cannot hold** (``_gang_short``): a job whose key differs only by node usage (``use_epoch``),
   its queue's deserved or room logged since, with the same ``alloc_epoch`` and version, is still blocked while its
-  ready pods plus, per pod template, as many pods as all nodes' idle resources can take one after another
-  (``actions/allocate.py: pod_slots``) stay below ``minAvailable``: every placement takes at least its request from
-  one node's idle whatever the order and the scores, and predicates and ``allocatable`` only refuse more, so the
-  turn would end in a discarded statement.  Gang must be what decides ``jobReady``/``jobPipelined`` (in the memo's
-  plugins nothing else registers them).  With ``deltas.CHECK`` the turn is taken and must place nothing.  The fit
-  errors handed back are the last turn's: their node counts may lag until the job takes a turn again.
+  ready, pipelined and best-effort pods plus, per pod template, as many pods as all nodes' idle resources can take
+  one after another (``actions/allocate.py: pod_slots``) stay below ``minAvailable``: every placement takes at least
+  its request from one node's idle whatever the order and the scores, and predicates and ``allocatable`` only refuse
+  more, so the turn would end in a discarded statement.  Gang must be what decides ``jobReady``/``jobPipelined`` (in
+  the memo's plugins nothing else registers them).  With ``deltas.CHECK`` the turn is taken and must place nothing.
+  The fit errors handed back are the last turn's: their node counts may lag until the job takes a turn again.
 * **no future idle**: pipelining onto Releasing resources depends on which jobs went first, so allocate neither
   records nor uses the memo in a session where any node has releasing resources; and a job with pod
   (anti-)affinity or topology spread constraints is never memoised (another pod's bind can satisfy them).
