@@ -241,17 +241,18 @@ def test_bind_conflicts_pod_deleted_or_bound_elsewhere(api: KubeClient, env: Env
     nodes = [env.node(f"n{i}", cpu=str(CPU_PER_NODE)) for i in range(10)]
     other = env.node("other", cpu="100")  # "another scheduler" binds here; this test's scheduler uses it too
     backlog(api, env, 100)
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in api.list(POD, env.ns)[0]}
     watch = NodeWatch(api, env.ns)
     port = free_port()
     p = sched(tmp_path, "sched", env, port, "-v")
     procs.append(p)
     try:
-        wait(lambda: len(bound(api, env.ns)) >= 3, 60, "the drain to start")
+        # the watch sees each bind as it happens: polling the pods until three were bound, then listing them
+        # again, let a fast drain finish first (CI, 2026-11-25: no bind met the conflict)
+        wait(lambda: len(watch.seen) >= 3, 60, "the drain to start", interval=0.01)
         # the first session decided for all 100 pods; with one bind worker most binds are still queued
-        # binds go out in creation order: act on the last-created pods, all at once
-        uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in api.list(POD, env.ns)[0]
-                if not p["spec"].get("nodeName")}
-        pending = [f"p{i}-0" for i in range(99, 0, -1) if f"p{i}-0" in uids][:20]
+        # binds go out in creation order: act on the last-created pods not bound yet, all at once
+        pending = [f"p{i}-0" for i in range(99, 0, -1) if f"p{i}-0" not in watch.seen][:20]
         taken, deleted = pending[0::2], pending[1::2]
 
         def act(name: str) -> None:

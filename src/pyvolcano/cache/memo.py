@@ -246,36 +246,45 @@ class SessionMemo:
             pending = job.index.get(TaskStatus.Pending)
             if not e.nodes_only or e.room < self.room_base or pending is None or len(pending) != 1:
                 return self._gang_short(job, e, key, short)
-            since = self._since.get(e.room)
-            if since is None:  # many entries share a start (recorded in one session): one set for them all
-                names = set(self.room_nodes[e.room - self.room_base:self.room_seq - self.room_base])
-                names.discard("")
-                since = self._since[e.room] = frozenset(names)
             (task,) = pending.values()
-            if since and fits(task, since):
-                return False
-            if deltas.CHECK:  # the turn must then place nothing: it is taken, and allocate checks
-                self.must_fail.add(job.uid)
+            since = self._room_since(e.room)
+            if (since and fits(task, since)) or not self._proved(job):
                 return False
             e.room = self.room_seq
-        job.nodes_fit_errors.update(e.fit_errors)
-        job.fit_failed_roles.update(e.failed_roles)
-        self.memo.skipped += 1
-        return True
+        return self._hand_back(job, e)
+
+    def _room_since(self, start: int) -> frozenset[str]:
+        """The nodes given room back from ``room_seq`` ``start`` to this session's; many entries share a start
+        (recorded in one session): one set for them all."""
+        since = self._since.get(start)
+        if since is None:
+            names = set(self.room_nodes[start - self.room_base:self.room_seq - self.room_base])
+            names.discard("")
+            since = self._since[start] = frozenset(names)
+        return since
 
     def _gang_short(self, job: JobInfo, e: _Entry, key: tuple[Any, ...], short: Callable[[JobInfo], bool]) -> bool:
-        """The gang bound: the job's last turn placed nothing, and since then only node usage moved (the same
-        ``alloc_epoch``, job version and queue deserved; binds anywhere, room back on some nodes).  If the idle
-        resources of all nodes now cannot hold enough of its pods to reach ``minAvailable`` (``short``: every
-        placement takes at least its request from one node's idle, whatever the order and the scores), this
+        """The gang bound: the job's last turn placed nothing, and since then the same ``alloc_epoch`` and job
+        version (key parts 0 and 2); node usage, its queue's deserved and room on some nodes may have moved.  If
+        the idle resources of all nodes now cannot hold enough of its pods to reach ``minAvailable`` (``short``:
+        every placement takes at least its request from one node's idle, whatever the order and the scores), this
         turn would fail as well and its discarded statement would change nothing.  The fit errors handed back
         are the last turn's, as for every skip."""
-        if e.key[0] != key[0] or e.key[2] != key[2] or not short(job):
-            return False
-        if deltas.CHECK:  # the turn must then place nothing: it is taken, and allocate checks
-            self.must_fail.add(job.uid)
+        if e.key[0] != key[0] or e.key[2] != key[2] or not short(job) or not self._proved(job):
             return False
         e.key, e.room = key, self.room_seq
+        return self._hand_back(job, e)
+
+    def _proved(self, job: JobInfo) -> bool:
+        """A rule beyond the fingerprint (one-node, gang bound) found the job still blocked.  With ``deltas.CHECK``
+        the turn is taken anyway (False) and allocate asserts it places nothing (``must_fail``)."""
+        if deltas.CHECK:
+            self.must_fail.add(job.uid)
+            return False
+        return True
+
+    def _hand_back(self, job: JobInfo, e: _Entry) -> bool:
+        """Skip the job's turn: its last turn's fit errors and failed roles restored."""
         job.nodes_fit_errors.update(e.fit_errors)
         job.fit_failed_roles.update(e.failed_roles)
         self.memo.skipped += 1
