@@ -55,6 +55,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: 
         settled[0] += len(got)
         if parked is not None and got:
             parked[0] += len(self.snapshot.parked)
+            parked[2] += len(self.snapshot.blocked)
         return got
     monkeypatch.setattr(session_mod, "_SUMS_FROM", sums_from)  # 1: close's carried sums on every session
     real_with_parked = Enqueue._with_parked
@@ -82,13 +83,15 @@ def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: 
 @pytest.mark.parametrize(("seed", "sums_from"), [(1, 1), (7, 1), (7, 64)])
 def test_settled_sessions_give_the_same_results(monkeypatch: pytest.MonkeyPatch, conf: str | None,
                                                 seed: int, sums_from: int) -> None:
-    parked = [0, 0]
+    parked = [0, 0, 0]
     fast, settled = _run(monkeypatch, True, conf, seed, sums_from, parked)
     slow, none = _run(monkeypatch, False, conf, seed)
     assert none == 0
     assert settled > 100  # the comparison would hold trivially if no job were ever left alone
     assert parked[0] > 20  # and for parked jobs (Pending, refused by enqueue under the same epoch)
     assert parked[1] > 5  # and for enqueue's checks of parked groups after room came back
+    # and for blocked jobs (admitted, allocate's memo skipped them), left alone under enqueue, allocate, backfill
+    assert parked[2] > 20 if conf is None else parked[2] == 0
     assert len(fast) == len(slow)
     for k, (a, b) in enumerate(zip(fast, slow, strict=True)):
         assert a == b, f"session {k} differs"

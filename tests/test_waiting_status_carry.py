@@ -1,8 +1,9 @@
 """A waiting job's PodGroup status carried between sessions (``Session.close``'s "waiting-status" and gang's
-"gang-unschedulable" in ``JobInfo.derived``) is exact: every status a session hands over again is checked, field
-for field and transition id included, against the status built afresh from that session's job and conditions,
-and every carried gang condition against the message gang would write, through contended simulations with
-enqueue refusals, fit errors, preemption, reclaim and a node failure."""
+"gang-unschedulable" in ``JobInfo.derived``, and the statuses of parked and blocked jobs left alone) is exact:
+every status a session hands over again is checked, field for field and transition id included, against the
+status built afresh from that session's job and conditions, and every carried gang condition against the message
+gang would write, through contended simulations with enqueue refusals, fit errors, preemption, reclaim and a node
+failure."""
 
 from __future__ import annotations
 
@@ -30,25 +31,30 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     def checked_close(self: Session) -> SessionResult:
         parked = set(self.parked)  # close moves the map on to the next session's parked jobs, in place
+        blocked = set(self.blocked)
         out = orig(self)
         for uid, st in out.podgroups.items():
             job = self.jobs[uid]
-            if uid in parked:
-                # parked (Pending, refused by enqueue under the same epoch): gang did not look at it, and close
-                # hands over last session's object, whose condition is the one gang would write now but for the
-                # transition id of the session that last looked at the job (writers compare statuses without it)
+            if uid in parked or uid in blocked:
+                # parked (Pending, refused by enqueue under the same epoch) or blocked (admitted, its allocate turn
+                # skipped by the memo): gang did not look at it, and close hands over last session's object, whose
+                # condition is the one gang would write now but for the transition id of the session that last
+                # looked at the job (writers compare statuses without it)
                 assert handed.get(uid) is st, uid
                 (cond,) = st.conditions
                 unready = max(job.min_available - job.ready_task_num(), 0)
-                msg = (f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}; "
-                       f"not enqueued: {job.enqueue_reason}")
+                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+                if uid in parked:
+                    msg += f"; not enqueued: {job.enqueue_reason}"
+                else:
+                    assert not job.enqueue_reason and job.nodes_fit_errors, uid
                 assert {k: v for k, v in cond.items() if k != "transitionID"} == {
                     "type": UNSCHEDULABLE, "status": "True", "reason": "NotEnoughResources", "message": msg}
                 fresh = SessionResult()
                 want, _ = self._podgroup_status(fresh, job, session_mod._CloseCounts(job), {UNSCHEDULABLE: cond})
                 assert st == want, uid
                 assert out.unschedulable.get(uid) == fresh.unschedulable.get(uid)
-                seen["parked"] += 1
+                seen["parked" if uid in parked else "blocked"] += 1
                 continue
             conds = self.pg_conditions.get(uid, {})
             cond = conds.get(UNSCHEDULABLE)
@@ -88,3 +94,5 @@ def test_carried_waiting_statuses_equal_fresh_ones(checked: Counter[str], conf_f
     sim.run()
     # the checks must have had work: waiting statuses handed over again, and gang conditions checked
     assert checked["carried"] > 50 and checked["gang"] > checked["carried"] and checked["parked"] > 20
+    # blocked jobs are left alone only when no action but enqueue, allocate and backfill runs
+    assert checked["blocked"] > 100 if conf_file is None else checked["blocked"] == 0

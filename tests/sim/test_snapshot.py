@@ -99,6 +99,19 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot, jobs: Iterable[str] | 
             for k in ("enqueue_reason", "job_fit_errors"):
                 got_job.pop(k)
                 fresh.pop(k)
+        elif uid in snap.blocked:
+            # a blocked job's clone left alone is handed over as the last session left it: with the fit errors and
+            # failed roles its memo entry holds (allocate's check hands them back again) and gang's message, or, made
+            # again from its settled record, as a fresh clone
+            assert uid in snap.settled and snap.settled[uid][1].pending, uid
+            entry = cache.memo.allocate.get(uid) if cache.memo is not None else None
+            assert entry is not None and entry.key[2] == got_job["cloned_from"], uid
+            job = snap.jobs[uid]
+            assert job.nodes_fit_errors in ({}, entry.fit_errors), uid
+            assert job.fit_failed_roles in (set(), entry.failed_roles), uid
+            for k in ("nodes_fit_errors", "fit_failed_roles", "job_fit_errors"):
+                got_job.pop(k)
+                fresh.pop(k)
         assert got_job == fresh, uid
     # the jobs listed as having a pod with pod constraints, and the nodes listed as holding special pods, are
     # exactly those a walk over every job and every node's map finds

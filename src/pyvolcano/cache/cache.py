@@ -113,6 +113,10 @@ class Snapshot:
     parked: dict[str, Any] = field(default_factory=dict)
     #: ``settled`` without the parked jobs
     settled_only: dict[str, Any] = field(default_factory=dict)
+    #: the jobs of ``settled_only`` that are *blocked* (``Session._settled_jobs``: admitted, pods pending, their
+    #: allocate turn skipped or failed under the blocked-job memo): the session's allocate checks each against its
+    #: memo entry first and looks again at those it cannot keep blocked
+    blocked: list[str] = field(default_factory=list)
     #: each job's position in ``jobs`` order (increasing; None: not kept), valid while this snapshot's session runs
     pos: dict[str, int] | None = None
     #: the ``free_epoch`` they were parked under: when it is not this snapshot's, room came back since and the
@@ -780,10 +784,15 @@ class SchedulerCache:
         parked_epoch = -1
         left_settled: dict[str, Any] = {}
         not_left: list[str] | None = None
+        #: the blocked jobs among the settled ones: those the last session left alone, then those ``one`` finds
+        blocked: list[str] = []
         if memo is not None and reuse and settled_reg is not None:
             seq, got = memo.left_alone
             if seq == self._snap_seq:
                 left_settled = got
+                bseq, bgot = memo.blocked_left
+                if bseq == seq:
+                    blocked = bgot
                 pseq, epoch, pgot = memo.parked_left
                 if pseq == seq and pgot:  # under another epoch too: the session checks them again
                     parked_left, parked_epoch = pgot, epoch
@@ -793,7 +802,9 @@ class SchedulerCache:
             memo.left_alone = (-1, {})
             memo.parked_left = (-1, -1, {})
             memo.not_left = (-1, [])
+            memo.blocked_left = (-1, [])
         left = SettledView(left_settled, parked_left)
+        found_blocked: list[str] = []
         self._snap_seq += 1
         changed = self._changed_jobs
         self._changed_jobs = set()
@@ -822,6 +833,8 @@ class SchedulerCache:
                         if key[0] == job.version and key[2] is settled_reg and c.podgroup is not None \
                                 and c.podgroup.phase == key[1]:
                             settled[uid] = rec[1]
+                            if rec[1][1].pending:  # settled with pods pending: blocked
+                                found_blocked.append(uid)
             else:
                 c = job.clone()
                 if last is not None:  # its pods' nodes hold the old clones (or the cache's own pods)
@@ -906,6 +919,8 @@ class SchedulerCache:
                 settled = SettledView(settled_only, parked)
             else:
                 settled_only = cast(dict[str, Any], settled)  # a plain map on a walk
+        if blocked or found_blocked:
+            blocked = [uid for uid in dict.fromkeys((*blocked, *found_blocked)) if uid in settled]
         self._last_jobs = jobs if reuse and not skipped else None
         self._last_queues = frozenset(queues)
         self._clones = clones
@@ -939,7 +954,7 @@ class SchedulerCache:
             use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch, room=(self.room_base, self.room_nodes, self.room_seq),
             constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
             settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
-            parked=parked, parked_epoch=parked_epoch, settled_only=settled_only,
+            parked=parked, parked_epoch=parked_epoch, settled_only=settled_only, blocked=blocked,
             pos=self._pos if self._last_jobs is not None else None,
             changed=changed if redone is not None else None,
         )

@@ -62,6 +62,10 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   records nor uses the memo in a session where any node has releasing resources; and a job with pod
   (anti-)affinity or topology spread constraints is never memoised (another pod's bind can satisfy them).
 
+A job skipped here is not even looked at by the session's other passes when the conf runs only enqueue, allocate
+and backfill: it is left alone as a *blocked* job (``Session._settled_jobs``), and allocate makes this same check
+for it before any turn (``actions/allocate.py``), looking again at those it cannot keep blocked.
+
 ``--full-sessions`` (``SchedulerCache(memo=False)``) examines every job every session, as before;
 ``tests/sim/test_memo.py`` runs random contended workloads with preempt and reclaim both ways and compares every
 job's outcome.
@@ -132,6 +136,11 @@ class BlockedMemo:
     #: refused under that epoch (``Session._settled_jobs``); the next snapshot leaves them alone only while the
     #: epoch is the same
     parked_left: tuple[int, int, dict[str, Any]] = (-1, -1, {})
+    #: (``Snapshot.seq``, uids) of the *blocked* jobs that session left alone (``Session._settled_jobs``: admitted
+    #: jobs whose allocate turn the memo skipped or recorded as blocked, parked among the settled ones): the next
+    #: snapshot lists those still settled in ``Snapshot.blocked``, and that session's allocate checks each against
+    #: its memo entry before any turn
+    blocked_left: tuple[int, list[str]] = (-1, [])
     #: those parked jobs by (queue, minResources bytes, enqueue reason), each group's job-order keys sorted (the
     #: key ends with the uid), kept by ``Session.close`` from one session to the next as jobs join and leave
     #: (``park_where``: uid -> (group, key)); None: not kept (``Session.parked_groups``).  ``park_groups_seq``: the
@@ -290,12 +299,15 @@ class SessionMemo:
         self.memo.skipped += 1
         return True
 
-    def record_allocate(self, job: JobInfo, deserved: np.ndarray | None, nodes_only: bool = False) -> None:
-        """``nodes_only``: the turn was one pod's, refused by every node (``allocate_blocked``'s one-node rule)."""
+    def record_allocate(self, job: JobInfo, deserved: np.ndarray | None, nodes_only: bool = False) -> bool:
+        """``nodes_only``: the turn was one pod's, refused by every node (``allocate_blocked``'s one-node rule).
+        Whether the job was recorded."""
         if self.allocate_ok and job.cloned_from >= 0 and not _affinity(job):
             self.memo.allocate[job.uid] = _Entry(self._allocate_key(job, deserved), "",
                                                  dict(job.nodes_fit_errors), frozenset(job.fit_failed_roles),
                                                  self.room_seq, nodes_only)
+            return True
+        return False
 
     def forget_allocate(self, job: JobInfo) -> None:
         self.memo.allocate.pop(job.uid, None)

@@ -121,6 +121,8 @@ from pyvolcano.framework.topology import SessionTopology
 UNSCHEDULABLE = "Unschedulable"
 #: the conditions a parked job may have: gang's Unschedulable alone (``Session._settled_jobs``, parked jobs)
 _GANG_WAITING = frozenset({UNSCHEDULABLE})
+#: the actions a session may leave blocked jobs alone under (``Session._settled_jobs``, blocked jobs)
+_BLOCK_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
 SCHEDULED = "Scheduled"
 #: gang's reason on the Scheduled condition of a ready job (``gang.go``: OnSessionClose)
 GANG_READY = "tasks in gang are ready to be scheduled"
@@ -189,6 +191,13 @@ class Session:
         self.unparked_uids: list[str] = []
         #: the jobs that are not settled, in ``jobs`` order (``unsettled_jobs``)
         self._unsettled: list[JobInfo] = []
+        #: the settled jobs that are *blocked* (``_settled_jobs``): allocate checks each against the blocked-job memo
+        #: before its first turn and looks again at those it cannot keep blocked (``unblock``); an ordered set
+        self.blocked: dict[str, None] = {}
+        #: whether this session may leave blocked jobs for the next one, and the jobs allocate found blocked in it
+        #: (its memo skipped their turn or recorded their failed one: ``actions/allocate.py``)
+        self._can_block = False
+        self.blocked_now: set[str] = set()
         #: jobs one of whose tasks was evicted (or its eviction undone) in this session: the only change a settled
         #: job can see in a session (it has no pending, allocated or pipelined task to place or take back)
         self.touched: set[str] = set()
@@ -759,6 +768,13 @@ class Session:
                 self.parked_stale = True
         elif parked and self.memo is not None:  # enqueue does not even look at them: skipped as blocked
             self.memo.memo.skipped += len(parked)
+        if settled and self.snapshot.blocked:
+            self.blocked = dict.fromkeys(uid for uid in self.snapshot.blocked if uid in settled)
+            if not self._can_block:  # (never under the registration that left them: looked at like any job)
+                self.unblock(list(self.blocked))
+        if deltas.CHECK and settled:
+            assert all(uid in self.blocked or uid in parked or not rec[1].pending for uid, rec in settled.items()), \
+                "a settled job with pods pending that no pass checks"
         return self
 
     def parked_groups(self) -> dict[tuple[Any, ...], list[tuple[Any, ...]]] | None:
@@ -786,6 +802,25 @@ class Session:
             job = jobs[uid]
             job.enqueue_reason = ""
             job.job_fit_errors = ""
+            self._unparked.append(job)
+
+    def unblock(self, uids: Iterable[str]) -> None:
+        """Look at these blocked jobs (``blocked``) in this session as at any other job: out of ``settled`` and
+        ``blocked``, their clones put back as ``JobInfo.reuse`` makes them (the sessions that kept them blocked
+        wrote the memo's fit errors and failed roles and gang's message on them, nothing else), their settled
+        record dropped (only a new close parks them again), and into ``unsettled_jobs``."""
+        settled, jobs, blocked = self.settled, self.jobs, self.blocked
+        for uid in uids:
+            blocked.pop(uid, None)
+            if settled.pop(uid, None) is None:
+                continue
+            self.unparked_uids.append(uid)
+            job = jobs[uid]
+            job.enqueue_reason = ""
+            job.job_fit_errors = ""
+            job.nodes_fit_errors = {}
+            job.fit_failed_roles = set()
+            job.derived.pop("settled", None)
             self._unparked.append(job)
 
     def repark(self, job: JobInfo, record: tuple[PodGroupStatus, _CloseCounts], fit_errors: str) -> None:
@@ -848,10 +883,27 @@ class Session:
         the same status; so no pass looks at it.  A backlog of refused jobs then costs a session nothing until room
         comes back.  Only with enqueue in the conf and its memo allowed (``SessionMemo.enqueue_ok``).
 
+        *Blocked* jobs are settled jobs with pods pending: an admitted (Inqueue) job holding nothing, with no
+        best-effort or pipelined pod, no topology constraint and no sub-groups, whose allocate turn in the last session
+        it was in was skipped by the blocked-job memo or failed and was recorded there (``blocked_now``), with gang's
+        Unschedulable condition as its only condition and the carried waiting status.  Such a job's answer in this
+        session hangs on allocate's memo check alone (``SessionMemo.allocate_blocked``): enqueue looks only at
+        Pending jobs, backfill only at best-effort pods, and while the check holds allocate would skip it, hand its
+        fit errors back as they are on the clone, gang's close would give it the same condition (but for the
+        transition id) and close the same status.  So allocate makes that check for each of ``blocked`` before any
+        turn (the nodes and the queues' deserved are then what ``schedulable_jobs`` would see) and looks at the
+        others again (``unblock``); no other pass looks at the ones it keeps.  An oversubscribed backlog of admitted
+        jobs waiting for room then costs a session one memo check per job.  Only when the conf's actions are among
+        enqueue, allocate and backfill (preempt and reclaim look at starving jobs) and allocate's memo is allowed;
+        in a session without the memo (releasing or pipelined resources) allocate looks at them all.  The snapshot
+        lists them (``Snapshot.blocked``: those left alone, ``BlockedMemo.blocked_left``, and those it finds by
+        their settled record, which has pods pending).
+
         Only when every jobValid function is gang's (a third-party jobValid may read more than the job) and gang
         is configured (its ready condition is part of the carried status); never with ``--full-sessions``.
-        ``tests/test_settled.py`` compares sessions with and without it (parked jobs included),
-        ``tests/test_waiting_status_carry.py`` checks each parked job's status against gang's message."""
+        ``tests/test_settled.py`` compares sessions with and without it (parked and blocked jobs included),
+        ``tests/test_waiting_status_carry.py`` checks each parked and blocked job's status against gang's message,
+        ``tests/sim/test_snapshot.py`` each left-alone clone against a fresh one."""
         self._can_settle = False
         snap = self.snapshot
         memo = snap.memo
@@ -868,6 +920,12 @@ class Session:
         # without enqueue allocate would promote a Pending job instead of leaving it alone
         sm = self.memo
         self._can_park = sm is not None and sm.enqueue_ok and "enqueue" in self.conf.actions
+        # blocked jobs (``_settled_jobs``, blocked): the actions that would look at them are allocate, which checks
+        # them against its memo, and backfill, which has nothing for them; preempt and reclaim would ask whether
+        # they starve, and other actions may read anything
+        actions = self.conf.actions
+        self._can_block = sm is not None and sm.allocate_ok and "allocate" in actions and \
+            all(a in _BLOCK_ACTIONS for a in actions)
         if memo is not None:
             memo.settled_reg = self._reg  # what this session records is under its registration
         return snap.settled if snap.settled_reg is self._reg else {}
@@ -991,6 +1049,9 @@ class Session:
         # parked jobs (``_settled_jobs``): Pending jobs enqueue refused under this session's epoch, status carried
         park = self._can_park
         parked = self.parked
+        blocked = self.blocked
+        block, blocked_now = self._can_block, self.blocked_now
+        inqueue = PodGroupPhase.Inqueue
         parked_now: dict[str, tuple[PodGroupStatus, _CloseCounts]] = {}
         looked_at: list[str] = []  # the jobs parked after a look in this session (their group may be new)
         sm = self.memo
@@ -1057,6 +1118,14 @@ class Session:
                     if last is not None and last[1][0] is st:
                         parked_now[uid] = (st, c)
                         looked_at.append(uid)
+            elif block and waiting is not None and uid in blocked_now and pg.phase == inqueue and not c.held \
+                    and not job.enqueue_reason and UNSCHEDULABLE in conds and conds.keys() <= _GANG_WAITING \
+                    and pg.network_topology is None and not pg.sub_group_policy and not _best_effort_pending(job):
+                # allocate found it blocked under the memo, with the status of last session: left alone as a
+                # settled job that the next session's allocate checks first (``_settled_jobs``, blocked jobs)
+                last = job.derived.get("waiting-status")
+                if last is not None and last[1][0] is st:
+                    job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))
             podgroups[uid] = st
             phase = st.phase
             counts = phases.get(job.queue)
@@ -1085,7 +1154,8 @@ class Session:
         def misfit(uid: str, job: JobInfo) -> bool:
             """Whether the session changed or wrote on this settled (or parked) job, so that its carried record
             no longer stands (a parked job carries its own enqueue reason)."""
-            return bool(job.version != job.cloned_from or uid in pg_conditions or job.nodes_fit_errors
+            return bool(job.version != job.cloned_from or uid in pg_conditions
+                        or (job.nodes_fit_errors and uid not in blocked)
                         or (job.enqueue_reason and uid not in parked) or uid in invalid
                         or (topology_why and uid in topology_why))
         held_of_settled: Callable[[str], np.ndarray | None] = _no_row
@@ -1175,8 +1245,11 @@ class Session:
                         parked_now[uid] = hit
                         if sst.reason:
                             out.unschedulable[uid] = sst.reason
-                    elif not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
-                        left[uid] = hit
+                    else:
+                        if uid in blocked and sst.reason:  # blocked: its reason (gang's message), its pending pods
+                            out.unschedulable[uid] = sst.reason
+                        if not job.fit_failed_roles:  # nothing written on the clone: the next snapshot may keep it
+                            left[uid] = hit
                     pods += sc.pods
                     podgroups[uid] = sst
                     q = job.queue
@@ -1218,6 +1291,8 @@ class Session:
                 assert set(not_left) == {uid for uid in self.jobs if uid not in left and uid not in exclude}, \
                     "BlockedMemo.not_left"
             memo.not_left = (seq, not_left)
+            # the blocked jobs left alone (those newly blocked the next snapshot finds by their settled record)
+            memo.blocked_left = (seq, [uid for uid in blocked if uid in left])
             if park:
                 memo.parked_left = (seq, free_epoch, parked_now)
                 self._keep_park_groups(parked_now, looked_at, leavers)
@@ -1460,6 +1535,12 @@ def _no_row(uid: str) -> np.ndarray | None:
     return None
 
 
+def _best_effort_pending(job: JobInfo) -> bool:
+    """A pending pod of the job requests nothing: backfill's to place, so the job is never left alone as blocked."""
+    pending = job.index.get(TaskStatus.Pending)
+    return pending is not None and any(t.best_effort for t in pending.values())
+
+
 #: from this many settled jobs on, close keeps their sums between sessions (``_SettledSums``); below it the sets
 #: and sums cost more than adding the few jobs one by one (the bundled trace's sessions)
 _SUMS_FROM = 64
@@ -1506,7 +1587,7 @@ class _SettledSums:
         if counts is None:
             counts = self.counts[q] = {}
         counts[phase] = counts.get(phase, 0) + 1
-        if phase == PodGroupPhase.Pending:  # a parked job (settled ones are never Pending)
+        if phase == PodGroupPhase.Pending or c.pending:  # a parked or blocked job (settled ones have no pending pod)
             if c.pending:
                 self.pending_n[q] = self.pending_n.get(q, 0) + c.pending
             if st.reason:
@@ -1526,8 +1607,8 @@ class _SettledSums:
         del self.statuses[uid]
         self.pods -= pods
         self.counts[q][phase] -= 1
-        if phase == PodGroupPhase.Pending:
-            pending = rec[1].pending
+        pending = rec[1].pending
+        if phase == PodGroupPhase.Pending or pending:
             if pending:
                 self.pending_n[q] -= pending
             self.said.pop(uid, None)
