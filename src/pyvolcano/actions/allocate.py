@@ -165,8 +165,7 @@ class Allocate(Action):
             # when ``schedulable_jobs`` asks it)
             if ssn.blocked:
                 jobs = ssn.jobs
-                ssn.unblock([uid for uid in ssn.blocked if not live.allocate_blocked(
-                    jobs[uid], deserved.get(jobs[uid].queue), fits, short)])
+                ssn.unblock([uid for uid in ssn.blocked if unblocked(jobs[uid])])
         elif ssn.blocked:  # no memo in this session (future idle): every job takes its turn
             ssn.unblock(list(ssn.blocked))
         key, tkey = job_order_key(ssn), task_order_key(ssn)

@@ -768,8 +768,8 @@ class Session:
                 self.parked_stale = True
         elif parked and self.memo is not None:  # enqueue does not even look at them: skipped as blocked
             self.memo.memo.skipped += len(parked)
-        if settled and self.snapshot.blocked:
-            self.blocked = dict.fromkeys(uid for uid in self.snapshot.blocked if uid in settled)
+        if settled and self.snapshot.blocked:  # (the snapshot lists only jobs of its ``settled``)
+            self.blocked = dict.fromkeys(self.snapshot.blocked)
             if not self._can_block:  # (never under the registration that left them: looked at like any job)
                 self.unblock(list(self.blocked))
         if deltas.CHECK and settled:
@@ -794,34 +794,37 @@ class Session:
         """Look at these parked jobs in this session as at any other job: out of ``settled`` and ``parked``, their
         clones put back as a fresh clone has them (the last session left enqueue's reason and gang's message on
         them; nothing else of a parked job is written), and into ``unsettled_jobs``."""
-        parked, jobs = self.parked, self.jobs
+        parked = self.parked
         for uid in uids:
             if parked.pop(uid, None) is None:  # ``settled`` is a ``SettledView`` over ``parked``: out of both
                 continue
-            self.unparked_uids.append(uid)
-            job = jobs[uid]
-            job.enqueue_reason = ""
-            job.job_fit_errors = ""
-            self._unparked.append(job)
+            self._look_again(uid)
+
+    def _look_again(self, uid: str) -> JobInfo:
+        """A job left alone until now, taken out of ``settled`` by ``unpark`` or ``unblock``: into
+        ``unsettled_jobs`` (and ``unparked_uids``, by which close moves its sums), its clone without the enqueue
+        reason and gang's message the sessions that left it alone wrote on it."""
+        self.unparked_uids.append(uid)
+        job = self.jobs[uid]
+        job.enqueue_reason = ""
+        job.job_fit_errors = ""
+        self._unparked.append(job)
+        return job
 
     def unblock(self, uids: Iterable[str]) -> None:
         """Look at these blocked jobs (``blocked``) in this session as at any other job: out of ``settled`` and
         ``blocked``, their clones put back as ``JobInfo.reuse`` makes them (the sessions that kept them blocked
         wrote the memo's fit errors and failed roles and gang's message on them, nothing else), their settled
         record dropped (only a new close parks them again), and into ``unsettled_jobs``."""
-        settled, jobs, blocked = self.settled, self.jobs, self.blocked
+        settled, blocked = self.settled, self.blocked
         for uid in uids:
             blocked.pop(uid, None)
             if settled.pop(uid, None) is None:
                 continue
-            self.unparked_uids.append(uid)
-            job = jobs[uid]
-            job.enqueue_reason = ""
-            job.job_fit_errors = ""
+            job = self._look_again(uid)
             job.nodes_fit_errors = {}
             job.fit_failed_roles = set()
             job.derived.pop("settled", None)
-            self._unparked.append(job)
 
     def repark(self, job: JobInfo, record: tuple[PodGroupStatus, _CloseCounts], fit_errors: str) -> None:
         """Undo ``unpark`` for a job whose check turn refused it again for the reason it was parked with
@@ -1114,18 +1117,16 @@ class Session:
                 e = refusals.get(uid)
                 if e is not None and e.key[0] == free_epoch and e.key[1] == job.cloned_from \
                         and e.enqueue_reason == job.enqueue_reason and conds.keys() <= _GANG_WAITING:
-                    last = job.derived.get("waiting-status")
-                    if last is not None and last[1][0] is st:
-                        parked_now[uid] = (st, c)
-                        looked_at.append(uid)
+                    # (``st`` is the job's carried waiting status: a waiting job's status is always kept there)
+                    parked_now[uid] = (st, c)
+                    looked_at.append(uid)
             elif block and waiting is not None and uid in blocked_now and pg.phase == inqueue and not c.held \
                     and not job.enqueue_reason and UNSCHEDULABLE in conds and conds.keys() <= _GANG_WAITING \
-                    and pg.network_topology is None and not pg.sub_group_policy and not _best_effort_pending(job):
-                # allocate found it blocked under the memo, with the status of last session: left alone as a
+                    and pg.network_topology is None and not pg.sub_group_policy \
+                    and not job.pending_best_effort_task_num():
+                # allocate found it blocked under the memo, with its carried waiting status: left alone as a
                 # settled job that the next session's allocate checks first (``_settled_jobs``, blocked jobs)
-                last = job.derived.get("waiting-status")
-                if last is not None and last[1][0] is st:
-                    job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))
+                job.derived["settled"] = ((job.version, pg.phase, self._reg), (st, c))
             podgroups[uid] = st
             phase = st.phase
             counts = phases.get(job.queue)
@@ -1533,12 +1534,6 @@ class _CloseCounts:
 
 def _no_row(uid: str) -> np.ndarray | None:
     return None
-
-
-def _best_effort_pending(job: JobInfo) -> bool:
-    """A pending pod of the job requests nothing: backfill's to place, so the job is never left alone as blocked."""
-    pending = job.index.get(TaskStatus.Pending)
-    return pending is not None and any(t.best_effort for t in pending.values())
 
 
 #: from this many settled jobs on, close keeps their sums between sessions (``_SettledSums``); below it the sets
