@@ -63,17 +63,19 @@ from pyvolcano.plugins._queue_res import (
     le_partly_zero_filtered,
     le_with_dimension,
 )
-from pyvolcano.plugins.proportion import QueueAttr, build_attrs, new_attr, queue_priority_cmp
+from pyvolcano.plugins._shared import (
+    ROOT,
+    QueueAttr,
+    Tree,
+    build_attrs,
+    hierarchy_enabled,
+    new_attr,
+    queue_priority_cmp,
+    queue_tree,
+)
 
-ROOT = "root"
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 log = logging.getLogger(__name__)
-
-
-def hierarchy_enabled(ssn: Session, plugin: str) -> bool:
-    """Volcano's HierarchyEnabled: off unless the plugin's option sets ``enableHierarchy: true``."""
-    _, opt = ssn.options.get(plugin, (0, None))
-    return bool(opt is not None and opt.flags.get("enableHierarchy", False))
 
 
 def ancestor_reclaim_level(args: Arguments) -> int:
@@ -84,37 +86,6 @@ def ancestor_reclaim_level(args: Arguments) -> int:
         log.warning("capacity: %s should be non-negative, got %d; using 0", ANCESTOR_RECLAIM_LEVEL, level)
         return 0
     return level
-
-
-@dataclass
-class Tree:
-    """The queue hierarchy: parent of each queue and its children (root first)."""
-
-    parent: dict[str, str] = field(default_factory=dict)
-    children: dict[str, list[str]] = field(default_factory=dict)
-
-    def ancestors(self, name: str) -> list[str]:
-        """Ancestors nearest first (parent, grandparent, ..., root)."""
-        out, seen = [], {name}
-        p = self.parent.get(name)
-        while p and p not in seen:
-            out.append(p)
-            seen.add(p)
-            p = self.parent.get(p)
-        return out
-
-
-def queue_tree(queues: dict[str, QueueInfo]) -> Tree:
-    """Every queue under its ``spec.parent`` (``root`` when unset or unknown)."""
-    tree = Tree(children={ROOT: []})
-    for q in sorted(queues.values(), key=lambda q: q.name):
-        if q.name == ROOT:
-            continue
-        parent = q.parent if q.parent and (q.parent in queues or q.parent == ROOT) else ROOT
-        tree.parent[q.name] = parent
-        tree.children.setdefault(parent, []).append(q.name)
-        tree.children.setdefault(q.name, [])
-    return tree
 
 
 @dataclass
