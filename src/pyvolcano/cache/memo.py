@@ -115,7 +115,7 @@ class BlockedMemo:
     skipped: int = 0
     #: the conf the entries were recorded under (a reload makes a new object and forgets them all)
     conf: Any = None
-    #: values plugins carry from one session to the next as a whole, by name (``plugins/overcommit.py: JobSums``,
+    #: values plugins carry from one session to the next as a whole, by name (``plugins/_shared.py: JobSums``,
     #: exact whatever the conf)
     carried: dict[str, Any] = field(default_factory=dict)
     #: whether that conf allows skipping in enqueue and in allocate (``_conf_ok``, worked out once per conf)

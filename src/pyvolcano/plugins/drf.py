@@ -26,8 +26,7 @@ from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._hdrf import HierarchicalDRF
-from pyvolcano.plugins.capacity import hierarchy_enabled
-from pyvolcano.plugins.overcommit import session_sums
+from pyvolcano.plugins._shared import hierarchy_enabled, session_sums
 
 SHARE_DELTA = 1e-6
 
@@ -39,7 +38,7 @@ class DRF(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource  # shares over every dimension, pods too (drf.go: calculateShare): no mask
         # every job's allocation and dominant share at open, carried from the last session for unchanged jobs
-        # (``overcommit.JobSums``): copies of the ledger's dicts, whose rows ``change`` replaces, never alters
+        # (``_shared.JobSums``): copies of the ledger's dicts, whose rows ``change`` replaces, never alters
         sums = session_sums(ssn)
         hierarchy = hierarchy_enabled(ssn, self.name)
         alloc: MutableMapping[str, np.ndarray]
