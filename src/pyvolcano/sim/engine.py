@@ -501,7 +501,9 @@ class Simulator:
         pod = self._pod(key)
         if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
             return
-        pod["status"] = {"phase": "Running"}
+        # the scheduler's bind sets PodScheduled=True (cdp's cooldown counts from its lastTransitionTime)
+        pod["status"] = {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": self.writer._stamp()}]}
         self.api.update(pod, trusted=True)
         job_key, task = self._job_of(pod)
         rec = self.records.get(job_key)
