@@ -57,6 +57,8 @@ def table(result: SessionResult, problems: list[str], wide: bool) -> None:
     c.print(t)
     for p in problems:
         c.print(f"[yellow]skipped object:[/] {p}", highlight=False)
+    for w in result.warnings:
+        c.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
 def print_scores(scores: dict[str, ScoreBreakdown]) -> None:
@@ -121,6 +123,8 @@ def register(group: click.Group) -> None:
                 print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
             for uid, why in result.skipped.items():
                 print(f"pyvolcano: warning: job {uid} not scheduled: {why}", file=sys.stderr)
+            for w in result.warnings:
+                print(f"pyvolcano: warning: {w}", file=sys.stderr)
             data = result_json(result)
             if verbose:
                 data["scores"] = {uid: s.as_dict() for uid, s in sorted(result.scores.items())}

@@ -5,7 +5,8 @@ a pod annotation; a Go duration such as ``600s``) protects a pod for that long a
 Volcano's ``filterVictimFn``, a candidate is kept off the victim list only when all of these hold: it has the
 label or annotation, the value parses as a Go duration, the pod's ``status.phase`` is ``Running``, and its first
 ``PodScheduled`` condition with status ``True`` has ``lastTransitionTime + cooldown`` after now.  Every other
-candidate is a victim (a malformed value only warns in Volcano, so it protects nothing here either).  The plugin
+candidate is a victim (a malformed value only warns in Volcano, so it protects nothing here either; pyvolcano
+reports it among the session's warnings, naming the pod and field).  The plugin
 votes Permit on both ``preemptable`` and ``reclaimable`` and has no arguments.
 
 ``now`` is the snapshot's clock (simulated time in the simulator), or the wall clock when the snapshot has none
@@ -15,6 +16,7 @@ votes Permit on both ``preemptable`` and ``reclaimable`` and has no arguments.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pyvolcano.api.convert import parse_time
@@ -24,6 +26,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import warn
 
 #: ``volcano.sh/apis`` ``scheduling/v1beta1.CooldownTime``
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
@@ -43,17 +46,20 @@ def go_duration(text: str) -> float | None:
         return None
 
 
-def cooldown_of(pod: dict[str, Any]) -> float | None:
+def cooldown_of(pod: dict[str, Any], bad: Callable[[str], None] | None = None) -> float | None:
     """The pod's cooldown in seconds (label first, then annotation: ``podCooldownTime``), None without one or
-    when it is not a duration."""
+    when it is not a duration (then ``bad`` is told which field holds what)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    raw = labels.get(COOLDOWN_TIME)
+    raw, where = labels.get(COOLDOWN_TIME), "labels"
     if raw is None:
-        raw = (meta.get("annotations") or {}).get(COOLDOWN_TIME)
+        raw, where = (meta.get("annotations") or {}).get(COOLDOWN_TIME), "annotations"
         if raw is None:
             return None
-    return go_duration(str(raw))
+    got = go_duration(str(raw))
+    if got is None and bad is not None:
+        bad(f"metadata.{where}.{COOLDOWN_TIME}: {raw!r} is not a duration (e.g. 600s, 1h30m)")
+    return got
 
 
 def scheduled_at(pod: dict[str, Any]) -> float | None:
@@ -68,9 +74,9 @@ def scheduled_at(pod: dict[str, Any]) -> float | None:
     return None
 
 
-def cooling_down(pod: dict[str, Any], now: float) -> bool:
+def cooling_down(pod: dict[str, Any], now: float, bad: Callable[[str], None] | None = None) -> bool:
     """Whether ``filterVictimFn`` keeps this pod off the victim list."""
-    cooldown = cooldown_of(pod)
+    cooldown = cooldown_of(pod, bad)
     if cooldown is None or (pod.get("status") or {}).get("phase") != "Running":
         return False
     at = scheduled_at(pod)
@@ -85,6 +91,12 @@ class CooldownProtection(Plugin):
         now = ssn.now or time.time()
 
         def victims(_: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
-            return [t for t in candidates if not cooling_down(t.pod, now)], PERMIT
+            out = []
+            for t in candidates:
+                def bad(why: str, uid: str = t.uid) -> None:
+                    warn(ssn.state, f"Pod {uid}: {why}; cdp does not protect it")
+                if not cooling_down(t.pod, now, bad):
+                    out.append(t)
+            return out, PERMIT
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
