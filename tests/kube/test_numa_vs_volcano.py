@@ -81,7 +81,7 @@ def test_numa_scenarios_are_what_vc_scheduler_decides(tmp_path: Path) -> None:
                 return {f"{ns}/{p['metadata']['name']}": p["spec"]["nodeName"]
                         for p in api.list(POD, ns)[0] if p["spec"].get("nodeName")}
             try:
-                wait(lambda: set(bound()) >= set(want), 60, f"{path.name}: Volcano to bind {sorted(want)}")
+                wait(lambda want=want: set(bound()) >= set(want), 60, f"{path.name}: Volcano to bind {sorted(want)}")
             except AssertionError as exc:
                 errors.append(f"{path.name}: {exc}; bound {bound()}")
             time.sleep(SETTLE)
