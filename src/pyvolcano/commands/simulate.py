@@ -23,6 +23,7 @@ from pyvolcano.sim.run import (
     has_gpus,
     load_cluster,
     load_conf_arg,
+    load_numatopologies,
     load_queues,
     parse_cancels,
     parse_failures,
@@ -182,6 +183,8 @@ def register(group: click.Group) -> None:
                           f"rate={rate:g}/s, gang sizes {gang_sizes}, mean duration {mean_duration:g} s, "
                           f"gpu fraction {gpu_fraction:g}, seed {seed}"}
             inputs = Inputs(nodes, load_queues(queues_arg, wl), wl, settings=source)
+        if cluster:
+            inputs.numatopologies = load_numatopologies(cluster)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
         check_targets(inputs)

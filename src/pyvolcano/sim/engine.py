@@ -140,7 +140,8 @@ class SimAPI:
         validating what it builds) skips the cache's validation; the cluster's own objects, read from outside,
         are created with ``trusted=False``."""
         md = obj["metadata"]
-        ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass", "HyperNode") else "default")
+        cluster_scoped = ("Node", "Queue", "PriorityClass", "HyperNode", "Numatopology")
+        ns = md.get("namespace") or ("" if obj["kind"] in cluster_scoped else "default")
         md.setdefault("creationTimestamp", self.sim.now)
         md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
         if obj["kind"] == "Pod":
@@ -336,7 +337,8 @@ class Simulator:
                  conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
                  node_failures: list[tuple[float, str, float]] | None = None,
                  cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0,
-                 full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None) -> None:
+                 full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None,
+                 numatopologies: list[dict[str, Any]] | None = None) -> None:
         self.conf = conf
         self.period = period
         self.start_latency = start_latency
@@ -366,7 +368,9 @@ class Simulator:
         self.rollbacks = 0
         self.evictions = 0
         self.stop = False
-        for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or [])]:
+        # Numatopology objects (the --cluster file's) are the nodes' NUMA layout as the snapshot shows it; nothing in
+        # the simulator plays Volcano's resource exporter, so they do not follow the pods placed
+        for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or []), *(numatopologies or [])]:
             self.api.create(obj, trusted=False)
         #: the topology's tree over the cluster (the sessions build the same one from the cache's HyperNodes)
         self.spread = SpreadLog.of(build_topology(hypernodes, nodes), [n["metadata"]["name"] for n in nodes]) \
