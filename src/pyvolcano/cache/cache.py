@@ -94,7 +94,7 @@ class Snapshot:
     now: float = 0.0
     #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
     topology: Topology | None = None
-    #: the blocked-job memo (``framework/memo.py``) and the cache's epochs when the snapshot was taken; None:
+    #: the blocked-job memo (``cache/memo.py``) and the cache's epochs when the snapshot was taken; None:
     #: every job is examined every session (``--full-sessions``)
     memo: BlockedMemo | None = None
     free_epoch: int = 0
@@ -142,11 +142,11 @@ class SchedulerCache:
     def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER, res: ResourceIndex | None = None, *,
                  reuse_clones: bool = False, memo: bool = False) -> None:
         self.scheduler_name = scheduler_name
-        #: blocked-job memo (``framework/memo.py``): only for a caller whose every change goes through
+        #: blocked-job memo (``cache/memo.py``): only for a caller whose every change goes through
         #: ``upsert``/``delete``/``set_task_status`` (the simulator; the Kubernetes scheduler with ``incremental``)
         self.memo: BlockedMemo | None = BlockedMemo() if memo else None
         #: moves on every change that can give room back or change a rule's input other than by consuming it
-        #: (see ``framework/memo.py``); ``use_epoch`` on every change of node usage at all
+        #: (see ``cache/memo.py``); ``use_epoch`` on every change of node usage at all
         self.free_epoch = 0
         self.use_epoch = 0
         #: ``free_epoch`` but for the changes of a PodGroup's phase alone and those that give room back on one node
@@ -1011,7 +1011,7 @@ def _count(cache: SchedulerCache, t: TaskInfo, node: str, sign: int) -> None:
 
 def _consumes(old: PodGroup, new: PodGroup) -> bool:
     """A PodGroup change that gives no room back: re-sent unchanged, or admitted (Pending -> Inqueue), with the
-    same spec (see ``framework/memo.py``)."""
+    same spec (see ``cache/memo.py``)."""
     return _same_spec(old, new) and (old.phase == new.phase
                                      or (old.phase == PodGroupPhase.Pending and new.phase == PodGroupPhase.Inqueue))
 

@@ -8,9 +8,12 @@ The parts follow Volcano's seams (``pkg/scheduler/cache/interface.go``, ``event_
 * ``kube/binder.py``: the Binder and Evictor (``pods/binding`` and the Eviction API, on worker threads; a bind
   starts as soon as the session dispatches it);
 * ``kube/status.py``: the StatusUpdater (PodGroup/Queue status, pod conditions, events, only when changed);
-* ``kube/conf_watch.py``: the conf file, reloaded when it changes.
+* ``kube/conf_watch.py``: the conf file, reloaded when it changes;
+* ``kube/informers.py``: the reflectors, started in dependency order (``cache.Run``, ``WaitForCacheSync``);
+* ``kube/cluster_writer.py``: ``KubeWriter``, the binder and the status updater joined into the
+  ``ClusterWriter`` that ``apply`` writes to.
 
-``KubeWriter`` joins the binder and the status updater into the ``ClusterWriter`` that ``apply`` writes to.
+What is left here is the loop and leadership (``Scheduler.Run`` and ``runOnce``).
 """
 
 from __future__ import annotations
@@ -25,30 +28,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.types import DEFAULT_QUEUE
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.framework.cycle import run_session
-from pyvolcano.framework.result import ALL_NODES_UNAVAILABLE, PodGroupStatus, QueueStatus, SessionResult, apply
+from pyvolcano.framework.result import ALL_NODES_UNAVAILABLE, SessionResult, apply
 from pyvolcano.kube.binder import Assumed, Binder
 from pyvolcano.kube.client import ApiError
+from pyvolcano.kube.cluster_writer import KubeWriter
 from pyvolcano.kube.conf_watch import ConfFile
 from pyvolcano.kube.event_handlers import EventHandlers
+from pyvolcano.kube.informers import Informers
 from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.metrics import SchedulerMetrics
 from pyvolcano.kube.reflector import Reflector
-from pyvolcano.kube.resources import (
-    HYPERNODE,
-    NODE,
-    NUMATOPOLOGY,
-    PDB,
-    POD,
-    PODGROUP,
-    PRIORITYCLASS,
-    QUEUE,
-    RESOURCEQUOTA,
-    Resource,
-)
+from pyvolcano.kube.resources import QUEUE
 from pyvolcano.kube.status import StatusUpdater
 from pyvolcano.kube.writer import EventRecorder, Writer
 
@@ -117,44 +110,9 @@ class _LockedCache:
             return self.owner.cache.snapshot()
 
 
-class KubeWriter:
-    """The Kubernetes ``ClusterWriter``: binds and evictions to the ``Binder``, status to the ``StatusUpdater``."""
-
-    def __init__(self, binder: Binder, status: StatusUpdater) -> None:
-        self.binder = binder
-        self.status = status
-
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.binder.bind(task, node)
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.binder.evict(task, reason)
-
-    def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
-        return self.status.update_podgroup_status(uid, status)
-
-    @property
-    def settled(self) -> dict[str, PodGroupStatus]:
-        """PodGroups whose write-back found nothing to do, with the status they were found quiet with
-        (``StatusUpdater.settled``; ``framework/result.py: apply`` skips that object)."""
-        return self.status.settled
-
-    def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
-        self.status.pod_condition(pod, message, nominated)
-
-    def nominate(self, pod: str, node: str) -> None:
-        self.status.nominate(pod, node)
-
-    def update_queue_status(self, status: QueueStatus) -> None:
-        self.status.update_queue_status(status)
-
-    def event(self, kind: str, key: str, etype: str, reason: str, message: str) -> None:
-        self.status.event(kind, key, etype, reason, message)
-
-
 class KubeScheduler:
-    """Informers, the scheduling loop and leadership; the work is done by the parts named in the module
-    docstring."""
+    """The scheduling loop and leadership, over informers that feed the cache; the work is done by the parts
+    named in the module docstring."""
 
     def __init__(self, api: Any, conf: ConfFile, options: SchedulerOptions | None = None,
                  metrics: SchedulerMetrics | None = None, elector: LeaderElector | None = None) -> None:
@@ -189,25 +147,7 @@ class KubeScheduler:
         self._leading = False
         #: called when leadership is lost after having been held (the command exits, as Volcano does)
         self.on_deposed: Callable[[], None] | None = None
-        sel = self.opts.node_selector
-        wt = self.opts.watch_timeout
-
-        def refl(res: Resource, label_selector: str = "", optional: bool = False,
-                 after: tuple[Reflector, ...] = ()) -> Reflector:
-            return Reflector(api, res, self.handlers.on_event, label_selector=label_selector, watch_timeout=wt,
-                             optional=optional, after=[r.synced for r in after])
-
-        # order matters at start: priorities and queues before the pods and groups that refer to them; HyperNodes
-        # (Volcano's hyperNodeInformer) are synced before the first session, so a job with a topology constraint
-        # never sees a partial tree; a cluster without the HyperNode CRD is a cluster without HyperNodes (the same for
-        # Numatopology objects, Volcano's numaInfoInformer, read by numa-aware).  All of
-        # them list at once; the second group's lists reach the handlers only after the first group's (``after``)
-        self.first = [refl(PRIORITYCLASS), refl(QUEUE), refl(NODE, sel), refl(HYPERNODE, optional=True),
-                      refl(NUMATOPOLOGY, optional=True)]
-        first = tuple(self.first)
-        self.second = [refl(PODGROUP, after=first), refl(POD, after=first), refl(PDB, after=first),
-                       refl(RESOURCEQUOTA, after=first)]
-        self.reflectors = self.first + self.second
+        self.informers = Informers(api, self.handlers.on_event, self.opts.node_selector, self.opts.watch_timeout)
 
     # --- the parts' state, by the names the tests and tools use ------------------------------------------
     @property
@@ -227,6 +167,10 @@ class KubeScheduler:
         return self.status.pg_quiet
 
     @property
+    def reflectors(self) -> list[Reflector]:
+        return self.informers.reflectors
+
+    @property
     def _inflight(self) -> int:
         return self.binder._inflight
 
@@ -235,19 +179,8 @@ class KubeScheduler:
 
     # --- startup -----------------------------------------------------------------------------------------
     def start_informers(self, timeout: float | None = None) -> bool:
-        """Start the reflectors and wait for their first lists.  All of them send their list requests at once; the
-        second group's are handed to the cache once the first group's are (``Reflector.after``): dependency order,
-        without waiting for the API server's answer in between."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for r in self.reflectors:
-            r.start()
-        for group in (self.first, self.second):
-            for r in group:
-                while not r.synced.wait(1.0):
-                    if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
-                        return False
-                    log.info("waiting for the %s informer to sync", r.res)
-        return True
+        """Start the informers and wait for their first lists (``kube/informers.py``)."""
+        return self.informers.start(self._stop, timeout)
 
     def ensure_default_queue(self) -> None:
         """Volcano's scheduler creates the default queue when it is missing."""
@@ -326,8 +259,7 @@ class KubeScheduler:
 
     def stop(self) -> None:
         self._stop.set()
-        for r in self.reflectors:
-            r.stop()
+        self.informers.stop()
         self.wait_binds(10)
         self.binder.shutdown()
         self.writer.shutdown(5)
@@ -336,7 +268,7 @@ class KubeScheduler:
             self.elector.join(self.elector.retry_period + 15)
 
     def healthy(self) -> tuple[bool, str]:
-        dead = [str(r.res) for r in self.reflectors if r._thread is not None and not r.alive]
+        dead = self.informers.dead()
         if dead:
             return False, f"informers stopped: {', '.join(dead)}"
         age = time.monotonic() - self.heartbeat
