@@ -111,3 +111,15 @@ def test_negative_cpu_count_is_skipped_and_the_rest_scheduled() -> None:
     assert "spec.numares.cpu.capacity" in cache.problems[0]
     conf = load_conf(yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [{"name": "numa-aware"}]}]}))
     assert run_session(cache, conf).binds == {"ns/a-0": "n1"}
+
+
+def test_cycle_wide_shows_the_reasons_with_their_brackets() -> None:
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from pyvolcano.cli import main
+    path = Path(__file__).parent / "scenarios" / "numaaware" / "numa-policy-must-match-node.yaml"
+    r = CliRunner().invoke(main, ["cycle", str(path), "-o", "wide"], env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert "task topology policy[single-numa-node] is different with node[best-effort]" in r.output

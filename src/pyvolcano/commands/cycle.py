@@ -43,22 +43,25 @@ def rows(result: SessionResult) -> list[tuple[str, str, str, str]]:
 
 def table(result: SessionResult, problems: list[str], wide: bool) -> None:
     """The decisions per PodGroup; ``wide`` adds why a PodGroup waits (the table only marks that it does)."""
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title="pyvolcano cycle", show_lines=wide)
     for col in ("PodGroup", "Phase", "Outcome", *(("Why",) if wide else ())):
         t.add_column(col, overflow="fold")
+    # the texts are data, not markup: a reason such as "task topology policy[best-effort] ..." keeps its brackets
     for uid, phase, outcome, why in rows(result):
         if wide:
-            t.add_row(uid, phase, outcome, why)
+            t.add_row(escape(uid), phase, escape(outcome), escape(why))
         else:
-            t.add_row(uid, phase, outcome + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
+            t.add_row(escape(uid), phase,
+                      escape(outcome) + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
     c = console()
     c.print(t)
     for p in problems:
-        c.print(f"[yellow]skipped object:[/] {p}", highlight=False)
+        c.print(f"[yellow]skipped object:[/] {escape(p)}", highlight=False)
     for w in result.warnings:
-        c.print(f"[yellow]warning:[/] {w}", highlight=False)
+        c.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
 
 
 def print_scores(scores: dict[str, ScoreBreakdown]) -> None:
