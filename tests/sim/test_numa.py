@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
-from click.testing import CliRunner
 
-from pyvolcano.cli import main
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
+from pyvolcano.sim.run import load_cluster, load_numatopologies
 from pyvolcano.sim.workload import from_manifests
 
+QUEUE = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
 NUMA_CONF = """actions: "enqueue, allocate, backfill"
 tiers:
 - plugins:
@@ -47,23 +46,23 @@ def job(name: str) -> dict[str, Any]:
 def test_cluster_file_numatopologies_reach_the_simulator_and_a_bad_one_is_named(tmp_path: Path) -> None:
     nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
               "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}} for n in ("n1", "n2")]
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([*nodes, numatopo("n1", "0-7"),
-                                                               numatopo("n2", "0-7", capacity=-8)]))
-    (tmp_path / "jobs.yaml").write_text(yaml.safe_dump_all([job("a")]))
-    (tmp_path / "conf.yaml").write_text(NUMA_CONF)
-    r = CliRunner().invoke(main, ["simulate", "--no-progress", "--out", str(tmp_path / "out"), "-o", "json",
-                                  "--cluster", str(tmp_path / "cluster.yaml"), "--workload",
-                                  str(tmp_path / "jobs.yaml"), "--config", str(tmp_path / "conf.yaml")])
-    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
-    assert "Numatopology n2" in r.stderr and "spec.numares.cpu.capacity" in r.stderr
-    assert json.loads(r.stdout)["completed"] == 1  # on n1, the only node with NUMA information
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([*nodes, numatopo("n1", "0-7"), numatopo("n2", "0-7", capacity=-8)]))
+    assert [n["metadata"]["name"] for n in load_cluster(str(path))] == ["n1", "n2"]
+    numa = load_numatopologies(str(path))
+    assert [o["metadata"]["name"] for o in numa] == ["n1", "n2"]
+    assert load_numatopologies("2x{cpu: 8, memory: 32Gi}") == []  # a compact spec has none
+    sim = Simulator(load_cluster(str(path)), QUEUE, from_manifests([job("a")]), load_conf(NUMA_CONF),
+                    numatopologies=numa)
+    assert any("Numatopology n2" in p and "spec.numares.cpu.capacity" in p for p in sim.problems)
+    rows = metrics.job_rows(sim.run())
+    assert [r["phase"] for r in rows] == ["Completed"]  # on n1, the only node with NUMA information
 
 
 def test_numatopology_decides_in_the_simulator() -> None:
     def completed(allocatable: str) -> int:
         nodes = parse_cluster_spec("1x{cpu: 8, memory: 32Gi}", prefix="n")
-        sim = Simulator(nodes, [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}],
-                        from_manifests([job("a")]), load_conf(NUMA_CONF),
+        sim = Simulator(nodes, QUEUE, from_manifests([job("a")]), load_conf(NUMA_CONF),
                         numatopologies=[numatopo(nodes[0]["metadata"]["name"], allocatable)])
         return sum(1 for r in metrics.job_rows(sim.run()) if r["phase"] == "Completed")
     assert completed("0-7") == 1
