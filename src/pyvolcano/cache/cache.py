@@ -26,6 +26,7 @@ from pyvolcano.api import convert, models
 from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
 from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
 from pyvolcano.api.node_info import NodeArrays, NodeSpec, NodeStatic
+from pyvolcano.api.numatopology import NumaInfo, parse_numatopology
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import ResourceIndex
 from pyvolcano.api.types import (
@@ -49,7 +50,7 @@ _HOLDING = frozenset((TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound
 #: one-node room changes kept before the log starts again (``SchedulerCache._room``)
 _ROOM_LOG = 1 << 16
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota",
-         "Namespace", "HyperNode")
+         "Namespace", "HyperNode", "Numatopology")
 
 
 #: Volcano's per-pod override of the task priority (``api/job_info.go: TaskPriorityAnnotation``)
@@ -85,6 +86,8 @@ class Snapshot:
     default_priority: int
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     quotas: list[dict[str, Any]] = field(default_factory=list)
+    #: Numatopology objects by node name (``api/numatopology.py``; read by the numa-aware plugin)
+    numatopo: dict[str, NumaInfo] = field(default_factory=dict)
     skipped_jobs: dict[str, str] = field(default_factory=dict)
     #: the pending pods of the skipped jobs -> the job's reason (they get a FailedScheduling event)
     skipped_pods: dict[str, str] = field(default_factory=dict)
@@ -187,6 +190,8 @@ class SchedulerCache:
         self.global_default: tuple[str, int] | None = None
         self.pdbs: dict[str, dict[str, Any]] = {}
         self.quotas: dict[str, dict[str, Any]] = {}
+        #: Numatopology objects by name (their node's name)
+        self.numatopo: dict[str, NumaInfo] = {}
         self.raw: dict[tuple[str, str], dict[str, Any]] = {}
         #: HyperNodes by name (``topology.volcano.sh/v1alpha1``); the tree is built per snapshot over its nodes
         self.hypernodes: dict[str, HyperNode] = {}
@@ -356,6 +361,8 @@ class SchedulerCache:
             self.pdbs.pop(key, None)
         elif kind == "ResourceQuota":
             self.quotas.pop(key, None)
+        elif kind == "Numatopology":
+            self.numatopo.pop(key, None)
 
     def _grow(self, names: Iterable[str]) -> None:
         """A new resource name appeared: widen every vector by rebuilding from the raw objects."""
@@ -425,6 +432,11 @@ class SchedulerCache:
         self.priority_classes[name] = value
         if obj.get("globalDefault"):
             self.global_default = (name, value)
+
+    def _upsert_numatopology(self, obj: dict[str, Any]) -> None:
+        """A Numatopology through its validated boundary (``api/numatopology.py: parse_numatopology``)."""
+        info = parse_numatopology(obj)
+        self.numatopo[info.name] = info
 
     def _upsert_poddisruptionbudget(self, obj: dict[str, Any]) -> None:
         self.pdbs[self._key(obj)[1]] = obj
@@ -949,6 +961,7 @@ class SchedulerCache:
         snap = Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
+            numatopo=dict(self.numatopo),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch, room=(self.room_base, self.room_nodes, self.room_seq),

@@ -43,20 +43,25 @@ def rows(result: SessionResult) -> list[tuple[str, str, str, str]]:
 
 def table(result: SessionResult, problems: list[str], wide: bool) -> None:
     """The decisions per PodGroup; ``wide`` adds why a PodGroup waits (the table only marks that it does)."""
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title="pyvolcano cycle", show_lines=wide)
     for col in ("PodGroup", "Phase", "Outcome", *(("Why",) if wide else ())):
         t.add_column(col, overflow="fold")
+    # the texts are data, not markup: a reason such as "task topology policy[best-effort] ..." keeps its brackets
     for uid, phase, outcome, why in rows(result):
         if wide:
-            t.add_row(uid, phase, outcome, why)
+            t.add_row(escape(uid), phase, escape(outcome), escape(why))
         else:
-            t.add_row(uid, phase, outcome + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
+            t.add_row(escape(uid), phase,
+                      escape(outcome) + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
     c = console()
     c.print(t)
     for p in problems:
-        c.print(f"[yellow]skipped object:[/] {p}", highlight=False)
+        c.print(f"[yellow]skipped object:[/] {escape(p)}", highlight=False)
+    for w in result.warnings:
+        c.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
 
 
 def print_scores(scores: dict[str, ScoreBreakdown]) -> None:
@@ -121,6 +126,8 @@ def register(group: click.Group) -> None:
                 print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
             for uid, why in result.skipped.items():
                 print(f"pyvolcano: warning: job {uid} not scheduled: {why}", file=sys.stderr)
+            for w in result.warnings:
+                print(f"pyvolcano: warning: {w}", file=sys.stderr)
             data = result_json(result)
             if verbose:
                 data["scores"] = {uid: s.as_dict() for uid, s in sorted(result.scores.items())}

@@ -25,6 +25,7 @@ from pyvolcano.sim.run import (
     has_gpus,
     load_cluster,
     load_conf_arg,
+    load_numatopologies,
     load_queues,
     parse_cancels,
     parse_failures,
@@ -217,6 +218,8 @@ def register(group: click.Group) -> None:
         else:
             inputs = _inputs(cluster, queues_arg, workload, csv_path, synth, services_n, span, seed,
                              Synthetic(rate, gang_sizes, mean_duration, gpu_fraction))
+        if cluster:
+            inputs.numatopologies = load_numatopologies(cluster)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
         check_targets(inputs)

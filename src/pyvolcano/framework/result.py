@@ -147,6 +147,8 @@ class SessionResult:
     nominated: dict[str, str] = field(default_factory=dict)
     #: what the capacity plugin found wrong with the queue tree (``api.queue_validate.Problem``)
     queue_problems: list[Any] = field(default_factory=list)
+    #: input a plugin left out, naming the object and field (``framework/state.py: PLUGIN_WARNINGS``)
+    warnings: list[str] = field(default_factory=list)
     stats: SessionStats = field(default_factory=SessionStats)
     #: the cluster after the session: resource names, total allocatable, resources held on nodes, the resources
     #: fairness is computed over (``ResourceIndex.fair_mask``); vectors are in the cache's internal units

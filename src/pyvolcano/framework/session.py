@@ -115,7 +115,13 @@ from pyvolcano.framework.result import (
     SessionResult,
     SessionStats,
 )
-from pyvolcano.framework.state import CAPACITY_QUEUES, PROPORTION_QUEUES, QUEUE_PROBLEMS, SessionState
+from pyvolcano.framework.state import (
+    CAPACITY_QUEUES,
+    PLUGIN_WARNINGS,
+    PROPORTION_QUEUES,
+    QUEUE_PROBLEMS,
+    SessionState,
+)
 from pyvolcano.framework.topology import SessionTopology
 
 UNSCHEDULABLE = "Unschedulable"
@@ -1319,6 +1325,8 @@ class Session:
             out.queues = self._queue_statuses(_held(held_rows), phases, tasks)
         problems = self.state.get(QUEUE_PROBLEMS)
         out.queue_problems = list(problems) if problems else []
+        warnings = self.state.get(PLUGIN_WARNINGS)
+        out.warnings = list(warnings) if warnings else []
         return out
 
     def _keep_park_groups(self, parked: dict[str, Any], looked_at: list[str], leavers: list[str] | None) -> None:

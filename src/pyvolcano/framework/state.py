@@ -93,3 +93,13 @@ PROPORTION_QUEUES: StateKey[Mapping[str, QueueShare]] = StateKey("proportion")
 CAPACITY_QUEUES: StateKey[Mapping[str, QueueShare]] = StateKey("capacity")
 #: what the capacity plugin found wrong with the queue tree, fatal problems first
 QUEUE_PROBLEMS: StateKey[list[Problem]] = StateKey("capacity-problems")
+#: input a plugin could not use and left out, each naming the object and field (``SessionResult.warnings``); the
+#: rest is scheduled, as Volcano does after logging such input
+PLUGIN_WARNINGS: StateKey[list[str]] = StateKey("plugin-warnings")
+
+
+def warn(state: SessionState, message: str) -> None:
+    """Record ``message`` among the session's ``PLUGIN_WARNINGS`` (once)."""
+    got = state.read_or_init(PLUGIN_WARNINGS, list)
+    if message not in got:
+        got.append(message)

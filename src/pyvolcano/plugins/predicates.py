@@ -9,7 +9,7 @@ Arguments (Volcano's): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEn
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``, ``predicate.PodTopologySpreadEnable``
 (default true).  ``predicate.ProportionalEnable`` and ``predicate.resources*`` are ignored, as Volcano master
 ignores them: the proportional GPU check moved to the ``resource-strategy-fit`` plugin
-(``plugins/resource-strategy-fit/proportional.go``), which pyvolcano does not implement.
+(``plugins/resource-strategy-fit/proportional.go``), which pyvolcano implements in ``plugins/resource_strategy_fit.py``.
 
 ``enablePredicate: false`` on this plugin stops every placement, as in Volcano master (docs/volcano-differences.md):
 see :func:`refuse_every_placement`.

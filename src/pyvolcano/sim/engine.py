@@ -202,7 +202,8 @@ class SimAPI:
         validating what it builds) skips the cache's validation; the cluster's own objects, read from outside,
         are created with ``trusted=False``."""
         md = obj["metadata"]
-        ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass", "HyperNode") else "default")
+        cluster_scoped = ("Node", "Queue", "PriorityClass", "HyperNode", "Numatopology")
+        ns = md.get("namespace") or ("" if obj["kind"] in cluster_scoped else "default")
         md.setdefault("creationTimestamp", self.sim.now)
         md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
         if obj["kind"] == "Pod":
@@ -398,7 +399,8 @@ class Simulator:
                  conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
                  node_failures: list[tuple[float, str, float]] | None = None,
                  cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0,
-                 full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None) -> None:
+                 full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None,
+                 numatopologies: list[dict[str, Any]] | None = None) -> None:
         self.conf = conf
         self.period = period
         self.start_latency = start_latency
@@ -428,7 +430,9 @@ class Simulator:
         self.rollbacks = 0
         self.evictions = 0
         self.stop = False
-        for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or [])]:
+        # Numatopology objects (the --cluster file's) are the nodes' NUMA layout as the snapshot shows it; nothing in
+        # the simulator plays Volcano's resource exporter, so they do not follow the pods placed
+        for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or []), *(numatopologies or [])]:
             self.api.create(obj, trusted=False)
         #: the topology's tree over the cluster (the sessions build the same one from the cache's HyperNodes)
         self.spread = SpreadLog.of(build_topology(hypernodes, nodes), [n["metadata"]["name"] for n in nodes]) \
@@ -564,7 +568,9 @@ class Simulator:
         pod = self._pod(key)
         if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
             return
-        pod["status"] = {"phase": "Running"}
+        # the scheduler's bind sets PodScheduled=True (cdp's cooldown counts from its lastTransitionTime)
+        pod["status"] = {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": self.writer._stamp()}]}
         self.api.update(pod, trusted=True)
         job_key, task = self._job_of(pod)
         rec = self.records.get(job_key)
