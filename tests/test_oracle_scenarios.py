@@ -55,7 +55,8 @@ def _judge(path: Path) -> tuple[str | None, list[str]]:
         return why, []
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda _: oracle.run(sc["objects"], sc["config"],
-                                                  installer_queues=sc.get("installerQueues", True)), range(2)))
+                                                  installer_queues=sc.get("installerQueues", True),
+                                                  env=sc.get("oracleEnv")), range(2)))
     errs: list[str] = []
     for i, result in enumerate(runs):
         errs += [f"run {i + 1}: {e}" for e in oracle.check_expect(result, sc["expect"])]
