@@ -32,6 +32,8 @@ KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {}
 
 def oracle_cannot_run(sc: dict[str, Any]) -> str | None:
     """Why the oracle cannot judge this file, or None."""
+    if sc.get("oracleCannot"):  # e.g. node usage: the oracle's mock cache has no metrics source
+        return str(sc["oracleCannot"])
     why = oracle.unsupported(sc["objects"])
     if why:
         return why
