@@ -98,7 +98,7 @@ def test_strategy_without_params_names_no_victims() -> None:
 def test_interval_is_kept_by_the_cluster() -> None:
     objs = [node("hot", "95", "10"), node("cold", "5", "5"), GROUP, pod("a-0", "hot"), pod("a-1", "hot")]
     cache = SchedulerCache.from_objects(objs)
-    cache.now = 1000.0
+    cache.now, cache.has_clock = 1000.0, True
     c = load_conf(conf("5m"))
     assert run_session(cache, c).evictions == []  # the scheduler has just started
     cache.now += 299

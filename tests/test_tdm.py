@@ -54,7 +54,7 @@ def conf(actions: str, window: str = "10:00-21:00", period: str = "") -> str:
 
 def cache_at(objects: list[dict[str, Any]], now: float) -> SchedulerCache:
     cache = SchedulerCache.from_objects(objects)
-    cache.now = now
+    cache.now, cache.has_clock = now, True
     return cache
 
 
@@ -170,3 +170,21 @@ def test_job_order_pipelined_and_starving() -> None:
     assert ssn.job_starving(q) and not ssn.job_starving(p)
     ssn.close()
     ssn.release()
+
+
+def test_simulator_windows_follow_simulated_time() -> None:
+    """A preemptable job lands on the revocable node while rz1 is open (00:00-00:10 of the simulated day); once the
+    zone closes, shuffle evicts one of its pods per evict period (2m): at 720 s and 840 s of simulated time."""
+    from pyvolcano.conf.loader import load_conf as load
+    from pyvolcano.sim.engine import Simulator
+    from pyvolcano.sim.workload import JobSpec, from_specs
+
+    wl = from_specs([JobSpec("batch", 0, tasks=2, min_available=1, cpu="1", memory="1Gi", duration=3000)])
+    tmpl = wl.jobs[0][1]["spec"]["tasks"][0]["template"]
+    tmpl["metadata"]["annotations"]["volcano.sh/preemptable"] = "true"
+    nodes = [node("rev", "rz1"), node("normal")]
+    text = ('actions: "enqueue, allocate, shuffle"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+            '  - name: tdm\n    arguments:\n      tdm.revocable-zone.rz1: "00:00-00:10"\n      tdm.evict.period: 2m\n')
+    queue = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
+    res = Simulator(nodes, queue, wl, load(text), period=30.0).run(until=1000.0)
+    assert [(e.t, e.cause, e.node) for e in res.eviction_log] == [(720.0, "shuffle", "rev"), (840.0, "shuffle", "rev")]

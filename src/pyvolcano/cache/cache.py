@@ -89,6 +89,9 @@ class Snapshot:
     #: the pending pods of the skipped jobs -> the job's reason (they get a FailedScheduling event)
     skipped_pods: dict[str, str] = field(default_factory=dict)
     now: float = 0.0
+    #: ``now`` is the cluster's clock (the simulator's time, even 0 at its start); False: ``now`` is unset and
+    #: plugins that read the time use the wall clock (``session_clock``)
+    has_clock: bool = False
     #: state plugins keep from one session to the next of this cluster (the cache's own dict, shared by its
     #: snapshots): what Volcano keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
     plugin_memory: dict[str, Any] = field(default_factory=dict)
@@ -222,6 +225,8 @@ class SchedulerCache:
         self._last_nodes: NodeArrays | None = None
         self.problems: list[str] = []
         self.now = 0.0
+        #: ``now`` is set by whoever drives the cache (the simulator): ``Snapshot.has_clock``
+        self.has_clock = False
         #: ``Snapshot.plugin_memory`` of every snapshot of this cache
         self.plugin_memory: dict[str, Any] = {}
 
@@ -954,7 +959,8 @@ class SchedulerCache:
         snap = Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
-            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, plugin_memory=self.plugin_memory,
+            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, has_clock=self.has_clock,
+            plugin_memory=self.plugin_memory,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch, room=(self.room_base, self.room_nodes, self.room_seq),
             constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ from pyvolcano.errors import ConfigError
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
+from pyvolcano.plugins._clock import session_clock
 from pyvolcano.plugins._usage import node_usage
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,7 @@ class Rescheduling(Plugin):
         self.arguments.get_str("metricsPeriod", "5m")
         strategies = parse_strategies(self.arguments.get("strategies"))
         memory = ssn.snapshot.plugin_memory
-        now = ssn.now or time.time()
+        now = session_clock(ssn)
         # Volcano sets lastRescheduleTime when the scheduler starts, just before its first session
         last = memory.setdefault(LAST_RUN, now - 1e-6)
         if not last + interval < now:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from typing import Any
 
 import numpy as np
@@ -52,6 +51,7 @@ from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.victims import mark_node_copy_victims
+from pyvolcano.plugins._clock import session_clock
 
 ZONE_PREFIX = "tdm.revocable-zone."
 EVICT_PERIOD = "tdm.evict.period"
@@ -149,7 +149,7 @@ class TDM(Plugin):
         raw = {k[len(ZONE_PREFIX):]: str(v).strip() for k, v in self.arguments.items() if k.startswith(ZONE_PREFIX)}
         period = self.arguments.get_duration(EVICT_PERIOD, 60.0)
         assert period is not None
-        now = ssn.now or time.time()
+        now = session_clock(ssn)
         day = math.floor(now) % DAY  # whole seconds since midnight UTC of the session's clock (Go's Unix())
         #: zone -> None when active, else why not
         inactive = {z: None if start <= day <= end else f"current time beyond revocable zone {z}:{raw[z]}"
