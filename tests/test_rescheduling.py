@@ -49,7 +49,7 @@ GROUP = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
 def conf(interval: str = "1ns", params: str = "{thresholds: {cpu: 20, memory: 20}, "
          "targetThresholds: {cpu: 70, memory: 70}}") -> str:
     return ('actions: "shuffle"\ntiers:\n- plugins:\n  - name: rescheduling\n    arguments:\n'
-            f'      interval: {interval}\n      strategies:\n      - name: lowNodeUtilization\n'
+            f'      interval: {interval}\n      metricsPeriod: 10m\n      strategies:\n      - name: lowNodeUtilization\n'
             f'        params: {params}\n')
 
 
@@ -131,3 +131,30 @@ def test_qos_rank() -> None:
     assert qos_rank({"spec": {"containers": [{"name": "c"}]}}) == 0
     assert qos_rank(pod("x", "n")) == 1 and qos_rank(pod("x", "n", limits=True)) == 2
     assert qos_rank({"status": {"qosClass": "Guaranteed"}}) == 2
+
+
+def test_default_metrics_period_reads_no_usage() -> None:
+    """Volcano fills only the 10m average; rescheduling's default metricsPeriod 5m finds every node at 0%."""
+    objs = [node("hot", "95", "10"), node("cold", "5", "5"), GROUP, pod("a-0", "hot")]
+    assert evictions(objs, conf()) == ["ns/a-0"]
+    assert evictions(objs, conf().replace("      metricsPeriod: 10m\n", "")) == []
+
+
+def test_simulator_rescheduling_costs_evictions() -> None:
+    """In the simulator: binpack fills one node with pods using 90% of their requests (72% cpu, above the 70%
+    target) and leaves the other empty (low); every interval (1m of simulated time) shuffle moves pods off it."""
+    from pyvolcano.sim.engine import Simulator
+    from pyvolcano.sim.workload import JobSpec, from_specs
+
+    wl = from_specs([JobSpec("svc", 0, tasks=4, min_available=1, cpu="2", memory="1Gi", duration=600)])
+    wl.jobs[0][1]["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["usage.pyvolcano.io/used-share"] = "0.9"
+    text = ('actions: "enqueue, allocate, shuffle"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+            '  - name: binpack\n  - name: rescheduling\n    arguments:\n      interval: 1m\n      metricsPeriod: 10m\n'
+            '      strategies:\n      - name: lowNodeUtilization\n'
+            '        params: {thresholds: {cpu: 20, memory: 20}, targetThresholds: {cpu: 70, memory: 70}}\n')
+    queue = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
+    res = Simulator([node("n1"), node("n2")], queue, wl, load_conf(text), period=10.0).run(until=200.0)
+    # one pod a run (72% - 20% per 2-cpu pod is under 70%), which binpack puts back on n1: 60 s, then the first
+    # session more than a minute later (130 s), then 200 s
+    assert [(e.t, e.cause, e.node) for e in res.eviction_log] == [(60.0, "shuffle", "n1"), (130.0, "shuffle", "n1"),
+                                                                  (200.0, "shuffle", "n1")]

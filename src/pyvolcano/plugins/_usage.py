@@ -12,8 +12,10 @@ carries it instead:
   the node's usage is the sum over its pods, in percent of its allocatable; a node none of whose pods has a share
   has no metrics (Volcano without a metrics source: every amount 0, ``MetricsTime`` zero).
 
-One value serves every metrics period (``metricsPeriod``, ``usage`` plugin's period): a snapshot holds one
-measurement.  A value that is not a number is ignored with a warning naming the object and the annotation.
+The measurement is the average over Volcano's ``NODE_METRICS_PERIOD``, ``10m``: Volcano's cache stores every
+metrics source's answer under that period only (``cache.go: setMetricsData``), so a plugin reading another period
+(rescheduling's default ``metricsPeriod: 5m``) finds nothing (``usage_for_period``).  A value that is not a
+number is ignored with a warning naming the object and the annotation.
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ class NodeUsage:
 
 
 USAGE: StateKey[NodeUsage] = StateKey("node-usage")
+#: Volcano's ``source.NODE_METRICS_PERIOD``: the only period its cache fills
+NODE_METRICS_PERIOD = "10m"
+
+
+def usage_for_period(ssn: Session, period: str) -> NodeUsage:
+    """``NodeInfo.ResourceUsage.CPUUsageAvg[period]`` and ``MEMUsageAvg[period]``: the node usage for
+    ``NODE_METRICS_PERIOD``, zeros (a Go map's missing key) for any other period; freshness is the node's
+    ``MetricsTime``, whatever the period."""
+    u = node_usage(ssn)
+    if period == NODE_METRICS_PERIOD:
+        return u
+    return NodeUsage(np.zeros_like(u.cpu), np.zeros_like(u.memory), u.fresh)
 
 
 def _number(raw: object, what: str) -> float | None:

@@ -17,7 +17,8 @@ registers the ``victimTasks`` function of each configured strategy.  Volcano imp
    by pod *name*, as Volcano does).
 
 Arguments, Volcano's names (``rescheduling.go: parseArguments``): ``interval`` (Go duration), ``metricsPeriod``
-(which average of the metrics source; one value here), ``strategies`` (a list of ``{name, params}``; params of
+(which average of the node usage is read, default ``5m``; Volcano's cache fills only ``10m``, so the default reads
+no usage at all and names no victims: set ``metricsPeriod: 10m``), ``strategies`` (a list of ``{name, params}``; params of
 lowNodeUtilization: ``thresholds`` and ``targetThresholds``, maps of whole percentages for ``cpu``, ``memory``
 and ``pod``; both default to 100).  As in Volcano, a strategy listed without ``params`` names no victims, and
 ``pods`` thresholds are ignored (Volcano reads the key ``pod``, and measures no pod usage anyway).
@@ -42,7 +43,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins._clock import session_clock
-from pyvolcano.plugins._usage import node_usage
+from pyvolcano.plugins._usage import usage_for_period
 
 log = logging.getLogger(__name__)
 
@@ -147,9 +148,10 @@ def _capacity(manifest: dict[str, Any]) -> tuple[float, float]:
     return (to_milli(cap[CPU]) if CPU in cap else 0.0, to_units(cap[MEMORY]) if MEMORY in cap else 0.0)
 
 
-def low_node_victims(ssn: Session, conf: LowNodeConf, tasks: list[TaskInfo]) -> list[TaskInfo]:
-    """``victimsFnForLnu``: the victims of lowNodeUtilization (see the module docstring)."""
-    usage = node_usage(ssn)
+def low_node_victims(ssn: Session, conf: LowNodeConf, tasks: list[TaskInfo], period: str = "10m") -> list[TaskInfo]:
+    """``victimsFnForLnu``: the victims of lowNodeUtilization (see the module docstring), on the usage averaged
+    over ``period`` (``metricsPeriod``)."""
+    usage = usage_for_period(ssn, period)
     nodes = ssn.nodes
     n = len(nodes.names)
     util = np.stack([usage.cpu, usage.memory], axis=1)  # percent, one row per node
@@ -198,7 +200,7 @@ class Rescheduling(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         interval = self.arguments.get_duration("interval", DEFAULT_INTERVAL)
         assert interval is not None
-        self.arguments.get_str("metricsPeriod", "5m")
+        period = self.arguments.get_str("metricsPeriod", "5m") or "5m"
         strategies = parse_strategies(self.arguments.get("strategies"))
         memory = ssn.snapshot.plugin_memory
         now = session_clock(ssn)
@@ -215,5 +217,5 @@ class Rescheduling(Plugin):
             def victims(tasks: list[TaskInfo], conf: LowNodeConf | None = conf) -> list[TaskInfo]:
                 if conf is None:  # "parameters parse error for lowNodeUtilization"
                     return []
-                return low_node_victims(ssn, conf, [t for t in tasks if t.status == TaskStatus.Running])
+                return low_node_victims(ssn, conf, [t for t in tasks if t.status == TaskStatus.Running], period)
             ssn.add_victim_tasks_fn(self.name, victims)

@@ -44,7 +44,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._clock import session_clock
-from pyvolcano.plugins._usage import node_usage
+from pyvolcano.plugins._usage import NODE_METRICS_PERIOD, usage_for_period
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class Usage(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         cfg = UsageConfig(self.arguments)
-        usage = node_usage(ssn)
+        usage = usage_for_period(ssn, NODE_METRICS_PERIOD)  # usage.go reads source.NODE_METRICS_PERIOD
         nodes = ssn.nodes
         n = len(nodes.names)
         now = session_clock(ssn)
