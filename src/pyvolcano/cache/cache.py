@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -92,6 +92,9 @@ class Snapshot:
     #: ``now`` is the cluster's clock (the simulator's time, even 0 at its start); False: ``now`` is unset and
     #: plugins that read the time use the wall clock (``session_clock``)
     has_clock: bool = False
+    #: node usage from a metrics source (Kubernetes mode, ``kube/node_metrics.py``): node name -> (cpu %,
+    #: memory %, metrics time); None: no source (``plugins/_usage.py`` reads the snapshot's annotations)
+    node_metrics: Mapping[str, tuple[float, float, float]] | None = None
     #: state plugins keep from one session to the next of this cluster (the cache's own dict, shared by its
     #: snapshots): what Volcano keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
     plugin_memory: dict[str, Any] = field(default_factory=dict)
@@ -227,6 +230,8 @@ class SchedulerCache:
         self.now = 0.0
         #: ``now`` is set by whoever drives the cache (the simulator): ``Snapshot.has_clock``
         self.has_clock = False
+        #: ``Snapshot.node_metrics``, set by the Kubernetes scheduler before each snapshot
+        self.node_metrics: Mapping[str, tuple[float, float, float]] | None = None
         #: ``Snapshot.plugin_memory`` of every snapshot of this cache
         self.plugin_memory: dict[str, Any] = {}
 
@@ -960,7 +965,7 @@ class SchedulerCache:
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, has_clock=self.has_clock,
-            plugin_memory=self.plugin_memory,
+            node_metrics=self.node_metrics, plugin_memory=self.plugin_memory,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch, room=(self.room_base, self.room_nodes, self.room_seq),
             constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},

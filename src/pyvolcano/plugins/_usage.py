@@ -2,8 +2,10 @@
 puts in ``NodeInfo.ResourceUsage`` (``CPUUsageAvg`` / ``MEMUsageAvg``: percent of the node's capacity, averaged
 over a metrics period, with ``MetricsTime``).
 
-Volcano reads it from a metrics source (Prometheus, Elasticsearch, metrics-server); a snapshot or a simulation
-carries it instead:
+Volcano reads it from a metrics source (Prometheus, Elasticsearch, metrics-server).  So does the Kubernetes
+scheduler when its conf has a ``metrics:`` section (``kube/node_metrics.py``: Prometheus; a node's metrics are
+fresh for 5 minutes after their query, Volcano's ``MetricsActiveTime``).  Otherwise a snapshot or a simulation
+carries it:
 
 - a Node annotation ``usage.pyvolcano.io/cpu`` / ``usage.pyvolcano.io/memory``: the measured usage in percent
   (``"62.5"``) of the node's allocatable; a node with either annotation has fresh metrics;
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +50,8 @@ class NodeUsage:
 
 
 USAGE: StateKey[NodeUsage] = StateKey("node-usage")
+#: Volcano's ``MetricsActiveTime``: metrics older than this are stale
+METRICS_ACTIVE_TIME = 300.0
 #: Volcano's ``source.NODE_METRICS_PERIOD``: the only period its cache fills
 NODE_METRICS_PERIOD = "10m"
 
@@ -91,6 +96,15 @@ def _compute(ssn: Session) -> NodeUsage:
             shares[uid] = None if raw is None else _number(raw, f"PodGroup {uid}: metadata.annotations.{USED_SHARE}")
         return shares[uid]
 
+    source = ssn.snapshot.node_metrics
+    if source is not None:  # a metrics source: only it counts (Volcano's ResourceUsage)
+        now = ssn.snapshot.now or time.time()
+        for i, name in enumerate(nodes.names):
+            got = source.get(name)
+            if got is not None:
+                cpu[i], mem[i] = got[0], got[1]
+                fresh[i] = now - got[2] <= METRICS_ACTIVE_TIME
+        return NodeUsage(cpu, mem, fresh)
     for i, spec in enumerate(nodes.specs):
         ann = (spec.manifest.get("metadata") or {}).get("annotations") or {}
         if NODE_CPU in ann or NODE_MEMORY in ann:

@@ -18,9 +18,8 @@ metrics (Volcano: ``MetricsTime`` older than 5 minutes, or none) passes the pred
   the estimate at most the limit), each times ``risk_factor`` when the node's composite load (the weighted mean of
   the two, in 0..1) has reached ``risk_threshold``.
 
-Volcano reads the metrics through a metrics source (Prometheus' query API, Elasticsearch, metrics-server) in
-Kubernetes mode; pyvolcano does not yet query one (docs/volcano-differences.md): it reads the usage the snapshot
-carries, in every mode.
+In Kubernetes mode the usage comes from the conf's metrics source (Prometheus: ``kube/node_metrics.py``), as in
+Volcano; otherwise from the snapshot.
 """
 
 from __future__ import annotations
