@@ -4,6 +4,9 @@ Extra keys our own scenarios may use, beyond shared/scenarios/README.md:
 ``unschedulable: {ns/pg: "substring"}`` (the job's unschedulable message contains it),
 ``schedulable: [ns/pg]`` (no unschedulable message), ``pipelinedCount``, ``bindsMaybe: {ns/pod: node}`` (pods
 that Volcano binds in some runs and not in others, from Go map order; when bound, on that node or one of a list),
+``oracleCannot: "why"`` (the oracle cannot express the file, e.g. measured node usage: it is confirmed by
+reading Volcano's source, as its ``notes`` say), ``oracleEnv: {NAME: value}`` (environment for the oracle only,
+e.g. ``PANIC_ON_ERROR: "false"``),
 ``nominated: {ns/pod: node}`` (exactly the pods whose ``status.nominatedNodeName`` the session writes; the oracle's
 log shows Volcano's writes, ``tests/oracle.py``), and ``args: [...]`` (extra CLI options such as
 ``--scheduler-name``).

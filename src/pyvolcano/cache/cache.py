@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -92,6 +92,15 @@ class Snapshot:
     #: the pending pods of the skipped jobs -> the job's reason (they get a FailedScheduling event)
     skipped_pods: dict[str, str] = field(default_factory=dict)
     now: float = 0.0
+    #: ``now`` is the cluster's clock (the simulator's time, even 0 at its start); False: ``now`` is unset and
+    #: plugins that read the time use the wall clock (``session_clock``)
+    has_clock: bool = False
+    #: node usage from a metrics source (Kubernetes mode, ``kube/node_metrics.py``): node name -> (cpu %,
+    #: memory %, metrics time); None: no source (``plugins/_usage.py`` reads the snapshot's annotations)
+    node_metrics: Mapping[str, tuple[float, float, float]] | None = None
+    #: state plugins keep from one session to the next of this cluster (the cache's own dict, shared by its
+    #: snapshots): what Volcano keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
+    plugin_memory: dict[str, Any] = field(default_factory=dict)
     #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
     topology: Topology | None = None
     #: the blocked-job memo (``cache/memo.py``) and the cache's epochs when the snapshot was taken; None:
@@ -224,6 +233,12 @@ class SchedulerCache:
         self._last_nodes: NodeArrays | None = None
         self.problems: list[str] = []
         self.now = 0.0
+        #: ``now`` is set by whoever drives the cache (the simulator): ``Snapshot.has_clock``
+        self.has_clock = False
+        #: ``Snapshot.node_metrics``, set by the Kubernetes scheduler before each snapshot
+        self.node_metrics: Mapping[str, tuple[float, float, float]] | None = None
+        #: ``Snapshot.plugin_memory`` of every snapshot of this cache
+        self.plugin_memory: dict[str, Any] = {}
 
     # --- bulk load ------------------------------------------------------------------------------------
     @classmethod
@@ -962,7 +977,8 @@ class SchedulerCache:
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             numatopo=dict(self.numatopo),
-            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now,
+            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, has_clock=self.has_clock,
+            node_metrics=self.node_metrics, plugin_memory=self.plugin_memory,
             topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
             use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch, room=(self.room_base, self.room_nodes, self.room_seq),
             constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},

@@ -402,6 +402,9 @@ class Simulator:
                  full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None,
                  numatopologies: list[dict[str, Any]] | None = None) -> None:
         self.conf = conf
+        #: the conf acts on the clock (shuffle: tdm's windows, rescheduling's interval): a session every period
+        #: while anything is still to happen, not only when something changed
+        self.time_driven = "shuffle" in conf.actions
         self.period = period
         self.start_latency = start_latency
         self.grace = grace
@@ -414,6 +417,7 @@ class Simulator:
         # upsert/delete, so its epochs are exact and blocked jobs can wait for a change (cache/memo.py) unless
         # ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
+        self.cache.has_clock = True  # sessions read the simulated time (tdm's windows, rescheduling's interval)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
@@ -737,7 +741,7 @@ class Simulator:
                 # a cycle is due before the next event only if something changed and something is pending; the
                 # pending check walks every job, so it is made only when a cycle could come first
                 t_cycle = max(next_cycle, self.now)
-                if t_cycle > t_event or not (self.changed and self._has_pending()):
+                if t_cycle > t_event or not ((self.changed and self._has_pending()) or (self.time_driven and self.heap)):
                     t_cycle = float("inf")
                 if t_cycle == float("inf") and t_event == float("inf"):
                     break
