@@ -7,6 +7,8 @@ that Volcano binds in some runs and not in others, from Go map order; when bound
 ``oracleCannot: "why"`` (the oracle cannot express the file, e.g. measured node usage: it is confirmed by
 reading Volcano's source, as its ``notes`` say), ``oracleEnv: {NAME: value}`` (environment for the oracle only,
 e.g. ``PANIC_ON_ERROR: "false"``),
+``annotations: {ns/pod: {key: value}}`` (the bound pod's Binding carries these annotations, e.g. deviceshare's
+``volcano.sh/vgpu-ids-new``: ``SessionResult.bind_annotations``),
 ``nominated: {ns/pod: node}`` (exactly the pods whose ``status.nominatedNodeName`` the session writes; the oracle's
 log shows Volcano's writes, ``tests/oracle.py``), and ``args: [...]`` (extra CLI options such as
 ``--scheduler-name``).
@@ -71,6 +73,11 @@ def check(result: dict[str, Any], expect: dict[str, Any]) -> list[str]:
         errs += _match_nodes(pipelined, expect["pipelined"] or {}, "pipelined")
     if "pipelinedCount" in expect and len(pipelined) != expect["pipelinedCount"]:
         errs.append(f"pipelinedCount: got {len(pipelined)}, want {expect['pipelinedCount']}")
+    for pod, want in (expect.get("annotations") or {}).items():
+        got = (result.get("annotations") or {}).get(pod) or {}
+        for key, value in want.items():
+            if got.get(key) != value:
+                errs.append(f"annotations: {pod} {key} is {got.get(key)!r}, want {value!r}")
     if "nominated" in expect:
         errs += _match_nodes(result.get("nominated") or {}, expect["nominated"] or {}, "nominated")
     for pg, phase in (expect.get("podgroupPhases") or {}).items():

@@ -1027,6 +1027,7 @@ class Session:
                             resource_names=list(self.res.names), total=self.total_resource,
                             used=nodes.used_total(),
                             fair_mask=self.res.fair_mask, nodes=len(nodes))
+        out.bind_annotations = {t.uid: dict(t.pod_annotations) for t in self.bind_tasks if t.pod_annotations}
         if self.selector.ties is not None:
             names = self.nodes.names
             out.ties = {uid: [names[i] for i in idx] for uid, idx in self.selector.ties.items()}
