@@ -306,6 +306,8 @@ class DevicePool:
         self.count = counts
         n = int(self.first[-1])
         self.node = np.repeat(np.arange(n_nodes, dtype=np.int64), counts)
+        #: each row's position within its node
+        self.local = np.arange(int(self.first[-1]), dtype=np.int64) - self.first[self.node]
         self.dev_id = np.zeros(n, dtype=np.int64)
         self.memory = np.zeros(n, dtype=np.int64)
         self.number = np.zeros(n, dtype=np.int64)

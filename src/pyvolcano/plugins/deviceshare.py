@@ -188,7 +188,7 @@ class DeviceShare(Plugin):
         st = self.state = DeviceState(nodes, self.sharing or self.number, self.vgpu_on)
         if st.gpushare is None and st.vgpu is None:
             return
-        self._vreq: dict[str, VRequest] = {}
+        self._vreq: dict[str, VRequest | None] = {}
         self._stash: dict[str, tuple[str, Parts]] = {}
         self._rebuild(ssn)
 
@@ -211,11 +211,12 @@ class DeviceShare(Plugin):
 
     def vreq(self, task: TaskInfo) -> VRequest | None:
         """The pod's vGPU request when ``vgpu.HasDeviceRequest`` (None otherwise)."""
-        if self.state.vgpu is None or not dv.has_vgpu_request(task.pod):
+        if self.state.vgpu is None:
             return None
-        got = self._vreq.get(task.uid)
-        if got is None:
-            got = self._vreq[task.uid] = vrequest(task.pod)
+        uid = task.uid
+        if uid in self._vreq:
+            return self._vreq[uid]
+        got = self._vreq[uid] = vrequest(task.pod) if dv.has_vgpu_request(task.pod) else None
         return got
 
     # --- use from the pods already on the nodes ----------------------------------------------------------
@@ -436,17 +437,16 @@ class DeviceShare(Plugin):
             mem = np.broadcast_to(_mem_for(pool.memory, c), pool.memory.shape)
             after = pool.used_mem + mem
             big = np.int64(len(pool) + 1)
-            key = np.where(ok, pool.used_mem * big + (big - 1 - (np.arange(len(pool)) - pool.first[pool.node])), -1)
+            key = np.where(ok, pool.used_mem * big + (big - 1 - pool.local), -1)
             best = np.full(len(pool.count), -1, dtype=np.int64)
             best[pool.nodes_with] = np.maximum.reduceat(key, pool.first[pool.nodes_with])
-            for k in has.tolist():
-                i = int(idx[k])
-                if best[i] < 0:
-                    continue
-                local = int(big - 1 - best[i] % big)
-                r = int(pool.first[i]) + local
-                s = MULTIPLIER * (int(after[r]) / int(pool.memory[r])) if pool.memory[r] else math.inf
-                out[k] = math.floor(s + 0.5) * self.weight
+            at = idx[has]
+            found = best[at] >= 0
+            at, k = at[found], has[found]
+            r = pool.first[at] + (big - 1 - best[at] % big)
+            with np.errstate(divide="ignore"):
+                s = MULTIPLIER * (after[r] / pool.memory[r])
+            out[k] = np.floor(s + 0.5) * self.weight
             return out
         for k in has.tolist():
             fit, _, s = self._vgpu_take(pool, int(idx[k]), req)
