@@ -11,7 +11,8 @@ expected annotations on the pod (``volcano.sh/vgpu-ids-new``, ``volcano.sh/gpu-i
 written through the Binding), and a pod the file expects to wait must still be unbound a few seconds later, its
 PodGroup's condition naming the file's reason.  Each scenario's pods are deleted before the next one's objects
 are created.  A file's ``volcanoExpect`` replaces parts of its ``expect`` where Volcano decides differently
-(docs/volcano-differences.md says why pyvolcano does not follow).
+(docs/volcano-differences.md says why pyvolcano does not follow).  Then pyvolcano's own Kubernetes scheduler runs
+the same files on the same server, and must bind as the files expect, its Bindings carrying the same annotations.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ import pytest
 
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import NAMESPACE, NODE, POD, PODGROUP
+from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from tests.kube import kubeserver
 from tests.kube.cluster import wait
 from tests.scenario_check import OWN, load
@@ -69,7 +72,9 @@ def _by_conf() -> dict[str, list[Path]]:
     return groups
 
 
-def _check(api: KubeClient, path: Path, k: int) -> list[str]:
+def _check(api: KubeClient, path: Path, k: int, volcano: bool = True) -> list[str]:
+    """Create scenario ``path``'s objects as scenario number ``k`` and compare what the running scheduler does
+    with the file (``volcano``: with its ``volcanoExpect`` overrides)."""
     sc = load(path)
     objects, names = renamed(sc["objects"], k)
     ns = f"s{k}"
@@ -83,7 +88,7 @@ def _check(api: KubeClient, path: Path, k: int) -> list[str]:
                     time.sleep(ORDER_GAP)
                 api.create(res, o, o["metadata"].get("namespace"))
     pre = {f"{ns}/{o['metadata']['name']}" for o in objects if o["kind"] == "Pod" and o["spec"].get("nodeName")}
-    expect = {**sc["expect"], **(sc.get("volcanoExpect") or {})}
+    expect = {**sc["expect"], **((sc.get("volcanoExpect") or {}) if volcano else {})}
     want = {f"{ns}/{p.split('/', 1)[1]}": (n if n == "*" else names[n]) for p, n in (expect.get("binds") or {}).items()}
 
     def pods() -> dict[str, dict[str, Any]]:
@@ -150,6 +155,24 @@ def test_deviceshare_scenarios_are_what_vc_scheduler_decides(tmp_path: Path) -> 
                     log = (vdir / "logs" / "vc-scheduler.log").read_text()[-3000:]
             finally:
                 subprocess.run([str(VOLCANO_DOWN), str(vdir)], capture_output=True, timeout=120)
+        # pyvolcano's own Kubernetes scheduler on the same server and files: the same binds and annotations
+        # (its Binding carries them), without the overrides
+        for g, (text, files) in enumerate(_by_conf().items()):
+            conf = tmp_path / f"pyvolcano-{g}.conf"
+            conf.write_text(text)
+            stop = threading.Event()
+            sched = KubeScheduler(KubeClient.from_config(srv.kubeconfig), ConfFile(str(conf)),
+                                  SchedulerOptions(period=0.2))
+            thread = threading.Thread(target=sched.run, args=(stop,), daemon=True)
+            thread.start()
+            try:
+                for path in files:
+                    errors += [f"pyvolcano: {e}" for e in _check(api, path, k, volcano=False)]
+                    k += 1
+            finally:
+                stop.set()
+                sched.stop()
+                thread.join(30)
         assert not errors, "\n".join(errors) + "\n" + log
     finally:
         srv.down()
