@@ -59,7 +59,8 @@ def mutate_job(job: Mapping[str, Any], scheduler_name: str = "volcano") -> Patch
         patch.append({"op": "add", "path": "/spec/schedulerName", "value": scheduler_name})
     if _int(spec.get("maxRetry")) == 0:
         patch.append({"op": "add", "path": "/spec/maxRetry", "value": DEFAULT_MAX_RETRY})
-    tasks = copy.deepcopy(spec.get("tasks")) if isinstance(spec.get("tasks"), list) else []
+    raw_tasks = spec.get("tasks")
+    tasks: list[Any] = copy.deepcopy(raw_tasks) if isinstance(raw_tasks, list) else []
     patched = False
     for i, t in enumerate(tasks):
         if not isinstance(t, dict):
@@ -84,7 +85,7 @@ def mutate_job(job: Mapping[str, Any], scheduler_name: str = "volcano") -> Patch
     if _int(spec.get("minAvailable")) == 0:
         # Volcano sums the tasks as they were before the task defaults (its tasks slice is mutated in place first,
         # so a task without minAvailable counts its defaulted minAvailable, i.e. its replicas)
-        total = sum(_int(t.get("minAvailable"), _int(t.get("replicas"))) for t in tasks if isinstance(t, dict))
+        total: int = sum(_int(t.get("minAvailable"), _int(t.get("replicas"))) for t in tasks if isinstance(t, dict))
         patch.append({"op": "add", "path": "/spec/minAvailable", "value": total})
     plugins = spec.get("plugins")
     if isinstance(plugins, dict):
