@@ -208,12 +208,12 @@ class Admission:
         if hook is None:
             raise Rejected(f"no admission webhook at {path!r} (known: {', '.join(sorted(PATHS))})")
         op = str(req.get("operation") or "")
-        obj = req.get("oldObject") if op == "DELETE" else req.get("object")
-        if not isinstance(obj, dict):
-            raise Rejected(f"the {op} request for {hook.plural} carries no object")
         if op not in hook.operations:
             raise Rejected(f"invalid operation `{op}`, expect operation to be "
                            + " or ".join(f"`{o}`" for o in hook.operations))
+        obj = req.get("oldObject") if op == "DELETE" else req.get("object")
+        if not isinstance(obj, dict):
+            raise Rejected(f"the {op} request for {hook.plural} carries no object")
         md = obj.setdefault("metadata", {})
         if not isinstance(md, dict):
             raise Rejected("metadata must be a mapping")
