@@ -18,14 +18,26 @@ from typing import Any
 from pyvolcano.kube import job_plugins
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.objects import owner_ref
-from pyvolcano.kube.resources import CONFIGMAP, POD, PODGROUP, QUEUE, SERVICE, VCJOB, Resource
+from pyvolcano.kube.resources import (
+    CONFIGMAP,
+    CRONJOB,
+    JOBFLOW,
+    JOBTEMPLATE,
+    POD,
+    PODGROUP,
+    QUEUE,
+    SERVICE,
+    VCJOB,
+    Resource,
+)
 from pyvolcano.kube.writer import EventRecorder
 
 log = logging.getLogger(__name__)
 
 KINDS: dict[str, Resource] = {"Pod": POD, "PodGroup": PODGROUP, "Job": VCJOB, "Queue": QUEUE,
-                              "ConfigMap": CONFIGMAP, "Service": SERVICE}
-_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod"}
+                              "ConfigMap": CONFIGMAP, "Service": SERVICE,
+                              "CronJob": CRONJOB, "JobFlow": JOBFLOW, "JobTemplate": JOBTEMPLATE}
+_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod", "CronJob", "JobFlow", "JobTemplate"}
 
 
 class KubeClusterAPI:
