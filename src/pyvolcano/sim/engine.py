@@ -42,6 +42,7 @@ from pyvolcano.framework.result import (
     podgroup_status_body,
 )
 from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
+from pyvolcano.sim.flows import SimFlows
 from pyvolcano.sim.topology import SpreadLog, build_topology, sub_group_of
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
@@ -109,7 +110,21 @@ class Cancel:
     key: str
 
 
-Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel
+@dataclass(frozen=True, slots=True)
+class FlowArrive:
+    """A CronJob, JobFlow or JobTemplate from the workload is created (``sim/flows.py``)."""
+
+    obj: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CronTick:
+    """A CronJob's next schedule time is due (``SimFlows.tick``)."""
+
+    key: str
+
+
+Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel | FlowArrive | CronTick
 
 
 @dataclass
@@ -458,6 +473,11 @@ class Simulator:
                 continue
             self._push(t, Arrive(job))
             admitted += 1
+        #: CronJobs, JobFlows and JobTemplates (``sim/flows.py``); ``until`` is ``run``'s, a CronJob's default end
+        self.flows = SimFlows(self)
+        self.until: float | None = None
+        for t, obj in workload.flows:
+            self._push(t, FlowArrive(obj))
         for t, node, down in node_failures or []:
             self._push(t, NodeFail(node, down))
         for t, key in cancellations or []:
@@ -627,10 +647,13 @@ class Simulator:
         rec = self.records.get(job_key)
         if st is None or rec is None:
             return
+        changed = rec.phase != st.phase
         rec.phase = st.phase
         if st.phase in FINAL and rec.finished is None:
             rec.finished = self.now
             rec.running = 0
+        if changed and self.flows.flow_of:
+            self.flows.job_changed(job_key)
 
     def _node_fail(self, node: str, down: float) -> None:
         n = self.api.get("Node", "", node)
@@ -724,6 +747,7 @@ class Simulator:
 
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
+        self.until = until
         with quiet_gc():
             return self._run(until, progress)
 
@@ -783,5 +807,9 @@ class Simulator:
                 self._node_up(node)
             case Cancel(key):
                 self._cancel(key)
+            case FlowArrive(obj):
+                self.flows.arrive(obj)
+            case CronTick(key):
+                self.flows.tick(key)
             case _:
                 assert_never(event)
