@@ -89,7 +89,8 @@ def register(group: click.Group) -> None:
                    leader_elect_renew_deadline: str, leader_elect_retry_period: str, listen_address: str,
                    identity: str | None, scheduler_names: tuple[str, ...], controller_configmap: str | None,
                    controller_gates: tuple[str, ...], verbose: int) -> None:
-        """Turn Volcano Jobs into PodGroups and Pods, keep Job, Queue and HyperNode status, discover HyperNodes."""
+        """Turn Volcano Jobs into PodGroups and Pods, keep Job, Queue and HyperNode status, discover HyperNodes, run
+        CronJobs and JobFlows."""
         from pyvolcano.kube.leader import LeaderElector
         from pyvolcano.kube.scheduler import default_identity
 
