@@ -85,7 +85,7 @@ class JobFlowController:
                     mine.append(created)
         flows = len(spec.get("flows") or [])
         status = self._status(status, mine, now)
-        lists = {k: status[k] for k in _STATUS_LISTS.values()}
+        lists = {k: status.get(k) or [] for k in _STATUS_LISTS.values()}
         if phase == "Pending":
             if (lists["runningJobs"] or lists["completedJobs"]) and not lists["failedJobs"]:
                 phase = "Running"
@@ -133,24 +133,28 @@ class JobFlowController:
             elif phase not in _KNOWN:
                 unknown.append(jname)
             jst = j.get("status") or {}
-            conditions[jname] = {"phase": phase, "createTime": j["metadata"].get("creationTimestamp"),
-                                 "runningDuration": jst.get("runningDuration"),
-                                 "taskStatusCount": jst.get("taskStatusCount")}
+            cond = {"phase": phase, "createTime": j["metadata"].get("creationTimestamp"),
+                    "runningDuration": jst.get("runningDuration"), "taskStatusCount": jst.get("taskStatusCount")}
+            conditions[jname] = {k: v for k, v in cond.items() if v not in (None, "")}
             runs = copy.deepcopy((history.get(jname) or {}).get("runningHistories") or [])
             if runs and runs[-1].get("state") != phase:
                 runs[-1]["endTimestamp"] = fmt_time(now)
                 runs.append({"startTimestamp": fmt_time(now), "state": phase})
             elif not runs and phase:
                 runs.append({"startTimestamp": fmt_time(now), "state": phase})
-            entry = {"name": jname, "state": phase, "startTimestamp": j["metadata"].get("creationTimestamp"),
-                     "restartCount": int(jst.get("retryCount") or 0), "runningHistories": runs}
+            entry: dict[str, Any] = {"name": jname, "state": phase,
+                                     "startTimestamp": j["metadata"].get("creationTimestamp"), "runningHistories": runs}
+            if jst.get("retryCount"):
+                entry["restartCount"] = int(jst["retryCount"])
             idx = next((i for i, s in enumerate(out_list) if s.get("name") == jname), None)
             if idx is None:
                 out_list.append(entry)
             else:
                 out_list[idx] = entry
-        return {**lists, "unKnowJobs": unknown, "jobStatusList": out_list, "conditions": conditions,
-                "state": old.get("state") or {}}
+        # Volcano's JobFlowStatus fields are ``omitempty``: an empty list is not written
+        out = {**{k: v for k, v in lists.items() if v}, "unKnowJobs": unknown, "jobStatusList": out_list,
+               "conditions": conditions, "state": old.get("state") or {}}
+        return {k: v for k, v in out.items() if v or k == "state"}
 
 
 def template_status(template: Mapping[str, Any], jobs: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
