@@ -4,7 +4,11 @@ and refuses invalid Jobs, Queues and PodGroups with Volcano's messages; a Job wi
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
+import ssl
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +51,7 @@ def webhook(api: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     try:
         wait(lambda: "webhook serving" in p.text() or p.p.poll() is not None, 30, "the webhook to start")
         assert p.p.poll() is None, p.text()[-3000:]
+        p.port, p.ca = port, certs.ca  # type: ignore[attr-defined]
         with contextlib.suppress(ApiError):
             api.create(QUEUE, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                                "metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True}})
@@ -108,3 +113,29 @@ def _mutated(api: KubeClient, env: Env) -> bool:
         return True
     api.delete(VCJOB, "plain", env.ns)
     return False
+
+
+def _post(proc: cluster.Proc, path: str, body: bytes, ctype: str = "application/json") -> tuple[int, bytes]:
+    ctx = ssl.create_default_context(cafile=str(proc.ca))  # type: ignore[attr-defined]
+    req = urllib.request.Request(f"https://127.0.0.1:{proc.port}{path}", data=body,  # type: ignore[attr-defined]
+                                 headers={"Content-Type": ctype}, method="POST")
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_bad_requests_get_an_answer_and_the_webhook_keeps_serving(webhook: cluster.Proc) -> None:
+    code, body = _post(webhook, "/jobs/validate", b"{not json")
+    out = json.loads(body)
+    assert code == 200 and out["kind"] == "AdmissionReview" and out["response"]["allowed"] is False
+    assert "json parse error" in out["response"]["status"]["message"]
+    code, body = _post(webhook, "/jobs/validate", json.dumps({"kind": "Pod", "apiVersion": "v1"}).encode())
+    assert "not an admission.k8s.io/v1 AdmissionReview" in json.loads(body)["response"]["status"]["message"]
+    assert _post(webhook, "/jobs/validate", b"{}", "text/plain")[0] == 415
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": "u", "operation": "CREATE", "object": {"metadata": {"name": "q"}, "spec": {}}}}
+    code, body = _post(webhook, "/queues/mutate", json.dumps(review).encode())
+    assert code == 200 and json.loads(body)["response"]["patchType"] == "JSONPatch"
+    assert webhook.p.poll() is None
