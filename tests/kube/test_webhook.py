@@ -16,7 +16,7 @@ import pytest
 
 from pyvolcano.kube import webhook as wh
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import PODGROUP, QUEUE, VCJOB
+from pyvolcano.kube.resources import CRONJOB, PODGROUP, QUEUE, VCJOB
 from tests.kube import cluster
 from tests.kube.cluster import Env, wait
 
@@ -139,3 +139,40 @@ def test_bad_requests_get_an_answer_and_the_webhook_keeps_serving(webhook: clust
     code, body = _post(webhook, "/queues/mutate", json.dumps(review).encode())
     assert code == 200 and json.loads(body)["response"]["patchType"] == "JSONPatch"
     assert webhook.p.poll() is None
+
+
+def test_a_webhook_that_is_down_gets_its_failure_policy_and_admitted_objects_stay(
+        api: KubeClient, env: Env, tmp_path: Path) -> None:
+    """``failurePolicy: Fail``, as Volcano's chart: with the webhook gone the API server refuses what it covers;
+    what was admitted before stays."""
+    if not wh.shutil.which("openssl"):
+        pytest.skip("no openssl command to make the test CA")
+    port = _free_port()
+    p = cluster.Proc(["webhook", "--listen", f"127.0.0.1:{port}", "--register", "--cert-dir", str(tmp_path / "c"),
+                      "--enabled-admission", "/cronjobs/validate"], tmp_path / "webhook.log")
+    try:
+        wait(lambda: "webhook serving" in p.text() or p.p.poll() is not None, 30, "the webhook to start")
+        assert p.p.poll() is None, p.text()[-3000:]
+
+        def cronjob(name: str, schedule: str) -> dict:
+            return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "CronJob",
+                    "metadata": {"name": name, "namespace": env.ns},
+                    "spec": {"schedule": schedule, "suspend": True, "jobTemplate": {"spec": {"tasks": []}}}}
+
+        def refused_bad() -> bool:
+            try:
+                api.create(CRONJOB, cronjob("bad", "61 * * * *"), env.ns)
+            except ApiError as exc:
+                return "schedule is not a valid cron expression" in str(exc)
+            api.delete(CRONJOB, "bad", env.ns)
+            return False
+
+        wait(refused_bad, 20, "the cronjob webhook to refuse a bad schedule")
+        api.create(CRONJOB, cronjob("good", "*/5 * * * *"), env.ns)
+        p.stop()
+        msg = _refused(lambda: api.create(CRONJOB, cronjob("later", "*/5 * * * *"), env.ns))
+        assert 'failed calling webhook "validatecronjob.volcano.sh"' in msg
+        assert api.get(CRONJOB, "good", env.ns)["spec"]["schedule"] == "*/5 * * * *"
+    finally:
+        p.stop()
+        wh.unregister(api, ["/cronjobs/validate"])
