@@ -176,3 +176,29 @@ def test_install_registers_every_path_with_volcanos_failure_policy() -> None:
         assert wh["failurePolicy"] == "Fail" and wh["timeoutSeconds"] == 10
         assert wh["clientConfig"]["service"] == {"namespace": "volcano-system", "name": "volcano-admission-service",
                                                  "path": wh["clientConfig"]["service"]["path"], "port": 443}
+
+
+def test_the_tls_server_answers_while_another_client_stalls(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+    import socket
+    import ssl
+    import urllib.request
+
+    from pyvolcano.kube.webhook import WebhookServer, make_certs
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make the test CA")
+    certs = make_certs(tmp_path, ["127.0.0.1"])
+    server = WebhookServer(Admission(Queues(default="Open")), "127.0.0.1", 0, certs).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)):  # connects, never says hello
+            body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": "u2", "operation": "CREATE", "object": job(minAvailable=9)}}).encode()
+            req = urllib.request.Request(f"https://127.0.0.1:{server.port}/jobs/validate", data=body,
+                                         headers={"Content-Type": "application/json"})
+            ctx = ssl.create_default_context(cafile=str(certs.ca))
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+                out = json.loads(r.read())
+        assert out["response"]["uid"] == "u2" and out["response"]["allowed"] is False
+    finally:
+        server.stop()

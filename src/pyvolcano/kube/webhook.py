@@ -334,17 +334,32 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(self.admission.review(path, body)).encode())
 
 
+class _TLSServer(ThreadingHTTPServer):
+    """The TLS handshake happens in each connection's own thread (with a timeout), so a client that connects and
+    stalls never holds up the accepting loop; a failed handshake is logged, not printed as a traceback."""
+
+    daemon_threads = True
+    tls: ssl.SSLContext
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(10.0)
+        with self.tls.wrap_socket(request, server_side=True) as conn:
+            super().finish_request(conn, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("connection from %s failed", client_address, exc_info=True)
+
+
 class WebhookServer:
     """The admission paths over HTTPS, one thread per connection."""
 
     def __init__(self, admission_: Admission, host: str, port: int, certs: Certs) -> None:
         handler = type("Handler", (_Handler,), {"admission": admission_})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.load_cert_chain(str(certs.cert), str(certs.key))
-        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.httpd = _TLSServer((host, port), handler)
+        self.httpd.tls = ctx
         self._t = threading.Thread(target=self.httpd.serve_forever, name="webhook", daemon=True)
 
     @property
