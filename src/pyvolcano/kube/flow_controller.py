@@ -44,6 +44,8 @@ class FlowControllers:
         self.flow = JobFlowController(self.capi)
         self.work: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self.timers: list[tuple[float, str]] = []
+        #: each CronJob's pending timer
+        self.due: dict[str, float] = {}
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
@@ -120,7 +122,10 @@ class FlowControllers:
             todo = [item] if item[0] else []
             with self.lock:
                 while self.timers and self.timers[0][0] <= now:
-                    todo.append(("CronJob", heapq.heappop(self.timers)[1]))
+                    due, key = heapq.heappop(self.timers)
+                    if self.due.get(key) == due:  # else superseded by an earlier timer
+                        del self.due[key]
+                        todo.append(("CronJob", key))
             if now >= next_resync:
                 next_resync = now + RESYNC
                 todo += [("CronJob", k) for k in (self.cronjobs.store if self.cronjobs else {})]
@@ -146,8 +151,11 @@ class FlowControllers:
                             for o in j["metadata"].get("ownerReferences") or [])]
             wait = self.cron.sync(cj, owned, datetime.now(UTC))
             if wait is not None:
-                with self.lock:
-                    heapq.heappush(self.timers, (time.monotonic() + wait, key))
+                due = time.monotonic() + wait
+                with self.lock:  # one timer per CronJob: a sync on a Job change does not add another
+                    if self.due.get(key, float("inf")) > due:
+                        self.due[key] = due
+                        heapq.heappush(self.timers, (due, key))
         elif kind == "JobFlow" and self.flows is not None:
             jf = self.flows.store.get(key)
             if jf is None:
