@@ -202,3 +202,15 @@ def test_the_tls_server_answers_while_another_client_stalls(tmp_path) -> None:  
         assert out["response"]["uid"] == "u2" and out["response"]["allowed"] is False
     finally:
         server.stop()
+
+
+def test_webhook_command_refuses_bad_flags_with_exit_2() -> None:
+    from click.testing import CliRunner
+
+    from pyvolcano.cli import main
+
+    for args, msg in ((["--listen", "nowhere"], "--listen 'nowhere': expected HOST:PORT"),
+                      (["--enabled-admission", "/nope"], "--enabled-admission: unknown path '/nope'"),
+                      (["--webhook-service", "justname"], "--webhook-service 'justname': expected NAMESPACE/NAME")):
+        r = CliRunner().invoke(main, ["webhook", *args])
+        assert r.exit_code == 2 and msg in r.output, r.output
