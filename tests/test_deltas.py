@@ -1,5 +1,5 @@
-"""What carries the left-alone jobs between sessions in place (``cache/deltas.py``): the settled view, the lender,
-and the promise that a caller who keeps a snapshot or a ``SessionResult`` sees it unchanged by later sessions (the
+"""What carries the left-alone jobs between sessions in place (``framework/incremental/deltas.py``): the settled view, the
+lender, and the promise that a caller who keeps a snapshot or a ``SessionResult`` sees it unchanged by later sessions (the
 maps the next session moves in place are copied for it first), with the same decisions either way."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from pyvolcano.cache import cache as cache_mod
-from pyvolcano.cache import deltas
-from pyvolcano.cache.deltas import Lender, SettledView
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.framework import session as session_mod
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.deltas import Lender, SettledView
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.sim import engine as engine_mod
 from pyvolcano.sim.cluster import parse_cluster_spec

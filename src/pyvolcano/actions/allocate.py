@@ -7,7 +7,7 @@ fit (Allocate) or, failing that, whose future idle fits (Pipeline).  A task that
 the job while its gang can still be met (see ``Allocate.allocate_job``).  A job's tasks go into one statement:
 committed when the job is ready, kept (not bound) when it is pipelined, discarded otherwise.  A ready job
 with tasks left goes back in its queue so other jobs get a turn.  A job whose last turn placed nothing, under the
-same fingerprint (``cache/memo.py``), gets no turn: that turn would be a no-op again.
+same fingerprint (``framework/incremental/memo.py``), gets no turn: that turn would be a no-op again.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, fit_floor
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
-from pyvolcano.cache import deltas
-from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.memo import SessionMemo
 from pyvolcano.framework.order import job_order_key, task_order_key
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -84,6 +85,7 @@ def pod_slots(idle: np.ndarray, task: TaskInfo) -> int:
 @register_action
 class Allocate(Action):
     name = "allocate"
+    contracts = frozenset({Contract.CHECKS_BLOCKED, Contract.LEAVES_BLOCKED})
     #: the blocked-job memo for this session (None: every job gets its turn), the jobs that placed something,
     #: and each queue's deserved share (the memo's key)
     memo: SessionMemo | None = None
@@ -95,7 +97,7 @@ class Allocate(Action):
         ns_enabled = ssn.has("namespaceOrder")
         memo = ssn.memo
         # the memo needs "no future idle": with releasing or pipelined resources the order of turns decides who
-        # gets them (cache/memo.py)
+        # gets them (framework/incremental/memo.py)
         if memo is not None and (ssn.nodes.releasing.any() or ssn.nodes.pipelined.any()):
             memo = None
         self.memo = memo

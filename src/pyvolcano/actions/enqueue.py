@@ -4,8 +4,8 @@ allows it.
 Queues take turns in queue order; each turn admits (or skips) the queue's best Pending job, until every
 queue has run out.  A job without ``minResources`` is always admitted, as in Volcano; so is every job when
 no plugin votes.  A job in a queue that is not Open stays Pending.  A job refused under the same fingerprint as
-in an earlier session is not pushed at all (``cache/memo.py``): a refusal changes nothing, so skipping it changes
-no other job's turn.  Within one pass, a job with the same queue and minResources as one refused since the last
+in an earlier session is not pushed at all (``framework/incremental/memo.py``): a refusal changes nothing, so skipping
+it changes no other job's turn.  Within one pass, a job with the same queue and minResources as one refused since the last
 admission is refused without asking the plugins again (``_Refusals``), and each queue's jobs are sorted by
 key rather than heap-compared when the jobOrder plugins allow it (``framework/order.py``).
 """
@@ -21,6 +21,7 @@ from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import job_order_key, ordered
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -30,6 +31,7 @@ from pyvolcano.framework.util import PriorityQueue
 @register_action
 class Enqueue(Action):
     name = "enqueue"
+    contracts = frozenset({Contract.ADMITS, Contract.LEAVES_BLOCKED})
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_cmp)
@@ -268,8 +270,8 @@ class _Refusals:
     read nothing of the job but its queue and its minResources, and of the session only what an admission changes
     (proportion's ``inqueue`` per queue, overcommit's ``inqueue``).  So, until the next admission, a job with the
     same queue and minResources as one refused gets the same "no" with the same reason, and asking the plugins again
-    would be a no-op (a refusal changes no state, ``cache/memo.py``): a backlog of thousands of jobs of a few shapes
-    costs a few votes per admission, not one per job."""
+    would be a no-op (a refusal changes no state, ``framework/incremental/memo.py``): a backlog of thousands of jobs of a
+    few shapes costs a few votes per admission, not one per job."""
 
     __slots__ = ("seen",)
 

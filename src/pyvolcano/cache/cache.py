@@ -36,10 +36,10 @@ from pyvolcano.api.types import (
     PodGroupPhase,
     TaskStatus,
 )
-from pyvolcano.cache import deltas
-from pyvolcano.cache.deltas import Lender, SettledView
-from pyvolcano.cache.memo import BlockedMemo
 from pyvolcano.errors import ManifestError
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.deltas import Lender, SettledView
+from pyvolcano.framework.incremental.memo import BlockedMemo
 
 #: statuses that hold nothing on a node; a set: membership is cheap, IntFlag "&" runs Python code (the snapshot
 #: tests every task)
@@ -91,7 +91,7 @@ class Snapshot:
     now: float = 0.0
     #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
     topology: Topology | None = None
-    #: the blocked-job memo (``framework/memo.py``) and the cache's epochs when the snapshot was taken; None:
+    #: the blocked-job memo (``framework/incremental/memo.py``) and the cache's epochs when the snapshot was taken; None:
     #: every job is examined every session (``--full-sessions``)
     memo: BlockedMemo | None = None
     free_epoch: int = 0
@@ -139,11 +139,11 @@ class SchedulerCache:
     def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER, res: ResourceIndex | None = None, *,
                  reuse_clones: bool = False, memo: bool = False) -> None:
         self.scheduler_name = scheduler_name
-        #: blocked-job memo (``framework/memo.py``): only for a caller whose every change goes through
+        #: blocked-job memo (``framework/incremental/memo.py``): only for a caller whose every change goes through
         #: ``upsert``/``delete``/``set_task_status`` (the simulator; the Kubernetes scheduler with ``incremental``)
         self.memo: BlockedMemo | None = BlockedMemo() if memo else None
         #: moves on every change that can give room back or change a rule's input other than by consuming it
-        #: (see ``framework/memo.py``); ``use_epoch`` on every change of node usage at all
+        #: (see ``framework/incremental/memo.py``); ``use_epoch`` on every change of node usage at all
         self.free_epoch = 0
         self.use_epoch = 0
         #: ``free_epoch`` but for the changes of a PodGroup's phase alone and those that give room back on one node
@@ -163,7 +163,7 @@ class SchedulerCache:
         self.incremental_nodes = True
         self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
         #: the last snapshot, while it lives, holds ``_last_jobs``: a carried job map is then copied, else moved
-        #: in place (``cache/deltas.py``)
+        #: in place (``framework/incremental/deltas.py``)
         self._jobs_lender = Lender()
         #: snapshots taken so far (``Snapshot.seq``)
         self._snap_seq = 0
@@ -295,7 +295,8 @@ class SchedulerCache:
     def freed(self, spec: bool = True) -> None:
         """Something that may give room back (or change a rule's input) changed: blocked jobs are re-examined.
         ``spec=False``: only a PodGroup's phase moved, which gives back enqueue's reservations (proportion's and
-        overcommit's inqueue) but no node room and no queue allocation: ``alloc_epoch`` stays (``cache/memo.py``)."""
+        overcommit's inqueue) but no node room and no queue allocation: ``alloc_epoch`` stays
+        (``framework/incremental/memo.py``)."""
         self.free_epoch += 1
         self.use_epoch += 1
         if spec:
@@ -305,7 +306,7 @@ class SchedulerCache:
         """Room came back on one node only (a pod of ours left a holding status there, or went), or nothing on
         any node changed (``node`` empty: a PodGroup or a finished pod went): enqueue's answers may change
         (``free_epoch``), and allocate's for a one-pod job that found no node only if the pod now fits on a node
-        named in ``room_nodes`` since (``cache/memo.py``); ``alloc_epoch`` stays."""
+        named in ``room_nodes`` since (``framework/incremental/memo.py``); ``alloc_epoch`` stays."""
         self.freed(spec=False)
         if len(self.room_nodes) >= _ROOM_LOG:  # a long-running scheduler: start the log again, every memo stale
             self.room_base += len(self.room_nodes)
@@ -998,7 +999,7 @@ def _count(cache: SchedulerCache, t: TaskInfo, node: str, sign: int) -> None:
 
 def _consumes(old: PodGroup, new: PodGroup) -> bool:
     """A PodGroup change that gives no room back: re-sent unchanged, or admitted (Pending -> Inqueue), with the
-    same spec (see ``framework/memo.py``)."""
+    same spec (see ``framework/incremental/memo.py``)."""
     return _same_spec(old, new) and (old.phase == new.phase
                                      or (old.phase == PodGroupPhase.Pending and new.phase == PodGroupPhase.Inqueue))
 

@@ -10,6 +10,8 @@ import click
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.commands._output import Number, emit, output_option
 from pyvolcano.errors import UserError
+from pyvolcano.framework.incremental.contracts import memo_note
+from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.sim import alibaba
 from pyvolcano.sim import topology as simtopo
 from pyvolcano.sim.compare import compare_table
@@ -200,6 +202,11 @@ def register(group: click.Group) -> None:
             warn(p)
         confs = [config, *compare]
         loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
+        if not full_sessions:  # once per conf: the plugin that turns the blocked-job memo off, if any
+            for conf, name in loaded:
+                note = memo_note(plugin_contracts(conf))
+                if note is not None:
+                    click.echo(f"pyvolcano: note: {name}: {note}", err=True)
         summaries = []
         runs: list[Run] = []
         labels: list[str] = []

@@ -29,14 +29,15 @@ from pyvolcano.api.resource import ResourceIndex, fit_floor, less_equal, resourc
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import COMPLETED, PodGroupPhase, TaskStatus
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
-from pyvolcano.cache import deltas
 from pyvolcano.cache.cache import Snapshot
-from pyvolcano.cache.deltas import Lender
-from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.conf.registration import slots
 from pyvolcano.framework import registry
 from pyvolcano.framework.explain import score_breakdown
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import NONE, Contract, Contracts
+from pyvolcano.framework.incremental.deltas import Lender
+from pyvolcano.framework.incremental.memo import SessionMemo
 from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
 from pyvolcano.framework.order import job_order_key
 from pyvolcano.framework.plugin import Plugin
@@ -115,14 +116,12 @@ from pyvolcano.framework.result import (
     SessionResult,
     SessionStats,
 )
-from pyvolcano.framework.state import CAPACITY_QUEUES, PROPORTION_QUEUES, QUEUE_PROBLEMS, SessionState
+from pyvolcano.framework.state import PROPORTION_QUEUES, QUEUE_PROBLEMS, QUEUE_SHARES, SessionState
 from pyvolcano.framework.topology import SessionTopology
 
 UNSCHEDULABLE = "Unschedulable"
 #: the conditions a parked job may have: gang's Unschedulable alone (``Session._settled_jobs``, parked jobs)
 _GANG_WAITING = frozenset({UNSCHEDULABLE})
-#: the actions a session may leave blocked jobs alone under (``Session._settled_jobs``, blocked jobs)
-_BLOCK_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
 SCHEDULED = "Scheduled"
 #: gang's reason on the Scheduled condition of a ready job (``gang.go``: OnSessionClose)
 GANG_READY = "tasks in gang are ready to be scheduled"
@@ -165,6 +164,9 @@ class Session:
         self.batch_scores: list[BatchNodeOrderFn] = []
         self.event_handlers: list[EventHandler] = []
         self.plugins: dict[str, Plugin] = {}
+        #: the contracts each plugin's class declares, by conf name and by the name it registers under
+        #: (``framework/incremental/contracts.py``): what the incremental layer may rely on
+        self.contracts: dict[str, Contracts] = {}
         self.binds: dict[str, str] = {}
         self.bind_tasks: list[TaskInfo] = []
         #: called with each task as it is dispatched, while the session goes on (Volcano's ``Statement.Commit`` ->
@@ -229,12 +231,12 @@ class Session:
         self.prepredicated: set[str] = set()
         self.action_seconds: dict[str, float] = {}
         self.plugin_seconds: dict[tuple[str, str], float] = {}
-        #: the blocked-job memo as this session sees it (``cache/memo.py``); None: examine every job
+        #: the blocked-job memo as this session sees it (``framework/incremental/memo.py``); None: examine every job
         self.memo: SessionMemo | None = (
             SessionMemo(snapshot.memo, conf, snapshot.free_epoch, snapshot.use_epoch, snapshot.alloc_epoch,
                         snapshot.room)
             if snapshot.memo is not None else None)
-        #: carry per-job values between sessions (``framework/carry.py``): with the memo, not with
+        #: carry per-job values between sessions (``framework/incremental/carry.py``): with the memo, not with
         #: ``--full-sessions``
         self.carry = snapshot.memo is not None
 
@@ -418,6 +420,11 @@ class Session:
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
+    def registered_only_by(self, point: Point[Any], contract: Contract) -> bool:
+        """Whether every callback on ``point`` comes from a plugin whose class declares ``contract``."""
+        contracts = self.contracts
+        return all(contract in contracts.get(name, NONE) for tier in self.fns[point.name] for name, _ in tier)
+
     def has(self, point: str) -> bool:
         return any(self.fns[point])
 
@@ -516,7 +523,7 @@ class Session:
 
     def proportion_deserved(self) -> dict[str, np.ndarray]:
         """Each queue's deserved share as the proportion plugin computed it at open (empty without proportion):
-        the blocked-job memo's key (``cache/memo.py``), so that actions need not read the plugin's state."""
+        the blocked-job memo's key (``framework/incremental/memo.py``), so that actions need not read the plugin's state."""
         fair = self.state.get(PROPORTION_QUEUES)
         return {} if fair is None else {name: a.deserved for name, a in fair.items()}
 
@@ -745,6 +752,7 @@ class Session:
             name = opt.name
             plugin = plugin_class(name)(args)
             plugins[name] = plugin
+            self.contracts[name] = self.contracts[plugin.name or name] = type(plugin).contracts
             # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
             alias = plugin.name
             if alias and alias not in self.options:
@@ -786,7 +794,9 @@ class Session:
         if memo is None or memo.park_groups is None or memo.park_groups_seq != self.snapshot.seq - 1 \
                 or memo.park_groups_reg is not self._reg:
             return None
-        if not self.conf.actions or self.conf.actions[0] != "enqueue" or job_order_key(self) is None:
+        actions = self.conf.actions
+        if not actions or Contract.ADMITS not in registry.action_class(actions[0]).contracts \
+                or job_order_key(self) is None:
             return None
         return memo.park_groups
 
@@ -876,15 +886,16 @@ class Session:
         preempt or reclaim moves the clone's version, and such a job is treated as any other from then on).
 
         *Parked* jobs are left alone the same way: a Pending job that enqueue refused in the last session it was in,
-        under the blocked-job memo's fingerprint of that session (``cache/memo.py``: the same ``free_epoch``, the
-        same job version), with gang's Unschedulable condition as its only condition, no pod holding anything, no
-        topology constraint and the carried waiting status (the very object of the session before).  While no room
-        came back (the snapshot's ``free_epoch`` is the one it was parked under, ``SchedulerCache.snapshot``) and
-        the job is unchanged, enqueue would skip it as blocked and restore the same reason, allocate and backfill
-        skip Pending jobs when enqueue is configured, gang's close would give it the same condition (but for the
-        transition id, which no writer compares: Volcano's ``isPodGroupStatusUpdated``) and close would hand back
-        the same status; so no pass looks at it.  A backlog of refused jobs then costs a session nothing until room
-        comes back.  Only with enqueue in the conf and its memo allowed (``SessionMemo.enqueue_ok``).
+        under the blocked-job memo's fingerprint of that session (``framework/incremental/memo.py``: the same
+        ``free_epoch``, the same job version), with gang's Unschedulable condition as its only condition, no pod
+        holding anything, no topology constraint and the carried waiting status (the very object of the session
+        before).  While no room came back (the snapshot's ``free_epoch`` is the one it was parked under,
+        ``SchedulerCache.snapshot``) and the job is unchanged, enqueue would skip it as blocked and restore the same
+        reason, allocate and backfill skip Pending jobs when enqueue is configured, gang's close would give it the
+        same condition (but for the transition id, which no writer compares: Volcano's ``isPodGroupStatusUpdated``)
+        and close would hand back the same status; so no pass looks at it.  A backlog of refused jobs then costs a
+        session nothing until room comes back.  Only with enqueue in the conf and its memo allowed
+        (``SessionMemo.enqueue_ok``).
 
         *Blocked* jobs are settled jobs with pods pending: an admitted (Inqueue) job holding nothing, with no
         best-effort or pipelined pod, no topology constraint and no sub-groups, whose allocate turn in the last session
@@ -912,23 +923,21 @@ class Session:
         memo = snap.memo
         if memo is not None:
             memo.settled_reg = None
-        if not self.carry or "gang" not in self.plugins:
+        if not self.carry or not any(Contract.READY_CONDITION in c for c in self.contracts.values()):
             return {}
-        for tier in self.fns["jobValid"]:
-            for name, _ in tier:
-                if name != "gang":
-                    return {}
+        if not self.registered_only_by(JOB_VALID, Contract.VALID_BY_VERSION):
+            return {}
         self._can_settle = True
         # parking (``_settled_jobs``) needs enqueue's memo: enqueue records the refusals that make a job parked, and
         # without enqueue allocate would promote a Pending job instead of leaving it alone
         sm = self.memo
-        self._can_park = sm is not None and sm.enqueue_ok and "enqueue" in self.conf.actions
+        actions = [registry.action_class(a).contracts for a in self.conf.actions]
+        self._can_park = sm is not None and sm.enqueue_ok and any(Contract.ADMITS in c for c in actions)
         # blocked jobs (``_settled_jobs``, blocked): the actions that would look at them are allocate, which checks
         # them against its memo, and backfill, which has nothing for them; preempt and reclaim would ask whether
         # they starve, and other actions may read anything
-        actions = self.conf.actions
-        self._can_block = sm is not None and sm.allocate_ok and "allocate" in actions and \
-            all(a in _BLOCK_ACTIONS for a in actions)
+        self._can_block = sm is not None and sm.allocate_ok and any(Contract.CHECKS_BLOCKED in c for c in actions) \
+            and all(Contract.LEAVES_BLOCKED in c for c in actions)
         if memo is not None:
             memo.settled_reg = self._reg  # what this session records is under its registration
         return snap.settled if snap.settled_reg is self._reg else {}
@@ -1067,7 +1076,7 @@ class Session:
             pg = job.podgroup
             assert pg is not None
             conds = pg_conditions.get(uid, no_conds)
-            # carried while the job is unchanged (framework/carry.py: ``carried``, spelled out on this hot path)
+            # carried while the job is unchanged (framework/incremental/carry.py: ``carried``, spelled out on this hot path)
             quiet: tuple[tuple[int, str], tuple[Any, ...]] | None = None
             waiting: tuple[Any, ...] | None = None
             st: PodGroupStatus | None = None
@@ -1452,10 +1461,12 @@ class Session:
                         tasks: dict[str, list[int]]) -> dict[str, QueueStatus]:
         """Each queue's status: ``allocated`` as Volcano's ``updateQueueStatus`` (framework/session.go) sums it,
         PodGroup counts by phase, and the fairness plugin's deserved/allocated/share (proportion's or
-        capacity's queue attributes, which they keep in ``state`` under ``CAPACITY_QUEUES`` / ``PROPORTION_QUEUES``)."""
+        capacity's queue attributes, which they keep in ``state`` under the key their class declares in
+        ``Plugin.queue_share``, the first of ``state.QUEUE_SHARES`` a configured plugin declares)."""
         fair = None
-        for plugin, key in (("capacity", CAPACITY_QUEUES), ("proportion", PROPORTION_QUEUES)):
-            if plugin in self.plugins:
+        shares = {plugin.queue_share for plugin in self.plugins.values()}
+        for key in QUEUE_SHARES:  # the first kind of queue share a configured plugin declares it keeps
+            if key in shares:
                 fair = self.state.get(key)
                 break
         res = self.res
@@ -1498,7 +1509,7 @@ _RESOURCE_LISTS: dict[ResourceIndex, dict[bytes, dict[str, str]]] = {}
 
 class _CloseCounts:
     """What ``Session.close`` reads of a job's tasks, counted once; carried between sessions while the job is
-    unchanged (``framework/carry.py``)."""
+    unchanged (``framework/incremental/carry.py``)."""
 
     __slots__ = ("completed", "failed", "held", "pending", "pipelined", "pods", "running", "scheduled",
                  "succeeded", "waiting")
@@ -1568,7 +1579,7 @@ class _SettledSums:
         self.whole = True
         #: the jobs the session that kept these sums parked after a look: settled in the next one, not members yet
         self.joining: list[str] = []
-        #: ``statuses`` and ``said`` are handed to that session's result as they are (``cache/deltas.py``)
+        #: ``statuses`` and ``said`` are handed to that session's result as they are (``framework/incremental/deltas.py``)
         self.lender = Lender()
 
     def add(self, uid: str, job: JobInfo, rec: tuple[PodGroupStatus, _CloseCounts]) -> None:

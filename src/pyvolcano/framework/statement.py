@@ -8,6 +8,7 @@ and allocations into binds.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from pyvolcano.api.job_info import TaskInfo
@@ -15,9 +16,17 @@ from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.session import Session
 
 
+class OpKind(enum.Enum):
+    """What a statement's operation did to its task."""
+
+    ALLOCATE = enum.auto()
+    PIPELINE = enum.auto()
+    EVICT = enum.auto()
+
+
 @dataclass
 class _Op:
-    kind: str  # "allocate" | "pipeline" | "evict"
+    kind: OpKind
     task: TaskInfo
     reason: str = ""
     old: TaskStatus = TaskStatus.Running
@@ -34,7 +43,7 @@ class Statement:
 
     def allocate(self, task: TaskInfo, node: int) -> None:
         self.ssn._place(task, node, TaskStatus.Allocated)
-        self.ops.append(_Op("allocate", task))
+        self.ops.append(_Op(OpKind.ALLOCATE, task))
 
     def pipeline(self, task: TaskInfo, node: int, eviction_occurred: bool = False) -> None:
         """``eviction_occurred``: Volcano's ``Statement.Pipeline`` argument, true when evictions made room for the
@@ -44,18 +53,18 @@ class Statement:
             self.ssn.evicted_for[task.uid] = task.job
         elif self.ssn.evicted_for:
             self.ssn.evicted_for.pop(task.uid, None)
-        self.ops.append(_Op("pipeline", task))
+        self.ops.append(_Op(OpKind.PIPELINE, task))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         old = self.ssn._evict(task)
-        self.ops.append(_Op("evict", task, reason, old))
+        self.ops.append(_Op(OpKind.EVICT, task, reason, old))
 
     def restore(self, task: TaskInfo) -> None:
         """Undo this statement's eviction of ``task`` alone (preempt's dry run gives victims back one by one,
         Volcano's ``SelectVictimsOnNode`` reprieve)."""
         for k in range(len(self.ops) - 1, -1, -1):
             op = self.ops[k]
-            if op.kind == "evict" and op.task is task:
+            if op.kind is OpKind.EVICT and op.task is task:
                 self.ssn._unevict(task, op.old, hide=not self.simulated)
                 del self.ops[k]
                 return
@@ -68,7 +77,7 @@ class Statement:
         if self.ops and rollback:  # a gang partly placed and rolled back: the simulator reports how often
             ssn.rollbacks += 1
         for op in reversed(self.ops):
-            if op.kind == "evict":
+            if op.kind is OpKind.EVICT:
                 ssn._unevict(op.task, op.old, hide=not self.simulated)
             else:
                 # GenerateLastTxContext: the pod's condition (and nominated node) are then read from what it had
@@ -85,9 +94,9 @@ class Statement:
         for op in self.ops:
             if last:
                 last.pop(op.task.uid, None)  # ClearLastTxContext
-            if op.kind == "evict":
+            if op.kind is OpKind.EVICT:
                 self.ssn._record_eviction(op.task, op.reason)
-            elif op.kind == "allocate" and op.task.status == TaskStatus.Allocated:
+            elif op.kind is OpKind.ALLOCATE and op.task.status == TaskStatus.Allocated:
                 self.ssn._dispatch(op.task)
         self.ops.clear()
 

@@ -300,6 +300,7 @@ def queue_level(left: CapacityAttr, right: CapacityAttr) -> int:
 @register_plugin
 class Capacity(Plugin):
     name = "capacity"
+    queue_share = CAPACITY_QUEUES
 
     def on_session_open(self, ssn: Session) -> None:
         hierarchy = hierarchy_enabled(ssn, self.name)

@@ -12,7 +12,8 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.resource import EPS, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
-from pyvolcano.cache import deltas
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -129,7 +130,7 @@ class JobSums:
     A job's rows depend on its pods and PodGroup only.  A ledger entry is reused for a job when it was computed
     from the same object at the same ``version`` and PodGroup phase (the snapshot hands an unchanged job's clone
     on: ``JobInfo.reuse``), or from another unchanged clone of the same cache job (same ``derived`` dict, same
-    version) at the same phase -- the rule of ``framework/carry.py``.  Without carry each session syncs a new,
+    version) at the same phase -- the rule of ``framework/incremental/carry.py``.  Without carry each session syncs a new,
     empty ledger: the same code, every job new.  Sums of whole numbers are exact in any order (``_EXACT_BOUND``),
     so carried sums are the sums a fresh session computes; ``tests/test_carry.py`` checks them after random
     changes.
@@ -365,6 +366,7 @@ def session_sums(ssn: Session) -> JobSums:
 @register_plugin
 class Overcommit(Plugin):
     name = "overcommit"
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.ENQUEUE_VOTER})
 
     def on_session_open(self, ssn: Session) -> None:
         factor = self.arguments.get_float("overcommit-factor", 1.2)

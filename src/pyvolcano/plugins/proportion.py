@@ -33,6 +33,7 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, is_empty, less_equal
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -277,6 +278,8 @@ def queue_priority_cmp(left: QueueInfo, right: QueueInfo) -> int:
 @register_plugin
 class Proportion(Plugin):
     name = "proportion"
+    queue_share = PROPORTION_QUEUES
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.ENQUEUE_VOTER, Contract.STATEFUL_PERMIT})
 
     def on_session_open(self, ssn: Session) -> None:
         attrs = build_attrs(ssn)

@@ -347,8 +347,8 @@ class Simulator:
         self.seq = itertools.count()
         self.heap: list[tuple[float, int, str, Any]] = []
         # each session's result is applied before the next (clone reuse); every change goes through the cache's
-        # upsert/delete, so its epochs are exact and blocked jobs can wait for a change (cache/memo.py) unless
-        # ``full_sessions``
+        # upsert/delete, so its epochs are exact and blocked jobs can wait for a change
+        # (framework/incremental/memo.py) unless ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)

@@ -35,9 +35,9 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   *deserved*, which moves with every queue's demand (a new job in the same queue can raise it), so the key holds
   the queue's deserved vector as this session computed it.
 * **its own spec did not change**: the cache job's ``version`` (PodGroup and every pod of the job).
-* **the conf is the same object** (a reload makes a new one) and every plugin in it is one whose rules are
-  covered by the above (``SAFE_PLUGINS``); any other plugin (sla's time-based admission, tdm's windows, user
-  plugins) turns the memo off for the session.
+* **the conf is the same object** (a reload makes a new one) and every plugin in it declares that its rules are
+  covered by the above (``Contract.FINGERPRINTED``, ``contracts.py``); any other plugin (sla's time-based
+  admission, user plugins that declare nothing) turns the memo off for the session.
 * **greedy placement anomalies**: a gang of several pods placed greedily by score could succeed with less room
   (other nodes scored differently), so a job with more than one pod to place is keyed on
   ``SchedulerCache.use_epoch`` too (any change of node usage); a single pod fits somewhere or not, whatever
@@ -55,8 +55,9 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   ready, pipelined and best-effort pods plus, per pod template, as many pods as all nodes' idle resources can take
   one after another (``actions/allocate.py: pod_slots``) stay below ``minAvailable``: every placement takes at least
   its request from one node's idle whatever the order and the scores, and predicates and ``allocatable`` only refuse
-  more, so the turn would end in a discarded statement.  Gang must be what decides ``jobReady``/``jobPipelined`` (in
-  the memo's plugins nothing else registers them).  With ``deltas.CHECK`` the turn is taken and must place nothing.
+  more, so the turn would end in a discarded statement.  What decides ``jobReady``/``jobPipelined`` must do it as gang
+  does (``Contract.GANG_READINESS``; among the memo's plugins nothing else registers them).
+  With ``deltas.CHECK`` the turn is taken and must place nothing.
   The fit errors handed back are the last turn's: their node counts may lag until the job takes a turn again.
 * **no future idle**: pipelining onto Releasing resources depends on which jobs went first, so allocate neither
   records nor uses the memo in a session where any node has releasing resources; and a job with pod
@@ -79,17 +80,12 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano import registry
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import TaskStatus
-from pyvolcano.cache import deltas
-
-#: plugins whose rules the fingerprint covers (see the module docstring); any other plugin in the conf turns the
-#: memo off for the session
-SAFE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
-                          "nodeorder", "binpack"})
-#: jobEnqueueable voters that keep state on a permit (their permit must be the last vote of their tier)
-_STATEFUL_VOTERS = frozenset({"proportion"})
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import Contract, Contracts, conf_plugins, memo_off_by
 
 
 @dataclass
@@ -157,16 +153,25 @@ class BlockedMemo:
                 del d[uid]
 
 
+def plugin_contracts(conf: Any) -> list[tuple[str, Contracts]]:
+    """Each plugin of the conf, in tier order, with the contracts its class declares (``contracts.py``)."""
+    return conf_plugins(([opt.name for opt in tier.plugins] for tier in conf.tiers),
+                        lambda name: registry.plugin_class(name).contracts)
+
+
 def _conf_ok(conf: Any, enqueue: bool) -> bool:
-    names = [opt.name for tier in conf.tiers for opt in tier.plugins]
-    if any(n not in SAFE_PLUGINS for n in names):
+    """Whether the conf allows skipping blocked jobs in enqueue (``enqueue``) or allocate: every plugin declares
+    ``Contract.FINGERPRINTED``, and for enqueue, in each tier, a voter that keeps state on a permit
+    (``Contract.STATEFUL_PERMIT``) is the last of the tier's enqueue voters."""
+    if memo_off_by(plugin_contracts(conf)) is not None:
         return False
     if enqueue:
         for tier in conf.tiers:
-            voters = [opt.name for opt in tier.plugins if opt.name in ("proportion", "overcommit")
+            voters = [registry.plugin_class(opt.name).contracts for opt in tier.plugins
+                      if Contract.ENQUEUE_VOTER in registry.plugin_class(opt.name).contracts
                       and opt.enabled("enableJobEnqueued")]
-            for i, n in enumerate(voters):
-                if n in _STATEFUL_VOTERS and i != len(voters) - 1:
+            for i, c in enumerate(voters):
+                if Contract.STATEFUL_PERMIT in c and i != len(voters) - 1:
                     return False
     return True
 

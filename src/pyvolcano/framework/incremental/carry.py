@@ -25,7 +25,7 @@ Sessions carry values exactly when they use the blocked-job memo (``Session.carr
 ``--full-sessions`` computes everything in every session, as before.
 
 Nothing else is read: the session-specific parts of a result (conditions, fit errors, the jobValid message,
-enqueue reasons) are added to the carried values by their callers.  ``tests/framework/test_carry.py`` checks
+enqueue reasons) are added to the carried values by their callers.  ``tests/test_carry.py`` checks
 each carried value against its computation after random changes, and ``tests/sim/test_memo.py`` whole
 simulations against ``--full-sessions``.
 """
