@@ -26,7 +26,7 @@ def _run(name: str, sim: Simulator, limit: float) -> None:
     t, c = time.perf_counter(), time.process_time()
     sim.run()
     wall, cpu = time.perf_counter() - t, time.process_time() - c
-    memo = sim.cache.memo
+    memo = sim.cache.incremental.memo if sim.cache.incremental is not None else None
     print(f"\n{name}: {sim.events} events, {sim.cycles} cycles, {wall:.1f} s wall, {cpu:.1f} s CPU, "
           f"{sim.events / wall:.0f} events/s, {memo.skipped if memo else 0} blocked jobs skipped, "
           f"load {os.getloadavg()[0]:.1f}")

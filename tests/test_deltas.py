@@ -11,8 +11,8 @@ import pytest
 
 from pyvolcano.cache import cache as cache_mod
 from pyvolcano.conf.loader import load_conf_file
-from pyvolcano.framework import session as session_mod
 from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental import plan as plan_mod
 from pyvolcano.framework.incremental.deltas import Lender, SettledView
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.sim import engine as engine_mod
@@ -88,7 +88,7 @@ def _month(keep: bool) -> tuple[list[Any], dict[str, int], list[tuple[SessionRes
         return snap
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(session_mod, "_SUMS_FROM", 1)  # close's carried sums on every session, as at scale
+        mp.setattr(plan_mod, "SUMS_FROM", 1)  # close's carried sums on every session, as at scale
         mp.setattr(engine_mod, "apply", apply)
         mp.setattr(Lender, "borrowed", borrowed)
         mp.setattr(cache_mod.SchedulerCache, "snapshot", snapshot)

@@ -33,7 +33,7 @@ def _run(full: bool, conf: str | None, seed: int, jobs: int, rate: float, gangs:
                     load_conf_file(str(ROOT / conf) if conf else None), full_sessions=full,
                     node_failures=[(40.0, "node-0000", 90.0), (150.0, f"node-{nodes - 1:04d}", 60.0)] if failures else None)
     res = sim.run()
-    skipped = sim.cache.memo.skipped if sim.cache.memo is not None else 0
+    skipped = sim.cache.incremental.memo.skipped if sim.cache.incremental is not None else 0
     return metrics.job_rows(res), res.evictions, res.cycles, skipped
 
 
@@ -195,7 +195,7 @@ def test_the_gang_bound_skips_a_gang_the_nodes_cannot_hold_after_usage_moved(cpu
             cache = _gang_cache(cpu, selector)
             first = run_session(cache, conf)
             assert list(first.binds) == ["default/s"] and "default/g" in first.unschedulable
-            memo = cache.memo
+            memo = cache.incremental.memo if cache.incremental is not None else None
             assert memo is not None and memo.skipped == 0
             use = cache.use_epoch
             cache.upsert(_pod("s", "500m", "Running", first.binds["default/s"]))

@@ -154,7 +154,7 @@ class Allocate(Action):
                         return False
                 return True
 
-            blocked_now = ssn.blocked_now
+            blocked_now = ssn.plan.blocked_now
 
             def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
                 if live.allocate_blocked(job, deserved.get(job.queue), fits, short):
@@ -165,11 +165,11 @@ class Allocate(Action):
             # the blocked jobs the session left alone (``Session._settled_jobs``): still blocked under the memo, or
             # looked at with the others (the same check, before any turn: nodes and deserved are as they will be
             # when ``schedulable_jobs`` asks it)
-            if ssn.blocked:
+            if ssn.plan.blocked:
                 jobs = ssn.jobs
-                ssn.unblock([uid for uid in ssn.blocked if unblocked(jobs[uid])])
-        elif ssn.blocked:  # no memo in this session (future idle): every job takes its turn
-            ssn.unblock(list(ssn.blocked))
+                ssn.plan.unblock([uid for uid in ssn.plan.blocked if unblocked(jobs[uid])])
+        elif ssn.plan.blocked:  # no memo in this session (future idle): every job takes its turn
+            ssn.plan.unblock(list(ssn.plan.blocked))
         key, tkey = job_order_key(ssn), task_order_key(ssn)
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
             if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
@@ -260,7 +260,7 @@ class Allocate(Action):
                 memo.forget_allocate(job)
             elif job.uid not in self.placed and not _nominated_pending(job) \
                     and memo.record_allocate(job, self.deserved.get(job.queue), by_nodes):
-                ssn.blocked_now.add(job.uid)  # recorded blocked: close may leave it alone (``_settled_jobs``)
+                ssn.plan.blocked_now.add(job.uid)  # recorded blocked: close may leave it alone (``_settled_jobs``)
 
     @staticmethod
     def _explain(ssn: Session, task: TaskInfo, job: JobInfo, explained: dict[object, tuple[int, FitErrors]]

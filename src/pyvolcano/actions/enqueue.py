@@ -41,9 +41,9 @@ class Enqueue(Action):
         # parked jobs under another epoch (room came back): checked group by group (``_ParkedGroup``); those of a
         # queue that is gone or not open are looked at one by one
         parked_groups: dict[str, list[_ParkedGroup]] = {}
-        stale = ssn.parked_groups() if ssn.parked_stale else None
+        stale = ssn.plan.parked_groups() if ssn.plan.parked_stale else None
         if stale is not None:
-            parked = ssn.parked
+            parked = ssn.plan.parked
             off: list[str] = []
             for (qname, _, reason), keys in stale.items():
                 q = queues_of.get(qname)
@@ -51,7 +51,7 @@ class Enqueue(Action):
                     off.extend(k[-1] for k in keys if k[-1] in parked)
                 else:
                     parked_groups.setdefault(qname, []).append(_ParkedGroup(keys, reason))
-            ssn.unpark(off)
+            ssn.plan.unpark(off)
         # every live job of every session but the settled ones (never Pending): the phase first (``is_pending``)
         for job in ssn.unsettled_jobs():
             pg = job.podgroup
@@ -115,7 +115,7 @@ class Enqueue(Action):
         and its parked groups (``_Stream``); only a group's check turns are real turns, the members it leaves
         refused are not looked at (``_ParkedGroup``)."""
         streams = {name: _Stream(lst, groups.get(name, []), key) for name, lst in waiting.items()}
-        parked = ssn.parked
+        parked = ssn.plan.parked
         while not queues.empty():
             q = queues.pop()
             st = streams[q.name]
@@ -134,7 +134,7 @@ class Enqueue(Action):
                 st.dissolve(ssn, group, parked)
             elif group is not None:  # refused for its group's reason: parked again as it was
                 assert st.held is not None and st.held[0] is job  # ``_Stream.next`` unparked it for this turn
-                ssn.repark(job, st.held[1], st.held[2])
+                ssn.plan.repark(job, st.held[1], st.held[2])
             queues.push(q)
 
 
@@ -236,7 +236,7 @@ class _Stream:
             self.pos = k
             job = ssn.jobs[uid]
             self.held = (job, parked[uid], job.job_fit_errors)  # to park it again if refused alike (``repark``)
-            ssn.unpark((uid,))
+            ssn.plan.unpark((uid,))
             return job, g
         return None
 
@@ -257,7 +257,7 @@ class _Stream:
         the group holds for it)."""
         rest = [k for k in group.keys[group.i:] if k[-1] in parked]
         group.i, group.armed = len(group.keys), True  # never armed again
-        ssn.unpark(k[-1] for k in rest)
+        ssn.plan.unpark(k[-1] for k in rest)
         for k in rest:
             self._push(k, ssn.jobs[k[-1]])
 

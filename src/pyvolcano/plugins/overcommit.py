@@ -14,6 +14,7 @@ from pyvolcano.api.resource import EPS, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -342,23 +343,26 @@ class JobSums:
 
 #: ``JobSums`` over every job of the session
 JOB_SUMS: StateKey[JobSums] = StateKey("job-sums")
+#: the ledger carried from one session to the next (``framework/incremental/state.py``)
+CARRIED_SUMS: CarryKey[JobSums] = CarryKey("job-sums")
 
 
 def session_sums(ssn: Session) -> JobSums:
     """``JobSums`` of the session, synced once per session (at open, before any plugin changes a job): the ledger
-    carried from the last session with carry (``BlockedMemo.carried``), a new one without."""
+    carried from the last session with carry (``Session.carried_values``), a new one without."""
     def make() -> JobSums:
-        memo = ssn.snapshot.memo if ssn.carry else None
-        sums = memo.carried.get("job-sums") if memo is not None else None
-        if not isinstance(sums, JobSums) or sums.size != ssn.res.size:
+        values = ssn.carried_values()
+        sums = values.get(CARRIED_SUMS) if values is not None else None
+        if sums is None or sums.size != ssn.res.size:
             sums = JobSums(ssn.res.size)
-            if memo is not None:
-                memo.carried["job-sums"] = sums
-        snap = ssn.snapshot
-        if memo is not None and snap.settled:
-            sums.sync(ssn.jobs, snap.seq, snap.unsettled, len(snap.settled), snap.changed)
+            if values is not None:
+                values.put(CARRIED_SUMS, sums)
+        carry = ssn.snapshot.carry
+        seq = carry.seq if carry is not None else 0
+        if values is not None and carry is not None and carry.settled:
+            sums.sync(ssn.jobs, seq, carry.unsettled, len(carry.settled), carry.changed)
         else:
-            sums.sync(ssn.jobs, snap.seq)
+            sums.sync(ssn.jobs, seq)
         return sums
     return ssn.state.read_or_init(JOB_SUMS, make)
 

@@ -34,6 +34,7 @@ from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, is_empty, less_equal
 from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -72,6 +73,11 @@ class QueueAttr:
 #: real inputs end (everything but pods below 0.1) within about 70 rounds; Volcano's loop has no bound.
 _MAX_ROUNDS = 10_000
 
+
+#: per queue, (its QueueInfo, the total and all guarantees' bytes, its guarantee, capability and realCapability):
+#: carried from one session to the next while those are the same (``framework/incremental/state.py``)
+_Static = dict[str, tuple[QueueInfo, tuple[bytes, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]]]
+_CARRIED_STATIC: CarryKey[_Static] = CarryKey("proportion-queues")
 
 def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray | None = None) -> None:
     """Volcano's water-filling of ``deserved`` in proportion's OnSessionOpen (see module docstring).  The pod
@@ -237,9 +243,8 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     exact = sums.exact
     # a queue's guarantee, capability and realCapability depend on its spec (the cache replaces a QueueInfo on
     # every change), the total and all guarantees only: carried from the last session while those are the same
-    memo = ssn.snapshot.memo if ssn.carry else None
-    static: dict[str, tuple[QueueInfo, tuple[bytes, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]]] = (
-        memo.carried.setdefault("proportion-queues", {}) if memo is not None else {})
+    values = ssn.carried_values()
+    static: _Static = values.setdefault(_CARRIED_STATIC, dict) if values is not None else {}
     tkey = (total.tobytes(), total_guarantee.tobytes())
     for name in names:
         q = queues[name]

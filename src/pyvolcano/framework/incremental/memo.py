@@ -102,8 +102,8 @@ class _Entry:
 
 @dataclass
 class BlockedMemo:
-    """Per job uid: the fingerprint under which it was last found blocked, and the reason.  Lives in the
-    ``SchedulerCache`` between sessions; sessions reach it through their snapshot."""
+    """Per job uid: the fingerprint under which it was last found blocked, and the reason.  Kept between sessions
+    in the layer's ``IncrementalState`` (``state.py``); sessions reach it through their snapshot's carry."""
 
     enqueue: dict[str, _Entry] = field(default_factory=dict)
     allocate: dict[str, _Entry] = field(default_factory=dict)
@@ -111,41 +111,8 @@ class BlockedMemo:
     skipped: int = 0
     #: the conf the entries were recorded under (a reload makes a new object and forgets them all)
     conf: Any = None
-    #: values plugins carry from one session to the next as a whole, by name (``plugins/overcommit.py: JobSums``,
-    #: exact whatever the conf)
-    carried: dict[str, Any] = field(default_factory=dict)
     #: whether that conf allows skipping in enqueue and in allocate (``_conf_ok``, worked out once per conf)
     conf_ok: tuple[bool, bool] = (False, False)
-    #: the conf registration under which the last session recorded jobs as settled (``Session._settled_jobs``)
-    settled_reg: Any = None
-    #: (``Snapshot.seq``, uid -> settled record) of the jobs the session of that snapshot left alone: not a field
-    #: it wrote on their clones (``Session.close``); the next snapshot hands those clones over as they are
-    left_alone: tuple[int, dict[str, Any]] = (-1, {})
-    #: (``Snapshot.seq``, uids) of the jobs of that session's map that it did *not* leave alone (neither in
-    #: ``left_alone`` nor in ``parked_left``; a uid may be listed twice): the next snapshot hands those over again
-    #: without comparing the whole map with the left-alone maps
-    not_left: tuple[int, list[str]] = (-1, [])
-    #: what close adds for the jobs the last session left alone, moved by the jobs that join or leave them
-    #: (``Session._settled_sums``)
-    settled_sums: Any = None
-    #: (``Snapshot.seq``, ``free_epoch``, uid -> record) of the *parked* jobs of that session: Pending jobs enqueue
-    #: refused under that epoch (``Session._settled_jobs``); the next snapshot leaves them alone only while the
-    #: epoch is the same
-    parked_left: tuple[int, int, dict[str, Any]] = (-1, -1, {})
-    #: (``Snapshot.seq``, uids) of the *blocked* jobs that session left alone (``Session._settled_jobs``: admitted
-    #: jobs whose allocate turn the memo skipped or recorded as blocked, parked among the settled ones): the next
-    #: snapshot lists those still settled in ``Snapshot.blocked``, and that session's allocate checks each against
-    #: its memo entry before any turn
-    blocked_left: tuple[int, list[str]] = (-1, [])
-    #: those parked jobs by (queue, minResources bytes, enqueue reason), each group's job-order keys sorted (the
-    #: key ends with the uid), kept by ``Session.close`` from one session to the next as jobs join and leave
-    #: (``park_where``: uid -> (group, key)); None: not kept (``Session.parked_groups``).  ``park_groups_seq``: the
-    #: ``Snapshot.seq`` of the session that left them
-    park_groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] | None = None
-    park_where: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
-    park_groups_seq: int = -1
-    #: the conf registration they were made under (the job-order key is the conf's)
-    park_groups_reg: Any = None
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):
