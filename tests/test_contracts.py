@@ -112,3 +112,19 @@ def test_cycle_verbose_names_the_plugin_once(tmp_path: Path) -> None:
         note = memo_note(plugin_contracts(load_conf(conf.read_text())))
         assert note is not None and "'tests.test_contracts:Quiet'" in note
         assert res.stderr.count(note) == times
+
+
+def test_simulate_names_the_plugin_once_per_conf(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(_conf("  - name: tests.test_contracts:Quiet\n"))
+    note = memo_note(plugin_contracts(load_conf(conf.read_text())))
+    assert note is not None
+    base = ["simulate", "--no-progress", "--synthetic", "4", "--cluster", "2x{cpu: 8, memory: 32Gi}",
+            "--config", str(conf)]
+    for extra, times in (([], 1), (["--full-sessions"], 0)):
+        res = CliRunner().invoke(main, [*base, "--out", str(tmp_path / f"out{times}"), *extra])
+        assert res.exit_code == 0, res.output
+        assert res.stderr.count(note) == times
+    quiet = CliRunner().invoke(main, ["simulate", "--no-progress", "--synthetic", "4", "--cluster",
+                                      "2x{cpu: 8, memory: 32Gi}", "--out", str(tmp_path / "default")])
+    assert quiet.exit_code == 0 and "note:" not in quiet.stderr  # Volcano's default conf: every plugin declares

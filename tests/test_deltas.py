@@ -31,7 +31,7 @@ def test_settled_view_reads_both_maps_and_writes_the_first() -> None:
         v["x"]
     v["d"] = 4  # the snapshot's own settled finds go to the settled-only map
     assert only == {"a": 1, "b": 2, "d": 4} and parked == {"c": 3}
-    assert v.pop("c") == 3 and parked == {} and v.pop("c", None) is None  # as ``Session.unpark`` takes one out
+    assert v.pop("c") == 3 and parked == {} and v.pop("c", None) is None  # as ``Plan.unpark`` takes one out
     del v["a"]
     assert only == {"b": 2, "d": 4}
     with pytest.raises(KeyError):

@@ -40,7 +40,7 @@ def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo],
     drops jobs before the plugins are asked whether they are valid (backfill wants only a few)."""
     out = []
     queues, job_valid, waiting = ssn.queues, ssn.job_valid, PodGroupPhase.Pending
-    # every job of every session but the settled ones (valid, nothing to place: ``Session._settled_jobs``), twice
+    # every job of every session but the settled ones (valid, nothing to place: ``Plan.settled_jobs``), twice
     # (allocate, backfill): kept lean
     for job in ssn.unsettled_jobs():
         pg = job.podgroup
@@ -162,7 +162,7 @@ class Allocate(Action):
                     return False
                 return True
             wanted = unblocked
-            # the blocked jobs the session left alone (``Session._settled_jobs``): still blocked under the memo, or
+            # the blocked jobs the session left alone (``Plan.settled_jobs``): still blocked under the memo, or
             # looked at with the others (the same check, before any turn: nodes and deserved are as they will be
             # when ``schedulable_jobs`` asks it)
             if ssn.plan.blocked:
@@ -260,7 +260,7 @@ class Allocate(Action):
                 memo.forget_allocate(job)
             elif job.uid not in self.placed and not _nominated_pending(job) \
                     and memo.record_allocate(job, self.deserved.get(job.queue), by_nodes):
-                ssn.plan.blocked_now.add(job.uid)  # recorded blocked: close may leave it alone (``_settled_jobs``)
+                ssn.plan.blocked_now.add(job.uid)  # recorded blocked: close may leave it alone (``Plan.settled_jobs``)
 
     @staticmethod
     def _explain(ssn: Session, task: TaskInfo, job: JobInfo, explained: dict[object, tuple[int, FitErrors]]

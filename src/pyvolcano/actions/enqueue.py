@@ -82,7 +82,7 @@ class Enqueue(Action):
         # a refusal seen in this pass, per queue and minResources (see ``_Refusals``)
         refused = _Refusals() if memo is not None and memo.enqueue_ok else None
         if parked_groups:
-            assert key is not None and refused is not None  # ``Session.parked_groups``, the memo allows enqueue
+            assert key is not None and refused is not None  # ``Plan.parked_groups``, the memo allows enqueue
             self._with_parked(ssn, queues, waiting, parked_groups, key, refused)
             return
         jobs: dict[str, list[JobInfo] | PriorityQueue[JobInfo]] = {
@@ -167,8 +167,8 @@ def _turn(ssn: Session, q: QueueInfo, job: JobInfo, refused: _Refusals | None) -
 
 
 class _ParkedGroup:
-    """Parked jobs of one queue with the same minResources and enqueue reason (``Session._settled_jobs``), their
-    job-order keys sorted (``BlockedMemo.park_groups``: read, never changed here).
+    """Parked jobs of one queue with the same minResources and enqueue reason (``Plan.settled_jobs``), their
+    job-order keys sorted (``ParkGroups.groups``: read, never changed here).
 
     Room came back since they were parked, so each may now be admitted.  But enqueue's votes (overcommit,
     proportion) read of a job only its queue and minResources, and of the session only what admissions add to

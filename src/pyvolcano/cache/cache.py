@@ -135,14 +135,14 @@ class SchedulerCache:
         #: the last snapshot, while it lives, holds ``_last_jobs``: a carried job map is then copied, else moved
         #: in place (``framework/incremental/deltas.py``)
         self._jobs_lender = Lender()
-        #: snapshots taken so far (``Snapshot.seq``)
+        #: snapshots taken so far (``SnapshotCarry.seq``)
         self._snap_seq = 0
         #: jobs whose cache ``JobInfo`` changed (version, PodGroup phase), appeared or went since the last snapshot;
         #: with the last snapshot's job map and queue names, for a snapshot that carries its job map (``snapshot``)
         self._changed_jobs: set[str] = set()
         self._last_jobs: dict[str, JobInfo] | None = None
         #: each job's position in ``_last_jobs`` (increasing in its order), to list a few of them in that order
-        #: without a walk over all (``Snapshot.pos``); made on a walk, moved by the jobs a carried map adds
+        #: without a walk over all (``SnapshotCarry.pos``); made on a walk, moved by the jobs a carried map adds
         self._pos: dict[str, int] = {}
         self._pos_next = 0
         self._last_queues: frozenset[str] = frozenset()
@@ -688,9 +688,9 @@ class SchedulerCache:
             tuple[dict[str, JobInfo], list[str], list[str], list[str]] | None:
         """What a snapshot that carries the last one's job map must do again: (that map, the jobs in it to hand
         over again, the new jobs in cache order, the jobs gone), or None when the map cannot be carried and every
-        job is looked at.  ``left``: the jobs the last session left alone (``BlockedMemo.left_alone`` and
+        job is looked at.  ``left``: the jobs the last session left alone (``Handover.left`` and
         ``parked_left``); every other job of the last map (``not_left``, as that session listed them:
-        ``BlockedMemo.not_left``), and every job that ``changed`` in the cache since, is done again.
+        ``Handover.not_left``), and every job that ``changed`` in the cache since, is done again.
 
         The carried map must list the jobs in the cache's order, as a walk over ``self.jobs`` would: a job that
         went and came back, a job left out (no PodGroup, unknown queue) then or now, or other queues, and it is not
@@ -709,7 +709,7 @@ class SchedulerCache:
             new = tail
         if deltas.CHECK:
             listed = {uid for uid in not_left if uid in last_jobs}
-            assert listed == {uid for uid in last_jobs if uid not in left}, "BlockedMemo.not_left"
+            assert listed == {uid for uid in last_jobs if uid not in left}, "Handover.not_left"
         redo = [uid for uid in {*not_left, *changed} if uid in cur and uid in last_jobs]
         prev = self._clones
         for uid in redo:

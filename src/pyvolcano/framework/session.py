@@ -591,14 +591,14 @@ class Session:
         e = self.selector.entry(task, job)
         return self.selector.total_scores(task, e, cand)
 
-    # --- primitive state changes (shared by Statement and the session-level operations) ---------------
+    # --- primitive state changes (``framework/statement.py: StatementHost``, and the session-level operations) --
     def _fire(self, task: TaskInfo, allocate: bool) -> None:
         for h in self.event_handlers:
             fn = h.allocate if allocate else h.deallocate
             if fn is not None:
                 fn(task)
 
-    def _place(self, task: TaskInfo, i: int, status: TaskStatus) -> None:
+    def place(self, task: TaskInfo, i: int, status: TaskStatus) -> None:
         self.touched.add(task.job)
         job = self.jobs[task.job]
         job.update_task_status(task, status)
@@ -606,7 +606,7 @@ class Session:
         self.nodes.add_task(i, task)
         self._fire(task, True)
 
-    def _unplace(self, task: TaskInfo) -> None:
+    def unplace(self, task: TaskInfo) -> None:
         self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.remove_task(i, task)
@@ -614,7 +614,7 @@ class Session:
         task.node_name = ""
         self._fire(task, False)
 
-    def _evict(self, task: TaskInfo) -> TaskStatus:
+    def start_eviction(self, task: TaskInfo) -> TaskStatus:
         old = task.status
         self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
@@ -622,7 +622,7 @@ class Session:
         self._fire(task, False)
         return old
 
-    def _unevict(self, task: TaskInfo, old: TaskStatus, *, hide: bool = True) -> None:
+    def undo_eviction(self, task: TaskInfo, old: TaskStatus, *, hide: bool = True) -> None:
         self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
         self.nodes.update_task(i, task, old, self.jobs.get(task.job))
@@ -630,7 +630,7 @@ class Session:
             self.unevicted[task.uid] = task
         self._fire(task, True)
 
-    def _dispatch(self, task: TaskInfo) -> None:
+    def dispatch(self, task: TaskInfo) -> None:
         """Hand an allocated task to the binder (recorded; the caller binds)."""
         self.touched.add(task.job)
         i = self.nodes.pos[task.node_name]
@@ -640,7 +640,7 @@ class Session:
         if self.on_dispatch is not None:
             self.on_dispatch(task)
 
-    def _record_eviction(self, task: TaskInfo, reason: str) -> None:
+    def record_eviction(self, task: TaskInfo, reason: str) -> None:
         self.evictions.append(Eviction(task, reason))
 
     # --- session-level operations (Volcano's ssn.Allocate/Pipeline/Evict, used outside statements) ----
@@ -649,7 +649,7 @@ class Session:
         ready, dispatch its Allocated tasks.  ``check_binds``, for a caller that places regardless of the node's
         idle resources (backfill): stop at the first task whose bind the scheduler cache refuses (returned: why),
         which stays Allocated on its node, never bound (``dispatch``, ``cache.AddBindTask``)."""
-        self._place(task, i, TaskStatus.Allocated)
+        self.place(task, i, TaskStatus.Allocated)
         job = self.jobs[task.job]
         if not self.job_ready(job):
             return None
@@ -657,7 +657,7 @@ class Session:
             why = self._bind_fails(t) if check_binds else None
             if why is not None:
                 return why
-            self._dispatch(t)
+            self.dispatch(t)
         return None
 
     def _bind_fails(self, task: TaskInfo) -> str | None:
@@ -682,15 +682,15 @@ class Session:
         return f"node {task.node_name} resources {names} are not enough to put task <{task.namespace}/{task.name}>"
 
     def pipeline(self, task: TaskInfo, i: int) -> None:
-        self._place(task, i, TaskStatus.Pipelined)
+        self.place(task, i, TaskStatus.Pipelined)
 
     def unpipeline(self, task: TaskInfo) -> None:
         """Volcano's ``Statement.UnPipeline`` outside a statement: the task is Pending again, off its node."""
-        self._unplace(task)
+        self.unplace(task)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
-        self._evict(task)
-        self._record_eviction(task, reason)
+        self.start_eviction(task)
+        self.record_eviction(task, reason)
 
     # --- podgroup status ---------------------------------------------------------------------------------
     def update_podgroup_condition(self, job: JobInfo, ctype: str, reason: str, message: str) -> None:

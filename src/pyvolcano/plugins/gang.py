@@ -99,7 +99,7 @@ class Gang(Plugin):
         carry = ssn.carry
         conds = ssn.pg_conditions
         ready_cond: dict[str, object] | None = None
-        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Session._settled_jobs``)
+        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Plan.settled_jobs``)
             # Volcano's close looks at minMember only, not per-spec minimums
             v = job.version
             if carry and v == job.cloned_from >= 0:  # framework/incremental/carry.py: ``carried``

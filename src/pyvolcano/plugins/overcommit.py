@@ -159,16 +159,16 @@ class JobSums:
         self.share_stale: set[str] = set()
         self._queue_order: list[str] | None = None
         self.jobs: dict[str, JobInfo] = {}
-        #: the ``Snapshot.seq`` of the last sync
+        #: the ``SnapshotCarry.seq`` of the last sync
         self.seq = -1
 
     def sync(self, jobs: dict[str, JobInfo], seq: int = -1, look: list[JobInfo] | None = None,
              unchanged: int = 0, changed: set[str] | None = None) -> None:
-        """Bring the ledger to the session's ``jobs``.  ``seq``: the snapshot's ``Snapshot.seq``.  ``look``: the
+        """Bring the ledger to the session's ``jobs``.  ``seq``: the snapshot's ``SnapshotCarry.seq``.  ``look``: the
         jobs to look at when the other ``unchanged`` ones are the very clones of the last snapshot, unchanged
-        (``Snapshot.settled``); used only if the ledger was synced to that last snapshot's jobs (``seq - 1``),
+        (``SnapshotCarry.settled``); used only if the ledger was synced to that last snapshot's jobs (``seq - 1``),
         where every one of them got its entry.  ``changed``: then, the jobs that changed in the cache since
-        (``Snapshot.changed``), among which are the only ones that can have gone."""
+        (``SnapshotCarry.changed``), among which are the only ones that can have gone."""
         entries = self.entries
         get = entries.get
         stale: list[JobInfo] = []

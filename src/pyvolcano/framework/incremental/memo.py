@@ -64,7 +64,7 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   (anti-)affinity or topology spread constraints is never memoised (another pod's bind can satisfy them).
 
 A job skipped here is not even looked at by the session's other passes when the conf runs only enqueue, allocate
-and backfill: it is left alone as a *blocked* job (``Session._settled_jobs``), and allocate makes this same check
+and backfill: it is left alone as a *blocked* job (``Plan.settled_jobs``), and allocate makes this same check
 for it before any turn (``actions/allocate.py``), looking again at those it cannot keep blocked.
 
 ``--full-sessions`` (``SchedulerCache(memo=False)``) examines every job every session, as before;

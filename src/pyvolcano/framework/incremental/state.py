@@ -68,7 +68,7 @@ class Handover:
     """What one session leaves the next snapshot (``Session.close`` through ``Plan.hand_over``): the jobs it left
     alone, with their settled records, which the next snapshot hands over as the very clones they are."""
 
-    #: ``Snapshot.seq`` of that session's snapshot: only the next snapshot takes it
+    #: ``SnapshotCarry.seq`` of that session's snapshot: only the next snapshot takes it
     seq: int
     #: settled jobs left alone (not parked), uid -> settled record
     left: dict[str, Record]
@@ -99,7 +99,7 @@ class LeftAlone:
 class ParkGroups:
     """The parked jobs by (queue, minResources bytes, enqueue reason), each group's job-order keys sorted (the key
     ends with the uid), kept by close from one session to the next as jobs join and leave (``where``: uid ->
-    (group, key)); ``groups`` None: not kept.  ``seq``: the ``Snapshot.seq`` of the session that left them, ``reg``
+    (group, key)); ``groups`` None: not kept.  ``seq``: the ``SnapshotCarry.seq`` of the session that left them, ``reg``
     the conf registration they were made under (the job-order key is the conf's)."""
 
     groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] | None = None
