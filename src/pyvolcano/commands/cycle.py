@@ -13,6 +13,8 @@ from pyvolcano.conf.loader import load_conf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import result_json, run_session
 from pyvolcano.framework.explain import ScoreBreakdown
+from pyvolcano.framework.incremental.contracts import memo_note
+from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.framework.result import SessionResult
 
 
@@ -120,6 +122,10 @@ def register(group: click.Group) -> None:
         if strict and cache.problems:
             raise UserError(f"{len(cache.problems)} malformed object(s) in {snap.source}: "
                             + "; ".join(cache.problems))
+        if verbose:  # the one line saying which plugin keeps a scheduler or simulator of this conf exact and slower
+            note = memo_note(plugin_contracts(conf))
+            if note is not None:
+                click.echo(f"pyvolcano: note: {note}", err=True)
         result = run_session(cache, conf, engine, explain=3 if verbose else 0)
         if output in ("json", "yaml"):  # the table shows these itself
             for p in cache.problems:

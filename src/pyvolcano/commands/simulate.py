@@ -11,7 +11,10 @@ import click
 
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.commands._output import Number, emit, output_option
+from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.errors import UserError
+from pyvolcano.framework.incremental.contracts import memo_note
+from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.sim import alibaba
 from pyvolcano.sim import topology as simtopo
 from pyvolcano.sim.compare import compare_table
@@ -277,6 +280,8 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
     for p in inputs.workload.problems:
         warn(p)
     loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
+    if not settings.full_sessions:
+        _memo_notes(loaded)
     summaries = []
     runs: list[Run] = []
     labels: list[str] = []
@@ -305,6 +310,14 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
         emit(data[0] if len(data) == 1 else {"runs": data}, output)
     else:
         compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+
+
+def _memo_notes(loaded: list[tuple[SchedulerConf, str]]) -> None:
+    """Once per conf: the plugin that turns the blocked-job memo off, if any (it declares no memo contract)."""
+    for conf, name in loaded:
+        note = memo_note(plugin_contracts(conf))
+        if note is not None:
+            click.echo(f"pyvolcano: note: {name}: {note}", err=True)
 
 
 def _variants(inputs: Inputs, partitions: tuple[str, ...], network_topology: tuple[str, ...],

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.status import Status, unschedulable
-from pyvolcano.framework.carry import carried
+from pyvolcano.framework.incremental.carry import carried
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
@@ -36,6 +37,8 @@ def _valid(job: JobInfo) -> Status | None:
 @register_plugin
 class Gang(Plugin):
     name = "gang"
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.GANG_READINESS, Contract.VALID_BY_VERSION,
+                           Contract.READY_CONDITION})
 
     def on_session_open(self, ssn: Session) -> None:
         carry = ssn.carry
@@ -96,10 +99,10 @@ class Gang(Plugin):
         carry = ssn.carry
         conds = ssn.pg_conditions
         ready_cond: dict[str, object] | None = None
-        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Session._settled_jobs``)
+        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Plan.settled_jobs``)
             # Volcano's close looks at minMember only, not per-spec minimums
             v = job.version
-            if carry and v == job.cloned_from >= 0:  # framework/carry.py: ``carried``
+            if carry and v == job.cloned_from >= 0:  # framework/incremental/carry.py: ``carried``
                 hit = job.derived.get("gang-ready")
                 if hit is not None and hit[0] == v:
                     ready = hit[1]
@@ -121,7 +124,7 @@ class Gang(Plugin):
                 continue
             # a waiting job with the same inputs as in the last session (same version, enqueue reason and the
             # very fit-error objects the blocked-job memo handed back) gets last session's condition again, with
-            # this session's transition id (``framework/carry.py``; the condition dict is this job's alone)
+            # this session's transition id (``framework/incremental/carry.py``; the condition dict is this job's alone)
             key = None
             if carry and v == job.cloned_from >= 0:
                 key = (v, job.enqueue_reason, tuple(job.nodes_fit_errors.items()))

@@ -414,8 +414,8 @@ class Simulator:
         self.seq = itertools.count()
         self.heap: list[tuple[float, int, Event]] = []
         # each session's result is applied before the next (clone reuse); every change goes through the cache's
-        # upsert/delete, so its epochs are exact and blocked jobs can wait for a change (cache/memo.py) unless
-        # ``full_sessions``
+        # upsert/delete, so its epochs are exact and blocked jobs can wait for a change
+        # (framework/incremental/memo.py) unless ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
         self.cache.has_clock = True  # sessions read the simulated time (tdm's windows, rescheduling's interval)
         self.api = SimAPI(self)
