@@ -124,21 +124,21 @@ def _swaps(case: Case, only_vc: list[str], only_py: list[str]) -> list[tuple[str
 
 
 def _vote_key(obj: dict[str, Any]) -> tuple[Any, ...] | None:
-    """What the victim votes and the victim order see of a running pod: its job, node, requests, priority and
-    creation time (gang and drf count a job's pods, drf and proportion their requests, priority their priority,
-    the task order their priority and creation time); None for a pod on no node."""
+    """What decides whether a running pod comes before its job's other pods on the node in the victim votes and
+    the victim order, Go map order aside: its job, node, priority and creation time (gang and drf offer the first
+    pods of each job they meet, whatever their requests; the task order compares priority and creation time);
+    None for a pod on no node."""
     meta, spec = obj["metadata"], obj.get("spec") or {}
     if not spec.get("nodeName"):
         return None
-    reqs = [(c.get("resources") or {}).get("requests") for c in spec.get("containers") or []]
     return (meta.get("namespace"), (meta.get("annotations") or {}).get("scheduling.k8s.io/group-name"),
-            spec["nodeName"], repr(reqs), spec.get("priority"), meta.get("creationTimestamp"))
+            spec["nodeName"], spec.get("priority"), meta.get("creationTimestamp"))
 
 
 def _vote_ties(case: Case, only_vc: list[str], only_py: list[str], vc_evicted: set[str],
                py_evicted: set[str]) -> list[str]:
     """Pods evicted by one side only that have a twin for the votes (``_vote_key``) on the same node which that
-    side left running, the two differing in something the votes do not read (labels, affinity): gang's and
+    side left running, the two differing in something else (requests, labels, affinity): gang's and
     drf's preemptable/reclaimable walk a node's pods in Go map order (``node.Tasks``; preempt.go:
     SelectVictimsOnNode, reclaim.go) and offer only the first pods of each job they meet, and the victim queue
     orders such twins by map order too, so which twin Volcano offers is random, and what follows (whether a
