@@ -5,13 +5,16 @@ jobValid drops jobs that cannot ever reach minMember (or a subGroupPolicy's minS
 jobStarving tell actions when a gang is complete (with every policy's minSubGroups sub-groups ready or pipelined);
 subJobReady/subJobPipelined/subJobOrder do the same for one sub-group (its subGroupSize), unready ones first;
 victims may only come from jobs that keep minMember afterwards; jobs not yet ready go first.
-At session close every job that is not ready gets an Unschedulable condition with the fit errors.
+At session close every job that is not ready gets an Unschedulable condition with the fit errors, except a job
+short only by pods still leaving their nodes (``releasing_keeps_gang``).
 """
 
 from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.status import Status, unschedulable
+from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
+from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.incremental.carry import carried
 from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import keyed
@@ -32,6 +35,23 @@ def _valid(job: JobInfo) -> Status | None:
         return unschedulable(f"Not enough valid tasks for gang-scheduling, valid: {vtn}, "
                              f"min: {job.min_available}", Gang.name)
     return None
+
+
+def releasing_keeps_gang(job: JobInfo) -> bool:
+    """Volcano's ``shouldSkipUnschedulableForReleasing`` (``gang.go``): a job below minMember only because some of
+    its pods are leaving their nodes (Releasing with a node: evicted in this session, or terminating) gets no
+    Unschedulable condition at close, as long as it has nothing pending or pipelined and its scheduled pods plus
+    those leaving still reach minMember.  Its phase then stays Running (``getPodGroupPhase`` counts such pods as
+    scheduled) instead of becoming Unknown: reclaim can leave a job so when gang's vote finds no victim and
+    the next tier's plugin picks one of its pods (the tiers' fall-through)."""
+    index = job.index
+    releasing = index.get(TaskStatus.Releasing)
+    if not releasing:
+        return False
+    on_node = sum(1 for t in releasing.values() if t.node_name)
+    if not on_node or index.get(TaskStatus.Pending) or index.get(TaskStatus.Pipelined):
+        return False
+    return job.count(SCHEDULED_STATUS) + on_node >= job.min_available
 
 
 @register_plugin
@@ -121,6 +141,8 @@ class Gang(Plugin):
                         conds[job.uid] = {SCHEDULED: ready_cond}
                     else:
                         c[SCHEDULED] = ready_cond
+                continue
+            if releasing_keeps_gang(job):
                 continue
             # a waiting job with the same inputs as in the last session (same version, enqueue reason and the
             # very fit-error objects the blocked-job memo handed back) gets last session's condition again, with
