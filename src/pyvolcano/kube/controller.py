@@ -60,6 +60,8 @@ class JobRunner:
         self.invalid: dict[str, str] = {}
         #: the update of a running Job last refused (``job_update_problems``), by job key: reported once
         self.refused: dict[str, str] = {}
+        #: scaled jobs whose svc hosts ConfigMap is rewritten once they are past Pending (``_refresh_hosts``)
+        self.stale_hosts: set[str] = set()
         #: pending ``ttlSecondsAfterFinished`` checks by Job uid
         self.ttl_timers: dict[str, threading.Timer] = {}
         self.events: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
@@ -117,6 +119,11 @@ class JobRunner:
             except Exception:  # one bad object must not stop the controller
                 log.exception("handling %s %s failed", item[0] if item else "", key_of(item[2]) if item else "")
             finally:
+                if self.stale_hosts:
+                    try:
+                        self._refresh_hosts()
+                    except ApiError as exc:
+                        log.warning("rewriting a job's hosts ConfigMap: %s", exc)
                 self.processed += 1
                 self.events.task_done()
 
@@ -174,8 +181,22 @@ class JobRunner:
         self.jobs[key] = job
         log.info("job %s updated", key)
         self.ctrl.update_job(key, job)
-        for obj in job_plugins.updated_objects(job):
-            self._create_or_update(obj)
+        if job_plugins.updated_objects(job):
+            self.stale_hosts.add(key)
+            self._refresh_hosts()
+
+    def _refresh_hosts(self) -> None:
+        """svc's ``OnJobUpdate`` rewrites the hosts ConfigMap of a scaled job, but Volcano's syncJob calls it only
+        for a job past Pending (``isInitiated``; a Pending job goes through ``initiateJob``, whose ``OnJobAdd`` sees
+        the plugin's objects made and does nothing): a scaled Pending job keeps its old hosts until it runs."""
+        for key in list(self.stale_hosts):
+            st = self.ctrl.jobs.get(key)
+            if st is None:
+                self.stale_hosts.discard(key)
+            elif st.phase not in ("", "Pending"):
+                self.stale_hosts.discard(key)
+                for obj in job_plugins.updated_objects(st.job):
+                    self._create_or_update(obj)
 
     def _create_or_update(self, obj: dict[str, Any]) -> None:
         """``CreateOrUpdateConfigMap``: create, or replace the data of the one there when it differs."""
