@@ -40,6 +40,7 @@ def test_scale_up_then_down_a_running_job(world: World) -> None:
     eventually(lambda: len(world.pods()) == 5, what="two more workers")
     pg = world.api.obj(PODGROUP, "tensorflow-benchmark", "default")
     assert pg["spec"]["minMember"] == 4
+    assert world.job()["status"]["controlledResources"] == {"plugin-env": "env", "plugin-svc": "svc"}
     # the job runs: svc's OnJobUpdate rewrites the hosts (Volcano's syncJob for an initiated job)
     eventually(lambda: world.api.obj(CONFIGMAP, "tensorflow-benchmark-svc", "default")["data"]["VC_WORKER_NUM"] == "4",
                what="the hosts ConfigMap to list four workers")
@@ -104,3 +105,22 @@ def test_aborted_jobs_are_not_collected(world: World) -> None:
     eventually(lambda: world.phase() == "Aborted", what="the job to be aborted")
     world.jobs.drain()
     assert world.jobs.ttl_timers == {} and world.job() is not None
+
+
+def test_malformed_plugin_arguments_and_updates_are_refused_not_crashes(world: World) -> None:
+    job = yaml.safe_load(TF_JOB)
+    job["metadata"]["name"] = "bad-args"
+    job["spec"]["plugins"] = {"svc": ["--disable-network-policy=perhaps"], "tensorflow": "not-a-list"}
+    world.api.create(VCJOB, job, "default")
+    eventually(lambda: ((world.job("bad-args").get("status") or {}).get("state") or {}).get("reason") == "Invalid")
+    assert world.job("bad-args")["status"]["state"]["message"].startswith(
+        'Job default/bad-args: spec.plugins.svc: plugin svc flagset parse failed, err: invalid boolean value '
+        '"perhaps" for -disable-network-policy: parse error (and 1 more)')
+    submit(world)
+    eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3, what="the job to run")
+    spec = copy.deepcopy(world.job()["spec"])
+    spec["tasks"][1]["replicas"] = "many"
+    _replace_spec(world, spec)
+    eventually(lambda: [e for e in world.api.objects(EVENT, "default") if e.get("reason") == "FailedUpdate" and
+                        "'replicas' must be >= 0 in task: worker" in e.get("message", "")], what="the refusal")
+    assert world.jobs.alive and len(world.pods()) == 3

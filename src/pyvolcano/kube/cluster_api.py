@@ -169,6 +169,9 @@ class KubeClusterAPI:
                 return
             if kind == "Job":
                 status = _stamp_transition(obj.get("status") or {}, status)
+                controlled = job_plugins.controlled_resources(obj)
+                if controlled:  # the plugins' OnJobAdd records itself there
+                    status = {**status, "controlledResources": controlled}
                 if obj.get("status") == status:
                     return
             obj["status"] = status
