@@ -1,16 +1,18 @@
 """Job plugins and job updates side by side with Volcano's own controller (``vc-controller-manager``, Volcano
 ed72c7c8, from ``../shared/tools/volcano/volcano-up``).
 
-The same Jobs (one per job plugin, with the plugins Volcano's mutating webhook would add, and one scaled up after
-it started) are applied twice on the session's API server: once in a namespace that ``pyvolcano controller`` (the
-session's ``controller`` fixture) manages, once in a namespace that ``vc-controller-manager`` manages, with
-pyvolcano's controller frozen (SIGSTOP) for that time so that only Volcano's acts.  No scheduler takes part: the test
-admits each PodGroup itself (status ``Inqueue``), which is what makes both controllers create the pods.  Then the
-pods, Services, Secrets, ConfigMaps, NetworkPolicies and PodGroups of the two namespaces must be the same: names,
-labels, annotations, env, ports, volumes, commands, init containers, hostnames, the PodGroups' specs; uids, times,
+The same Jobs (one per job plugin, with the plugins Volcano's mutating webhook would add, one scaled up and one
+scaled down after they started) are applied twice on the session's API server: once in a namespace that
+``pyvolcano controller`` (the session's ``controller`` fixture) manages, once in a namespace that
+``vc-controller-manager`` manages, with pyvolcano's controller frozen (SIGSTOP) for that time so that only
+Volcano's acts.  No scheduler takes part: the test admits each PodGroup itself (status ``Inqueue``), which is
+what makes both controllers create the pods.  Then the pods, Services, Secrets, ConfigMaps, NetworkPolicies and
+PodGroups of the two namespaces must be the same: names, labels, annotations, env, ports, volumes, commands, init
+containers, hostnames, the PodGroups' specs (minMember, minResources by amount, minTaskMember, queue); uids, times,
 resourceVersions and the namespace are left out.  Known, documented differences (docs/volcano-differences.md) are
 taken out explicitly: the PodGroup is named ``<job>`` here, ``<job>-<uid>`` in Volcano (and the pods' group-name
-annotation with it); the ssh keys are random on both sides (their form is compared).
+annotation with it), and Volcano's minResources has quota-style extras (``pods``, ``count/pods``,
+``requests.*``); the ssh keys are random on both sides (their form is compared).
 
 One ``volcano-up`` for all the cases, in one test (one xdist worker); the module takes about half a minute.
 """
@@ -93,12 +95,20 @@ CASES: list[dict[str, Any]] = [
          [_task("head", 1, container="head"), _task("worker", 2, container="worker")]),
     _job("hcclrank", {"hcclrank": [], "env": []}, [_task("master", 1), _task("worker", 2)]),
     _job("scale", {"svc": [], "env": []}, [_task("ps", 1), _task("worker", 2)]),
+    _job("shrink", {"svc": []}, [_task("ps", 1), _task("worker", 3)]),
 ]
-#: the update applied to the ``scale`` case once its pods exist: one more worker, a larger minAvailable
-SCALE_UP = {"spec": {"minAvailable": 4, "tasks": [CASES[-1]["spec"]["tasks"][0],
-                                                   {**CASES[-1]["spec"]["tasks"][1], "replicas": 3}]}}
+
+
+def _scaled(job: dict[str, Any], workers: int) -> dict[str, Any]:
+    """The update applied once the job's pods exist: ``workers`` workers (and as many needed), minAvailable all."""
+    ps, worker = job["spec"]["tasks"]
+    return {"spec": {"minAvailable": 1 + workers, "tasks": [ps, {**worker, "replicas": workers,
+                                                                   "minAvailable": workers}]}}
+
+
+#: job -> (its update, the pods it has after it)
+UPDATES = {"scale": (_scaled(CASES[-2], 3), 4), "shrink": (_scaled(CASES[-1], 1), 2)}
 EXPECTED_PODS = {j["metadata"]["name"]: sum(t["replicas"] for t in j["spec"]["tasks"]) for j in CASES}
-EXPECTED_PODS["scale"] = 4
 
 
 def _namespace(api: KubeClient, ns: str) -> None:
@@ -134,16 +144,18 @@ def _run(api: KubeClient, ns: str) -> None:
         _admit_podgroups(api, ns)
         return _pods_by_job(api, ns) == want
 
-    first = {**EXPECTED_PODS, "scale": 3}
     try:
-        wait(lambda: settled(first), 90, f"the controller to create every pod in {ns}")
+        wait(lambda: settled(EXPECTED_PODS), 90, f"the controller to create every pod in {ns}")
     except AssertionError as exc:
         state = {pg["metadata"]["name"]: (pg.get("status") or {}).get("phase") for pg in api.list(PODGROUP, ns)[0]}
         jobs = {j["metadata"]["name"]: (j.get("status") or {}).get("state") for j in api.list(VCJOB, ns)[0]}
         raise AssertionError(f"{exc}: pods {_pods_by_job(api, ns)}, PodGroups {state}, jobs {jobs}") from None
-    api.patch(VCJOB, "scale", SCALE_UP, ns)
-    wait(lambda: settled(EXPECTED_PODS) and _pg_of(api, ns, "scale")["spec"]["minMember"] == 4, 60,
-         f"the scaled job's fourth pod and its PodGroup's minMember in {ns}")
+    for name, (update, _) in UPDATES.items():
+        api.patch(VCJOB, name, update, ns)
+    after = {**EXPECTED_PODS, **{name: n for name, (_, n) in UPDATES.items()}}
+    wait(lambda: settled(after) and all(_pg_of(api, ns, name)["spec"]["minMember"] == n
+                                        for name, (_, n) in UPDATES.items()), 60,
+         f"the scaled jobs' pods and their PodGroups' minMember in {ns}")
 
 
 def _pg_of(api: KubeClient, ns: str, job: str) -> dict[str, Any]:
