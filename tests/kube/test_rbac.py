@@ -3,7 +3,8 @@
 Each component talks to the in-memory API through a proxy that records (verb, API group, resource[/subresource],
 namespace) for every call.  A run goes through what a cluster sees: leader election, a vcjob with the ``svc`` and
 ``env`` plugins (scaled while it runs), the PodGroup controller, suspend and resume Commands, preemption with a
-PodDisruptionBudget, queue status.  Every recorded call must be allowed by the rules bound to that component's ServiceAccount.
+PodDisruptionBudget, queue status.  Every recorded call must be allowed by the rules bound to that component's
+ServiceAccount.
 """
 
 from __future__ import annotations
