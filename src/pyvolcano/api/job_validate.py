@@ -5,6 +5,8 @@
 The rules are Volcano's admission webhook (``pkg/webhooks/admission/jobs/validate/admit_job.go``: validateJobCreate,
 and ``util.go``: validatePolicies with its ``policyEventMap`` / ``policyActionMap``), with the events and actions of
 ``volcano.sh/apis`` (``pkg/apis/bus/v1alpha1/events.go``, ``actions.go``); messages use the webhook's words.
+``_plugins`` checks ``spec.plugins`` (names, Go-flag arguments: ``api/job_plugin_args.py``);
+``job_update_problems`` is the webhook's validateJobUpdate, for a change to a running Job.
 """
 
 from __future__ import annotations
