@@ -30,7 +30,7 @@ from pyvolcano.api.resource import EPS
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
-from pyvolcano.controllers.vcjob import FINAL, JobController, validate_job
+from pyvolcano.controllers.vcjob import FINAL, TTL_PHASES, JobController, validate_job
 from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.gc_tuning import quiet_gc
@@ -109,7 +109,16 @@ class Cancel:
     key: str
 
 
-Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel
+@dataclass(frozen=True, slots=True)
+class JobTTL:
+    """A finished Job's ``ttlSecondsAfterFinished`` ran out (``Simulator._ttl``); ``state`` is the controller's
+    record of the job then (a Job made again under the name since is left alone)."""
+
+    key: str
+    state: Any
+
+
+Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel | JobTTL
 
 
 @dataclass
@@ -245,6 +254,12 @@ class SimAPI:
             obj["status"] = status
             if kind != "Job":
                 self.update(obj, trusted=False)
+
+    def patch_spec(self, kind: str, namespace: str, name: str, fields: dict[str, Any]) -> None:
+        obj = self.get(kind, namespace, name)
+        if obj is not None:
+            obj["spec"] = {**(obj.get("spec") or {}), **fields}
+            self.update(obj, trusted=False)
 
     def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
         self.sim.event_log.append((self.sim.now, etype, reason, message))
@@ -635,6 +650,15 @@ class Simulator:
         if st.phase in FINAL and rec.finished is None:
             rec.finished = self.now
             rec.running = 0
+            ttl = st.job["spec"].get("ttlSecondsAfterFinished")
+            if ttl is not None and st.phase in TTL_PHASES:
+                self._push(self.now + float(ttl), JobTTL(job_key, st))
+
+    def _ttl(self, key: str, st: Any) -> None:
+        """``ttlSecondsAfterFinished`` ran out (Volcano's garbagecollector controller): the Job is deleted, with
+        what is left of its pods and its PodGroup; a Job of the same name may arrive again."""
+        if self.controller.jobs.get(key) is st:
+            self.controller.delete_job(key)
 
     def _node_fail(self, node: str, down: float) -> None:
         n = self.api.get("Node", "", node)
@@ -787,5 +811,7 @@ class Simulator:
                 self._node_up(node)
             case Cancel(key):
                 self._cancel(key)
+            case JobTTL(key, state):
+                self._ttl(key, state)
             case _:
                 assert_never(event)
