@@ -7,9 +7,9 @@ import sys
 import click
 
 from pyvolcano.cache.cache import KINDS, SchedulerCache
-from pyvolcano.cache.manifests import load_snapshot
+from pyvolcano.cache.manifests import SnapshotFile, load_snapshot
 from pyvolcano.commands._output import console, emit, output_option, pick_file
-from pyvolcano.conf.loader import load_conf, load_conf_file
+from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import result_json, run_session
 from pyvolcano.framework.explain import ScoreBreakdown
@@ -77,6 +77,24 @@ def print_scores(scores: dict[str, ScoreBreakdown]) -> None:
         c.print(t)
 
 
+def load_inputs(path: str, config: str | None) -> tuple[SnapshotFile, SchedulerConf]:
+    """The snapshot and the conf, as ``cycle`` and ``explain`` read them: ``--config``, else a scenario file's
+    ``config:``, else Volcano's default; a file with no scheduling object at all is refused."""
+    snap = load_snapshot(path)
+    if config is None and snap.config is not None:
+        conf = load_conf(snap.config, f"{snap.source} (config:)")
+    else:
+        if snap.config is not None:
+            click.echo(f"pyvolcano: warning: {snap.source}: its config: is ignored, --config {config} is used",
+                       err=True)
+        conf = load_conf_file(config)
+    if not any(isinstance(o.get("kind"), str) and o["kind"] in KINDS for o in snap.objects) \
+            and not snap.scenario:
+        raise UserError(f"{snap.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
+                        "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+    return snap, conf
+
+
 def register(group: click.Group) -> None:
     @group.command("cycle")
     @click.argument("snapshot", required=False)
@@ -98,19 +116,7 @@ def register(group: click.Group) -> None:
         and config:, or - for stdin) and print what it decides.
 
         Exit status: 0; 2 when an input is wrong (malformed objects are skipped, the rest is scheduled)."""
-        path = pick_file(snapshot, filename, "snapshot")
-        snap = load_snapshot(path)
-        if config is None and snap.config is not None:
-            conf = load_conf(snap.config, f"{snap.source} (config:)")
-        else:
-            if snap.config is not None:
-                click.echo(f"pyvolcano: warning: {snap.source}: its config: is ignored, --config {config} is used",
-                           err=True)
-            conf = load_conf_file(config)
-        if not any(isinstance(o.get("kind"), str) and o["kind"] in KINDS for o in snap.objects) \
-                and not snap.scenario:
-            raise UserError(f"{snap.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
-                            "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+        snap, conf = load_inputs(pick_file(snapshot, filename, "snapshot"), config)
         cache = SchedulerCache.from_objects(snap.objects, scheduler_name)
         if strict and cache.problems:
             raise UserError(f"{len(cache.problems)} malformed object(s) in {snap.source}: "

@@ -146,12 +146,12 @@ def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
 def _nice(resource: str, value: Decimal) -> str:
     """A request rounded down to a round amount: cpu to 100m (10m under 1 core), memory to Mi, others whole."""
     if resource == "cpu":
-        milli = int(value * 1000)
+        milli = int((value * 1000).to_integral_value(rounding="ROUND_HALF_UP"))  # 3999.99..m is 4 cores
         step = 100 if milli >= 1000 else 10
         milli = max(step, milli // step * step)
         return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
     if resource in ("memory", "ephemeral-storage"):
-        mi = max(1, int(value / (1 << 20)))
+        mi = max(1, int((value / (1 << 20) + Decimal("1e-6"))))
         return f"{mi // 1024}Gi" if mi % 1024 == 0 else f"{mi}Mi"
     return str(max(1, int(value)))
 
@@ -218,6 +218,13 @@ def explain(objects: list[dict[str, Any]], conf: SchedulerConf, target: str, *, 
     needed = max(1, path.min_member - (path.pods - len(path.pending)))
     out = Explanation(uid, phase, message, "", 0, needed, path)
     placed_now = _placed(base, pods)
+    pipelined = sorted(p for p in base.pipelined if p in pods)
+    if pipelined:  # placed on room still being released: Volcano binds it when the room is free
+        out.schedulable, out.placed = True, len(placed_now)
+        nodes = sorted({base.pipelined[p] for p in pipelined})
+        out.reason = (f"placed, waiting for room being released: {len(pipelined)} pod(s) pipelined on "
+                      f"{', '.join(nodes)}; it starts when that room is free (the next sessions)")
+        return out
     if placed_now and uid not in base.unschedulable:
         out.schedulable, out.placed = True, len(placed_now)
         out.reason = f"schedulable now: this session places {len(placed_now)} of its {len(pods)} pending pod(s)"
@@ -321,7 +328,7 @@ def _fix_requests(objects: list[dict[str, Any]], runner: _Runner, job: _Job, pat
     together by a factor found by bisection, each probe a session."""
     short = sorted({text[len("Insufficient "):] for tp in path.tasks for g in tp.refused
                     for plugin, text in g.reasons if plugin == RESOURCES and text.startswith("Insufficient ")}
-                   | set(re.findall(r"Insufficient ([\w./-]+)", message)))
+                   | set(re.findall(r"Insufficient ([\w./-]*[\w/-])", message)))
     if not short or not job.pod_indices:
         return None
     base: dict[str, Decimal] = {}  # per resource, the largest per-pod request (its containers summed)
@@ -350,7 +357,17 @@ def _fix_requests(objects: list[dict[str, Any]], runner: _Runner, job: _Job, pat
                         if r in lim and parse_quantity(lim[r]) < parse_quantity(reqs[r]):
                             lim[r] = reqs[r]
 
-        return _works(runner.run(_changed(objects, job.pod_indices, set_requests)), uid, pods)
+        def set_min_resources(o: dict[str, Any]) -> None:
+            mr = (o.get("spec") or {}).get("minResources")
+            if isinstance(mr, dict):  # the gang's minimum asks for the smaller pods too
+                for r in list(mr):
+                    if r in base:
+                        mr[r] = _nice(r, parse_quantity(mr[r]) * Decimal(str(f)))
+
+        changed = _changed(objects, job.pod_indices, set_requests)
+        if job.pg_index is not None:
+            changed = _changed(changed, [job.pg_index], set_min_resources)
+        return _works(runner.run(changed), uid, pods)
 
     lo, hi, best = 0.0, 1.0, None
     big = [tb for tp in path.tasks for tb in tp.too_big.items()]
@@ -375,8 +392,7 @@ def _fix_requests(objects: list[dict[str, Any]], runner: _Runner, job: _Job, pat
     if best is not None and whole is not None and whole[1] != best and runner.left() and probe(whole[0]):
         best = whole[1]
     if best is None:
-        return Fix("requests", False, "no smaller request of " + ", ".join(short) + " found that fits",
-                   {"resources": {}})
+        return None
     now = ", ".join(f"{r} {best[r]} (from {_nice(r, base[r])})" for r in sorted(best))
     return Fix("requests", True, f"requests {now} per pod", {"resources": best})
 
