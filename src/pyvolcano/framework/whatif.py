@@ -78,7 +78,6 @@ class Explanation:
 
     def short(self) -> str:
         """The reason and the best verified fix, on one line (``cycle -o wide``, the simulator's jobs.csv)."""
-        best = self.best
         fixes = [f.text for f in self.fixes if f.verified][:2]
         return self.reason + ("; fix: " + ", or ".join(fixes) if fixes else "")
 
@@ -151,7 +150,7 @@ def _nice(resource: str, value: Decimal) -> str:
         milli = max(step, milli // step * step)
         return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
     if resource in ("memory", "ephemeral-storage"):
-        mi = max(1, int((value / (1 << 20) + Decimal("1e-6"))))
+        mi = max(1, int(value / (1 << 20) + Decimal("1e-6")))
         return f"{mi // 1024}Gi" if mi % 1024 == 0 else f"{mi}Mi"
     return str(max(1, int(value)))
 
@@ -448,8 +447,8 @@ def _fix_topology(objects: list[dict[str, Any]], runner: _Runner, job: _Job, uid
     nt = (objects[job.pg_index].get("spec") or {}).get("networkTopology")
     if not isinstance(nt, dict) or nt.get("mode", "hard") != "hard":
         return None
-    tiers = sorted({int((o.get("spec") or {}).get("tier")) for o in objects
-                    if o.get("kind") == "HyperNode" and isinstance((o.get("spec") or {}).get("tier"), int)})
+    tiers = sorted({t for o in objects if o.get("kind") == "HyperNode"
+                    for t in [(o.get("spec") or {}).get("tier")] if isinstance(t, int)})
     now = nt.get("highestTierAllowed")
     options: list[dict[str, Any]] = [{"mode": "hard", "highestTierAllowed": t} for t in tiers
                                      if isinstance(now, int) and t > now][:2]
@@ -536,7 +535,8 @@ def _fix_preempt(objects: list[dict[str, Any]], runner: _Runner, base: SessionRe
     if not victims:
         return None
     ok = bool(_placed(res, pods))
-    added = "" if conf is runner.conf else f" (a conf with {' and '.join(a for a in ('preempt', 'reclaim') if a not in acts)})"
+    lacking = " and ".join(a for a in ("preempt", "reclaim") if a not in acts)
+    added = "" if conf is runner.conf else f" (a conf with {lacking})"
     shown = ", ".join(v.split("/", 1)[1] for v in victims[:4]) + (f" and {len(victims) - 4} more" if len(victims) > 4
                                                                    else "")
     return Fix("preempt", ok, f"preempt{added}: evicts {len(victims)} pod(s): {shown}", {"victims": victims})
