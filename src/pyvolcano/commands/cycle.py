@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
@@ -41,8 +42,37 @@ def rows(result: SessionResult) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def table(result: SessionResult, problems: list[str], wide: bool) -> None:
-    """The decisions per PodGroup; ``wide`` adds why a PodGroup waits (the table only marks that it does)."""
+#: ``-o wide`` searches fixes for this many waiting PodGroups at most (``pyvolcano explain`` for the others) ...
+WIDE_EXPLAIN = 5
+#: ... with this many sessions re-run for each
+WIDE_RUNS = 8
+
+
+def short_reasons(snap: SnapshotFile, conf: SchedulerConf, result: SessionResult, scheduler_name: str,
+                  pace: float) -> dict[str, str]:
+    """For ``-o wide``: per waiting PodGroup, the short reason and the best verified fix
+    (``framework/whatif.py``), each search bounded; past ``WIDE_EXPLAIN`` groups, a pointer to ``explain``."""
+    from pyvolcano.framework.whatif import explain
+
+    out: dict[str, str] = {}
+    waiting = [uid for uid, pg in sorted(result.podgroups.items()) if pg.reason]
+    for uid in waiting[:WIDE_EXPLAIN]:
+        try:
+            e = explain(snap.objects, conf, uid, scheduler_name=scheduler_name, max_runs=WIDE_RUNS, base=result,
+                        pace=pace)
+        except UserError:  # not a job the fix search can take (nothing pending): Volcano's reason alone
+            continue
+        if not e.schedulable:
+            out[uid] = e.short()
+    for uid in waiting[WIDE_EXPLAIN:]:
+        out[uid] = f"pyvolcano explain SNAPSHOT {uid}: the fixes"
+    return out
+
+
+def table(result: SessionResult, problems: list[str], wide: bool, short: dict[str, str] | None = None) -> None:
+    """The decisions per PodGroup; ``wide`` adds why a PodGroup waits (the table only marks that it does):
+    Volcano's message, then (``short``) the short reason and the best fix, after an arrow."""
+    short = short or {}
     from rich.table import Table
 
     t = Table(title="pyvolcano cycle", show_lines=wide)
@@ -50,7 +80,7 @@ def table(result: SessionResult, problems: list[str], wide: bool) -> None:
         t.add_column(col, overflow="fold")
     for uid, phase, outcome, why in rows(result):
         if wide:
-            t.add_row(uid, phase, outcome, why)
+            t.add_row(uid, phase, outcome, why + (f"\n-> {short[uid]}" if uid in short else ""))
         else:
             t.add_row(uid, phase, outcome + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
     c = console()
@@ -65,10 +95,14 @@ def print_scores(scores: dict[str, ScoreBreakdown]) -> None:
     c = console()
     for uid, s in sorted(scores.items()):
         if not s.best:
-            c.print(f"{uid}: no node passes the predicates", highlight=False)
+            refused = ", ".join(f"{n} {r}" for r, n in sorted(s.failed.items(), key=lambda kv: (-kv[1], kv[0])))
+            c.print(f"{uid}: no node passes every predicate with room" + (f"; refused: {refused}" if refused
+                                                                              else ""), highlight=False)
             continue
         plugins = sorted({p for b in s.best for p in b.plugins})
-        c.print(f"[bold]{uid}[/]: best of {s.feasible_nodes} node(s) passing the predicates", highlight=False)
+        refused = ", ".join(f"{n} {r}" for r, n in sorted(s.failed.items(), key=lambda kv: (-kv[1], kv[0])))
+        c.print(f"[bold]{uid}[/]: best of {s.feasible_nodes} node(s) passing every predicate and with room"
+                + (f"; refused: {refused}" if refused else ""), highlight=False)
         t = Table()
         for col in ("Node", "Total", *plugins):
             t.add_column(col, overflow="fold", justify="left" if col == "Node" else "right")
@@ -121,7 +155,9 @@ def register(group: click.Group) -> None:
         if strict and cache.problems:
             raise UserError(f"{len(cache.problems)} malformed object(s) in {snap.source}: "
                             + "; ".join(cache.problems))
+        t0 = time.perf_counter()
         result = run_session(cache, conf, engine, explain=3 if verbose else 0)
+        pace = time.perf_counter() - t0
         if output in ("json", "yaml"):  # the table shows these itself
             for p in cache.problems:
                 print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
@@ -132,7 +168,8 @@ def register(group: click.Group) -> None:
                 data["scores"] = {uid: s.as_dict() for uid, s in sorted(result.scores.items())}
             emit(data, output)
         else:
-            table(result, cache.problems, output == "wide")
+            short = short_reasons(snap, conf, result, scheduler_name, pace) if output == "wide" else None
+            table(result, cache.problems, output == "wide", short)
             if verbose:
                 print_scores(result.scores)
         if cache.problems:  # the rest was scheduled and printed; the mistake still fails the command

@@ -188,14 +188,17 @@ def _works(result: SessionResult | None, uid: str, pods: set[str]) -> bool:
 
 
 def explain(objects: list[dict[str, Any]], conf: SchedulerConf, target: str, *, scheduler_name: str = "volcano",
-            max_runs: int = 24, budget: float = 120.0) -> Explanation:
+            max_runs: int = 24, budget: float = 120.0, base: SessionResult | None = None,
+            pace: float = 0.0) -> Explanation:
     """Why ``target`` (a PodGroup ``ns/name`` or one of its pods ``ns/pod``) waits in a session on ``objects``
-    under ``conf``, and the fixes (see the module docstring).  A target that does not exist, or whose job has
-    nothing pending, is a ``UserError``."""
+    under ``conf``, and the fixes (see the module docstring).  ``base``: the session on ``objects`` already run
+    (``cycle -o wide`` hands its own), which took ``pace`` seconds.  A target that does not exist, or whose job
+    has nothing pending, is a ``UserError``."""
     objects = [o for o in objects if isinstance(o, dict)]
-    t0 = time.perf_counter()
-    base = run_session(SchedulerCache.from_objects(objects, scheduler_name), conf)
-    pace = time.perf_counter() - t0
+    if base is None:
+        t0 = time.perf_counter()
+        base = run_session(SchedulerCache.from_objects(objects, scheduler_name), conf)
+        pace = time.perf_counter() - t0
 
     def look(ssn: Any) -> JobPath | None:
         uid = find_job(ssn, target)
