@@ -8,7 +8,8 @@ import time
 import click
 
 from pyvolcano.cache.cache import KINDS, SchedulerCache
-from pyvolcano.cache.manifests import SnapshotFile, load_snapshot
+from pyvolcano.cache.manifests import SnapshotFile, load_snapshot, unused_kinds
+from pyvolcano.collapse import collapse
 from pyvolcano.commands._output import console, emit, output_option, pick_file
 from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import UserError
@@ -85,7 +86,7 @@ def table(result: SessionResult, problems: list[str], wide: bool, short: dict[st
             t.add_row(uid, phase, outcome + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
     c = console()
     c.print(t)
-    for p in problems:
+    for p in collapse(problems):
         c.print(f"[yellow]skipped object:[/] {p}", highlight=False)
 
 
@@ -126,6 +127,9 @@ def load_inputs(path: str, config: str | None) -> tuple[SnapshotFile, SchedulerC
             and not snap.scenario:
         raise UserError(f"{snap.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
                         "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+    unused = unused_kinds(snap.objects, KINDS, snap.source)
+    if unused:
+        click.echo(f"pyvolcano: warning: {unused}", err=True)
     return snap, conf
 
 
@@ -159,10 +163,9 @@ def register(group: click.Group) -> None:
         result = run_session(cache, conf, engine, explain=3 if verbose else 0)
         pace = time.perf_counter() - t0
         if output in ("json", "yaml"):  # the table shows these itself
-            for p in cache.problems:
-                print(f"pyvolcano: warning: skipped {p}", file=sys.stderr)
-            for uid, why in result.skipped.items():
-                print(f"pyvolcano: warning: job {uid} not scheduled: {why}", file=sys.stderr)
+            for line in collapse([*(f"skipped {p}" for p in cache.problems),
+                                  *(f"job {uid} not scheduled: {why}" for uid, why in result.skipped.items())]):
+                print(f"pyvolcano: warning: {line}", file=sys.stderr)
             data = result_json(result)
             if verbose:
                 data["scores"] = {uid: s.as_dict() for uid, s in sorted(result.scores.items())}
