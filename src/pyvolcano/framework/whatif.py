@@ -295,11 +295,15 @@ def _reason(out: Explanation, path: JobPath) -> str:
     shape = ", ".join(f"{_fmt(r, v)} {r}" for r, v in req.items() if r in ("cpu", "memory") or "/" in r)
     if not path.nodes:
         return f"{head}; the session has no node"
+    if path.tasks and all(tp.feasible for tp in path.tasks) and not out.placed and "; " in out.message:
+        # every node would take a pod, yet none was placed: another check refused (a queue's room, say), which
+        # Volcano's message names after the gang's summary
+        return f"{head}: {out.message.split('; ', 1)[1]}"
     if path.tasks and all(tp.feasible for tp in path.tasks):  # each fits alone: the room runs out
         return (f"{head}: each pod fits a node, but the free room holds only {out.placed} pod(s)"
                 + (f" of {shape}" if shape else "") + " at once")
     pieces = sorted(counts.items(), key=lambda kv: -kv[1])[:2]
-    why = ", ".join((f"{text} ({plugin}" if plugin != RESOURCES else f"{text} (") + f"{n} nodes)"
+    why = ", ".join(f"{text} (" + (f"{plugin}, " if plugin != RESOURCES else "") + f"{n} node(s))"
                     for (plugin, text), n in pieces)
     return f"{head}; the nodes refuse the rest: {why}"
 
