@@ -284,3 +284,26 @@ def test_repeated_warnings_collapse_with_a_hint() -> None:
     assert len(out) == 2 and "(and 19 more like it; " in out[0] and "memory: 16Gi" in out[0]
     assert out[1] == "Queue q: something else"
     assert collapse(lines[:2]) == lines[:2]  # two are said as they are
+
+
+def test_simulator_jobs_csv_says_why_a_job_never_started(tmp_path: Path) -> None:
+    def job(name: str, n: int, cpu: str) -> dict[str, Any]:
+        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"minAvailable": n, "schedulerName": "volcano", "tasks": [
+                    {"replicas": n, "name": "w", "template": {
+                        "metadata": {"annotations": {"pyvolcano.io/duration": "100"}},
+                        "spec": {"containers": [{"name": "c", "resources": {
+                            "requests": {"cpu": cpu, "memory": "1Gi"}}}]}}}]}}
+
+    wl = tmp_path / "jobs.yaml"
+    wl.write_text(yaml.safe_dump_all([job("wide", 4, "6"), job("ok", 1, "2")]))
+    r = CliRunner().invoke(main, ["simulate", "--workload", str(wl), "--cluster", "3x{cpu: 8, memory: 32Gi}",
+                                  "--out", str(tmp_path / "out"), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    import csv
+
+    rows = {row["job"]: row for row in csv.DictReader((tmp_path / "out" / "jobs.csv").open())}
+    assert rows["default/ok"]["why"] == ""
+    assert rows["default/wide"]["why"].startswith("3 of 4 placed") and "fix: minAvailable 3" in \
+        rows["default/wide"]["why"]

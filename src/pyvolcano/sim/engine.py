@@ -694,8 +694,6 @@ class Simulator:
         except KeyboardInterrupt:
             interrupted = True
         self._sample(None)
-        if not interrupted:
-            self.why_waiting()
         return SimResult(self.records, self.samples, self.capacity, self.cycles, self.cycle_seconds, self.events,
                          self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
                          self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage,
@@ -709,7 +707,8 @@ class Simulator:
     def why_waiting(self) -> None:
         """For jobs whose gang never started and that still wait when the run ends, the short reason and the
         best verified fix (``framework/whatif.py``) on the cluster as the run left it, into ``JobRecord.why``
-        (the ``why`` column of jobs.csv).  Bounded: ``WHY_JOBS`` jobs, ``WHY_RUNS`` re-runs each, one shared
+        (the ``why`` column of jobs.csv); called by ``sim/run.py: run_one`` after the run, outside its timing.
+        Bounded: ``WHY_JOBS`` jobs, ``WHY_RUNS`` re-runs each, one shared
         session on the final state; the others keep an empty ``why``."""
         from pyvolcano.framework.whatif import explain
 

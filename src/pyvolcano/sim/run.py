@@ -230,6 +230,8 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             result = sim.run(until, tick)
     else:
         result = sim.run(until)
+    if not result.interrupted:
+        sim.why_waiting()  # jobs.csv's why column, after the run's own timing
     if warn is not None:
         for p in collapse(result.problems[known:]):
             warn(p)
