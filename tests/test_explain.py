@@ -185,6 +185,14 @@ def test_search_is_bounded_and_says_so() -> None:
     assert full.stopped == "" and full.runs > 2
 
 
+def test_snapshot_too_large_to_rerun() -> None:
+    """A budget smaller than one session: refused with the reason; --max-runs 0 still gives the path."""
+    with pytest.raises(UserError, match="too large to search fixes in"):
+        explain(GANG, CONF, "ns/g", budget=1e-9)
+    e = explain(GANG, CONF, "ns/g", max_runs=0, budget=1e-9)
+    assert e.runs == 0 and not e.fixes and e.path.tasks and "not tried: minAvailable" in e.stopped
+
+
 def test_bad_targets() -> None:
     with pytest.raises(UserError, match="no such PodGroup or pod"):
         explain(GANG, CONF, "ns/nope")

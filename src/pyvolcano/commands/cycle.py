@@ -45,8 +45,9 @@ def rows(result: SessionResult) -> list[tuple[str, str, str, str]]:
 
 #: ``-o wide`` searches fixes for this many waiting PodGroups at most (``pyvolcano explain`` for the others) ...
 WIDE_EXPLAIN = 5
-#: ... with this many sessions re-run for each
+#: ... with this many sessions re-run for each, and no more than this many seconds' worth
 WIDE_RUNS = 8
+WIDE_BUDGET = 10.0
 
 
 def short_reasons(snap: SnapshotFile, conf: SchedulerConf, result: SessionResult, scheduler_name: str,
@@ -59,9 +60,9 @@ def short_reasons(snap: SnapshotFile, conf: SchedulerConf, result: SessionResult
     waiting = [uid for uid, pg in sorted(result.podgroups.items()) if pg.reason]
     for uid in waiting[:WIDE_EXPLAIN]:
         try:
-            e = explain(snap.objects, conf, uid, scheduler_name=scheduler_name, max_runs=WIDE_RUNS, base=result,
-                        pace=pace)
-        except UserError:  # not a job the fix search can take (nothing pending): Volcano's reason alone
+            e = explain(snap.objects, conf, uid, scheduler_name=scheduler_name, max_runs=WIDE_RUNS,
+                        budget=WIDE_BUDGET, base=result, pace=pace)
+        except UserError:  # nothing pending, or a snapshot too large to re-run: Volcano's reason alone
             continue
         if not e.schedulable:
             out[uid] = e.short()

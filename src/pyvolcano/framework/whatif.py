@@ -231,7 +231,7 @@ def explain(objects: list[dict[str, Any]], conf: SchedulerConf, target: str, *, 
         out.schedulable, out.placed = True, len(placed_now)
         out.reason = f"schedulable now: this session places {len(placed_now)} of its {len(pods)} pending pod(s)"
         return out
-    if pace > budget:
+    if pace > budget and max_runs > 0:
         raise UserError(f"{uid}: the snapshot is too large to search fixes in: one session takes {pace:.1f} s, "
                         f"over --budget {budget:g} s (raise --budget, or use --max-runs 0 for the path alone)")
     runner = _Runner(conf, scheduler_name, max_runs, budget, pace)
@@ -248,6 +248,9 @@ def explain(objects: list[dict[str, Any]], conf: SchedulerConf, target: str, *, 
     dry = runner.run(_changed(objects, [pg_i], ungang)) if pg_i is not None else base
     out.placed = len(_placed(dry, pods)) if dry is not None else 0
     out.reason = _reason(out, path)
+    if dry is None:  # no session left for the dry run: how many would be placed is not known
+        out.reason = f"{out.needed} pod(s) needed, none placed (no dry run: --max-runs {max_runs})" \
+            if out.reason.startswith("0 of") else out.reason
     searches: list[tuple[str, Callable[[], Fix | None]]] = [
         ("minAvailable", lambda: _fix_min_available(objects, runner, job, out, uid, pods)),
         ("requests", lambda: _fix_requests(objects, runner, job, path, uid, pods, message)),
