@@ -315,3 +315,14 @@ def test_simulator_jobs_csv_says_why_a_job_never_started(tmp_path: Path) -> None
     assert rows["default/ok"]["why"] == ""
     assert rows["default/wide"]["why"].startswith("3 of 4 placed") and "fix: minAvailable 3" in \
         rows["default/wide"]["why"]
+
+
+def test_nodes_fix_keeps_the_pods_node_selector() -> None:
+    objs = copy.deepcopy([node("n1"), *gang("sel", 1, "2")])
+    objs[2]["spec"]["nodeSelector"] = {"pool": "gpu"}
+    e = explain(objs, CONF, "ns/sel")
+    assert "didn't match Pod's node affinity/selector" in e.reason and e.placed == 0
+    fix = next(f for f in e.fixes if f.kind == "nodes")
+    assert fix.verified and fix.data["labels"] == {"pool": "gpu"} and "labelled pool=gpu" in fix.text
+    assert not started([*objs, node("new", "2")], "ns/sel")
+    assert started([*objs, node("new", "2", pool="gpu")], "ns/sel")

@@ -256,7 +256,7 @@ def explain(objects: list[dict[str, Any]], conf: SchedulerConf, target: str, *, 
         ("requests", lambda: _fix_requests(objects, runner, job, path, uid, pods, message)),
         ("queue", lambda: _fix_queue(objects, runner, job, path, uid, pods, message)),
         ("topology", lambda: _fix_topology(objects, runner, job, uid, pods)),
-        ("nodes", lambda: _fix_nodes(objects, runner, path, out, uid, pods)),
+        ("nodes", lambda: _fix_nodes(objects, runner, job, path, out, uid, pods)),
         ("preempt", lambda: _fix_preempt(objects, runner, base, out, uid, pods)),
     ]
     not_tried = []
@@ -308,7 +308,7 @@ def _reason(out: Explanation, path: JobPath) -> str:
     pieces = sorted(counts.items(), key=lambda kv: -kv[1])[:2]
     why = ", ".join(f"{text} (" + (f"{plugin}, " if plugin != RESOURCES else "") + f"{n} node(s))"
                     for (plugin, text), n in pieces)
-    return f"{head}; the nodes refuse the rest: {why}"
+    return f"{head}; the nodes refuse {'the rest' if out.placed else 'them'}: {why}"
 
 
 def _fix_min_available(objects: list[dict[str, Any]], runner: _Runner, job: _Job, out: Explanation, uid: str,
@@ -477,10 +477,11 @@ def _fix_topology(objects: list[dict[str, Any]], runner: _Runner, job: _Job, uid
     return None
 
 
-def _fix_nodes(objects: list[dict[str, Any]], runner: _Runner, path: JobPath, out: Explanation, uid: str,
-               pods: set[str]) -> Fix | None:
+def _fix_nodes(objects: list[dict[str, Any]], runner: _Runner, job: _Job, path: JobPath, out: Explanation,
+               uid: str, pods: set[str]) -> Fix | None:
     """Nodes to add, each as large as the job's largest pod (at least), labelled and tainted like a node that
-    refuses the pods only for resources (so the pods' selectors and tolerations hold), else bare."""
+    refuses the pods only for resources (so the pods' selectors and tolerations hold), else labelled with the
+    first pod's ``nodeSelector``."""
     if not path.tasks:
         return None
     need: dict[str, float] = {}
@@ -498,6 +499,10 @@ def _fix_nodes(objects: list[dict[str, Any]], runner: _Runner, path: JobPath, ou
                 break
         if template is not None:
             break
+    selector: dict[str, Any] = {}
+    if template is None and job.pod_indices:
+        sel = (objects[job.pod_indices[0]].get("spec") or {}).get("nodeSelector")
+        selector = dict(sel) if isinstance(sel, dict) else {}
     resources = {r: _fmt(r, v) for r, v in need.items()}
     count = max(1, out.needed - out.placed) if out.placed else max(1, min(len(pods), out.needed))
     for _ in range(4):
@@ -507,6 +512,8 @@ def _fix_nodes(objects: list[dict[str, Any]], runner: _Runner, path: JobPath, ou
         for k in range(count):
             md: dict[str, Any] = {"name": f"explain-new-{k}"}
             spec: dict[str, Any] = {}
+            if selector:
+                md["labels"] = {**selector, "kubernetes.io/hostname": md["name"]}
             if template is not None:
                 labels = dict((template.get("metadata") or {}).get("labels") or {})
                 labels["kubernetes.io/hostname"] = md["name"]
@@ -519,7 +526,9 @@ def _fix_nodes(objects: list[dict[str, Any]], runner: _Runner, path: JobPath, ou
         if _works(runner.run([*objects, *new]), uid, pods):
             shape = ", ".join(f"{v} {r}" for r, v in resources.items())
             what = "a node" if count == 1 else f"{count} nodes"
-            return Fix("nodes", True, f"add {what} with >= {shape}", {"count": count, "resources": resources})
+            named = ", ".join(f"{k}={v}" for k, v in selector.items())
+            return Fix("nodes", True, f"add {what} with >= {shape}" + (f", labelled {named}" if named else ""),
+                       {"count": count, "resources": resources, **({"labels": selector} if selector else {})})
         count = count * 2 if count < 64 else count
     return None
 
