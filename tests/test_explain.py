@@ -326,3 +326,14 @@ def test_nodes_fix_keeps_the_pods_node_selector() -> None:
     assert fix.verified and fix.data["labels"] == {"pool": "gpu"} and "labelled pool=gpu" in fix.text
     assert not started([*objs, node("new", "2")], "ns/sel")
     assert started([*objs, node("new", "2", pool="gpu")], "ns/sel")
+
+
+def test_larger_than_any_node_comes_before_overcommit() -> None:
+    """One 8-cpu node, a 10-cpu pod with minResources: Volcano says "resource in cluster is overused"; the short
+    reason names the cause."""
+    objs = [node("n1"), *gang("b", 1, "10", minResources={"cpu": "10"})]
+    e = explain(objs, CONF, "ns/b")
+    assert "resource in cluster is overused" in e.message
+    assert e.reason.startswith("pod b-0 requests 10 cpu (the largest node has 8): larger than any node")
+    fix = next(f for f in e.fixes if f.kind == "requests")
+    assert fix.data == {"resources": {"cpu": "8"}} and fix.verified

@@ -278,14 +278,16 @@ def explain(objects: list[dict[str, Any]], conf: SchedulerConf, target: str, *, 
 def _reason(out: Explanation, path: JobPath) -> str:
     """The short reason: what keeps the job out, in words that name the cause."""
     rejects = [v for v in path.enqueue if v.vote == "reject"]
-    if rejects:
-        return "not admitted by enqueue: " + "; ".join(f"{v.plugin}: {v.reason}" if v.reason else v.plugin
-                                                       for v in rejects)
-    for tp in path.tasks:
+    refused = "not admitted by enqueue: " + "; ".join(f"{v.plugin}: {v.reason}" if v.reason else v.plugin
+                                                      for v in rejects)
+    for tp in path.tasks:  # first: a pod no node could ever hold is the cause whatever else refuses
         if tp.too_big:
             parts = ", ".join(f"{_fmt(r, a)} {r} (the largest node has {_fmt(r, b)})"
                               for r, (a, b) in tp.too_big.items())
-            return f"pod {tp.pods[0].split('/', 1)[1]} requests {parts}: larger than any node"
+            return (f"pod {tp.pods[0].split('/', 1)[1]} requests {parts}: larger than any node"
+                    + (f" (and {refused})" if rejects else ""))
+    if rejects:
+        return refused
     head = f"{out.placed} of {out.needed} placed"
     if out.placed >= out.needed:
         return head + " alone, but not together with the session's other jobs"
