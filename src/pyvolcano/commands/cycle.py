@@ -15,6 +15,8 @@ from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import result_json, run_session
 from pyvolcano.framework.explain import ScoreBreakdown
+from pyvolcano.framework.incremental.contracts import memo_note
+from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.framework.result import SessionResult
 
 
@@ -74,21 +76,27 @@ def short_reasons(snap: SnapshotFile, conf: SchedulerConf, result: SessionResult
 def table(result: SessionResult, problems: list[str], wide: bool, short: dict[str, str] | None = None) -> None:
     """The decisions per PodGroup; ``wide`` adds why a PodGroup waits (the table only marks that it does):
     Volcano's message, then (``short``) the short reason and the best fix, after an arrow."""
+    from rich.markup import escape
+
     short = short or {}
     from rich.table import Table
 
     t = Table(title="pyvolcano cycle", show_lines=wide)
     for col in ("PodGroup", "Phase", "Outcome", *(("Why",) if wide else ())):
         t.add_column(col, overflow="fold")
+    # the texts are data, not markup: a reason such as "task topology policy[best-effort] ..." keeps its brackets
     for uid, phase, outcome, why in rows(result):
         if wide:
-            t.add_row(uid, phase, outcome, why + (f"\n-> {short[uid]}" if uid in short else ""))
+            t.add_row(escape(uid), phase, escape(outcome), escape(why + (f"\n-> {short[uid]}" if uid in short else "")))
         else:
-            t.add_row(uid, phase, outcome + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
+            t.add_row(escape(uid), phase,
+                      escape(outcome) + (" (waiting: -o wide says why)" if why and outcome == "-" else ""))
     c = console()
     c.print(t)
     for p in collapse(problems):
-        c.print(f"[yellow]skipped object:[/] {p}", highlight=False)
+        c.print(f"[yellow]skipped object:[/] {escape(p)}", highlight=False)
+    for w in collapse(result.warnings):
+        c.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
 
 
 def print_scores(scores: dict[str, ScoreBreakdown]) -> None:
@@ -160,12 +168,17 @@ def register(group: click.Group) -> None:
         if strict and cache.problems:
             raise UserError(f"{len(cache.problems)} malformed object(s) in {snap.source}: "
                             + "; ".join(cache.problems))
+        if verbose:  # the one line saying which plugin keeps a scheduler or simulator of this conf exact and slower
+            note = memo_note(plugin_contracts(conf))
+            if note is not None:
+                click.echo(f"pyvolcano: note: {note}", err=True)
         t0 = time.perf_counter()
         result = run_session(cache, conf, engine, explain=3 if verbose else 0)
         pace = time.perf_counter() - t0
         if output in ("json", "yaml"):  # the table shows these itself
             for line in collapse([*(f"skipped {p}" for p in cache.problems),
-                                  *(f"job {uid} not scheduled: {why}" for uid, why in result.skipped.items())]):
+                                  *(f"job {uid} not scheduled: {why}" for uid, why in result.skipped.items()),
+                                  *result.warnings]):
                 print(f"pyvolcano: warning: {line}", file=sys.stderr)
             data = result_json(result)
             if verbose:

@@ -28,7 +28,7 @@ from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.result import FairShare
-from pyvolcano.plugins.capacity import ROOT, queue_tree
+from pyvolcano.plugins._shared import ROOT, queue_tree
 
 NUMBERS = ("weight", "guarantee", "capability", "realCapability", "deserved", "allocated", "request", "share")
 

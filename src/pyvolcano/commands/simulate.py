@@ -12,7 +12,10 @@ import click
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.collapse import collapse
 from pyvolcano.commands._output import Number, emit, output_option
+from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.errors import UserError
+from pyvolcano.framework.incremental.contracts import memo_note
+from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.sim import alibaba
 from pyvolcano.sim import topology as simtopo
 from pyvolcano.sim.compare import compare_table
@@ -26,6 +29,7 @@ from pyvolcano.sim.run import (
     has_gpus,
     load_cluster,
     load_conf_arg,
+    load_numatopologies,
     load_queues,
     parse_cancels,
     parse_failures,
@@ -218,6 +222,8 @@ def register(group: click.Group) -> None:
         else:
             inputs = _inputs(cluster, queues_arg, workload, csv_path, synth, services_n, span, seed,
                              Synthetic(rate, gang_sizes, mean_duration, gpu_fraction))
+        if cluster:
+            inputs.numatopologies = load_numatopologies(cluster)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
         check_targets(inputs)
@@ -275,6 +281,8 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
     for p in collapse(inputs.workload.problems):  # one line per kind of problem, with a count
         warn(p)
     loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
+    if not settings.full_sessions:
+        _memo_notes(loaded)
     summaries = []
     runs: list[Run] = []
     labels: list[str] = []
@@ -303,6 +311,14 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
         emit(data[0] if len(data) == 1 else {"runs": data}, output)
     else:
         compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+
+
+def _memo_notes(loaded: list[tuple[SchedulerConf, str]]) -> None:
+    """Once per conf: the plugin that turns the blocked-job memo off, if any (it declares no memo contract)."""
+    for conf, name in loaded:
+        note = memo_note(plugin_contracts(conf))
+        if note is not None:
+            click.echo(f"pyvolcano: note: {name}: {note}", err=True)
 
 
 def _variants(inputs: Inputs, partitions: tuple[str, ...], network_topology: tuple[str, ...],

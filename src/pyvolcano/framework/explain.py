@@ -18,6 +18,7 @@ import numpy as np
 from pyvolcano.api.fit_errors import insufficient_reason
 from pyvolcano.api.resource import fit_floor
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.points import BatchScoreError
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -67,7 +68,10 @@ def score_breakdown(ssn: Session, top: int) -> dict[str, ScoreBreakdown]:
                 per[sc.plugin] = per.get(sc.plugin, np.zeros(len(idx))) + sc.scores(ssn, task, idx, ssn.engine)
             views = [ssn.nodes.views[i] for i in idx]
             for fn in ssn.batch_scores:
-                got = fn(task, views) or {}
+                try:
+                    got = fn(task, views) or {}
+                except BatchScoreError:  # a failed batch score counts nothing here (allocate finds no node)
+                    got = {}
                 per["batch"] = per.get("batch", np.zeros(len(idx))) + np.array(
                     [float(got.get(v.name, 0.0)) for v in views])
             total = sum(per.values(), np.zeros(len(idx)))

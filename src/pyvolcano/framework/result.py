@@ -128,10 +128,10 @@ class SessionResult:
     #: session carried statuses, a ``ChainMap`` of ``changed_podgroups`` over ``carried_podgroups``
     podgroups: MutableMapping[str, PodGroupStatus] = field(default_factory=dict)
     #: the statuses the session carried unchanged from the last one for the jobs it left alone (settled and parked
-    #: jobs, ``Session._settled_jobs``: the very objects the last session handed over), and the others; ``apply``
+    #: jobs, ``Plan.settled_jobs``: the very objects the last session handed over), and the others; ``apply``
     #: hands a writer that settles every status it writes (``ClusterWriter.settles_every_status``) only the others
     #: and those carried ones it did not write.  The carried map is the one the next session moves on: it is lent
-    #: to this result, and copied before it changes only while this result is alive (``cache/deltas.py``)
+    #: to this result, and copied before it changes only while this result is alive (``framework/incremental/deltas.py``)
     carried_podgroups: Mapping[str, PodGroupStatus] = field(default_factory=dict)
     changed_podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     #: job -> why it is not scheduled (the Unschedulable condition's message, why it was not enqueued, or the
@@ -147,6 +147,8 @@ class SessionResult:
     nominated: dict[str, str] = field(default_factory=dict)
     #: what the capacity plugin found wrong with the queue tree (``api.queue_validate.Problem``)
     queue_problems: list[Any] = field(default_factory=list)
+    #: input a plugin left out, naming the object and field (``framework/state.py: PLUGIN_WARNINGS``)
+    warnings: list[str] = field(default_factory=list)
     stats: SessionStats = field(default_factory=SessionStats)
     #: the cluster after the session: resource names, total allocatable, resources held on nodes, the resources
     #: fairness is computed over (``ResourceIndex.fair_mask``); vectors are in the cache's internal units

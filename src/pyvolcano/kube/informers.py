@@ -18,6 +18,7 @@ from pyvolcano.kube.reflector import Reflector
 from pyvolcano.kube.resources import (
     HYPERNODE,
     NODE,
+    NUMATOPOLOGY,
     PDB,
     POD,
     PODGROUP,
@@ -44,9 +45,11 @@ class Informers:
 
         # order matters at start: priorities and queues before the pods and groups that refer to them; HyperNodes
         # (Volcano's hyperNodeInformer) are synced before the first session, so a job with a topology constraint
-        # never sees a partial tree; a cluster without the HyperNode CRD is a cluster without HyperNodes.  All of
-        # them list at once; the second group's lists reach the handlers only after the first group's (``after``)
-        self.first = [refl(PRIORITYCLASS), refl(QUEUE), refl(NODE, node_selector), refl(HYPERNODE, optional=True)]
+        # never sees a partial tree; a cluster without the HyperNode CRD is a cluster without HyperNodes (the same for
+        # Numatopology objects, Volcano's numaInfoInformer, read by numa-aware).  All of them list at once; the
+        # second group's lists reach the handlers only after the first group's (``after``)
+        self.first = [refl(PRIORITYCLASS), refl(QUEUE), refl(NODE, node_selector), refl(HYPERNODE, optional=True),
+                      refl(NUMATOPOLOGY, optional=True)]
         first = tuple(self.first)
         self.second = [refl(PODGROUP, after=first), refl(POD, after=first), refl(PDB, after=first),
                        refl(RESOURCEQUOTA, after=first)]

@@ -91,7 +91,7 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
     out = outcomes(rows)
     return {
         "config": conf_name, "jobs": len(rows), **out,
-        "failed_or_aborted": out["failed"] + out["aborted"],
+        "failed_or_aborted": figures.failed_or_aborted(out),
         "makespan_s": makespan(rows),
         "wait_s": figures.stats([r["wait"] for r in rows if r["wait"] is not None]),
         "jct_s": figures.stats([r["jct"] for r in rows if r["jct"] is not None]),

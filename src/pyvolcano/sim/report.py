@@ -34,7 +34,8 @@ import yaml
 
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.sim.engine import SimResult
-from pyvolcano.sim.figures import FAILED, outcomes, stage_waits, stats
+from pyvolcano.sim.figures import FAILED, failed_or_aborted, outcomes, stage_waits, stats
+from pyvolcano.sim.metric_registry import METRICS
 from pyvolcano.sim.usage import dominant
 
 RESOURCES = ("cpu", "memory", "gpu")
@@ -472,22 +473,17 @@ def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     return f'<table class="{cls}"><tr>{th}</tr>{body}</table>'
 
 
-def _change(new: float | None, old: float | None) -> str:
+def _change(new: float | None, old: float | None, metric: str = "wait_p95") -> str:
+    """The change of ``metric`` against the first run in per cent, green when better (the registry's direction)
+    and red when worse by more than half a per cent."""
     if new is None or old is None:
         return "-"
     if old == 0:
         return "=" if new == 0 else "+"
     pct = (new - old) / old * 100
-    cls = "better" if pct < -0.5 else ("worse" if pct > 0.5 else "")
+    verdict = METRICS[metric].improved(pct, 0.0, tolerance=0.5)
+    cls = "" if verdict is None else ("better" if verdict else "worse")
     return f'<span class="{cls}">{pct:+.0f}%</span>'
-
-
-def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """``metrics.outcomes`` with failed and aborted together (the page's "failed / aborted" column), so the page's
-    counts add up to the same total as the CLI table and summary.json."""
-    o = outcomes(rows)
-    return {"jobs": len(rows), "completed": o["completed"], "failed": o["failed"] + o["aborted"],
-            "unfinished": o["unfinished"], "never_started": o["never_started"]}
 
 
 def p95_wait(rows: list[dict[str, Any]], window: float) -> tuple[float | None, int]:
@@ -567,29 +563,31 @@ def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> 
 
 
 def summary_table(runs: list[RunData]) -> str:
-    def stat(s: dict[str, Any], key: str) -> str:
-        d = s.get(key) or {}
-        return " / ".join(_f(d.get(k)) for k in ("mean", "p50", "p95", "p99"))
+    def stat(s: dict[str, Any], prefix: str) -> str:
+        return " / ".join(_f(METRICS[f"{prefix}_{k}"].raw(s)) for k in ("mean", "p50", "p95", "p99"))
 
     def util(s: dict[str, Any]) -> str:
-        u = s.get("utilisation") or {}
-        return " / ".join(f"{(u.get(k) or 0) * 100:.1f}%" for k in RESOURCES)
-    counts = [_counts(r.rows) for r in runs]
+        return " / ".join(f"{(METRICS['util_' + k].raw(s) or 0) * 100:.1f}%" for k in RESOURCES)
+
+    def one(name: str, digits: int = 1) -> list[str]:
+        m = METRICS[name]
+        return [m.label, *[_f(m.raw(r.summary), digits) for r in runs]]
+
+    def outcome(s: dict[str, Any]) -> str:  # they add up to the jobs (sim/figures.py: outcomes)
+        return " / ".join(str(METRICS[k].raw(s)) for k in ("completed", "failed", "unfinished", "jobs"))
     rows: list[list[str]] = [
-        ["jobs: completed / failed or aborted / unfinished / total",
-         *[f"{c['completed']} / {c['failed']} / {c['unfinished']} / {c['jobs']}" for c in counts]],
-        ["jobs whose gang never started", *[_f(c["never_started"]) for c in counts]],
-        ["wait mean / p50 / p95 / p99 (s)", *[stat(r.summary, "wait_s") for r in runs]],
-        ["JCT mean / p50 / p95 / p99 (s, completed)", *[stat(r.summary, "jct_s") for r in runs]],
-        ["makespan (s)", *[_f(r.summary.get("makespan_s")) for r in runs]],
+        ["jobs: completed / failed or aborted / unfinished / total", *[outcome(r.summary) for r in runs]],
+        ["jobs whose gang never started", *[_f(METRICS["never_started"].raw(r.summary)) for r in runs]],
+        ["wait mean / p50 / p95 / p99 (s)", *[stat(r.summary, "wait") for r in runs]],
+        ["JCT mean / p50 / p95 / p99 (s, completed)", *[stat(r.summary, "jct") for r in runs]],
+        one("makespan"),
         ["window (s)", *[_f(r.summary.get("window_s")) for r in runs]],
         ["utilisation cpu / memory / gpu", *[util(r.summary) for r in runs]],
-        ["Jain fairness of queue shares", *[_f(r.summary.get("jain_fairness_queue_shares"), 3) for r in runs]],
-        ["gangs rolled back", *[_f(r.summary.get("gangs_rolled_back")) for r in runs]],
-        ["scheduling cycles", *[_f(r.summary.get("cycles")) for r in runs]],
-        ["scheduler seconds per cycle (mean)",
-         *[_f((r.summary.get("scheduler_seconds_per_cycle") or {}).get("mean"), 4) for r in runs]],
-        ["wall seconds", *[_f(r.summary.get("wall_seconds"), 2) for r in runs]],
+        one("fairness", 3),
+        one("gangs_rolled_back"),
+        one("cycles"),
+        one("scheduler_s_per_cycle", 4),
+        one("wall_seconds", 2),
     ]
     return _table(["metric"] + [_e(r.name) for r in runs], rows)
 
@@ -602,14 +600,15 @@ def queue_table(runs: list[RunData], queues: list[str]) -> str:
     for q in queues:
         for r in runs:
             qr = [x for x in r.rows if x["queue"] == q]
-            c = _counts(qr)
+            c = outcomes(qr)
             w = stats([x["wait"] for x in qr if x["wait"] is not None])
             st = stage_waits(qr).get(q) or {"admission": stats([]), "placement": stats([])}
             sh = (r.summary.get("queue_shares") or {}).get(q) or {}
 
             def pct(v: Any) -> str:
                 return "-" if v is None else f"{v * 100:.1f}%"
-            body.append([_e(q), _e(r.name), _f(c["jobs"]), _f(c["completed"]), _f(c["failed"]), _f(c["unfinished"]),
+            body.append([_e(q), _e(r.name), _f(len(qr)), _f(c["completed"]), _f(failed_or_aborted(c)),
+                         _f(c["unfinished"]),
                          _f(c["never_started"]), f"{_f(w['p50'])} / {_f(w['p95'])}",
                          f"{_f(st['admission']['p50'])} / {_f(st['admission']['p95'])}",
                          f"{_f(st['placement']['p50'])} / {_f(st['placement']['p95'])}",

@@ -30,6 +30,8 @@ class Inputs:
     settings: dict[str, Any] = field(default_factory=dict)
     #: the cluster's HyperNode manifests (``--hypernodes`` or ``--topology``: ``sim/topology.py``)
     hypernodes: list[dict[str, Any]] = field(default_factory=list)
+    #: the cluster's Numatopology manifests (from the ``--cluster`` file), for the numa-aware plugin
+    numatopologies: list[dict[str, Any]] = field(default_factory=list)
 
 
 def describe(inputs: Inputs, capacity: Any, **options: Any) -> dict[str, Any]:
@@ -59,6 +61,14 @@ def load_cluster(arg: str) -> list[dict[str, Any]]:
     for n in nodes:  # the simulated cluster must be whole: a malformed Node refuses the run
         models.validate(n)
     return nodes
+
+
+def load_numatopologies(arg: str) -> list[dict[str, Any]]:
+    """The Numatopology manifests of a ``--cluster`` file (none for a compact spec); a malformed one is skipped
+    with a warning naming it and its field when the simulator's cache reads it."""
+    if arg == "-" or not Path(arg).is_file():
+        return []
+    return [o for o in load_objects(arg) if o.get("kind") == "Numatopology"]
 
 
 def queue_weights(arg: str | None) -> dict[str, int] | None:
@@ -201,7 +211,8 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
                              list(inputs.workload.problems)),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations,
-                    full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None)
+                    full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None,
+                    numatopologies=copy.deepcopy(inputs.numatopologies) or None)
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
         for p in collapse(sim.problems):  # the same problem of many jobs: one line with a count

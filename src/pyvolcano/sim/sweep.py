@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
 from pyvolcano.errors import UserError
+from pyvolcano.sim.metric_registry import METRICS, SWEPT
 
 #: the files one point's run leaves in its folder (``sim/run.py: run_one``)
 POINT_FILES = ("summary.json", "jobs.csv", "evictions.csv", "report.html")
@@ -642,43 +643,15 @@ def _ray_point(bundle: Bundle, spec_json: str, point: Point) -> dict[str, bytes]
 
 
 # ------------------------------------------------------------------------------------------- aggregate metrics
-#: the metrics of a point, read from its summary.json: name -> (path in the summary, what it means)
-METRICS: dict[str, tuple[tuple[str, ...], str]] = {
-    "wait_p50": (("wait_s", "p50"), "median wait until the gang started (s)"),
-    "wait_p95": (("wait_s", "p95"), "95th percentile wait (s)"),
-    "jct_mean": (("jct_s", "mean"), "mean job completion time (s)"),
-    "jct_p95": (("jct_s", "p95"), "95th percentile JCT (s)"),
-    "util_cpu": (("utilisation", "cpu"), "time-averaged cpu allocation (fraction)"),
-    "util_gpu": (("utilisation", "gpu"), "time-averaged gpu allocation (fraction)"),
-    "evictions": (("evictions",), "pods evicted"),
-    "restarts": (("restarts",), "job restarts"),
-    "failed": (("failed_or_aborted",), "jobs failed or aborted"),
-    "unfinished": (("unfinished",), "jobs unfinished at the end"),
-    "never_started": (("never_started",), "jobs whose gang never started (no wait)"),
-    "completed": (("completed",), "jobs completed"),
-    "fairness": (("jain_fairness_queue_shares",), "Jain index of queue shares (1 = fair)"),
-    "makespan": (("makespan_s",), "first arrival to last finish (s)"),
-    "lca_tier_mean": (("topology", "lca_tier_mean"), "mean LCA tier of multi-pod jobs at gang start (topology)"),
-    "within_tier1": (("topology", "within_tier1"), "share of multi-pod jobs started within one tier-1 hypernode"),
-    "sub_within_tier1": (("topology", "sub_groups", "within_tier1"),
-                         "share of partitioned jobs whose every sub-group started within one tier-1 hypernode"),
-    "sub_lca_tier_max_mean": (("topology", "sub_groups", "sub_lca_tier_max_mean"),
-                              "mean over partitioned jobs of their widest sub-group's LCA tier at gang start"),
-}
-
-
 def point_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
-    """The flat metrics of one run (``METRICS``, plus ``wait_p50[q]``/``wait_p95[q]`` for every queue)."""
-    out: dict[str, float | None] = {}
-    for name, (path, _) in METRICS.items():
-        v: Any = summary
-        for k in path:
-            v = v.get(k) if isinstance(v, dict) else None
-        out[name] = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    """The flat metrics of one run: the swept metrics of the registry (``metric_registry.SWEPT``), then for every
+    queue those the registry has per queue (``wait_p50[q]``, ``wait_p95[q]``)."""
+    swept = [METRICS[name] for name in SWEPT]
+    out: dict[str, float | None] = {m.name: m.value(summary) for m in swept}
     for q, qs in sorted((summary.get("per_queue") or {}).items()):
-        for p in ("p50", "p95"):
-            v = ((qs or {}).get("wait") or {}).get(p)
-            out[f"wait_{p}[{q}]"] = float(v) if isinstance(v, int | float) else None
+        for m in swept:
+            if m.queue_path is not None:
+                out[f"{m.name}[{q}]"] = m.queue_value(qs or {})
     return out
 
 

@@ -18,13 +18,16 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from pyvolcano.sim.metric_registry import METRICS, SWEPT
+
 if TYPE_CHECKING:
     from pyvolcano.sim.sweep import Row, SweepSpec
 
-#: metrics plotted against every knob (the objective comes first)
+#: metrics plotted against every knob (the objective comes first); names of ``sim/metric_registry.py``
 PLOTTED = ("wait_p95", "util_gpu", "util_cpu", "evictions", "failed", "jct_mean")
 #: metrics shown in the table (besides the objective)
 SHOWN = ("wait_p50", "wait_p95", "jct_mean", "util_cpu", "util_gpu", "evictions", "failed", "unfinished", "fairness")
+assert all(m in SWEPT for m in (*PLOTTED, *SHOWN)), "the sweep page shows swept metrics"
 
 
 def _png(fig: Any) -> str:
@@ -84,11 +87,11 @@ def plots(spec: SweepSpec, rows: list[Row]) -> list[tuple[str, str]]:
 
 
 def write_page(path: Path, spec: SweepSpec, rows: list[Row], top: Row | None) -> None:
-    from pyvolcano.sim.sweep import METRICS, describe, fmt
+    from pyvolcano.sim.sweep import describe, fmt
 
     obj = spec.objective
     shown = list(dict.fromkeys((obj.metric, *SHOWN)))
-    head = "".join(f"<th title='{html.escape(METRICS[m][1]) if m in METRICS else ''}'>{html.escape(m)}</th>"
+    head = "".join(f"<th title='{html.escape(METRICS[m].doc) if m in METRICS else ''}'>{html.escape(m)}</th>"
                    for m in shown)
     body = []
     for r in rows:
