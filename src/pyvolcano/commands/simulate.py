@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.collapse import collapse
 from pyvolcano.commands._output import Number, emit, output_option
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.errors import UserError
@@ -277,7 +278,7 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
             seen.add(p)
             click.echo(f"pyvolcano: warning: {p}", err=True)
 
-    for p in inputs.workload.problems:
+    for p in collapse(inputs.workload.problems):  # one line per kind of problem, with a count
         warn(p)
     loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
     if not settings.full_sessions:

@@ -136,6 +136,8 @@ class JobRecord:
     restarts: int = 0
     preempted: int = 0
     running: int = 0
+    #: for a job whose gang never started: why, and the best fix, at the end of the run (``why_waiting``)
+    why: str = ""
 
 
 @dataclass
@@ -793,6 +795,37 @@ class Simulator:
                          self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
                          self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage,
                          self.eviction_log.records, self.spread)
+
+    #: ``why_waiting`` explains at most this many never-started jobs (the first submitted) ...
+    WHY_JOBS = 10
+    #: ... each with this many sessions re-run to find a fix
+    WHY_RUNS = 3
+
+    def why_waiting(self) -> None:
+        """For jobs whose gang never started and that still wait when the run ends, the short reason and the
+        best verified fix (``framework/whatif.py``) on the cluster as the run left it, into ``JobRecord.why``
+        (the ``why`` column of jobs.csv); called by ``sim/run.py: run_one`` after the run, outside its timing.
+        Bounded: ``WHY_JOBS`` jobs, ``WHY_RUNS`` re-runs each, one shared
+        session on the final state; the others keep an empty ``why``."""
+        from pyvolcano.framework.whatif import explain
+
+        waiting = [r for r in sorted(self.records.values(), key=lambda r: (r.submit, r.key))
+                   if r.all_started is None and r.finished is None]
+        if not waiting:
+            return
+        objects = list(self.cache.raw.values())
+        names = {(o.get("kind"), "/".join(((o.get("metadata") or {}).get("namespace") or "default",
+                                            str((o.get("metadata") or {}).get("name"))))) for o in objects}
+        t0 = time.perf_counter()
+        base = run_session(SchedulerCache.from_objects(objects, self.cache.scheduler_name), self.conf)
+        pace = time.perf_counter() - t0
+        for r in [r for r in waiting if ("PodGroup", r.key) in names][:self.WHY_JOBS]:
+            try:
+                e = explain(objects, self.conf, r.key, scheduler_name=self.cache.scheduler_name,
+                            max_runs=self.WHY_RUNS, base=base, pace=pace)
+            except UserError:
+                continue
+            r.why = e.short() if not e.schedulable else e.reason
 
     def _dispatch(self, event: Event) -> None:
         """Run one event's handler, chosen by the event's type."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
@@ -214,7 +215,7 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
                     numatopologies=copy.deepcopy(inputs.numatopologies) or None)
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
-        for p in sim.problems:
+        for p in collapse(sim.problems):  # the same problem of many jobs: one line with a count
             warn(p)
     if not sim.total_jobs:  # running makes no sense: refuse, after the problems that explain why
         n = len(inputs.workload.jobs)
@@ -240,8 +241,10 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             result = sim.run(until, tick)
     else:
         result = sim.run(until)
+    if not result.interrupted:
+        sim.why_waiting()  # jobs.csv's why column, after the run's own timing
     if warn is not None:
-        for p in result.problems[known:]:
+        for p in collapse(result.problems[known:]):
             warn(p)
     summ = metrics.write(out, result, conf_name, horizon)
     figures.write_evictions(out / "evictions.csv", result)
