@@ -77,17 +77,20 @@ def _table(rows: list[Row], doc: dict[str, Any]) -> None:
     seeds = sorted({len(r.seeds) for r in rows})
     t = Table(title=f"sweep {doc['name']}: means over {'/'.join(map(str, seeds))} seeds", title_justify="left",
               box=box.SIMPLE_HEAD)
-    for col in ("conf", "knobs", obj, "±95%", "util_gpu", "evict", "failed"):
+    for col in ("conf", "knobs", obj, "95% interval", "util_gpu", "evict", "failed"):
         text = col in ("conf", "knobs")  # names fold; numbers never wrap
         t.add_column(col, overflow="fold", no_wrap=not text, justify="left" if text else "right")
-    best = doc.get("best")
+    best = [(b["conf"], b["params"]) for b in doc.get("best") or []]
     for r in rows:
-        mark = best is not None and r.conf == best["conf"] and r.params == best["params"]
         o = r.metrics.get(obj)
-        t.add_row(r.conf, describe(r.params), num(o and o[0]), num(o and o[1]),
+        t.add_row(r.conf, describe(r.params), num(o and o[0]), f"[{num(o[1])}, {num(o[2])}]" if o else "-",
                   *(num(v and v[0]) for v in (r.metrics.get(m) for m in ("util_gpu", "evictions", "failed"))),
-                  style="bold green" if mark else None)
+                  style="bold green" if (r.conf, r.params) in best else None)
     Console().print(t)
-    if best is not None:
-        click.echo(f"best ({doc['objective']['goal']} {obj}): {best['conf']} {describe(best['params'])}")
-
+    for b in doc.get("best") or []:
+        where = f"at {describe(b['knobs'])}" if b["knobs"] else "overall"
+        click.echo(f"best ({doc['objective']['goal']} {obj}) {where}: {b['conf']} {describe(b['params'])}")
+    for p in doc.get("paired") or []:
+        if p["metric"] == obj:
+            where = f" at {describe(p['knobs'])}" if p["knobs"] else ""
+            click.echo(f"{p['b']} vs {p['a']}{where}: {p['verdict']}")
