@@ -77,6 +77,10 @@ class Paired:
     #: pairs where ``b`` is better than ``a`` (the metric's direction), and where worse
     b_better: int
     b_worse: int
+    #: False for a statistic of all pairs at once (a p95): its verdict counts no pairs
+    counted: bool = True
+    #: what a relative change is relative to (default: ``a``'s mean; a quantile's: ``a``'s quantile)
+    base: float | None = None
 
     @property
     def n(self) -> int:
@@ -100,8 +104,8 @@ class Paired:
         return (self.diff_mean < 0) == (self.metric.better == "lower")
 
     def relative(self) -> tuple[float, float, float] | None:
-        """The mean difference and its interval in per cent of ``a``'s mean (None when that mean is 0)."""
-        base = self.a_mean
+        """The difference and its interval in per cent of ``a``'s mean (or ``base``; None when it is 0)."""
+        base = self.a_mean if self.base is None else self.base
         if base == 0:
             return None
         return (self.diff_mean / abs(base) * 100, self.diff_ci[0] / abs(base) * 100,
@@ -129,7 +133,11 @@ class Paired:
             return f"the same on all {self.n} {unit}"
         if self.b_is_better is not None:
             k = self.b_better if self.b_is_better else self.b_worse
+            if not self.counted:
+                return f"{'better' if self.b_is_better else 'worse'} over {self.n} {unit}, {self.change_text()}"
             return f"{'better' if self.b_is_better else 'worse'} on {k} of {self.n} {unit}, {self.change_text()}"
+        if not self.counted:
+            return f"no clear difference ({self.change_text()})"
         why = f"only {self.n} {unit}" if self.n < MIN_SEEDS else \
             f"better on {self.b_better}, worse on {self.b_worse} of {self.n} {unit}"
         return f"no clear difference ({why}; {self.change_text()})"
@@ -161,3 +169,30 @@ def paired(metric: Metric, a: Mapping[int, float | None], b: Mapping[int, float 
     better = [metric.improved(y, x) for x, y in zip(av, bv, strict=True)]
     return Paired(metric, seeds, av, bv, mean, (min(max(lo, dlo), dhi), min(max(hi, dlo), dhi)),
                   sum(v is True for v in better), sum(v is False for v in better))
+
+
+def paired_quantile(metric: Metric, a: Sequence[float], b: Sequence[float], q: float,
+                    resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL) -> Paired:
+    """``b``'s ``q``-th percentile minus ``a``'s, where ``a[i]`` and ``b[i]`` belong together (the same job in two
+    runs of one workload), and its bootstrap interval: the pairs are resampled together, so what is common to both
+    runs (the job's size, its arrival in a busy hour) cancels out.  The resamples are drawn in chunks, so memory
+    stays small for many jobs."""
+    av, bv = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = av.size
+    if n == 0:
+        return Paired(metric, (), (), (), 0.0, (0.0, 0.0), 0, 0, counted=False)
+    diff = float(np.percentile(bv, q) - np.percentile(av, q))
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // n)
+    out = []
+    for start in range(0, resamples, chunk):
+        idx = rng.integers(0, n, size=(min(chunk, resamples - start), n))
+        out.append(np.percentile(bv[idx], q, axis=1) - np.percentile(av[idx], q, axis=1))
+    diffs = np.concatenate(out)
+    tail = (1 - level) / 2 * 100
+    lo, hi = (float(x) for x in np.percentile(diffs, [tail, 100 - tail]))
+    dlo, dhi = diff_range(metric)
+    better = [metric.improved(y, x) for x, y in zip(av.tolist(), bv.tolist(), strict=True)]
+    return Paired(metric, tuple(range(n)), tuple(av.tolist()), tuple(bv.tolist()), diff,
+                  (min(max(lo, dlo), dhi), min(max(hi, dlo), dhi)), sum(v is True for v in better),
+                  sum(v is False for v in better), counted=False, base=float(np.percentile(av, q)))
