@@ -501,7 +501,8 @@ def headline(runs: list[RunData], queues: list[str], window: float) -> str:
         got = [p95_wait([x for x in r.rows if q is None or x["queue"] == q], window) for r in runs]
         p95s = [p for p, _ in got]
         size = max(sum(q is None or x["queue"] == q for x in r.rows) for r in runs)
-        cells = [(f"<b>{_e(q)}</b>" + (f' <span class="warn">({size} jobs: too few for a p95)</span>'
+        cells = [(f"<b>{_e(q)}</b>" + (f' <span class="warn">({size} job{"s" if size != 1 else ""}: too few for a '
+                                       'p95)</span>'
                                        if size < MIN_P95_JOBS else "")) if q is not None else "<b>all jobs</b>"]
         cells += [("&ge; " if n else "") + _f(p) + (f' <span class="warn">({n} never started)</span>' if n else "")
                   for p, n in got]
@@ -598,8 +599,8 @@ def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> 
                          + " &rarr; ".join("-" if x is None else f"{x:.0%}" for x in subs))
         if moves:
             enough, _, q, before, after = max(moves)
-            few = "" if enough else (f' <span class="warn">(only {sizes[q]} jobs: too few to read a p95, which is '
-                                     "about their largest wait)</span>")
+            few = "" if enough else (f' <span class="warn">(only {sizes[q]} job{"s" if sizes[q] != 1 else ""}: too '
+                                     "few to read a p95, which is about their largest wait)</span>")
             queue = f"Queue that moved most: <b>{_e(q)}</b>, p95 wait {before} s &rarr; {after} s{few}. "
         else:
             queue = ""

@@ -257,15 +257,17 @@ class Run:
 
 
 def common_window(runs: list[Run], horizon: float | None = None) -> list[dict[str, Any]]:
-    """Rewrite each run's summary.json and report.html over one window, [0, ``horizon``] or else [0, the longest
-    run's end], so that runs compared side by side (``--compare``, ``make demo``) average utilisation over the same
-    time: a run that finished early counts as idle until the others end."""
-    if horizon is None:
-        horizon = max((r.result.end_time for r in runs), default=0.0)
+    """Rewrite each run's summary.json over one window, [0, ``horizon``] or else [0, the longest run's end], so that
+    runs compared side by side (``--compare``, ``make demo``) average utilisation over the same time: a run that
+    finished early counts as idle until the others end.  Each run's own report.html is over its own window (its
+    end, or ``horizon`` when given): a page about one run does not stretch to another run's end."""
+    common = horizon if horizon is not None else max((r.result.end_time for r in runs), default=0.0)
     out = []
     for r in runs:
-        summ = metrics.write(r.out, r.result, r.conf_name, horizon)
-        report.write(r.out, r.result, metrics.job_rows(r.result), summ, r.title, r.conf, r.settings)
+        rows = metrics.job_rows(r.result)
+        summ = metrics.write(r.out, r.result, r.conf_name, common)
+        own = summ if horizon is not None else metrics.summary(r.result, rows, r.conf_name)
+        report.write(r.out, r.result, rows, own, r.title, r.conf, r.settings)
         out.append(summ)
     return out
 

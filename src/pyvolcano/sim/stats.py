@@ -137,7 +137,8 @@ class Paired:
                 return f"{'better' if self.b_is_better else 'worse'} over {self.n} {unit}, {self.change_text()}"
             return f"{'better' if self.b_is_better else 'worse'} on {k} of {self.n} {unit}, {self.change_text()}"
         if not self.counted:
-            return f"no clear difference ({self.change_text()})"
+            few = f"only {self.n} {unit}; " if self.n < MIN_SEEDS else ""
+            return f"no clear difference ({few}{self.change_text()})"
         why = f"only {self.n} {unit}" if self.n < MIN_SEEDS else \
             f"better on {self.b_better}, worse on {self.b_worse} of {self.n} {unit}"
         return f"no clear difference ({why}; {self.change_text()})"
