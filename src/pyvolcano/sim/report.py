@@ -36,6 +36,7 @@ from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.sim.engine import SimResult
 from pyvolcano.sim.figures import FAILED, failed_or_aborted, outcomes, stage_waits, stats
 from pyvolcano.sim.metric_registry import METRICS
+from pyvolcano.sim.stats import Paired
 from pyvolcano.sim.usage import dominant
 
 RESOURCES = ("cpu", "memory", "gpu")
@@ -536,10 +537,10 @@ def _waits(r: RunData, window: float) -> dict[str, float]:
     return {x["job"]: x["wait"] if x["wait"] is not None else window - x["submit"] for x in r.rows}
 
 
-def paired_verdicts(base: RunData, r: RunData, window: float) -> list[tuple[str, str]]:
+def paired_stats(base: RunData, r: RunData, window: float) -> list[tuple[str, Paired]]:
     """``r`` against ``base`` over the jobs both ran (one workload: the same jobs, the common random numbers of a
-    single run): (what, verdict) for the mean wait (per-job differences) and the p95 wait (the pairs resampled
-    together), ``sim/stats.py``."""
+    single run): the mean wait from the per-job differences, and the p95 wait with the pairs resampled together
+    (``sim/stats.py``)."""
     from pyvolcano.sim.stats import paired, paired_quantile
 
     wa, wb = _waits(base, window), _waits(r, window)
@@ -548,7 +549,12 @@ def paired_verdicts(base: RunData, r: RunData, window: float) -> list[tuple[str,
         return []
     mean = paired(METRICS["wait_mean"], {i: wa[j] for i, j in enumerate(jobs)}, {i: wb[j] for i, j in enumerate(jobs)})
     p95 = paired_quantile(METRICS["wait_p95"], [wa[j] for j in jobs], [wb[j] for j in jobs], 95)
-    return [("mean wait, job by job", mean.verdict("jobs")), ("p95 wait", p95.verdict("jobs"))]
+    return [("mean wait, job by job", mean), ("p95 wait", p95)]
+
+
+def paired_verdicts(base: RunData, r: RunData, window: float) -> list[tuple[str, str]]:
+    """(what, verdict) of :func:`paired_stats`."""
+    return [(what, p.verdict("jobs")) for what, p in paired_stats(base, r, window)]
 
 
 def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> str:

@@ -282,6 +282,23 @@ def compare_page(runs: list[Run], summaries: list[dict[str, Any]], path: Path, t
     return report.write_comparison(path, data, title, runs[0].settings if runs else None)
 
 
+def paired_over_jobs(runs: list[Run], summaries: list[dict[str, Any]],
+                     names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every compared run against the first, over the same jobs (``report.paired_stats``): for ``--compare``'s
+    terminal lines and JSON.  The window is the common one (``summaries``' ``window_s``)."""
+    labels = names or [r.conf_name.rsplit("/", 1)[-1] for r in runs]
+    data = [report.RunData(n, r.result, metrics.job_rows(r.result), s)
+            for n, r, s in zip(labels, runs, summaries, strict=True)]
+    out = []
+    for r in data[1:]:
+        window = max(float(data[0].summary.get("window_s") or 0.0), float(r.summary.get("window_s") or 0.0))
+        for what, p in report.paired_stats(data[0], r, window):
+            out.append({"a": data[0].name, "b": r.name, "what": what, "metric": p.metric.name, "jobs": p.n,
+                        "diff": round(p.diff_mean, 4), "diff_ci": [round(p.diff_ci[0], 4), round(p.diff_ci[1], 4)],
+                        "verdict": p.verdict("jobs")})
+    return out
+
+
 def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:
     return load_conf_file(path), path or "default (Volcano's)"
 
