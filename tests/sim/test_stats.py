@@ -86,3 +86,8 @@ def test_best_and_pairs_stay_within_a_setting_of_the_other_knobs() -> None:
         ("a (actions=x)", "b (actions=x)", {"rate": 0.1}, 1.0, 0),
         ("a (actions=x)", "b (actions=x)", {"rate": 1.0}, -20.0, 3)]
     assert pairs[1]["diff_ci"] == [-20.0, -20.0] and pairs[1]["verdict"].startswith("better on 3 of 3 seeds")
+    # both bests are clearly better than the other conf at their rate (a waits 1 s less on every seed at 0.1)
+    assert [sw.best_note(t, pairs, "wait_p95") for t in tops] == ["clearly better than every other conf"] * 2
+    unclear = [{**pairs[0], "verdict": "no clear difference (only 2 seeds; ...)"}]
+    assert sw.best_note(tops[0], unclear, "wait_p95") == "not clearly better than b (actions=x)"
+    assert sw.best_note(tops[0], [], "wait_p95") == ""

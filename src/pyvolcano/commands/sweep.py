@@ -71,12 +71,12 @@ def _table(rows: list[Row], doc: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from pyvolcano.sim.sweep import describe, num
+    from pyvolcano.sim.sweep import best_note, describe, num
 
     obj = doc["objective"]["metric"]
     seeds = sorted({len(r.seeds) for r in rows})
     t = Table(title=f"sweep {doc['name']}: means over {'/'.join(map(str, seeds))} seeds", title_justify="left",
-              box=box.SIMPLE_HEAD)
+              box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for col in ("conf", "knobs", obj, "95% interval", "util_gpu", "evict", "failed"):
         text = col in ("conf", "knobs")  # names fold; numbers never wrap
         t.add_column(col, overflow="fold", no_wrap=not text, justify="left" if text else "right")
@@ -89,7 +89,9 @@ def _table(rows: list[Row], doc: dict[str, Any]) -> None:
     Console().print(t)
     for b in doc.get("best") or []:
         where = f"at {describe(b['knobs'])}" if b["knobs"] else "overall"
-        click.echo(f"best ({doc['objective']['goal']} {obj}) {where}: {b['conf']} {describe(b['params'])}")
+        top = next(r for r in rows if (r.conf, r.params) == (b["conf"], b["params"]))
+        note = best_note(top, doc.get("paired") or [], obj)
+        click.echo(f"best ({doc['objective']['goal']} {obj}) {where}: {top.variant}" + (f" ({note})" if note else ""))
     for p in doc.get("paired") or []:
         if p["metric"] == obj:
             where = f" at {describe(p['knobs'])}" if p["knobs"] else ""

@@ -151,7 +151,7 @@ class Paired:
 
 def _signed(x: float) -> str:
     """A per cent with its sign: whole ("+8", "-31"), one decimal below 1 ("-0.4"), "0" only for zero."""
-    if x == 0:
+    if round(x, 1) == 0:
         return "0"
     return f"{round(x):+d}" if abs(x) >= 1 else f"{x:+.1f}"
 

@@ -741,6 +741,24 @@ def best_per_setting(rows: list[Row], objective: Objective) -> list[Row]:
     return [b for group in by_setting(rows).values() if (b := best(group, objective)) is not None]
 
 
+def best_note(top: Row, pairs: list[dict[str, Any]], objective: str) -> str:
+    """Whether the best conf of a setting is clearly better (``paired_comparisons``' verdicts on the objective)
+    than every other conf there: "clearly better than every other conf", or which ones it is not clearly better
+    than ("" without others to compare)."""
+    knobs = setting(top.params)
+    unclear = []
+    mine = [p for p in pairs if p["metric"] == objective and p["knobs"] == knobs and top.variant in (p["a"], p["b"])]
+    for p in mine:
+        other, won = (p["a"], p["verdict"].startswith("better")) if p["b"] == top.variant else \
+            (p["b"], p["verdict"].startswith("worse"))
+        if not won:
+            unclear.append(other)
+    if not mine:
+        return ""
+    return "clearly better than every other conf" if not unclear else \
+        "not clearly better than " + ", ".join(unclear)
+
+
 def paired_comparisons(rows: list[Row], metrics: Sequence[str] = SWEPT) -> list[dict[str, Any]]:
     """For every two confs (``a`` before ``b`` in the sweep's order) at the same other knobs, and every metric
     both have: the per-seed differences ``b - a`` on their common seeds (``sim/stats.py: paired``)."""

@@ -121,7 +121,7 @@ def _verdicts(rows: list[Row], pairs: list[dict[str, Any]], objective: str) -> s
 
 def write_page(path: Path, spec: SweepSpec, rows: list[Row], tops: list[Row],
                pairs: list[dict[str, Any]] | None = None) -> None:
-    from pyvolcano.sim.sweep import describe, fmt, setting
+    from pyvolcano.sim.sweep import best_note, describe, fmt, setting
 
     obj = spec.objective
     shown = list(dict.fromkeys((obj.metric, *SHOWN)))
@@ -138,8 +138,11 @@ def write_page(path: Path, spec: SweepSpec, rows: list[Row], tops: list[Row],
     for t in tops:
         knobs = setting(t.params)
         where = f"at {html.escape(describe(knobs))}" if knobs else "overall"
+        note = best_note(t, pairs or [], obj.metric)
         by_top.append(f"<li>{where}: <b>{html.escape(t.variant)}</b> "
-                      f"({html.escape(fmt(t.metrics.get(obj.metric)))})</li>")
+                      f"({html.escape(fmt(t.metrics.get(obj.metric)))})"
+                      + (f"; <span class='{'clear' if note.startswith('clearly') else 'unclear'}'>"
+                         f"{html.escape(note)}</span>" if note else "") + "</li>")
     best_line = (f"<p class='bestline'>Best for {obj.goal} {html.escape(obj.metric)}, within each setting of the other "
                  f"knobs:</p><ul class='bestline'>{''.join(by_top)}</ul>"
                  if tops else f"<p>No finished point has {html.escape(obj.metric)}.</p>")
@@ -154,7 +157,8 @@ def write_page(path: Path, spec: SweepSpec, rows: list[Row], tops: list[Row],
 td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}} td:nth-child(-n+2){{text-align:left}}
 tr.best{{background:#e6f4ea;font-weight:bold}} img{{max-width:100%}} .bestline{{font-size:15px}}
 ul.verdicts{{margin-top:0}} li.better{{color:#087a2a}} li.worse{{color:#b3261e}} li.same{{color:#555}}
-.note{{color:#666;font-size:13px}}</style></head>
+.note{{color:#666;font-size:13px}} td{{white-space:nowrap}} .clear{{color:#087a2a}} .unclear{{color:#8a6d00}}
+</style></head>
 <body><h1>Sweep: {html.escape(spec.name)}</h1>{best_line}
 <p>Workload: {html.escape(spec.workload.kind)}; cluster: {html.escape(spec.cluster or 'from the trace')};
 seeds: {html.escape(', '.join(map(str, spec.seeds)))}. Every conf runs on the same seeds (the same jobs).</p>
