@@ -2,8 +2,10 @@
 (``simulate --compare``, ``pyvolcano demo``).  Both are one page built by :func:`page`, so the single-run page has the
 same plots as the comparison.
 
-The page answers "what changes if I turn on preempt/reclaim?" at a glance: its headline is each queue's p95 wait per
-run (and the change against the first run) beside the cost (evictions by cause, restarts, failed and aborted jobs, the
+The page answers "what changes if I turn on preempt/reclaim?" at a glance: its headline leads with all jobs (mean and
+p95 wait, failed jobs, and whether the change is clear, the runs paired job by job: ``sim/stats.py``), then each
+queue's p95 wait per run (and the change against the first run; a queue too small to read a p95 is marked) beside
+the cost (evictions by cause, restarts, failed and aborted jobs, the
 GPU- and cpu-hours held by pods whose work was thrown away).  Below: the workload, cluster and simulation settings and
 the conf diff; the overlaid utilisation of every run on one time axis (exact step functions, ``sim/usage.py``); each
 queue's allocated vs deserved dominant share; wait CDFs per queue, one curve per run; jobs finished over time;
