@@ -31,6 +31,7 @@ from pyvolcano.sim.run import (
     load_conf_arg,
     load_numatopologies,
     load_queues,
+    paired_over_jobs,
     parse_cancels,
     parse_failures,
     parse_gang_sizes,
@@ -306,11 +307,14 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
         page = compare_page(runs, summaries, Path(out) / "compare.html",
                             f"pyvolcano simulate --compare: {what} on one workload", labels)
         click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
+    pairs = paired_over_jobs(runs, summaries, labels) if len(runs) > 1 else []
     if output in ("json", "yaml"):
         data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
-        emit(data[0] if len(data) == 1 else {"runs": data}, output)
+        emit(data[0] if len(data) == 1 else {"runs": data, "paired": pairs}, output)
     else:
         compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+        for pair in pairs:  # the same jobs in every run: each job's wait paired (docs/simulator.md, the statistics)
+            click.echo(f"{pair['b']} vs {pair['a']}, {pair['what']}: {pair['verdict']}")
 
 
 def _memo_notes(loaded: list[tuple[SchedulerConf, str]]) -> None:

@@ -441,6 +441,11 @@ class Simulator:
         self.records: dict[str, JobRecord] = {}
         self.samples: list[Sample] = []
         self.usage = UsageLedger(3)
+        #: proportion (not capacity) gives queues their deserved: between sessions it follows the queues' holdings
+        #: (``_deserved_between_sessions``); each queue's guarantee as its last session had it
+        names = conf.plugin_names
+        self._deserved_follows = "proportion" in names and "capacity" not in names
+        self._guarantee: dict[str, np.ndarray] = {}
         self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
@@ -745,12 +750,35 @@ class Simulator:
                         picked = (des[0] / 1000, des[1] / 2**30, gpu)
                         self.usage.set_deserved(self.now, name, np.array(
                             [x if x < c else c for x, c in zip(picked, cap, strict=True)]))
+                        if self._deserved_follows:
+                            gua = f.guarantee.tolist()
+                            self._guarantee[name] = np.array([gua[0] / 1000, gua[1] / 2**30, gua[g] / 1000 if
+                                                              g is not None and len(gua) == res.size else 0.0])
                     elif name in self.usage.deserved:  # no job of it in the session: proportion deserves it nothing
                         self.usage.set_deserved(self.now, name, np.zeros(3))
+                        self._guarantee.pop(name, None)
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
         self.samples.append(Sample(self.now, self._pick(used), queues))
+
+    def _deserved_between_sessions(self) -> None:
+        """Each queue's deserved amount while no session runs because nothing is pending: what a session would
+        compute, without running one (the report's series only; no decision reads it).  With nothing pending a
+        queue's request is what its jobs hold (proportion's OnSessionOpen adds allocated and pending tasks, Volcano
+        ``pkg/scheduler/plugins/proportion/proportion.go``), every request fits the cluster, so the water-filling
+        meets every queue at its request (``deserved.MinDimensionResource(request)``) and raises it to its
+        guarantee (``helpers.Max(deserved, guarantee)``); a queue that holds nothing has no job left, and a session
+        gives it nothing (as ``_sample`` does).  Without this the series held a session's deserved (e.g. 95 %
+        of the cluster, while a queue was still asking) through hours in which nothing ran."""
+        cap = self.capacity
+        for name in self.usage.deserved:
+            held = self.usage.held(name)
+            if not held.any():
+                self.usage.set_deserved(self.now, name, held)
+                continue
+            g = self._guarantee.get(name)
+            self.usage.set_deserved(self.now, name, np.minimum(held if g is None else np.maximum(held, g), cap))
 
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
@@ -783,6 +811,8 @@ class Simulator:
                         _, _, event = heapq.heappop(self.heap)
                         self.events += 1
                         self._dispatch(event)
+                    if self._deserved_follows and self.usage.deserved and not self._has_pending():
+                        self._deserved_between_sessions()
                     if next_cycle < self.now:  # align cycles to the period grid
                         next_cycle = self.now if self.period <= 0 else \
                             (self.now // self.period + (self.now % self.period > 0)) * self.period
