@@ -4,6 +4,7 @@ handling (kube/webhook.py), without an API server."""
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from datetime import UTC, datetime
 
@@ -214,3 +215,15 @@ def test_webhook_command_refuses_bad_flags_with_exit_2() -> None:
                       (["--webhook-service", "justname"], "--webhook-service 'justname': expected NAMESPACE/NAME")):
         r = CliRunner().invoke(main, ["webhook", *args])
         assert r.exit_code == 2 and msg in r.output, r.output
+
+
+def test_job_updates_are_checked_with_volcanos_update_rule() -> None:
+    old = job(minAvailable=1, queue="default")
+    scaled = copy.deepcopy(old)
+    scaled["spec"]["tasks"][0]["replicas"] = 4
+    assert review("/jobs/validate", scaled, op="UPDATE", oldObject=old)["allowed"]
+    moved = copy.deepcopy(old)
+    moved["spec"]["queue"] = "other"
+    resp = review("/jobs/validate", moved, op="UPDATE", oldObject=old)
+    assert not resp["allowed"] and "job updates may not change fields other than" in resp["status"]["message"]
+    assert "carries no oldObject" in review("/jobs/validate", old, op="UPDATE")["status"]["message"]

@@ -78,3 +78,14 @@ def test_bad_cron_and_cyclic_flows_are_skipped_with_volcanos_message() -> None:
     assert rows == {}
     assert problems == ["CronJob default/cj: schedule is not a valid cron expression; skipped",
                         "JobFlow default/loop: jobflow Flow is not DAG; skipped"]
+
+
+def test_replace_deletes_the_running_job_and_starts_the_next() -> None:
+    spec = {**SPEC, "tasks": [{**SPEC["tasks"][0], "template": {**SPEC["tasks"][0]["template"], "metadata": {
+        "annotations": {DURATION: "400"}}}}]}
+    cj = cronjob(concurrencyPolicy="Replace", until="600")
+    cj["spec"]["jobTemplate"] = {"spec": spec}
+    rows, problems = run([cj])
+    assert problems == []
+    assert rows["default/cj-5"]["phase"] == "Terminated" and float(rows["default/cj-5"]["finished"]) == 600.1
+    assert rows["default/cj-10"]["phase"] == "Completed"

@@ -10,8 +10,12 @@ from typing import Any, TypeVar
 import click
 
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.collapse import collapse
 from pyvolcano.commands._output import Number, emit, output_option
+from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.errors import UserError
+from pyvolcano.framework.incremental.contracts import memo_note
+from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.sim import alibaba
 from pyvolcano.sim import topology as simtopo
 from pyvolcano.sim.compare import compare_table
@@ -27,6 +31,7 @@ from pyvolcano.sim.run import (
     load_conf_arg,
     load_numatopologies,
     load_queues,
+    paired_over_jobs,
     parse_cancels,
     parse_failures,
     parse_gang_sizes,
@@ -274,9 +279,11 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
             seen.add(p)
             click.echo(f"pyvolcano: warning: {p}", err=True)
 
-    for p in inputs.workload.problems:
+    for p in collapse(inputs.workload.problems):  # one line per kind of problem, with a count
         warn(p)
     loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
+    if not settings.full_sessions:
+        _memo_notes(loaded)
     summaries = []
     runs: list[Run] = []
     labels: list[str] = []
@@ -300,11 +307,22 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
         page = compare_page(runs, summaries, Path(out) / "compare.html",
                             f"pyvolcano simulate --compare: {what} on one workload", labels)
         click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
+    pairs = paired_over_jobs(runs, summaries, labels) if len(runs) > 1 else []
     if output in ("json", "yaml"):
         data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
-        emit(data[0] if len(data) == 1 else {"runs": data}, output)
+        emit(data[0] if len(data) == 1 else {"runs": data, "paired": pairs}, output)
     else:
         compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+        for pair in pairs:  # the same jobs in every run: each job's wait paired (docs/simulator.md, the statistics)
+            click.echo(f"{pair['b']} vs {pair['a']}, {pair['what']}: {pair['verdict']}")
+
+
+def _memo_notes(loaded: list[tuple[SchedulerConf, str]]) -> None:
+    """Once per conf: the plugin that turns the blocked-job memo off, if any (it declares no memo contract)."""
+    for conf, name in loaded:
+        note = memo_note(plugin_contracts(conf))
+        if note is not None:
+            click.echo(f"pyvolcano: note: {name}: {note}", err=True)
 
 
 def _variants(inputs: Inputs, partitions: tuple[str, ...], network_topology: tuple[str, ...],

@@ -56,6 +56,7 @@ RESOURCEQUOTA = Resource("", "v1", "resourcequotas", "ResourceQuota")
 PVC = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 PRIORITYCLASS = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 PDB = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+NETWORKPOLICY = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CRD = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                namespaced=False)
@@ -80,8 +81,9 @@ VALIDATINGWEBHOOK = Resource("admissionregistration.k8s.io", "v1", "validatingwe
                              "ValidatingWebhookConfiguration", namespaced=False)
 
 ALL = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICE, SERVICEACCOUNT, SECRET, RESOURCEQUOTA, PVC, PRIORITYCLASS,
-       PDB, LEASE, CRD, PODGROUP, QUEUE, VCJOB, COMMAND, HYPERNODE, NUMATOPOLOGY, DEPLOYMENT, CLUSTERROLE,
-       CLUSTERROLEBINDING, ROLE, ROLEBINDING, CRONJOB, JOBFLOW, JOBTEMPLATE, MUTATINGWEBHOOK, VALIDATINGWEBHOOK)
+       PDB, NETWORKPOLICY, LEASE, CRD, PODGROUP, QUEUE, VCJOB, COMMAND, HYPERNODE, NUMATOPOLOGY, DEPLOYMENT,
+       CLUSTERROLE, CLUSTERROLEBINDING, ROLE, ROLEBINDING, CRONJOB, JOBFLOW, JOBTEMPLATE, MUTATINGWEBHOOK,
+       VALIDATINGWEBHOOK)
 _BY_TYPE = {(r.api_version, r.kind): r for r in ALL}
 
 

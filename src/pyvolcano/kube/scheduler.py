@@ -40,6 +40,7 @@ from pyvolcano.kube.event_handlers import EventHandlers
 from pyvolcano.kube.informers import Informers
 from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.metrics import SchedulerMetrics
+from pyvolcano.kube.node_metrics import NodeMetricsPoller, metrics_conf
 from pyvolcano.kube.reflector import Reflector
 from pyvolcano.kube.resources import QUEUE
 from pyvolcano.kube.status import StatusUpdater
@@ -88,7 +89,7 @@ class SchedulerOptions:
     #: safe because ``apply`` is done with a session's jobs before the next snapshot: binds, evictions and status
     #: writes run in the background on plain values and raw objects, never on session clones
     reuse_clones: bool = True
-    #: blocked-job memo (``cache/memo.py``): a pending job that could not be admitted or placed is not
+    #: blocked-job memo (``framework/incremental/memo.py``): a pending job that could not be admitted or placed is not
     #: re-examined until something that could change its answer happens; every change reaches the cache through
     #: ``upsert``/``delete``/``set_task_status``/``set_podgroup_phase``, so its epochs are exact.  False: every
     #: pending job is examined every session (``pyvolcano scheduler --full-sessions``)
@@ -107,6 +108,7 @@ class _LockedCache:
     def snapshot(self) -> Snapshot:
         with self.owner.lock:
             self.owner.cache.now = time.time()
+            self.owner.cache.node_metrics = self.owner.node_metrics.latest()
             return self.owner.cache.snapshot()
 
 
@@ -124,6 +126,8 @@ class KubeScheduler:
         self.cache = SchedulerCache(self.opts.scheduler_name, reuse_clones=self.opts.reuse_clones,
                                     memo=self.opts.incremental)
         self.lock = threading.RLock()
+        #: node usage from the conf's ``metrics:`` source (``kube/node_metrics.py``), for usage and rescheduling
+        self.node_metrics = NodeMetricsPoller(self._node_names)
         #: the background status writer (PodGroup/Queue/pod status); it lets the binds in flight go first
         self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.write_defer)
         #: Events, on threads of their own (not queued behind status writes), queued as the binds succeed; they
@@ -257,8 +261,13 @@ class KubeScheduler:
         if self.on_deposed is not None:
             self.on_deposed()
 
+    def _node_names(self) -> list[str]:
+        with self.lock:
+            return list(self.cache.nodes)
+
     def stop(self) -> None:
         self._stop.set()
+        self.node_metrics.stop()
         self.informers.stop()
         self.wait_binds(10)
         self.binder.shutdown()
@@ -282,6 +291,7 @@ class KubeScheduler:
         t0 = time.perf_counter()
         if self.conf.poll():
             log.info("using the reloaded scheduler conf from the next session on")
+        self.node_metrics.configure(metrics_conf(self.conf.conf))
         with self.lock:
             self.binder.expire_assumed(self.opts.assume_ttl)
             c, cache_gauge = self.cache, self.metrics.cache_objects

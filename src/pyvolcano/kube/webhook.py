@@ -2,11 +2,12 @@
 
 An ``admission.k8s.io/v1`` AdmissionReview comes in on one of Volcano's paths (``pkg/webhooks/router``), an
 AdmissionReview goes out: ``allowed`` with Volcano's message when refused, a JSON patch for the mutating paths.
-The rules are the project's one rule set: ``api/job_validate.py`` (through ``kube/validation.validate_job``) for
-Jobs, ``kube/validation.validate_queue``/``validate_queue_tree`` for Queues, ``api/admission.py`` for the other
-kinds and every mutating default.  A body that is not an AdmissionReview is answered with ``allowed: false`` and
-the reason (Volcano's ``serve``: ``ToAdmissionResponse(err)``), and any error inside a rule refuses the request
-with its message: the server never dies on a request.
+The rules are the project's one rule set: ``api/job_validate.py`` (``kube/validation.validate_job`` on create,
+``job_update_problems`` on update) for Jobs, ``kube/validation.validate_queue``/``validate_queue_tree`` for
+Queues, ``api/admission.py`` for the other kinds and every mutating default.  A body that is not an
+AdmissionReview is answered with ``allowed: false`` and the reason (Volcano's ``serve``:
+``ToAdmissionResponse(err)``), and any error inside a rule refuses the request with its message: the server never
+dies on a request.
 
 The webhook configurations (:func:`webhook_configurations`) follow Volcano's chart
 (``installer/helm/chart/volcano/templates/webhooks.yaml``): ``failurePolicy: Fail``, ``timeoutSeconds: 10``,
@@ -226,7 +227,7 @@ class Admission:
                 out["patchType"] = "JSONPatch"
                 out["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
             return out
-        msg = self._validate(hook, op, obj)
+        msg = self._validate(hook, op, obj, req)
         return {"allowed": False, "status": {"message": msg}} if msg else {"allowed": True}
 
     def _mutate(self, hook: Hook, obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -238,13 +239,17 @@ class Admission:
             return admission.mutate_podgroup(obj, self.cluster.namespace_annotations(obj["metadata"]["namespace"]))
         raise Rejected(f"no mutating rules for {hook.plural}")
 
-    def _validate(self, hook: Hook, op: str, obj: dict[str, Any]) -> str:
+    def _validate(self, hook: Hook, op: str, obj: dict[str, Any], req: dict[str, Any]) -> str:
+        from pyvolcano.api.job_validate import job_update_problems
         from pyvolcano.kube import job_plugins
         from pyvolcano.kube.validation import validate_job, validate_queue, validate_queue_tree
 
         if hook.plural == "jobs":
-            if op == "UPDATE":  # Volcano's validateJobUpdate is the job controller's rule set (api/job_validate.py)
-                return ""
+            if op == "UPDATE":  # Volcano's validateJobUpdate, the rule the job controller applies too
+                old = req.get("oldObject")
+                if not isinstance(old, dict):
+                    raise Rejected("the UPDATE request for jobs carries no oldObject")
+                return "; ".join(str(p) for p in job_update_problems(old, obj))
             return "; ".join(validate_job(obj, self.cluster.queues(), job_plugins.SUPPORTED))
         if hook.plural == "queues":
             queues = dict(self.cluster.queues())

@@ -66,9 +66,11 @@ class SimFlowAPI:
             self.objects.pop((kind, key), None)
             return True
         st = self.sim.controller.jobs.get(key)
-        if st is not None and st.phase not in FINAL:
-            self.sim.controller.execute(st, "TerminateJob")
-            self.sim._after_controller(key)
+        rec = self.sim.records.get(key)
+        if st is not None and rec is not None and st.phase not in FINAL:
+            # deleted while it ran (CronJob Replace): the report shows it ended here, as Terminated
+            rec.phase, rec.finished, rec.running = "Terminated", self.sim.now, 0
+        self.sim.controller.delete_job(key)  # its pods and PodGroup go with it, as Kubernetes' garbage collector does
         self.deleted.add(key)
         return True
 
@@ -99,6 +101,11 @@ class SimFlowAPI:
         obj = self.objects.get((kind, f"{namespace}/{name}"))
         if obj is not None:
             obj["status"] = copy.deepcopy(status)
+
+    def patch_spec(self, kind: str, namespace: str, name: str, fields: dict[str, Any]) -> None:
+        obj = self.objects.get((kind, f"{namespace}/{name}"))
+        if obj is not None:
+            obj["spec"] = {**(obj.get("spec") or {}), **fields}
 
     def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
         md = obj.get("metadata") or {}

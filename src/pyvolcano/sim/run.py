@@ -10,6 +10,7 @@ from typing import Any
 
 from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
@@ -214,7 +215,7 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
                     numatopologies=copy.deepcopy(inputs.numatopologies) or None)
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
-        for p in sim.problems:
+        for p in collapse(sim.problems):  # the same problem of many jobs: one line with a count
             warn(p)
     if not sim.total_jobs and not inputs.workload.flows:  # nothing can run: refuse, after the problems that say why
         n = len(inputs.workload.jobs)
@@ -240,8 +241,10 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             result = sim.run(until, tick)
     else:
         result = sim.run(until)
+    if not result.interrupted:
+        sim.why_waiting()  # jobs.csv's why column, after the run's own timing
     if warn is not None:
-        for p in result.problems[known:]:
+        for p in collapse(result.problems[known:]):
             warn(p)
     summ = metrics.write(out, result, conf_name, horizon)
     figures.write_evictions(out / "evictions.csv", result)
@@ -268,15 +271,17 @@ class Run:
 
 
 def common_window(runs: list[Run], horizon: float | None = None) -> list[dict[str, Any]]:
-    """Rewrite each run's summary.json and report.html over one window, [0, ``horizon``] or else [0, the longest
-    run's end], so that runs compared side by side (``--compare``, ``make demo``) average utilisation over the same
-    time: a run that finished early counts as idle until the others end."""
-    if horizon is None:
-        horizon = max((r.result.end_time for r in runs), default=0.0)
+    """Rewrite each run's summary.json over one window, [0, ``horizon``] or else [0, the longest run's end], so that
+    runs compared side by side (``--compare``, ``make demo``) average utilisation over the same time: a run that
+    finished early counts as idle until the others end.  Each run's own report.html is over its own window (its
+    end, or ``horizon`` when given): a page about one run does not stretch to another run's end."""
+    common = horizon if horizon is not None else max((r.result.end_time for r in runs), default=0.0)
     out = []
     for r in runs:
-        summ = metrics.write(r.out, r.result, r.conf_name, horizon)
-        report.write(r.out, r.result, metrics.job_rows(r.result), summ, r.title, r.conf, r.settings)
+        rows = metrics.job_rows(r.result)
+        summ = metrics.write(r.out, r.result, r.conf_name, common)
+        own = summ if horizon is not None else metrics.summary(r.result, rows, r.conf_name)
+        report.write(r.out, r.result, rows, own, r.title, r.conf, r.settings)
         out.append(summ)
     return out
 
@@ -289,6 +294,23 @@ def compare_page(runs: list[Run], summaries: list[dict[str, Any]], path: Path, t
     data = [report.RunData(n, r.result, metrics.job_rows(r.result), s, r.conf)
             for n, r, s in zip(labels, runs, summaries, strict=True)]
     return report.write_comparison(path, data, title, runs[0].settings if runs else None)
+
+
+def paired_over_jobs(runs: list[Run], summaries: list[dict[str, Any]],
+                     names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every compared run against the first, over the same jobs (``report.paired_stats``): for ``--compare``'s
+    terminal lines and JSON.  The window is the common one (``summaries``' ``window_s``)."""
+    labels = names or [r.conf_name.rsplit("/", 1)[-1] for r in runs]
+    data = [report.RunData(n, r.result, metrics.job_rows(r.result), s)
+            for n, r, s in zip(labels, runs, summaries, strict=True)]
+    out = []
+    for r in data[1:]:
+        window = max(float(data[0].summary.get("window_s") or 0.0), float(r.summary.get("window_s") or 0.0))
+        for what, p in report.paired_stats(data[0], r, window):
+            out.append({"a": data[0].name, "b": r.name, "what": what, "metric": p.metric.name, "jobs": p.n,
+                        "diff": round(p.diff_mean, 4), "diff_ci": [round(p.diff_ci[0], 4), round(p.diff_ci[1], 4)],
+                        "verdict": p.verdict("jobs")})
+    return out
 
 
 def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:
