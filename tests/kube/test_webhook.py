@@ -40,8 +40,6 @@ def _refused(fn) -> str:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def webhook(api: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Proc]:
-    if not wh.shutil.which("openssl"):
-        pytest.skip("no openssl command to make the test CA")
     tmp = tmp_path_factory.mktemp("webhook")
     certs = wh.make_certs(tmp / "certs", ["127.0.0.1"])
     port = _free_port()
@@ -145,8 +143,6 @@ def test_a_webhook_that_is_down_gets_its_failure_policy_and_admitted_objects_sta
         api: KubeClient, env: Env, tmp_path: Path) -> None:
     """``failurePolicy: Fail``, as Volcano's chart: with the webhook gone the API server refuses what it covers;
     what was admitted before stays."""
-    if not wh.shutil.which("openssl"):
-        pytest.skip("no openssl command to make the test CA")
     port = _free_port()
     p = cluster.Proc(["webhook", "--listen", f"127.0.0.1:{port}", "--register", "--cert-dir", str(tmp_path / "c"),
                       "--enabled-admission", "/cronjobs/validate"], tmp_path / "webhook.log")

@@ -32,7 +32,7 @@ def register(group: click.Group) -> None:
                   help="Address of the HTTPS server.")
     @click.option("--tls-cert-file", type=click.Path(exists=True, dir_okay=False), default=None,
                   help="Serving certificate (with --tls-private-key-file and --ca-cert-file); without it a CA and "
-                  "a certificate are made with openssl.")
+                  "a certificate are made at start.")
     @click.option("--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), default=None)
     @click.option("--ca-cert-file", type=click.Path(exists=True, dir_okay=False), default=None,
                   help="The CA that signed the serving certificate (the caBundle of the registrations).")

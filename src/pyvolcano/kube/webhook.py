@@ -278,14 +278,76 @@ class Certs:
 
 
 def make_certs(directory: Path, hosts: list[str]) -> Certs:
-    """A CA and a serving certificate for ``hosts`` (IP addresses or DNS names, as subjectAltNames), made with the
-    ``openssl`` command (``cryptography`` is not a dependency)."""
+    """A CA and a serving certificate for ``hosts`` (IP addresses or DNS names, as subjectAltNames) in
+    ``directory``: made with the ``cryptography`` package (a dependency), or the ``openssl`` command where that
+    package cannot be imported."""
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        return _openssl_certs(directory, hosts)
+    return _cryptography_certs(directory, hosts)
+
+
+def _is_ip(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _cryptography_certs(directory: Path, hosts: list[str]) -> Certs:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    life = datetime.timedelta(days=3650)
+
+    def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pyvolcano-webhook-ca")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + life).add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address(h)) if _is_ip(h) else x509.DNSName(h)
+                                    for h in hosts]
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + life)
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    out = Certs(directory / "tls.crt", directory / "tls.key", directory / "ca.crt")
+    out.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    out.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    out.key.write_bytes(pem_key(key))
+    out.key.chmod(0o600)
+    return out
+
+
+def _openssl_certs(directory: Path, hosts: list[str]) -> Certs:
     openssl = shutil.which("openssl")
     if openssl is None:
-        raise UserError("webhook: no serving certificate given (--tls-cert-file) and no `openssl` command to make one")
-    directory.mkdir(parents=True, exist_ok=True)
+        raise UserError("webhook: no serving certificate given (--tls-cert-file), and neither the cryptography "
+                        "package nor the `openssl` command to make one")
     ca_key, ca, key, csr, cert = (directory / n for n in ("ca.key", "ca.crt", "tls.key", "tls.csr", "tls.crt"))
-    san = ",".join(f"IP:{h}" if h.replace(".", "").isdigit() or ":" in h else f"DNS:{h}" for h in hosts)
+    san = ",".join(f"IP:{h}" if _is_ip(h) else f"DNS:{h}" for h in hosts)
     ext = directory / "san.cnf"
     ext.write_text(f"subjectAltName={san}\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
