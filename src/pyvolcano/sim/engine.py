@@ -42,6 +42,7 @@ from pyvolcano.framework.result import (
     podgroup_status_body,
 )
 from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
+from pyvolcano.sim.flows import SimFlows
 from pyvolcano.sim.topology import SpreadLog, build_topology, sub_group_of
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
@@ -118,7 +119,21 @@ class JobTTL:
     state: Any
 
 
-Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel | JobTTL
+@dataclass(frozen=True, slots=True)
+class FlowArrive:
+    """A CronJob, JobFlow or JobTemplate from the workload is created (``sim/flows.py``)."""
+
+    obj: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CronTick:
+    """A CronJob's next schedule time is due (``SimFlows.tick``)."""
+
+    key: str
+
+
+Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel | JobTTL | FlowArrive | CronTick
 
 
 @dataclass
@@ -484,6 +499,11 @@ class Simulator:
                 continue
             self._push(t, Arrive(job))
             admitted += 1
+        #: CronJobs, JobFlows and JobTemplates (``sim/flows.py``); ``until`` is ``run``'s, a CronJob's default end
+        self.flows = SimFlows(self)
+        self.until: float | None = None
+        for t, obj in workload.flows:
+            self._push(t, FlowArrive(obj))
         for t, node, down in node_failures or []:
             self._push(t, NodeFail(node, down))
         for t, key in cancellations or []:
@@ -653,6 +673,7 @@ class Simulator:
         rec = self.records.get(job_key)
         if st is None or rec is None:
             return
+        changed = rec.phase != st.phase
         rec.phase = st.phase
         if st.phase in FINAL and rec.finished is None:
             rec.finished = self.now
@@ -660,6 +681,8 @@ class Simulator:
             ttl = st.job["spec"].get("ttlSecondsAfterFinished")
             if ttl is not None and st.phase in TTL_PHASES:
                 self._push(self.now + float(ttl), JobTTL(job_key, st))
+        if changed and self.flows.flow_of:
+            self.flows.job_changed(job_key)
 
     def _ttl(self, key: str, st: Any) -> None:
         """``ttlSecondsAfterFinished`` ran out (Volcano's garbagecollector controller): the Job is deleted, with
@@ -782,6 +805,7 @@ class Simulator:
 
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
+        self.until = until
         with quiet_gc():
             return self._run(until, progress)
 
@@ -876,5 +900,9 @@ class Simulator:
                 self._cancel(key)
             case JobTTL(key, state):
                 self._ttl(key, state)
+            case FlowArrive(obj):
+                self.flows.arrive(obj)
+            case CronTick(key):
+                self.flows.tick(key)
             case _:
                 assert_never(event)

@@ -208,7 +208,7 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
                     Workload(copy.deepcopy(inputs.workload.jobs), inputs.workload.priority_classes,
-                             list(inputs.workload.problems)),
+                             list(inputs.workload.problems), copy.deepcopy(inputs.workload.flows)),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations,
                     full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None,
@@ -217,7 +217,7 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
     if warn is not None:
         for p in collapse(sim.problems):  # the same problem of many jobs: one line with a count
             warn(p)
-    if not sim.total_jobs:  # running makes no sense: refuse, after the problems that explain why
+    if not sim.total_jobs and not inputs.workload.flows:  # nothing can run: refuse, after the problems that say why
         n = len(inputs.workload.jobs)
         if n:
             raise UserError(f"nothing to simulate: none of the workload's {n} jobs can run here (problems above)")

@@ -24,6 +24,9 @@ from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import ManifestError, QuantityError, UserError
 
 ARRIVAL = "pyvolcano.io/arrival"
+#: a CronJob's last tick in the simulator (simulated seconds; ``sim/flows.py``)
+UNTIL = "pyvolcano.io/until"
+FLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
 DURATION = "pyvolcano.io/duration"
 CSV_COLUMNS = ("id", "submit", "queue", "priority", "tasks", "min_available", "cpu", "memory", "gpu", "duration")
 
@@ -49,6 +52,8 @@ class Workload:
     jobs: list[tuple[float, dict[str, Any]]]  # (arrival, vcjob manifest), sorted
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: (arrival, CronJob / JobFlow / JobTemplate manifest), sorted (``sim/flows.py``)
+    flows: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def queues(self) -> set[str]:
@@ -223,7 +228,7 @@ def size_problem(job: dict[str, Any]) -> str | None:
 def from_manifests(objects: list[dict[str, Any]]) -> Workload:
     """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job whose arrival
     or duration annotation is not a number of seconds >= 0 is reported in ``problems`` and left out."""
-    jobs, pcs, problems = [], [], []
+    jobs, pcs, problems, flows = [], [], [], []
     for o in objects:
         if o.get("kind") == "PriorityClass":
             try:
@@ -249,8 +254,41 @@ def from_manifests(objects: list[dict[str, Any]]) -> Workload:
                 problems.append(f"{bad}; job skipped")
                 continue
             jobs.append((t, o))
+        elif o.get("kind") in FLOW_KINDS:
+            t_flow, bad = _flow_object(o)
+            if bad:
+                problems.append(f"{bad}; skipped")
+                continue
+            flows.append((t_flow, o))
     jobs.sort(key=lambda x: (x[0], str(x[1].get("metadata", {}).get("name"))))
-    return Workload(jobs, pcs, problems)
+    # templates before the flows that name them at the same arrival time
+    flows.sort(key=lambda x: (x[0], x[1]["kind"] != "JobTemplate", str(x[1]["metadata"].get("name"))))
+    return Workload(jobs, pcs, problems, flows)
+
+
+def _flow_object(o: dict[str, Any]) -> tuple[float, str | None]:
+    """A CronJob, JobFlow or JobTemplate of a workload: its arrival, or why it is refused (Volcano's admission
+    rules of ``api/admission.py``, the simulator's annotations)."""
+    from pyvolcano.api.admission import validate_cronjob, validate_jobflow
+
+    md = o.get("metadata")
+    ref = f"{o['kind']} {(md or {}).get('namespace') or 'default'}/{(md or {}).get('name') or '<unnamed>'}" \
+        if isinstance(md, dict) else f"{o['kind']} <unnamed>"
+    if not isinstance(md, dict) or not md.get("name"):
+        return 0.0, f"{ref}: field metadata.name: is required"
+    if not isinstance(o.get("spec"), dict):
+        return 0.0, f"{ref}: field spec: must be a mapping"
+    ann = md.get("annotations") or {}
+    if not isinstance(ann, dict):
+        return 0.0, f"{ref}: field metadata.annotations: must be a mapping"
+    try:
+        t = seconds(ann.get(ARRIVAL, 0))
+        if ann.get(UNTIL) not in (None, ""):
+            seconds(ann[UNTIL])
+    except ValueError as exc:
+        return 0.0, f"{ref}: field metadata.annotations: {exc} (expected seconds >= 0)"
+    msg = validate_cronjob(o) if o["kind"] == "CronJob" else validate_jobflow(o) if o["kind"] == "JobFlow" else ""
+    return t, (f"{ref}: {msg}" if msg else None)
 
 
 class _RowError(ValueError):
