@@ -14,6 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from pyvolcano.api.models import LifecyclePolicy, first_error
 from pyvolcano.api.resource import amount
 from pyvolcano.errors import QuantityError
 
@@ -68,7 +71,9 @@ def policy_events(policy: Mapping[str, Any]) -> list[str]:
 
 
 def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
-    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does."""
+    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does.  Each entry is first typed
+    by ``api/models.py: LifecyclePolicy`` (an ``event`` given as a list, an ``exitCode`` of ``true`` is refused
+    there, naming the field)."""
     if policies in (None, []):
         return []
     if not isinstance(policies, list):
@@ -78,10 +83,13 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
     codes: set[int] = set()
     for i, p in enumerate(policies):
         at = f"{where}.policies[{i}]"
-        if not isinstance(p, dict):
-            return [*out, JobProblem(ref, at, "must be a mapping")]
+        try:
+            m = LifecyclePolicy.model_validate(p)
+        except ValidationError as exc:
+            sub, msg = first_error(exc)
+            return [*out, JobProblem(ref, f"{at}.{sub}".rstrip(".").replace(".[", "["), msg)]
         events = policy_events(p)
-        code = p.get("exitCode")
+        code = m.exitCode
         if events and code is not None:
             return [*out, JobProblem(ref, at, "must not specify event and exitCode simultaneously")]
         if not events and code is None:
@@ -91,20 +99,19 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
                 if not POLICY_EVENTS.get(e, False):
                     return [*out, JobProblem(ref, f"{at}.event", f"invalid policy event {e!r} (allowed: "
                                                                    f"{', '.join(ALLOWED_EVENTS)})")]
-                action = p.get("action")
+                action = m.action
                 if not POLICY_ACTIONS.get(str(action), False):
                     return [*out, JobProblem(ref, f"{at}.action", f"invalid policy action {action!r} (allowed: "
                                                                     f"{', '.join(ALLOWED_ACTIONS)})")]
                 if e in seen:
                     return [*out, JobProblem(ref, f"{at}.event", f"duplicate event {e!r} across different policy")]
                 seen.add(e)
-        else:
-            c = _int(code)
-            if c is None or c == 0:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
-            if c in codes:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {c}")]
-            codes.add(c)
+        elif code == 0:
+            return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
+        elif code is not None:
+            if code in codes:
+                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {code}")]
+            codes.add(code)
     if "*" in seen and len(seen) > 1:
         out.append(JobProblem(ref, f"{where}.policies", "if there's * here, no other policy should be here"))
     return out
@@ -132,7 +139,7 @@ def _network_topology(ref: str, at: str, nt: Any) -> list[JobProblem]:
     return out
 
 
-def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int) -> list[JobProblem]:
+def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int, job_name: str) -> list[JobProblem]:
     """A task's ``partitionPolicy``: the CRD's minimums (totalPartitions and partitionSize >= 1, minPartitions >=
     0) and the webhook's ``validatePartitionPolicy``, which stops at the first of: totalPartitions and
     partitionSize positive, replicas = totalPartitions * partitionSize, and (when minPartitions is set)
@@ -160,6 +167,14 @@ def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int)
     elif replicas != total * size:
         out.append(JobProblem(ref, f"{where}", f"'Replicas' ({replicas}) are not equal to TotalPartitions*"
                                                f"PartitionSize ({total}*{size}) in task: {name}"))
+    elif tmin is None and min_parts > 0 and min_parts * size > replicas:
+        # the job webhook's mutateSpec sets a task's missing minAvailable to minPartitions * partitionSize, and
+        # validateJobCreate then refuses a minAvailable above the replicas (admit_job.go); without it the
+        # PodGroup would ask for more partitions than exist and pend forever
+        out.append(JobProblem(ref, f"{where}.minPartitions", f"'minAvailable' is greater than 'replicas' in task: "
+                                                             f"{name}, job: {job_name} (minAvailable defaults to "
+                                                             f"MinPartitions*PartitionSize = {min_parts}*{size}, "
+                                                             f"replicas are {replicas})"))
     elif tmin is not None and min_parts > 0 and min_parts * size != tmin:
         out.append(JobProblem(ref, f"{where}.minPartitions", f"'MinAvailable' ({tmin}) is not equal to "
                                                              f"MinPartitions*PartitionSize ({min_parts}*{size}) in "
@@ -238,7 +253,7 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
                         except QuantityError as exc:
                             out.append(JobProblem(ref, f"{at}.template.spec.containers[{ci}].resources.{kind}."
                                                        f"{rname}", str(exc)))
-        out += _partition_policy(ref, at, t, replicas)
+        out += _partition_policy(ref, at, t, replicas, str(meta["name"]))
         out += _policies(ref, at, t.get("policies"))
     if min_available is not None and min_available > total:
         out.append(JobProblem(ref, "spec.minAvailable", f"({min_available}) should not be greater than total "

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from pyvolcano.cache.cache import KINDS, SchedulerCache
+from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.manifests import load_snapshot
 from pyvolcano.commands._output import console, emit, output_option, pick_file
 from pyvolcano.conf.loader import load_conf, load_conf_file
@@ -107,10 +107,7 @@ def register(group: click.Group) -> None:
                 click.echo(f"pyvolcano: warning: {snap.source}: its config: is ignored, --config {config} is used",
                            err=True)
             conf = load_conf_file(config)
-        if not any(isinstance(o.get("kind"), str) and o["kind"] in KINDS for o in snap.objects) \
-                and not snap.scenario:
-            raise UserError(f"{snap.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
-                            "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+        snap.require_cluster()
         cache = SchedulerCache.from_objects(snap.objects, scheduler_name)
         if strict and cache.problems:
             raise UserError(f"{len(cache.problems)} malformed object(s) in {snap.source}: "

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pyvolcano.api import models
-from pyvolcano.api.models import Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
+from pyvolcano.api.models import LifecyclePolicy, Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import ManifestError, QuantityError, UserError
 
@@ -175,7 +175,7 @@ class _SimTask(BaseModel):
     replicas: Annotated[int, _integer(0, MAX_JOB_PODS)] = 1
     minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
     template: _Template
-    policies: list[dict[str, Any]] | None = None
+    policies: list[LifecyclePolicy] | None = None
     #: Volcano's ``partitionPolicy``: the job controller makes one PodGroup sub-group per partition
     partitionPolicy: _SimPartitionPolicy | None = None
 
@@ -188,7 +188,7 @@ class _SimJobSpec(BaseModel):
     schedulerName: str | None = None
     priorityClassName: str | None = None
     maxRetry: Annotated[int, _integer(0, 1000)] | None = None
-    policies: list[dict[str, Any]] | None = None
+    policies: list[LifecyclePolicy] | None = None
     #: Volcano's vcjob ``spec.networkTopology`` (mode, highestTierAllowed or highestTierName), which the job
     #: controller copies to the PodGroup
     networkTopology: NetworkTopologySpec | None = None
@@ -248,6 +248,8 @@ def from_manifests(objects: list[dict[str, Any]]) -> Workload:
             if bad:
                 problems.append(f"{bad}; job skipped")
                 continue
+            if not md.get("namespace"):  # the API server puts a namespaced object without one (or with null or
+                md["namespace"] = "default"  # "") in the request's namespace, kubectl's "default"
             jobs.append((t, o))
     jobs.sort(key=lambda x: (x[0], str(x[1].get("metadata", {}).get("name"))))
     return Workload(jobs, pcs, problems)
