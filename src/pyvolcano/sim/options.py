@@ -63,6 +63,8 @@ Delay = Annotated[float, _number(0, 1e6)]
 Until = Annotated[float, _number(0, MAX_TIME)]
 Horizon = Annotated[float, _number(0, MAX_TIME, lo_open=True)]
 Failures = Annotated[int, _integer(0, MAX_NODES)]
+#: one gang's size, as ``--gang-sizes`` and a sweep's ``gang_sizes`` list it
+GangSize = Annotated[int, _integer(1, 100_000)]
 
 #: every numeric option of ``simulate`` by its sweep-file name (the flag ``--mean-duration`` is ``mean_duration``;
 #: ``FLAGS`` names the flags spelt otherwise): the one table both read
@@ -71,6 +73,7 @@ FIELDS: dict[str, Any] = {
     "span": Span, "nodes": Nodes, "pods": Pods, "compress": Factor, "duration_scale": Factor, "gang_window": Window,
     "max_gang": Nodes, "period": Period, "start_latency": Delay, "grace": Delay, "until": Until,
     "horizon": Horizon, "network_topology_fraction": Share, "node_failures": Failures, "cluster_size": Nodes,
+    "gang_size": GangSize,
 }
 #: the flag of each field whose name differs from ``--field-name``
 FLAGS = {"jobs": "--synthetic", "services": "--synthetic-services", "nodes": "--ali-nodes", "pods": "--ali-pods"}

@@ -111,12 +111,15 @@ def load_queues(arg: str | None, workload: Workload) -> list[dict[str, Any]]:
 
 def parse_gang_sizes(arg: str) -> tuple[int, ...]:
     """``1,1,2,4,8``: the gang sizes the synthetic generator draws from (uniformly, so repeats weigh more)."""
+    from pyvolcano.sim import options
+
     try:
-        sizes = tuple(int(x) for x in arg.split(",") if x.strip())
-    except ValueError:
-        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers, e.g. 1,1,2,4,8") from None
-    if not sizes or min(sizes) < 1:
-        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers >= 1, e.g. 1,1,2,4,8")
+        sizes = tuple(options.check("gang_size", x) for x in arg.split(",") if x.strip())
+    except ValueError as exc:
+        raise UserError(f"--gang-sizes: {arg[:80]!r}: {exc}; expected comma-separated integers, e.g. 1,1,2,4,8") \
+            from None
+    if not sizes:
+        raise UserError(f"--gang-sizes: {arg[:80]!r}: expected comma-separated integers >= 1, e.g. 1,1,2,4,8")
     return sizes
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano import safeyaml
 from pyvolcano.api.models import first_error
@@ -57,16 +57,9 @@ class SyntheticWorkload(BaseModel):
     model_config = _Finite
     jobs: opts.Jobs = 200
     rate: opts.Rate = 0.2
-    gang_sizes: list[int] = Field(default_factory=lambda: [1, 1, 2, 4, 8], min_length=1)
+    gang_sizes: list[opts.GangSize] = Field(default_factory=lambda: [1, 1, 2, 4, 8], min_length=1)
     mean_duration: opts.MeanDuration = 600.0
     gpu_fraction: opts.Share = 0.5
-
-    @field_validator("gang_sizes")
-    @classmethod
-    def _sizes(cls, v: list[int]) -> list[int]:
-        if min(v) < 1 or max(v) > 100_000:
-            raise ValueError("gang sizes must be between 1 and 100000")
-        return v
 
 
 class AlibabaWorkload(BaseModel):
@@ -224,7 +217,7 @@ def knob_names(kind: str) -> set[str]:
 
 
 def _compact_count(cluster: str | None) -> int | None:
-    m = re.match(r"^\s*(\d+)\s*x", cluster or "")
+    m = re.match(r"^\s*(\d+)\s*x", cluster or "", re.ASCII)
     return int(m.group(1)) if m and not Path(cluster or "").is_file() else None
 
 
@@ -439,7 +432,7 @@ def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Poi
     w = spec.workload
     cluster = _local(spec.cluster, paths)
     if "cluster_size" in knobs and w.alibaba is None and cluster:
-        cluster = re.sub(r"^\s*\d+", str(int(knobs["cluster_size"])), cluster, count=1)
+        cluster = re.sub(r"^\s*\d+", str(int(knobs["cluster_size"])), cluster, count=1, flags=re.ASCII)
     queues = _local(spec.queues, paths)
     if w.synthetic is not None:
         s = w.synthetic.model_copy(update={k: knobs[k] for k in ("jobs", "rate", "mean_duration", "gpu_fraction")

@@ -214,7 +214,7 @@ def parse_constraint(arg: str, where: str | None = None) -> Constraint:
         raise UserError(f"{where}: expected none, soft, hard:TIER (e.g. hard:1) or "
                         "hard:TIERNAME (e.g. hard:leaf)")
     tier = tier.strip()
-    if tier.lstrip("-").isdigit():
+    if tier.lstrip("-").isascii() and tier.lstrip("-").isdigit():  # "٣" is a tier name, not tier 3
         if int(tier) < 0 or int(tier) > 1_000:
             raise UserError(f"{where}: the tier must be between 0 and 1000")
         return Constraint("hard", int(tier))
@@ -467,7 +467,7 @@ class SpreadLog:
         mode, _, tier = label.partition(":")
         if mode != "hard" or not tier:
             return None
-        return int(tier) if tier.isdigit() else self.topo.tier_names().get(tier)
+        return int(tier) if tier.isascii() and tier.isdigit() else self.topo.tier_names().get(tier)
 
     def arrived(self, job: str, manifest: Mapping[str, Any]) -> None:
         self.constraint[job] = constraint_label(manifest)

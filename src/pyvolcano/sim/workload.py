@@ -95,14 +95,15 @@ def from_specs(specs: Iterable[JobSpec], problems: list[str] | None = None) -> W
     return Workload(jobs, pcs, problems)
 
 
-#: the largest time or duration a workload or option may name (about 31,700 years)
-MAX_SECONDS = 1e12
+#: the largest time or duration a workload or option may name (``api/models.py: MAX_TIME``, about 3,170 years):
+#: an arrival plus a duration stays within what ``datetime`` formats
+MAX_SECONDS = models.MAX_TIME
 
 
 def seconds(value: object) -> float:
     """A duration or time in seconds: a finite number >= 0 (ValueError naming the value otherwise)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a number of seconds")
+    if isinstance(value, bool) or (isinstance(value, str) and (not value.isascii() or "_" in value)):
+        raise ValueError(f"{str(value)[:80]!r} is not a number of seconds (ASCII digits)")
     try:
         x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -273,10 +274,7 @@ def _cell(r: dict[str, Any], col: str, conv: Callable[[str], Any], default: str 
 
 
 def _int(raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{raw!r} is not an integer") from None
+    return models.ascii_int(raw)
 
 
 def _quantity(raw: str) -> str:
