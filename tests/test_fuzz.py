@@ -103,6 +103,9 @@ PG = ("{apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup, metadata: {na
 QUEUE = ("{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: default}, "
          "spec: {weight: %s, guarantee: {resource: {cpu: %s}}}, status: {state: Open}}")
 
+QUEUE_AFF = ("{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q2}, "
+             "spec: {affinity: {nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: %s}}}}")
+
 #: (a snapshot, the field the error must name): each object is skipped with exit 2, never a traceback
 KNOWN_BAD_OBJECTS = [
     ("{kind: 5, metadata: {name: x}}", None),
@@ -131,6 +134,20 @@ KNOWN_BAD_OBJECTS = [
     (POD % ("1", ", tolerations: [null]", "Pending"), "spec.tolerations[0]"),
     ("{apiVersion: v1, kind: Pod, metadata: {name: p2, namespace: ns, annotations: {volcano.sh/task-spec: [1]}}, "
      "spec: {schedulerName: volcano, containers: [{name: c}]}}", "metadata.annotations"),
+    # a Queue's node-group affinity lists group names: an integer, a null or a list of strings is refused (a
+    # traceback, or pods bound to a node group named "None")
+    (QUEUE_AFF % "[5]", "spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"),
+    (QUEUE_AFF % "[null]", "spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"),
+    (QUEUE_AFF % "abc", "spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+    ("{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q2}, spec: {affinity: 5}}",
+     "spec.affinity"),
+    # ASCII digits only, as Kubernetes reads numbers: int("٣") and Decimal("٣") are 3 in Python
+    (POD % ("\u0663", "", "Pending"), "spec.containers[0].resources.requests.cpu"),
+    (PG % "'\u0663'", "spec.minMember"),
+    (PG % "'1_0'", "spec.minMember"),
+    # a time beyond what datetime formats (MAX_TIME, 1e11 s)
+    ("{apiVersion: v1, kind: Node, metadata: {name: n9, creationTimestamp: 1e12}, status: {allocatable: {cpu: 4}}}",
+     "metadata.creationTimestamp"),
 ]
 
 
@@ -168,6 +185,18 @@ def test_module_attr_that_is_not_a_plugin(tmp_path: Path, spec: str) -> None:
     out = invoke(["cycle", str(SCENARIOS[0]), "-o", "json", "--config", str(f)])
     check(out, spec)
     assert out.exit_code == 2 and "line 4" in out.output, out.output
+
+
+@pytest.mark.parametrize("text", ["a: 1\n", "", "{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n"])
+def test_every_snapshot_command_refuses_what_is_no_snapshot(tmp_path: Path, text: str) -> None:
+    """``queues`` printed an empty report and exited 0 where ``cycle`` refused: one rule for both
+    (``SnapshotFile.require_cluster``)."""
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    for command in ("cycle", "queues"):
+        out = invoke([command, str(f), "-o", "json"])
+        check(out, command)
+        assert out.exit_code == 2 and "not a cluster snapshot" in out.output, (command, out.output)
 
 
 def test_queues_exits_2_after_skipping_like_cycle(tmp_path: Path) -> None:
