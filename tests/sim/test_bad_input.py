@@ -167,7 +167,10 @@ def test_min_partitions_above_the_replicas_is_refused_as_volcano_does() -> None:
 
 
 @pytest.mark.parametrize(("cell", "value"), [("tasks", "\u0663"), ("priority", "1_0"), ("submit", "\u0661"),
-                                             ("cpu", "\u0663"), ("duration", "1e12")])
+                                             ("cpu", "\u0663"), ("duration", "1e12"),
+                                             # a PriorityClass value, a DNS-1123 job name, a queue's object name
+                                             ("priority", "99999999999999999999"), ("id", "j!x"), ("id", "j" * 64),
+                                             ("queue", "Bad Queue")])
 def test_csv_numbers_are_ascii_and_bounded(tmp_path: Path, cell: str, value: str) -> None:
     """Python reads ``int("٣")`` as 3 and ``int("1_0")`` as 10; Kubernetes and Volcano read ASCII digits only.
     A time beyond ``MAX_TIME`` (1e11 s) could not be formatted as a status stamp."""
@@ -192,7 +195,7 @@ def test_bad_quantity_in_a_csv_row_skips_only_that_row(tmp_path: Path) -> None:
     wl = load_csv(str(p))
     assert any(x.startswith(f"{p}: line 3 (job badcpu): field cpu: 'abc' is not a quantity") for x in wl.problems)
     assert any(x.startswith(f"{p}: line 4 (job badmem): field memory: 'lots' is not a quantity") for x in wl.problems)
-    assert f"{p}: line 5 (job neggpu): field gpu: '-1' is negative; row skipped" in wl.problems
+    assert f"{p}: line 5 (job neggpu): field gpu: '-1' is negative (quantities must be >= 0); row skipped" in wl.problems
     assert f"{p}: line 6 (job short): field tasks: is empty; row skipped" in wl.problems
     rows, _ = simulate(wl)
     assert set(rows) == {"default/ok"} and rows["default/ok"]["phase"] == "Completed"

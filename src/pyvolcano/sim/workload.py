@@ -11,17 +11,16 @@ from __future__ import annotations
 import csv
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano.api import models
 from pyvolcano.api.models import LifecyclePolicy, Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
-from pyvolcano.api.quantity import parse_quantity
-from pyvolcano.errors import ManifestError, QuantityError, UserError
+from pyvolcano.errors import ManifestError, UserError
 
 ARRIVAL = "pyvolcano.io/arrival"
 DURATION = "pyvolcano.io/duration"
@@ -256,36 +255,56 @@ def from_manifests(objects: list[dict[str, Any]]) -> Workload:
     return Workload(jobs, pcs, problems)
 
 
-class _RowError(ValueError):
-    pass
+#: a job's name (the CSV ``id``, lower-cased, ``_`` as ``-``): a DNS-1123 label, as Volcano's job webhook
+#: requires (``validateJobName``); a queue's: a DNS-1123 subdomain, as every Kubernetes object name
+_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
-def _cell(r: dict[str, Any], col: str, conv: Callable[[str], Any], default: str | None = None) -> Any:
-    raw = r.get(col)
-    raw = "" if raw is None else str(raw).strip()
-    if raw == "" and default is not None:
-        raw = default
-    if raw == "":
-        raise _RowError(f"field {col}: is empty")
-    try:
-        return conv(raw)
-    except ValueError as exc:
-        raise _RowError(f"field {col}: {exc}") from None
+def _seconds(v: Any) -> float:
+    return seconds(v)
 
 
-def _int(raw: str) -> int:
-    return models.ascii_int(raw)
+def _row_quantity(v: Any) -> Any:
+    """A quantity as the models check one (finite, >= 0, not absurd), kept as written (a string)."""
+    models._quantity(v)
+    return str(v)
 
 
-def _quantity(raw: str) -> str:
-    """A Kubernetes quantity >= 0, kept as written."""
-    try:
-        q = parse_quantity(raw)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if q < 0:
-        raise ValueError(f"{raw!r} is negative")
-    return raw
+class JobRow(BaseModel):
+    """One job of a workload the simulator generates or reads as rows (``JobSpec``: a CSV row, a synthetic or an
+    Alibaba job), typed: the CSV's columns are its fields, so a bad cell is refused naming the column."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Annotated[str, Field(max_length=63, pattern=_LABEL)]
+    submit: Annotated[float, BeforeValidator(_seconds)]
+    queue: Annotated[str, Field(max_length=253, pattern=_SUBDOMAIN)]
+    #: a PriorityClass value (``api/models.py: PriorityClass``): the simulator makes one per priority
+    priority: Annotated[int, _integer(models.INT32_MIN, models.PRIORITY_MAX)]
+    tasks: Annotated[int, _integer(1, MAX_JOB_PODS)]
+    min_available: Annotated[int, _integer(0, MAX_JOB_PODS)]
+    cpu: Annotated[str, BeforeValidator(_row_quantity)]
+    memory: Annotated[str, BeforeValidator(_row_quantity)]
+    gpu: Annotated[str, BeforeValidator(_row_quantity)]
+    duration: Annotated[float, BeforeValidator(_seconds)]
+
+    @model_validator(mode="after")
+    def _gang_fits(self) -> JobRow:
+        if self.min_available > self.tasks:
+            raise ValueError(f"min_available: {self.min_available} must be between 0 and tasks {self.tasks}")
+        return self
+
+
+def _row_problem(exc: ValidationError) -> str:
+    """``field COLUMN: why`` for the first mistake of a row."""
+    where, msg = models.first_error(exc)
+    if not where and ": " in msg:  # the row-level check names its column
+        where, msg = msg.split(": ", 1)
+    return f"field {where}: {msg}"
+
+
+#: columns that may be left empty, and what an empty cell means
+_DEFAULTS = {"priority": "0", "gpu": "0", "queue": "default"}
 
 
 def load_csv(path: str) -> Workload:
@@ -304,44 +323,32 @@ def load_csv(path: str) -> Workload:
     specs, problems = [], []
     for r in rows:
         n = rows.line_num
-        name = str(r.get("id") or "").strip().lower().replace("_", "-")
-        where = f"{path}: line {n}" + (f" (job {name})" if name else "")
+        cells = {c: str(r.get(c) or "").strip() or _DEFAULTS.get(c, "") for c in CSV_COLUMNS}
+        cells["id"] = cells["id"].lower().replace("_", "-")
+        where = f"{path}: line {n}" + (f" (job {cells['id'][:63]})" if cells["id"] else "")
+        empty = next((c for c in CSV_COLUMNS if not cells[c]), None)
+        if empty is not None:
+            problems.append(f"{where}: field {empty}: is empty; row skipped")
+            continue
         try:
-            if not name:
-                raise _RowError("field id: is empty")
-            js = JobSpec(name=name, arrival=_cell(r, "submit", seconds),
-                         queue=str(r.get("queue") or "").strip() or "default",
-                         priority=_cell(r, "priority", _int, "0"), tasks=_cell(r, "tasks", _int),
-                         min_available=_cell(r, "min_available", _int), cpu=_cell(r, "cpu", _quantity),
-                         memory=_cell(r, "memory", _quantity), gpu=_cell(r, "gpu", _quantity, "0"),
-                         duration=_cell(r, "duration", seconds))
-        except _RowError as exc:
-            problems.append(f"{where}: {exc}; row skipped")
+            m = JobRow.model_validate(cells)
+        except ValidationError as exc:
+            problems.append(f"{where}: {_row_problem(exc)}; row skipped")
             continue
-        bad = check_spec(js)
-        if bad:
-            problems.append(f"{where}: {bad}; row skipped")
-            continue
-        specs.append(js)
+        specs.append(JobSpec(name=m.id, arrival=m.submit, queue=m.queue, priority=m.priority, tasks=m.tasks,
+                             min_available=m.min_available, cpu=m.cpu, memory=m.memory, gpu=m.gpu,
+                             duration=m.duration))
     return from_specs(specs, problems)
 
 
 def check_spec(js: JobSpec) -> str | None:
-    """What is wrong with a JobSpec (naming the field), or None."""
-    for col, v in (("duration", js.duration), ("submit", js.arrival)):
-        try:
-            seconds(v)
-        except ValueError as exc:
-            return f"field {col}: {exc}"
-    if not 1 <= js.tasks <= MAX_JOB_PODS:
-        return f"field tasks: must be between 1 and {MAX_JOB_PODS}, got {js.tasks}"
-    if not 0 <= js.min_available <= js.tasks:
-        return f"field min_available: {js.min_available} must be between 0 and tasks {js.tasks}"
-    for col, q in (("cpu", js.cpu), ("memory", js.memory), ("gpu", js.gpu)):
-        try:
-            _quantity(q)
-        except ValueError as exc:
-            return f"field {col}: {exc}"
+    """What is wrong with a JobSpec (naming the field), or None: the ``JobRow`` model, as a CSV row is checked."""
+    try:
+        JobRow.model_validate({"id": js.name, "submit": js.arrival, "queue": js.queue, "priority": js.priority,
+                               "tasks": js.tasks, "min_available": js.min_available, "cpu": js.cpu,
+                               "memory": js.memory, "gpu": js.gpu, "duration": js.duration})
+    except ValidationError as exc:
+        return _row_problem(exc)
     return None
 
 
