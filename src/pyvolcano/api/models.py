@@ -45,6 +45,15 @@ MAX_TIME = 1e11
 _ASCII_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
+def go_int(text: object) -> int | None:
+    """``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it (ASCII digits, an optional sign, no blanks,
+    within int64), or None: how Kubernetes reads a node label for a ``Gt``/``Lt`` selector."""
+    if not isinstance(text, str) or not _ASCII_INT.fullmatch(text):
+        return None
+    n = int(text, 10)
+    return n if -(2**63) <= n < 2**63 else None
+
+
 def ascii_int(text: str) -> int:
     """``text`` (surrounding blanks allowed) as an integer of ASCII digits; ValueError naming it otherwise."""
     t = text.strip()
@@ -214,7 +223,7 @@ class Requirement(_M):
     def _values_fit_operator(self) -> Requirement:
         values = self.values or []
         if self.operator in ("Gt", "Lt"):
-            if len(values) != 1 or not str(values[0]).lstrip("-").isdigit() or not str(values[0]).isascii():
+            if len(values) != 1 or isinstance(values[0], bool) or go_int(str(values[0])) is None:
                 raise ValueError(f"values: {self.operator} needs exactly one integer value")
         elif self.operator in ("In", "NotIn") and not values:
             raise ValueError(f"values: {self.operator} needs at least one value")
