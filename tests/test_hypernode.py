@@ -133,6 +133,7 @@ def test_a_hypernode_with_two_parents_or_a_cycle_makes_the_topology_not_ready() 
     (hn("s", 1, regex(r"(a)\1")), "spec.members[0].selector.regexMatch.pattern"),
     (hn("s", 1, regex("n(?=0)")), "spec.members[0].selector.regexMatch.pattern"),
     (hn("S_1", 1, node("n0")), "metadata.name"),
+    (hn("s\n", 1, node("n0")), "metadata.name"),  # Python's $ matches before a final newline; fullmatch does not
     ({"kind": "HyperNode", "metadata": {"name": "s"}, "spec": 5}, "spec"),
 ])
 def test_malformed_hypernodes_name_the_field(obj: dict[str, Any], field: str) -> None:

@@ -137,7 +137,7 @@ def parse_hypernode(obj: Mapping[str, Any]) -> HyperNode:
     md = obj.get("metadata")
     name = md.get("name") if isinstance(md, Mapping) else None
     ref = f"HyperNode {name}" if isinstance(name, str) and name else "HyperNode (unnamed)"
-    if not isinstance(name, str) or not re.match(_DNS1123, name) or len(name) > 253:
+    if not isinstance(name, str) or not re.fullmatch(_DNS1123, name) or len(name) > 253:
         raise ManifestError(ref, "metadata.name", "a DNS-1123 subdomain name is required")
     spec: HyperNodeSpec = validate_model(HyperNodeSpec, obj.get("spec"), ref, "spec")
     return HyperNode(name, spec)

@@ -221,7 +221,7 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
             continue
         name = t.get("name") or ""
         if name:
-            if not isinstance(name, str) or not _DNS1123_LABEL.match(name) or len(name) > 63:
+            if not isinstance(name, str) or not _DNS1123_LABEL.fullmatch(name) or len(name) > 63:
                 out.append(JobProblem(ref, f"{at}.name", f"{name!r} must be a DNS-1123 label (lower case letters, "
                                                          "digits and '-')"))
             elif name in names:

@@ -55,7 +55,7 @@ def parse_topology_spec(spec: str) -> list[tuple[str, int]]:
         what = "nodes per hypernode" if i == 0 else f"tier-{i} hypernodes per hypernode"
         if not eq or not name:
             raise UserError(f"{where}: {part!r}: expected NAME=COUNT (tier {i + 1}: {what})")
-        if not _NAME.match(name) or len(name) > 50:
+        if not _NAME.fullmatch(name) or len(name) > 50:
             raise UserError(f"{where}: {part!r}: the tier name must be a lowercase DNS label such as leaf or spine")
         if any(n == name for n, _ in out):
             raise UserError(f"{where}: tier name {name!r} is used twice")
