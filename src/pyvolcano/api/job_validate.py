@@ -21,6 +21,7 @@ from pyvolcano.api.resource import amount
 from pyvolcano.errors import QuantityError
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 #: every lifecycle event of Volcano's bus API -> whether a Job may name it in a policy (``policyEventMap``)
 POLICY_EVENTS: dict[str, bool] = {
@@ -197,6 +198,12 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
     meta = job.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name"):
         return [JobProblem(ref, "metadata.name", "is required")]
+    name = meta["name"]
+    if not isinstance(name, str) or len(name) > 63 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        # the API server's object name rule (a DNS-1123 subdomain) and the webhook's validateJobName
+        # (IsQualifiedName: at most 63 characters), both in one message
+        return [JobProblem(ref, "metadata.name", f"create job with name {str(name)[:80]!r} validate failed: a "
+                                                 "lower case DNS-1123 name of at most 63 characters is required")]
     spec = job.get("spec")
     if not isinstance(spec, dict):
         return [JobProblem(ref, "spec", "is required")]

@@ -153,9 +153,13 @@ class _M(BaseModel):
     model_config = ConfigDict(extra="allow", strict=False, populate_by_name=True)
 
 
+#: a namespace's name: a DNS-1123 label (apimachinery's ``ValidateNamespaceName``); null or "" is the default one
+NamespaceName = Annotated[str, Field(max_length=63, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$")]
+
+
 class Metadata(_M):
     name: str = Field(min_length=1)
-    namespace: str | None = None
+    namespace: NamespaceName | None = None
     labels: StringMap | None = None
     annotations: StringMap | None = None
     creationTimestamp: Time = None
@@ -643,6 +647,8 @@ def _message(err: Any) -> str:
     if kind in _WANT:
         got = err.get("input")
         return f"must be {_WANT[kind]}, got {type(got).__name__ if isinstance(got, dict | list) else repr(got)[:80]}"
+    if kind == "string_pattern_mismatch":
+        return f"{str(err.get('input'))[:80]!r} does not match {err.get('ctx', {}).get('pattern', '?')}"
     if kind == "literal_error":
         return f"{err.get('input')!r} is not one of {err.get('ctx', {}).get('expected', '?')}"
     return str(err["msg"]).removeprefix("Value error, ")[:300]

@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -169,6 +169,14 @@ class _SimPartitionPolicy(BaseModel):
     networkTopology: NetworkTopologySpec | None = None
 
 
+class _DependsOn(BaseModel):
+    """A task's ``dependsOn`` (``batch/v1alpha1 DependsOn``): task names and ``any`` or ``all``."""
+
+    model_config = ConfigDict(extra="allow")
+    name: list[Annotated[str, Field(strict=True)]] | None = None
+    iteration: Literal["any", "all", ""] | None = None
+
+
 class _SimTask(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str | None = None
@@ -176,6 +184,7 @@ class _SimTask(BaseModel):
     minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
     template: _Template
     policies: list[LifecyclePolicy] | None = None
+    dependsOn: _DependsOn | None = None
     #: Volcano's ``partitionPolicy``: the job controller makes one PodGroup sub-group per partition
     partitionPolicy: _SimPartitionPolicy | None = None
 
@@ -189,6 +198,9 @@ class _SimJobSpec(BaseModel):
     priorityClassName: str | None = None
     maxRetry: Annotated[int, _integer(0, 1000)] | None = None
     policies: list[LifecyclePolicy] | None = None
+    #: job plugins and their arguments (``map[string][]string``)
+    plugins: dict[str, list[str]] | None = None
+    volumes: list[dict[str, Any]] | None = None
     #: Volcano's vcjob ``spec.networkTopology`` (mode, highestTierAllowed or highestTierName), which the job
     #: controller copies to the PodGroup
     networkTopology: NetworkTopologySpec | None = None
@@ -210,10 +222,8 @@ def size_problem(job: dict[str, Any]) -> str | None:
     try:
         m = _SimJob.model_validate(job)
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]
-                        if "(" not in str(x)).lstrip(".")
-        return f"{job_ref(job)}: field {where}: {str(err['msg']).removeprefix('Value error, ')}"
+        where, msg = models.first_error(exc)
+        return f"{job_ref(job)}: field {where}: {msg}"
     total = sum(t.replicas for t in m.spec.tasks)
     if total > MAX_JOB_PODS:
         return f"{job_ref(job)}: field spec.tasks: {total} replicas in all, more than {MAX_JOB_PODS} pods"
