@@ -155,6 +155,15 @@ KNOWN_BAD_OBJECTS = [
     (QUEUE_AFF % "abc", "spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
     ("{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q2}, spec: {affinity: 5}}",
      "spec.affinity"),
+    # strict types where the field is a bool or an integer: "yes" is no bool, true no integer
+    ("{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q2}, spec: {reclaimable: 'yes'}}",
+     "spec.reclaimable"),
+    ("{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q2}, spec: {weight: true}}",
+     "spec.weight"),
+    ("{apiVersion: v1, kind: Node, metadata: {name: n9}, spec: {unschedulable: 1}, status: {allocatable: {cpu: 4}}}",
+     "spec.unschedulable"),
+    ("{apiVersion: v1, kind: Pod, metadata: {name: p3, namespace: Bad_NS}, spec: {containers: [{name: c}]}}",
+     "metadata.namespace"),
     # ASCII digits only, as Kubernetes reads numbers: int("٣") and Decimal("٣") are 3 in Python
     (POD % ("\u0663", "", "Pending"), "spec.containers[0].resources.requests.cpu"),
     (PG % "'\u0663'", "spec.minMember"),

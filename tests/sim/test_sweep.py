@@ -75,6 +75,7 @@ def test_points_are_the_full_grid_in_order(tmp_path: Path) -> None:
     ({"grid": {"node_failures": [-1]}}, "grid.node_failures: -1 is not between 0"),
     ({"grid": {"rate": [1, 1.0]}}, "grid.rate: values must be distinct"),
     ({"simulate": {"until": 1e12}}, "simulate.until: 1000000000000.0 must be <= 1e+11"),
+    ({"seeds": [True]}, "seeds[0]: True is not an integer"),
     ({"workload": {"synthetic": {"jobs": 5, "gang_sizes": [0]}}}, "workload.synthetic.gang_sizes[0]"),
 ])
 def test_bad_sweep_files_name_the_field(tmp_path: Path, change: dict[str, Any], message: str) -> None:

@@ -147,6 +147,10 @@ Count = Annotated[int, _integer(0, MAX_COUNT)]
 Scalar = Annotated[Any, BeforeValidator(_scalar)]
 StringMap = dict[str, Scalar]
 Time = Annotated[Any, BeforeValidator(_time)]
+#: true or false as JSON has them: not 1, not "yes" (pydantic's lax mode reads both as true; the API server does not)
+Bool = Annotated[bool, Field(strict=True)]
+#: a string as JSON has one: not a number YAML wrote unquoted
+Text = Annotated[str, Field(strict=True)]
 
 
 class _M(BaseModel):
@@ -194,7 +198,7 @@ class PodConditionM(_M):
 
 class NodeSpecM(_M):
     taints: list[Taint] | None = None
-    unschedulable: bool | None = None
+    unschedulable: Bool | None = None
 
 
 class NodeStatus(_M):
@@ -426,7 +430,7 @@ class QueueSpec(_M):
     capability: ResourceList | None = None
     deserved: ResourceList | None = None
     guarantee: Guarantee | None = None
-    reclaimable: bool | None = None
+    reclaimable: Bool | None = None
     parent: str | None = None
     priority: Int32 | None = None
     affinity: QueueAffinity | None = None
@@ -443,7 +447,6 @@ class Queue(_Obj):
 
 
 # --- Volcano: a vcjob's lifecycle policies ------------------------------------------------------------
-Text = Annotated[str, Field(strict=True)]
 
 
 class LifecyclePolicy(_M):
@@ -462,7 +465,7 @@ class LifecyclePolicy(_M):
 # --- PriorityClass, PodDisruptionBudget, ResourceQuota ------------------------------------------------
 class PriorityClass(_Obj):
     value: Annotated[int, _integer(INT32_MIN, PRIORITY_MAX)] = 0
-    globalDefault: bool | None = None
+    globalDefault: Bool | None = None
 
 
 class PDBSpec(_M):

@@ -29,13 +29,13 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano import safeyaml
-from pyvolcano.api.models import first_error
+from pyvolcano.api.models import _integer, first_error
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
 from pyvolcano.errors import UserError
 from pyvolcano.sim import options as opts
@@ -138,7 +138,7 @@ class SweepSpec(BaseModel):
     hypernodes: str | None = None
     confs: list[ConfSpec] = Field(default_factory=lambda: [ConfSpec(name="default")], min_length=1)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Annotated[int, _integer(0, 2**31 - 1)]] = Field(default_factory=lambda: [0], min_length=1)
     simulate: SimSettings = Field(default_factory=lambda: SimSettings())
     objective: Objective = Field(default_factory=lambda: Objective())
 
