@@ -66,6 +66,15 @@ def test_bad_policies_are_refused_everywhere_with_the_field(policies: list[dict[
     assert sim is not None and words in sim and sim.startswith("Job ns/j: field spec.policies")
 
 
+@pytest.mark.parametrize("replicas", [True, 2.5, "\u0662", "1_0", float("inf")])
+def test_counts_are_integers_as_the_api_server_reads_them(replicas: Any) -> None:
+    j = job()
+    j["spec"]["tasks"][0]["replicas"] = replicas
+    errs, sim = both(j)
+    assert errs and errs[0].startswith("Job ns/j: spec.tasks[0].replicas"), errs
+    assert sim is not None and "spec.tasks[0].replicas" in sim
+
+
 def test_min_partitions_above_the_replicas_is_refused_with_volcanos_words() -> None:
     """The job webhook's mutateSpec makes a missing task minAvailable minPartitions * partitionSize; validateJobCreate
     then says "'minAvailable' is greater than 'replicas'": refused here too, in admission and in the simulator."""

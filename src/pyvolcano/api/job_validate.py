@@ -9,6 +9,7 @@ and ``util.go``: validatePolicies with its ``policyEventMap`` / ``policyActionMa
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pyvolcano.api.models import LifecyclePolicy, first_error
+from pyvolcano.api.models import LifecyclePolicy, ascii_int, first_error
 from pyvolcano.api.resource import amount
 from pyvolcano.errors import QuantityError
 
@@ -54,12 +55,20 @@ class JobProblem:
 
 
 def _int(v: Any) -> int | None:
+    """An integer field as the API server reads it (``api/models.py: _integer`` without bounds): an int, an
+    integral finite float (YAML ``1e3``) or ASCII digits; None for anything else (``true``, ``2.5``, ``"٣"``)."""
     if isinstance(v, bool):
         return None
-    try:
-        return int(v)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float (YAML ``.inf``)
-        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return int(v) if math.isfinite(v) and v == int(v) else None
+    if isinstance(v, str):
+        try:
+            return ascii_int(v)
+        except ValueError:
+            return None
+    return None
 
 
 def policy_events(policy: Mapping[str, Any]) -> list[str]:
