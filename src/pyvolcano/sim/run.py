@@ -86,11 +86,11 @@ def queue_weights(arg: str | None) -> dict[str, int] | None:
         if not name:
             raise UserError(f"--queues: {part!r}: expected NAME:WEIGHT")
         try:
-            weights[name] = int(w or 1)
+            weights[name] = models.ascii_int(w or "1")  # ASCII digits: int("٣") is 3 in Python
         except ValueError:
             raise UserError(f"--queues: {part!r}: weight must be an integer") from None
-        if weights[name] < 1:
-            raise UserError(f"--queues: {part!r}: weight must be >= 1")
+        if not 1 <= weights[name] <= models.MAX_COUNT:  # a Queue's spec.weight (api/models.py: QueueSpec)
+            raise UserError(f"--queues: {part!r}: weight must be between 1 and {models.MAX_COUNT}")
     if not weights:
         raise UserError(f"--queues: {arg!r}: expected NAME:WEIGHT,...")
     return weights

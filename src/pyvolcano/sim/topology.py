@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
+from pyvolcano.api.models import ascii_int
 from pyvolcano.errors import ManifestError, UserError
 
 #: tiers a compact spec may describe (Volcano's deployments use 2 or 3)
@@ -60,7 +61,7 @@ def parse_topology_spec(spec: str) -> list[tuple[str, int]]:
         if any(n == name for n, _ in out):
             raise UserError(f"{where}: tier name {name!r} is used twice")
         try:
-            n = int(count)
+            n = ascii_int(count)  # ASCII digits: int("٣") is 3 in Python
         except ValueError:
             raise UserError(f"{where}: {part!r}: {count!r} is not an integer ({what})") from None
         if n < 1:
@@ -303,7 +304,7 @@ def parse_partitions(arg: str) -> Partitions:
     where = f"--partitions {arg!r}"
     size, _, rest = arg.strip().partition(":")
     try:
-        n = int(size.strip())
+        n = ascii_int(size)
     except ValueError:
         raise UserError(f"{where}: expected SIZE[:CONSTRAINT], e.g. 4 or 4:hard:leaf (SIZE: pods per partition, "
                         f"an integer; {size.strip()!r} is not)") from None
