@@ -131,11 +131,13 @@ def dump(scenario: dict[str, Any]) -> str:
 
 
 def run(objects: list[dict[str, Any]], config: str, *, keep: Path | None = None,
-        installer_queues: bool = True) -> dict[str, Any]:
+        installer_queues: bool = True, env: dict[str, str] | None = None) -> dict[str, Any]:
     """One oracle run: its JSON output (binds, evictions, pipelined, podgroups; nodeScores etc. when
     ``actions`` is empty). ``keep`` writes the exact scenario file given to the oracle there.
     ``installer_queues=False`` (a scenario's ``installerQueues: false``) runs the objects as they are, for a
-    situation the installer's queues would hide (a hierarchy without a ``root`` Queue)."""
+    situation the installer's queues would hide (a hierarchy without a ``root`` Queue).  ``env`` (a scenario's
+    ``oracleEnv``) adds environment variables, e.g. ``PANIC_ON_ERROR: "false"`` where Volcano asserts
+    (``pkg/scheduler/util/assert``) and pyvolcano does what Volcano does with the switch off."""
     objs = with_installer_queues(objects, config) if installer_queues else list(objects)
     scenario = {"name": "differential", "config": config, "objects": objs}
     text = dump(scenario)
@@ -146,7 +148,7 @@ def run(objects: list[dict[str, Any]], config: str, *, keep: Path | None = None,
         path = fh.name
     try:
         out = subprocess.run(["bash", str(ORACLE), "-quiet", QUIET, "-v", "5", path], capture_output=True,
-                             text=True, check=False, timeout=120)
+                             text=True, check=False, timeout=120, env={**os.environ, **(env or {})})
     finally:
         os.unlink(path)
     if out.returncode != 0:

@@ -1,4 +1,4 @@
-"""Values carried between sessions (``framework/carry.py``) are the values a session would compute afresh.
+"""Values carried between sessions (``framework/incremental/carry.py``) are the values a session would compute afresh.
 
 Random changes to a cache -- pods bound, finished, evicted, deleted and created, PodGroups admitted or set to a
 phase in place (as the Kubernetes mode does, without a new version), minimums changed -- and after each change one
@@ -17,10 +17,10 @@ import pytest
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf_file
-from pyvolcano.framework.carry import carried, unchanged
+from pyvolcano.framework.incremental.carry import carried, unchanged
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.framework.session import Session
-from pyvolcano.plugins.overcommit import JOB_SUMS, _checks, _checks_few, _job_rows, reservations
+from pyvolcano.plugins._shared import JOB_SUMS, _checks, _checks_few, _job_rows, reservations
 from tests.kube.helpers import node, pod, podgroup, queue
 
 CONFS = [None, "examples/confs/reclaim-preempt.conf"]
@@ -141,7 +141,7 @@ def test_a_changed_clone_is_computed_afresh() -> None:
 def test_job_sums_follow_jobs_that_leave_and_come_back() -> None:
     """The carried ledger with only jobs gone (no new or changed one), a queue emptied and refilled, and a row
     that is not a whole number (a hand-built task): its per-queue sums are the sums of the session's rows."""
-    from pyvolcano.plugins.overcommit import JobSums
+    from pyvolcano.plugins._shared import JobSums
 
     rng = random.Random(11)
     cache = _cache(rng)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyvolcano.plugins.proportion import QueueAttr, _loop_arrays, _loop_lists, deserved_loop
+from pyvolcano.plugins._shared import QueueAttr, _loop_arrays, _loop_lists, deserved_loop
 
 
 def _queues(rng: np.random.Generator, n: int, dims: int) -> list[QueueAttr]:

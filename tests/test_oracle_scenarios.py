@@ -32,6 +32,8 @@ KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {}
 
 def oracle_cannot_run(sc: dict[str, Any]) -> str | None:
     """Why the oracle cannot judge this file, or None."""
+    if sc.get("oracleCannot"):  # e.g. node usage: the oracle's mock cache has no metrics source
+        return str(sc["oracleCannot"])
     why = oracle.unsupported(sc["objects"])
     if why:
         return why
@@ -55,7 +57,8 @@ def _judge(path: Path) -> tuple[str | None, list[str]]:
         return why, []
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda _: oracle.run(sc["objects"], sc["config"],
-                                                  installer_queues=sc.get("installerQueues", True)), range(2)))
+                                                  installer_queues=sc.get("installerQueues", True),
+                                                  env=sc.get("oracleEnv")), range(2)))
     errs: list[str] = []
     for i, result in enumerate(runs):
         errs += [f"run {i + 1}: {e}" for e in oracle.check_expect(result, sc["expect"])]

@@ -14,7 +14,7 @@ from pyvolcano.cli import main
 from pyvolcano.commands.queues import NUMBERS, build_report
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.session import Session
-from pyvolcano.plugins.proportion import build_attrs, deserved_loop
+from pyvolcano.plugins._shared import build_attrs, deserved_loop
 from tests.scenario_check import OWN, SHARED
 
 PROPORTION = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: proportion\n"

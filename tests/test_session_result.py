@@ -49,8 +49,13 @@ def test_the_result_carries_podgroup_pod_and_queue_status() -> None:
 
 
 class Recorder:
+    """A ``ClusterWriter`` that records its calls and settles nothing (it is handed every status)."""
+
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        self.settled: dict[str, PodGroupStatus] = {}
+        self.settles_every_status = False
+        self.unwritten: set[str] = set()
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.calls.append(("bind", task.uid, node))

@@ -6,6 +6,7 @@ status against a fresh session's by ``tests/test_carry.py``."""
 
 from __future__ import annotations
 
+from collections import ChainMap
 from typing import Any
 
 from pyvolcano.api.job_info import TaskInfo
@@ -17,13 +18,15 @@ from tests.kube.helpers import node, pod, podgroup, queue
 
 
 class Recorder:
-    """A ``ClusterWriter`` that records what it is handed; with ``settle``, it keeps ``settled`` as the
+    """A ``ClusterWriter`` that records what it is handed; with ``settle``, it fills ``settled`` as the
     simulator's writer does (every write is synchronous)."""
 
-    def __init__(self, settle: bool) -> None:
+    def __init__(self, settle: bool, settles_every_status: bool = False) -> None:
         self.written: list[tuple[str, PodGroupStatus]] = []
-        if settle:
-            self.settled: dict[str, PodGroupStatus] = {}
+        self.settle = settle
+        self.settled: dict[str, PodGroupStatus] = {}
+        self.settles_every_status = settles_every_status
+        self.unwritten: set[str] = set()
 
     def bind(self, task: TaskInfo, node: str) -> None:
         return None
@@ -33,7 +36,7 @@ class Recorder:
 
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         self.written.append((uid, status))
-        if hasattr(self, "settled") and not status.pod_conditions:
+        if self.settle and not status.pod_conditions:
             self.settled[uid] = status
         return True
 
@@ -104,7 +107,7 @@ def test_a_phase_set_in_place_is_a_new_verdict() -> None:
     assert second.podgroups["ns/run"].phase == "Running"
 
 
-def test_writers_without_settled_and_full_sessions_get_every_status() -> None:
+def test_writers_that_settle_nothing_and_full_sessions_get_every_status() -> None:
     conf = load_conf_file(None)
     cache = _cache()
     plain = Recorder(settle=False)
@@ -126,3 +129,20 @@ def test_a_status_the_writer_did_not_settle_is_handed_over_again() -> None:
     del writer.settled["ns/run"]
     again: Any = run_session(cache, conf)
     assert _written(writer, again) == ["ns/run", "ns/wait"]
+
+
+def test_a_writer_that_settles_every_status_is_handed_the_changed_and_the_unwritten_carried_ones() -> None:
+    """``ClusterWriter.settles_every_status``: of the statuses carried from the last session, ``apply`` hands over
+    only those the writer lists as ``unwritten``; a writer that does not settle every status gets every status but
+    the very objects it settled."""
+    carried = {uid: PodGroupStatus(phase="Running") for uid in ("ns/a", "ns/b", "ns/c")}
+    changed = {"ns/d": PodGroupStatus(phase="Inqueue")}
+    result = SessionResult(podgroups=ChainMap(changed, carried), carried_podgroups=carried,
+                           changed_podgroups=changed)
+    sim_like = Recorder(settle=True, settles_every_status=True)
+    sim_like.unwritten = {"ns/b", "ns/gone"}
+    assert sorted(_written(sim_like, result)) == ["ns/b", "ns/d"]
+    kube_like = Recorder(settle=True)
+    kube_like.settled["ns/a"] = carried["ns/a"]
+    kube_like.settled["ns/d"] = PodGroupStatus(phase="Inqueue")  # an equal status, not the same object
+    assert sorted(_written(kube_like, result)) == ["ns/b", "ns/c", "ns/d"]

@@ -26,7 +26,7 @@ def test_install_print_is_applyable_yaml_with_the_image_substituted() -> None:
     assert r.exit_code == 0
     docs = [d for d in yaml.safe_load_all(r.output) if d]
     kinds = [d["kind"] for d in docs]
-    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 5
+    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 6
     assert kinds.index("CustomResourceDefinition") < kinds.index("Deployment")
     images = [c["image"] for d in docs if d["kind"] == "Deployment"
               for c in d["spec"]["template"]["spec"]["containers"]]
@@ -47,6 +47,8 @@ def test_crds_match_volcanos_names() -> None:
         "jobs.batch.volcano.sh": ("batch.volcano.sh", "v1alpha1", "Job", "Namespaced", ["vcjob", "vj"]),
         "commands.bus.volcano.sh": ("bus.volcano.sh", "v1alpha1", "Command", "Namespaced", []),
         "hypernodes.topology.volcano.sh": ("topology.volcano.sh", "v1alpha1", "HyperNode", "Cluster", ["hn"]),
+        "numatopologies.nodeinfo.volcano.sh": ("nodeinfo.volcano.sh", "v1alpha1", "Numatopology", "Cluster",
+                                               ["numatopo"]),
     }
     assert set(crds) == set(expect)
     for name, (group, version, kind, scope, short) in expect.items():
@@ -109,6 +111,15 @@ def test_hypernode_crd_is_volcanos_file_unchanged() -> None:
     if not theirs.exists():
         pytest.skip(f"no {theirs} (the shared tools)")
     assert by_kind("CustomResourceDefinition")["hypernodes.topology.volcano.sh"] == yaml.safe_load(theirs.read_text())
+
+
+def test_numatopology_crd_is_volcanos_file_unchanged() -> None:
+    """The Numatopology CRD is Volcano's own yaml (nodeinfo.volcano.sh_numatopologies.yaml at ed72c7c8)."""
+    theirs = kubeserver.TOOLS / "volcano" / "crd" / "nodeinfo.volcano.sh_numatopologies.yaml"
+    if not theirs.exists():
+        pytest.skip(f"no {theirs} (the shared tools)")
+    assert by_kind("CustomResourceDefinition")["numatopologies.nodeinfo.volcano.sh"] == \
+        yaml.safe_load(theirs.read_text())
 
 
 def test_controller_configmap_is_empty_discovery_conf() -> None:

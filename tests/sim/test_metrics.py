@@ -118,4 +118,101 @@ def test_jobs_csv_writes_every_row(tmp_path: Path) -> None:
     metrics.write(tmp_path, result(), "hand")
     lines = (tmp_path / "jobs.csv").read_text().splitlines()
     assert lines[0].split(",") == list(metrics.JOB_COLUMNS) and len(lines) == 8
-    assert lines[4] == "default/d,q2,1,1,Aborted,20.0,,,,30,,,0,0"  # never started: empty wait
+    assert lines[4] == "default/d,q2,1,1,Aborted,20.0,,,,30,,,0,0,"  # never started: empty wait (and why: it ended)
+
+
+#: every metric of ``sim/metric_registry.py`` on the hand-made run, worked out above or here
+HAND = {
+    "wait_p50": 20.0, "wait_p95": 38.0, "jct_mean": 85.0, "jct_p95": 107.5,   # test_wait_..., test_jct_...
+    "util_cpu": 0.3, "util_gpu": 0.0,                                          # test_utilisation_...
+    "evictions": 5.0, "restarts": 3.0, "completed": 2.0, "unfinished": 2.0, "never_started": 2.0,
+    "failed": 3.0,                    # the sweep's "failed" is failed or aborted: c (Failed), d and g (Aborted, Terminated)
+    "fairness": 0.975, "makespan": 110.0,
+    "jobs": 7.0,                      # a to g
+    "jobs_failed": 1.0,               # c only: Volcano's Failed phase
+    "aborted": 2.0,                   # d (Aborted) and g (Terminated)
+    "wait_mean": 22.0,                # waits 10, 20, 30, 40, 10: 110 / 5
+    "wait_p99": 39.6,                 # rank 0.99 * 4 = 3.96 of 10 10 20 30 40: 30 + 0.96 * 10
+    "jct_p50": 85.0,                  # JCTs 60 and 110: halfway
+    "jct_p99": 109.5,                 # 60 + 0.99 * 50
+    "util_memory": 0.2333,            # 40 GiB * 50 s + 10 GiB * 80 s = 2800 over 100 GiB * 120 s, rounded to 4 places
+    "gangs_rolled_back": 2.0, "cycles": 4.0,
+    "scheduler_s_per_cycle": 0.2,     # (0.1 + 0.3 + 0.2 + 0.2) / 4
+    "wall_seconds": 2.0,
+    # no topology in this run: the four topology metrics have no value (sim/topology.py's tests compute them)
+    "lca_tier_mean": None, "within_tier1": None, "sub_within_tier1": None, "sub_lca_tier_max_mean": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_every_registry_metric_by_hand(summary: dict, name: str) -> None:
+    from pyvolcano.sim.metric_registry import METRICS
+
+    m = METRICS[name]
+    v = m.value(summary)
+    assert v == pytest.approx(HAND[name]) if HAND[name] is not None else v is None
+    if v is not None:  # within the range the registry gives it
+        assert m.low <= v <= m.high and m.clip(v) == v
+
+
+def test_the_registry_names_every_metric_once_and_the_hand_table_covers_it() -> None:
+    from pyvolcano.sim.metric_registry import METRICS, SWEPT, metric
+
+    assert set(HAND) == set(METRICS) and set(SWEPT) <= set(METRICS)
+    assert metric("wait_p95[q1]") is METRICS["wait_p95"]
+    assert all(METRICS[n].high == 1.0 for n in ("util_cpu", "util_memory", "util_gpu", "fairness", "within_tier1"))
+
+
+def test_clip_and_direction() -> None:
+    from pyvolcano.sim.metric_registry import METRICS
+
+    util, wait, jobs = METRICS["util_gpu"], METRICS["wait_p95"], METRICS["jobs"]
+    assert (util.clip(1.3), util.clip(-0.2), wait.clip(-5.0), wait.clip(7.0)) == (1.0, 0.0, 0.0, 7.0)
+    assert wait.improved(9.0, 10.0) is True and wait.improved(11.0, 10.0) is False
+    assert util.improved(0.6, 0.5) is True and util.improved(0.5, 0.6) is False
+    assert wait.improved(10.4, 10.0, tolerance=0.5) is None and jobs.improved(3.0, 2.0) is None
+
+
+def test_sweep_reads_the_registry(summary: dict) -> None:
+    """A sweep point's metrics are the registry's swept ones, then per queue the wait percentiles: q1 waits 10, 10,
+    20, 40 (p50 15, p95 at rank 2.85: 20 + 0.85 * 20 = 37); q2 only c's 30."""
+    from pyvolcano.sim.metric_registry import SWEPT
+    from pyvolcano.sim.sweep import point_metrics
+
+    pm = point_metrics(summary)
+    assert list(pm)[:len(SWEPT)] == list(SWEPT)
+    assert {k: pm[k] for k in list(pm)[len(SWEPT):]} == {"wait_p50[q1]": 15.0, "wait_p95[q1]": 37.0,
+                                                          "wait_p50[q2]": 30.0, "wait_p95[q2]": 30.0}
+    assert all(pm[n] == pytest.approx(HAND[n]) if HAND[n] is not None else pm[n] is None for n in SWEPT)
+
+
+def _vcjob(name: str, queue: str, cpu: str, duration: str) -> dict[str, object]:
+    tmpl = {"metadata": {"annotations": {"pyvolcano.io/duration": duration}},
+            "spec": {"containers": [{"name": "m", "image": "b", "resources": {"requests": {"cpu": cpu}}}]}}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "annotations": {"pyvolcano.io/arrival": "0"}},
+            "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "w", "replicas": 1, "template": tmpl}]}}
+
+
+def test_deserved_follows_the_queues_while_no_session_runs() -> None:
+    """Queue a's job (3 cpu, 100 s) and queue b's (1 cpu, 300 s) both fit the 4-cpu node: the session at t = 1
+    binds both and gives each its request (a: 3 cpu, 75 % of the cluster; b: 1 cpu).  Nothing is pending
+    afterwards, so no session runs again; a's job ends at 102 (started at 2), b's at 302, the end of the window.
+    A session at 102 would find no job of queue a and give it nothing: its deserved is 75 % over [1, 102] and
+    0 after, a mean of 0.75 * 101 / 302 = 0.2508 (it used to stay at 75 % to the end: 0.75 * 301 / 302)."""
+    from pyvolcano.conf.loader import load_conf_file
+    from pyvolcano.sim.cluster import parse_cluster_spec
+    from pyvolcano.sim.engine import Simulator
+    from pyvolcano.sim.workload import from_manifests
+
+    queues = [{"kind": "Queue", "metadata": {"name": n}, "spec": {"weight": 1}} for n in ("a", "b")]
+    wl = from_manifests([_vcjob("x", "a", "3", "100"), _vcjob("y", "b", "1", "300")])
+    res = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), queues, wl, load_conf_file(None)).run()
+    rows = {r["job"]: r for r in metrics.job_rows(res)}
+    assert (rows["default/x"]["finished"], rows["default/y"]["finished"], res.end_time) == (102.0, 302.0, 302.0)
+    a = res.usage.deserved["a"]
+    assert a.times == [0.0, 1.0, 102.0] and [v.tolist() for v in a.values] == [[0, 0, 0], [3, 0, 0], [0, 0, 0]]
+    shares = metrics.summary(res, metrics.job_rows(res))["queue_shares"]
+    assert shares["a"]["deserved"] == round(0.75 * 101 / 302, 4) == shares["a"]["allocated"]
+    # b: 1 cpu (25 %) over [1, 302], dropping to nothing when its job ends with the window
+    assert shares["b"]["deserved"] == round(0.25 * 301 / 302, 4)

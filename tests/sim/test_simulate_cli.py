@@ -159,3 +159,6 @@ def test_compare_with_a_horizon_shares_it(tmp_path: Path) -> None:
     r = sim(tmp_path, "--synthetic", "4", "--cluster", CPU, "--compare", str(conf), "--horizon", "5000", "-o", "json")
     assert r.exit_code == 0, r.output
     assert [s["window_s"] for s in json.loads(r.stdout)["runs"]] == [5000.0, 5000.0]
+    # the runs are paired job by job (the same conf twice: every job waits the same)
+    assert [(p["what"], p["jobs"], p["diff"], p["verdict"]) for p in json.loads(r.stdout)["paired"]] == [
+        ("mean wait, job by job", 4, 0.0, "the same on all 4 jobs"), ("p95 wait", 4, 0.0, "the same on all 4 jobs")]

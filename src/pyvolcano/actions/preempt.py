@@ -39,6 +39,7 @@ from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.points import BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
@@ -111,7 +112,10 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
         return (bool(frozen[i]) and ssn.allocatable(queue, preemptor)
                 and less_equal(preemptor.init_resreq, ssn.nodes.future[i])
                 and ssn.selector.passes_at(preemptor, job, i, skip_prefilter=True))
-    scores = ssn.node_scores(preemptor, feasible, job)[idx]
+    try:
+        scores = ssn.node_scores(preemptor, feasible, job)[idx]
+    except BatchScoreError:  # Volcano's PrioritizeNodes returns no scores: SortNodes gives no node to try
+        return False
     order = idx[np.argsort(-scores, kind="stable")]  # best score first, ties by node index
     order = reachable(ssn, preemptor.init_resreq, order, bound)
     return evict_greedily(ssn, stmt, preemptor, order, offer, fits_now, reason, bound,

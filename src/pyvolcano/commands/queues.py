@@ -20,15 +20,15 @@ from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_conf, validate_queues
 from pyvolcano.api.resource import EPS, ResourceIndex
-from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cache.manifests import load_snapshot
+from pyvolcano.cache.cache import KINDS, SchedulerCache
+from pyvolcano.cache.manifests import load_snapshot, unused_kinds
 from pyvolcano.commands._output import console as _console
 from pyvolcano.commands._output import emit, output_option, pick_file
 from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.result import FairShare
-from pyvolcano.plugins.capacity import ROOT, queue_tree
+from pyvolcano.plugins._shared import ROOT, queue_tree
 
 NUMBERS = ("weight", "guarantee", "capability", "realCapability", "deserved", "allocated", "request", "share")
 
@@ -282,6 +282,9 @@ def register(group: click.Group) -> None:
             conf = load_conf(snap.config, f"{snap.source} (config:)")
         else:
             conf = load_conf_file(config)
+        unused = unused_kinds(snap.objects, KINDS, snap.source)
+        if unused:
+            click.echo(f"pyvolcano: warning: {unused}", err=True)
         rep = build_report(snap.objects, conf, scheduler_name)
         if strict and rep.skipped:
             raise UserError(f"{len(rep.skipped)} malformed object(s) in {snap.source}: " + "; ".join(rep.skipped))

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.collapse import collapse
 from pyvolcano.commands._output import emit, output_option
+from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.errors import UserError
+from pyvolcano.framework.incremental.contracts import memo_note
+from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.sim import alibaba
 from pyvolcano.sim import topology as simtopo
 from pyvolcano.sim.compare import compare_table
@@ -24,7 +30,9 @@ from pyvolcano.sim.run import (
     has_gpus,
     load_cluster,
     load_conf_arg,
+    load_numatopologies,
     load_queues,
+    paired_over_jobs,
     parse_cancels,
     parse_failures,
     parse_gang_sizes,
@@ -32,6 +40,8 @@ from pyvolcano.sim.run import (
     run_one,
 )
 from pyvolcano.sim.workload import MONTH, Workload, from_manifests, load_csv, services, synthetic
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: options that take several values after one flag (``--compare a.conf b.conf``) as well as repeated flags
 MULTI_VALUE = ("--compare", "--network-topology", "--partitions")
@@ -68,65 +78,119 @@ class SimulateCommand(click.Command):
         return super().parse_args(ctx, expand_multi(list(args)))
 
 
+def _options(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """Several click options as one decorator, listed (and shown by ``--help``) in the order given."""
+    def decorate(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+#: where the jobs come from (exactly one of the first five, or ``--alibaba``) and the synthetic generators' knobs
+workload_options = _options(
+    click.option("--cluster", help="Node manifests (YAML file) or a compact spec: '100x{cpu: 32, memory: 256Gi}'."),
+    click.option("--queues", "queues_arg", help="Queue manifests (YAML file) or 'name:weight,...'."),
+    click.option("--workload", help="Volcano Job manifests (YAML) with pyvolcano.io/arrival and /duration."),
+    click.option("--csv", "csv_path", help="Generic CSV workload (see docs/simulator.md)."),
+    click.option("--synthetic", "synth", type=Option("jobs"), default=None,
+                 help="Generate this many synthetic jobs (queues drawn by weight from --queues)."),
+    click.option("--rate", type=Option("rate"), default=0.2, show_default=True,
+                 help="Synthetic: Poisson arrivals per second."),
+    click.option("--gang-sizes", default="1,1,2,4,8", show_default=True,
+                 help="Synthetic: gang sizes drawn uniformly from this list (repeat a size to weigh it more)."),
+    click.option("--mean-duration", type=Option("mean_duration"), default=600.0, show_default=True,
+                 help="Synthetic: mean of the exponential pod durations (s; at least 1 s each)."),
+    click.option("--gpu-fraction", type=Option("gpu_fraction"), default=None,
+                 help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu [default: 0.5, or 0 on a "
+                      "cluster without GPUs]."),
+    click.option("--synthetic-services", "services_n", type=Option("services"), default=None,
+                 help="N single-pod long-running services over --span seconds (an oversubscribed month; "
+                      "docs/simulator.md)."),
+    click.option("--span", type=Option("span"), default=MONTH, show_default=True,
+                 help="Seconds the --synthetic-services arrivals spread over."),
+)
+
+#: the bundled Alibaba trace and how it is sampled (``sim/alibaba.py: AlibabaKnobs``)
+alibaba_options = _options(
+    click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace."),
+    click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy)."),
+    click.option("--ali-nodes", type=Option("nodes"), default=120,
+                 show_default=True, help="Down-sample the trace cluster."),
+    click.option("--ali-pods", type=Option("pods"), default=1500,
+                 show_default=True, help="Trace rows to replay (0: all)."),
+    click.option("--compress", type=Option("compress"), default=20.0,
+                 show_default=True, help="Arrival time compression."),
+    click.option("--duration-scale", type=Option("duration_scale"), default=1.0, show_default=True),
+    click.option("--gang-window", type=Option("gang_window"), default=60.0, show_default=True),
+    click.option("--max-gang", type=Option("max_gang"), default=8, show_default=True),
+)
+
+#: the scheduler's confs and the simulated cluster's timing
+run_options = _options(
+    click.option("--config", "-c", help="volcano-scheduler.conf (default: Volcano's)."),
+    click.option("--compare", multiple=True, metavar="CONF...",
+                 help="Also run these confs on the same workload and compare: --compare a.conf b.conf "
+                      "(or repeat the flag)."),
+    click.option("--period", type=Option("period"), default=1.0, show_default=True,
+                 help="Seconds between sessions."),
+    click.option("--start-latency", type=Option("start_latency"), default=1.0, show_default=True),
+    click.option("--grace", type=Option("grace"), default=5.0, show_default=True, help="Eviction grace period (s)."),
+    click.option("--until", type=Option("until"), default=None, help="Stop at this simulated time (s)."),
+    click.option("--horizon", type=Option("horizon"), default=None,
+                 help="Average utilisation over [0, SECONDS] (every run of --compare alike); default: the end of "
+                      "the run, or of the longest compared run."),
+)
+
+#: the network topology and the gangs' constraints on it (``sim/topology.py``)
+topology_options = _options(
+    click.option("--hypernodes", "hypernodes_arg", metavar="FILE",
+                 help="HyperNode manifests (YAML; may be the --cluster file): the cluster's network topology."),
+    click.option("--topology", "topology_arg", metavar="SPEC",
+                 help="A regular topology over the nodes, from the lowest tier up: 'leaf=16,spine=8' is 16 nodes "
+                      "per tier-1 hypernode, 8 of those per tier-2 one."),
+    click.option("--network-topology", "network_topology", multiple=True, metavar="CONSTRAINT...",
+                 help="none, soft, hard:TIER or hard:TIERNAME, set on a share of the gangs (the rest get none); "
+                      "several values: one run each on the same jobs, compared like --compare."),
+    click.option("--network-topology-fraction", "nt_fraction", type=Option("network_topology_fraction"), default=None,
+                 help="Share of the gangs (minAvailable > 1) that get --network-topology (default 1)."),
+    click.option("--partitions", "partitions_arg", multiple=True, metavar="SIZE[:CONSTRAINT]...",
+                 help="Cut every full gang's task of at least two SIZE-pod partitions (replicas a multiple of "
+                      "SIZE) into partitions (vcjob partitionPolicy: PodGroup sub-groups), each under CONSTRAINT "
+                      "(none, soft, hard:TIER, hard:TIERNAME), e.g. 4:hard:leaf; several values (none: no "
+                      "partitions): one run each on the same jobs, compared like --compare."),
+)
+
+
+@dataclasses.dataclass
+class Synthetic:
+    """The ``--synthetic`` generator's knobs (``sim/workload.py: synthetic``)."""
+
+    rate: float
+    gang_sizes: str
+    mean_duration: float
+    gpu_fraction: float | None
+
+
+@dataclasses.dataclass
+class RunSettings:
+    """How each run simulates (``sim/run.py: run_one``'s keyword arguments)."""
+
+    period: float
+    start_latency: float
+    grace: float
+    until: float | None
+    progress: bool
+    horizon: float | None
+    full_sessions: bool
+
+
 def register(group: click.Group) -> None:
     @group.command("simulate", cls=SimulateCommand)
-    @click.option("--cluster", help="Node manifests (YAML file) or a compact spec: '100x{cpu: 32, memory: 256Gi}'.")
-    @click.option("--queues", "queues_arg", help="Queue manifests (YAML file) or 'name:weight,...'.")
-    @click.option("--workload", help="Volcano Job manifests (YAML) with pyvolcano.io/arrival and /duration.")
-    @click.option("--csv", "csv_path", help="Generic CSV workload (see docs/simulator.md).")
-    @click.option("--synthetic", "synth", type=Option("jobs"), default=None,
-                  help="Generate this many synthetic jobs (queues drawn by weight from --queues).")
-    @click.option("--rate", type=Option("rate"), default=0.2, show_default=True,
-                  help="Synthetic: Poisson arrivals per second.")
-    @click.option("--gang-sizes", default="1,1,2,4,8", show_default=True,
-                  help="Synthetic: gang sizes drawn uniformly from this list (repeat a size to weigh it more).")
-    @click.option("--mean-duration", type=Option("mean_duration"), default=600.0, show_default=True,
-                  help="Synthetic: mean of the exponential pod durations (s; at least 1 s each).")
-    @click.option("--gpu-fraction", type=Option("gpu_fraction"), default=None,
-                  help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu [default: 0.5, or 0 on a "
-                       "cluster without GPUs].")
-    @click.option("--synthetic-services", "services_n", type=Option("services"), default=None,
-                  help="N single-pod long-running services over --span seconds (an oversubscribed month; "
-                       "docs/simulator.md).")
-    @click.option("--span", type=Option("span"), default=MONTH, show_default=True,
-                  help="Seconds the --synthetic-services arrivals spread over.")
-    @click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace.")
-    @click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy).")
-    @click.option("--ali-nodes", type=Option("nodes"), default=120,
-                  show_default=True, help="Down-sample the trace cluster.")
-    @click.option("--ali-pods", type=Option("pods"), default=1500,
-                  show_default=True, help="Trace rows to replay (0: all).")
-    @click.option("--compress", type=Option("compress"), default=20.0,
-                  show_default=True, help="Arrival time compression.")
-    @click.option("--duration-scale", type=Option("duration_scale"), default=1.0, show_default=True)
-    @click.option("--gang-window", type=Option("gang_window"), default=60.0, show_default=True)
-    @click.option("--max-gang", type=Option("max_gang"), default=8, show_default=True)
-    @click.option("--config", "-c", help="volcano-scheduler.conf (default: Volcano's).")
-    @click.option("--compare", multiple=True, metavar="CONF...",
-                  help="Also run these confs on the same workload and compare: --compare a.conf b.conf "
-                       "(or repeat the flag).")
-    @click.option("--period", type=Option("period"), default=1.0, show_default=True, help="Seconds between sessions.")
-    @click.option("--start-latency", type=Option("start_latency"), default=1.0, show_default=True)
-    @click.option("--grace", type=Option("grace"), default=5.0, show_default=True, help="Eviction grace period (s).")
-    @click.option("--until", type=Option("until"), default=None, help="Stop at this simulated time (s).")
-    @click.option("--horizon", type=Option("horizon"), default=None,
-                  help="Average utilisation over [0, SECONDS] (every run of --compare alike); default: the end of "
-                       "the run, or of the longest compared run.")
-    @click.option("--hypernodes", "hypernodes_arg", metavar="FILE",
-                  help="HyperNode manifests (YAML; may be the --cluster file): the cluster's network topology.")
-    @click.option("--topology", "topology_arg", metavar="SPEC",
-                  help="A regular topology over the nodes, from the lowest tier up: 'leaf=16,spine=8' is 16 nodes "
-                       "per tier-1 hypernode, 8 of those per tier-2 one.")
-    @click.option("--network-topology", "network_topology", multiple=True, metavar="CONSTRAINT...",
-                  help="none, soft, hard:TIER or hard:TIERNAME, set on a share of the gangs (the rest get none); "
-                       "several values: one run each on the same jobs, compared like --compare.")
-    @click.option("--network-topology-fraction", "nt_fraction", type=Option("network_topology_fraction"), default=None,
-                  help="Share of the gangs (minAvailable > 1) that get --network-topology (default 1).")
-    @click.option("--partitions", "partitions_arg", multiple=True, metavar="SIZE[:CONSTRAINT]...",
-                  help="Cut every full gang's task of at least two SIZE-pod partitions (replicas a multiple of "
-                       "SIZE) into partitions (vcjob partitionPolicy: PodGroup sub-groups), each under CONSTRAINT "
-                       "(none, soft, hard:TIER, hard:TIERNAME), e.g. 4:hard:leaf; several values (none: no "
-                       "partitions): one run each on the same jobs, compared like --compare.")
+    @workload_options
+    @alibaba_options
+    @run_options
+    @topology_options
     @click.option("--node-failures", help="TIME:NODE:DOWNTIME,... node failures.")
     @click.option("--cancel", help="TIME:[NS/]JOB,... job cancellations.")
     @click.option("--seed", type=int, default=0, show_default=True,
@@ -158,31 +222,10 @@ def register(group: click.Group) -> None:
                                          seed=seed)
             inputs = alibaba_inputs(trace_dir, knobs, cluster)
         else:
-            if not cluster:
-                raise UserError("--cluster is required (a Node YAML or a spec like '10x{cpu: 32, memory: 128Gi}')")
-            nodes = load_cluster(cluster)
-            if workload:
-                wl = from_manifests(load_objects(workload))
-                source = {"workload": f"Job manifests {workload}"}
-            elif csv_path:
-                wl = load_csv(csv_path)
-                source = {"workload": f"CSV {csv_path}"}
-            elif services_n:
-                wl = services(seed=seed, jobs=services_n, span=span, queues=queue_weights(queues_arg))
-                source = {"workload": f"synthetic services, {services_n} over {span:g} s"}
-            else:
-                if gpu_fraction is None:  # GPU jobs on a cluster without GPUs could never run
-                    gpu_fraction = 0.5 if has_gpus(nodes) else 0.0
-                elif gpu_fraction > 0 and not has_gpus(nodes):
-                    raise UserError(f"--gpu-fraction {gpu_fraction:g}: the cluster has no nvidia.com/gpu; "
-                                    "use --gpu-fraction 0")
-                wl = synthetic(seed=seed, jobs=int(synth or 0), rate=rate, queues=queue_weights(queues_arg),
-                               gang_sizes=parse_gang_sizes(gang_sizes), mean_duration=mean_duration,
-                               gpu_fraction=gpu_fraction)
-                source = {"workload": f"synthetic, {synth} jobs", "synthetic knobs":
-                          f"rate={rate:g}/s, gang sizes {gang_sizes}, mean duration {mean_duration:g} s, "
-                          f"gpu fraction {gpu_fraction:g}, seed {seed}"}
-            inputs = Inputs(nodes, load_queues(queues_arg, wl), wl, settings=source)
+            inputs = _inputs(cluster, queues_arg, workload, csv_path, synth, services_n, span, seed,
+                             Synthetic(rate, gang_sizes, mean_duration, gpu_fraction))
+        if cluster:
+            inputs.numatopologies = load_numatopologies(cluster)
         inputs.node_failures = parse_failures(node_failures)
         inputs.cancellations = parse_cancels(cancel)
         check_targets(inputs)
@@ -190,46 +233,97 @@ def register(group: click.Group) -> None:
         if topo_text is not None:
             inputs.settings["network topology"] = topo_text
         variants = _variants(inputs, partitions_arg, network_topology, nt_fraction, seed)
-        seen: set[str] = set()
+        settings = RunSettings(period=period, start_latency=start_latency, grace=grace, until=until,
+                               progress=not no_progress, horizon=horizon, full_sessions=full_sessions)
+        _run_all(inputs, variants, [config, *compare], settings, out, output, several_partitions=len(partitions_arg) > 1)
 
-        def warn(p: str) -> None:  # each problem once, even when --compare finds it in every run
-            if p not in seen:
-                seen.add(p)
-                click.echo(f"pyvolcano: warning: {p}", err=True)
 
-        for p in inputs.workload.problems:
-            warn(p)
-        confs = [config, *compare]
-        loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
-        summaries = []
-        runs: list[Run] = []
-        labels: list[str] = []
-        for label, inp in variants:  # each constraint (or the workload as written) under every conf
-            for c, (conf, name) in zip(confs, loaded, strict=True):
-                run_name = f"run{len(labels)}" + (f"-{Path(c).stem if c else 'default'}"
-                                                  if len(confs) > 1 or len(variants) == 1 else "") \
-                    + (f"-{label.replace(':', '-').replace(',', '_')}" if len(variants) > 1 else "")
-                d = Path(out) if len(confs) * len(variants) == 1 else Path(out) / run_name
-                s = run_one(inp, conf, name, d, period=period, start_latency=start_latency, grace=grace,
-                            until=until, progress=not no_progress, warn=warn, keep=runs, horizon=horizon,
-                            full_sessions=full_sessions)
-                summaries.append(s)
-                labels.append(run_name)
-                click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
-        summaries = common_window(runs, horizon)  # writes each report.html; compared runs share one time window
-        if len(runs) > 1:
-            what = f"{len(confs)} confs" if len(variants) == 1 else (
-                f"{len(variants)} network topology {'constraints' if len(partitions_arg) < 2 else 'variants'}"
-                + (f" x {len(confs)} confs" if len(confs) > 1
-                                                                     else ""))
-            page = compare_page(runs, summaries, Path(out) / "compare.html",
-                                f"pyvolcano simulate --compare: {what} on one workload", labels)
-            click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
-        if output in ("json", "yaml"):
-            data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
-            emit(data[0] if len(data) == 1 else {"runs": data}, output)
-        else:
-            compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+def _inputs(cluster: str | None, queues_arg: str | None, workload: str | None, csv_path: str | None,
+            synth: int | None, services_n: int | None, span: float, seed: int, knobs: Synthetic) -> Inputs:
+    """The cluster and the one workload given (Job manifests, a CSV, synthetic services or synthetic jobs)."""
+    if not cluster:
+        raise UserError("--cluster is required (a Node YAML or a spec like '10x{cpu: 32, memory: 128Gi}')")
+    nodes = load_cluster(cluster)
+    if workload:
+        wl = from_manifests(load_objects(workload))
+        source = {"workload": f"Job manifests {workload}"}
+    elif csv_path:
+        wl = load_csv(csv_path)
+        source = {"workload": f"CSV {csv_path}"}
+    elif services_n:
+        wl = services(seed=seed, jobs=services_n, span=span, queues=queue_weights(queues_arg))
+        source = {"workload": f"synthetic services, {services_n} over {span:g} s"}
+    else:
+        gpu_fraction = knobs.gpu_fraction
+        if gpu_fraction is None:  # GPU jobs on a cluster without GPUs could never run
+            gpu_fraction = 0.5 if has_gpus(nodes) else 0.0
+        elif gpu_fraction > 0 and not has_gpus(nodes):
+            raise UserError(f"--gpu-fraction {gpu_fraction:g}: the cluster has no nvidia.com/gpu; "
+                            "use --gpu-fraction 0")
+        wl = synthetic(seed=seed, jobs=int(synth or 0), rate=knobs.rate, queues=queue_weights(queues_arg),
+                       gang_sizes=parse_gang_sizes(knobs.gang_sizes), mean_duration=knobs.mean_duration,
+                       gpu_fraction=gpu_fraction)
+        source = {"workload": f"synthetic, {synth} jobs", "synthetic knobs":
+                  f"rate={knobs.rate:g}/s, gang sizes {knobs.gang_sizes}, mean duration {knobs.mean_duration:g} s, "
+                  f"gpu fraction {gpu_fraction:g}, seed {seed}"}
+    return Inputs(nodes, load_queues(queues_arg, wl), wl, settings=source)
+
+
+def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str | None], settings: RunSettings,
+             out: str, output: str, several_partitions: bool) -> None:
+    """Every variant under every conf, each into its own directory under ``out`` (``out`` itself for one run);
+    a comparison page when there are several runs; the summaries as a table or as ``--output`` asks."""
+    seen: set[str] = set()
+
+    def warn(p: str) -> None:  # each problem once, even when --compare finds it in every run
+        if p not in seen:
+            seen.add(p)
+            click.echo(f"pyvolcano: warning: {p}", err=True)
+
+    for p in collapse(inputs.workload.problems):  # one line per kind of problem, with a count
+        warn(p)
+    loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
+    if not settings.full_sessions:
+        _memo_notes(loaded)
+    summaries = []
+    runs: list[Run] = []
+    labels: list[str] = []
+    for label, inp in variants:  # each constraint (or the workload as written) under every conf
+        for c, (conf, name) in zip(confs, loaded, strict=True):
+            run_name = f"run{len(labels)}" + (f"-{Path(c).stem if c else 'default'}"
+                                              if len(confs) > 1 or len(variants) == 1 else "") \
+                + (f"-{label.replace(':', '-').replace(',', '_')}" if len(variants) > 1 else "")
+            d = Path(out) if len(confs) * len(variants) == 1 else Path(out) / run_name
+            s = run_one(inp, conf, name, d, period=settings.period, start_latency=settings.start_latency,
+                        grace=settings.grace, until=settings.until, progress=settings.progress, warn=warn, keep=runs,
+                        horizon=settings.horizon, full_sessions=settings.full_sessions)
+            summaries.append(s)
+            labels.append(run_name)
+            click.echo(f"report: {d / 'report.html'}", err=output in ("json", "yaml"))
+    summaries = common_window(runs, settings.horizon)  # writes each report.html; compared runs share one window
+    if len(runs) > 1:
+        what = f"{len(confs)} confs" if len(variants) == 1 else (
+            f"{len(variants)} network topology {'variants' if several_partitions else 'constraints'}"
+            + (f" x {len(confs)} confs" if len(confs) > 1 else ""))
+        page = compare_page(runs, summaries, Path(out) / "compare.html",
+                            f"pyvolcano simulate --compare: {what} on one workload", labels)
+        click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
+    pairs = paired_over_jobs(runs, summaries, labels) if len(runs) > 1 else []
+    if output in ("json", "yaml"):
+        data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
+        emit(data[0] if len(data) == 1 else {"runs": data, "paired": pairs}, output)
+    else:
+        compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+        for pair in pairs:  # the same jobs in every run: each job's wait paired (docs/simulator.md, the statistics)
+            click.echo(f"{pair['b']} vs {pair['a']}, {pair['what']}: {pair['verdict']}")
+
+
+def _memo_notes(loaded: list[tuple[SchedulerConf, str]]) -> None:
+    """Once per conf: the plugin that turns the blocked-job memo off, if any (it declares no memo contract)."""
+    for conf, name in loaded:
+        note = memo_note(plugin_contracts(conf))
+        if note is not None:
+            click.echo(f"pyvolcano: note: {name}: {note}", err=True)
 
 
 def _variants(inputs: Inputs, partitions: tuple[str, ...], network_topology: tuple[str, ...],

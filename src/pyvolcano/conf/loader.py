@@ -99,6 +99,9 @@ class SchedulerConf(BaseModel):
     actions: list[str]
     tiers: list[Tier] = Field(default_factory=list)
     configurations: list[ActionConfiguration] = Field(default_factory=list)
+    #: Volcano's ``metrics:`` section (``MetricsConfiguration``: type, address, interval, ...): the metrics source
+    #: the Kubernetes scheduler reads node usage from (``kube/node_metrics.py``)
+    metrics: dict[str, Any] = Field(default_factory=dict)
     _registration: Registration | None = PrivateAttr(default=None)
     _action_args: tuple[list[ActionConfiguration], dict[str, Arguments]] | None = PrivateAttr(default=None)
 

@@ -29,6 +29,7 @@ from pyvolcano.framework.points import (
     BATCH_NODE_ORDER,
     NODE_ORDER,
     PREDICATE,
+    BatchScoreError,
     NodeOrderFn,
     PredicateFn,
     Rule,
@@ -601,7 +602,10 @@ class NodeSelector:
             if self.ties is not None:
                 self.ties[task.uid] = [i]
             return i
-        total = self.total_scores(task, e, cand)
+        try:
+            total = self.total_scores(task, e, cand)
+        except BatchScoreError:  # PrioritizeNodes returns no scores: no best node among these candidates
+            return None
         best = self.ssn.best_node(task, cand, total)
         if best is not None:
             if self.ties is not None:

@@ -63,8 +63,14 @@ PrePredicateFn = Callable[[TaskInfo], Status | None]
 NodeOrderFn = Callable[[TaskInfo, NodeInfo], float]
 #: scores of the nodes at positions ``idx``: a float array
 VectorScoreFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
-#: scores of the given nodes by node name (Volcano's BatchNodeOrderFn)
+#: scores of the given nodes by node name (Volcano's BatchNodeOrderFn); raise ``BatchScoreError`` for its error
 BatchNodeOrderFn = Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]
+
+
+class BatchScoreError(Exception):
+    """A batchNodeOrder function failed (Volcano's ``BatchNodeOrderFn`` returning an error): as in Volcano's
+    ``util.PrioritizeNodes``, the nodes being scored get no scores at all, so allocate finds no best node among
+    that gradient of candidates and preempt no node to evict on (the extender plugin raises it)."""
 #: the node to take among the candidates grouped by total score, or None for the top score
 BestNodeFn = Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]
 #: a status that is not a success makes every action skip the job (Volcano's ValidateExFn)

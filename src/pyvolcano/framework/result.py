@@ -7,8 +7,8 @@ reason per job that is not fully placed; and the session's statistics.  No front
 ``ssn.state`` or a plugin's internals.
 
 ``apply(result, writer)`` hands the result to a ``ClusterWriter`` -- the simulator's in-memory API
-(``sim/engine.py: SimWriter``) or the Kubernetes writer (``kube/status.py`` and ``kube/binder.py`` behind
-``kube/scheduler.py: KubeScheduler``) -- in the order Volcano's session does it (binds and evictions as the
+(``sim/engine.py: SimWriter``) or the Kubernetes writer (``kube/cluster_writer.py: KubeWriter``, joining
+``kube/binder.py`` and ``kube/status.py``) -- in the order Volcano's session does it (binds and evictions as the
 statements commit, then ``closeSession``: ``JobUpdater.UpdateAll`` for the PodGroups and their pods, then
 ``updateQueueStatus``; ``pkg/scheduler/framework/session.go``, ``job_updater.go``).  The status of a PodGroup
 object is built by ``podgroup_status_body`` for both writers, so it is the same in a simulation and on a cluster.
@@ -17,6 +17,7 @@ object is built by ``podgroup_status_body`` for both writers, so it is the same 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -127,10 +128,10 @@ class SessionResult:
     #: session carried statuses, a ``ChainMap`` of ``changed_podgroups`` over ``carried_podgroups``
     podgroups: MutableMapping[str, PodGroupStatus] = field(default_factory=dict)
     #: the statuses the session carried unchanged from the last one for the jobs it left alone (settled and parked
-    #: jobs, ``Session._settled_jobs``: the very objects the last session handed over), and the others; ``apply``
+    #: jobs, ``Plan.settled_jobs``: the very objects the last session handed over), and the others; ``apply``
     #: hands a writer that settles every status it writes (``ClusterWriter.settles_every_status``) only the others
     #: and those carried ones it did not write.  The carried map is the one the next session moves on: it is lent
-    #: to this result, and copied before it changes only while this result is alive (``cache/deltas.py``)
+    #: to this result, and copied before it changes only while this result is alive (``framework/incremental/deltas.py``)
     carried_podgroups: Mapping[str, PodGroupStatus] = field(default_factory=dict)
     changed_podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     #: job -> why it is not scheduled (the Unschedulable condition's message, why it was not enqueued, or the
@@ -146,6 +147,8 @@ class SessionResult:
     nominated: dict[str, str] = field(default_factory=dict)
     #: what the capacity plugin found wrong with the queue tree (``api.queue_validate.Problem``)
     queue_problems: list[Any] = field(default_factory=list)
+    #: input a plugin left out, naming the object and field (``framework/state.py: PLUGIN_WARNINGS``)
+    warnings: list[str] = field(default_factory=list)
     stats: SessionStats = field(default_factory=SessionStats)
     #: the cluster after the session: resource names, total allocatable, resources held on nodes, the resources
     #: fairness is computed over (``ResourceIndex.fair_mask``); vectors are in the cache's internal units
@@ -176,21 +179,41 @@ class SessionResult:
 class ClusterWriter(Protocol):
     """Where a session's decisions go: Volcano's Binder, Evictor and StatusUpdater (``pkg/scheduler/cache/
     interface.go``) plus its event recorder.  Each call is one intent; the writer decides how (an in-memory
-    object store, or API calls in the background) and whether anything changed."""
+    object store, or API calls in the background) and whether anything changed.  Two implementations: the
+    simulator's ``sim/engine.py: SimWriter`` and the Kubernetes ``kube/cluster_writer.py: KubeWriter``.
 
+    Besides the calls, a writer tells ``apply`` which statuses it has no need to be handed again (``settled``,
+    ``settles_every_status``, ``unwritten``): a writer that keeps none has an empty ``settled``, is handed every
+    status, and loses nothing but time."""
+
+    # --- Binder and Evictor ------------------------------------------------------------------------------
     def bind(self, task: TaskInfo, node: str) -> None: ...
 
     def evict(self, task: TaskInfo, reason: str) -> None: ...
 
+    # --- StatusUpdater ---------------------------------------------------------------------------------
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         """Write the PodGroup's status and record its event; False when there is no PodGroup object to write
-        (its pods then get no condition either).
+        (its pods then get no condition either)."""
+        ...
 
-        A writer may also keep ``settled: dict[str, PodGroupStatus]``: per PodGroup, the status object it last
-        applied with nothing left in flight or to retry; ``apply`` does not hand it that object again.  A writer
-        whose ``settles_every_status`` is True settles every status it writes (returns True for), and keeps in
-        ``unwritten: set[str]`` the PodGroups it returned False for: ``apply`` then hands it, of the statuses a
-        session carried from the last one (``SessionResult.carried_podgroups``), only those."""
+    @property
+    def settled(self) -> Mapping[str, PodGroupStatus]:
+        """Per PodGroup, the status object the writer last applied with nothing left in flight or to retry;
+        ``apply`` does not hand it that object again (empty: every status is handed over)."""
+        ...
+
+    @property
+    def settles_every_status(self) -> bool:
+        """True when every status ``update_podgroup_status`` returns True for is settled at once (a synchronous
+        writer): ``apply`` then hands it, of the statuses a session carried from the last one
+        (``SessionResult.carried_podgroups``), only the ``unwritten`` ones, without walking the others."""
+        ...
+
+    @property
+    def unwritten(self) -> AbstractSet[str]:
+        """The PodGroups ``update_podgroup_status`` returned False for, or whose settled status the writer
+        dropped since; read only when ``settles_every_status``."""
         ...
 
     def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
@@ -205,6 +228,7 @@ class ClusterWriter(Protocol):
 
     def update_queue_status(self, status: QueueStatus) -> None: ...
 
+    # --- the event recorder ----------------------------------------------------------------------------
     def event(self, kind: str, key: str, etype: str, reason: str, message: str) -> None: ...
 
 
@@ -217,17 +241,17 @@ def apply(result: SessionResult, writer: ClusterWriter) -> None:
     waiting job, the same enqueue reason, fit errors and objections too), so there is nothing new to write for
     it.  A writer settles a status only when nothing about it is left to write: the simulator's not while its
     pods wait (their conditions are written each session), the Kubernetes writer not while the job is not
-    scheduled (``kube/status.py``).  A writer without ``settled`` is handed every status."""
+    scheduled (``kube/status.py``)."""
     for task in result.bind_tasks:
         writer.bind(task, task.node_name)
     for ev in result.evictions:
         writer.evict(ev.task, ev.reason)
-    settled: dict[str, PodGroupStatus] = getattr(writer, "settled", None) or {}
+    settled = writer.settled
     carried = result.carried_podgroups
     todo: Iterable[tuple[str, PodGroupStatus]] = result.podgroups.items()
-    if carried and getattr(writer, "settles_every_status", False):
+    if carried and writer.settles_every_status:
         # a carried status is the very object the last session handed over: settled then unless unwritten
-        unwritten: set[str] = writer.unwritten  # type: ignore[attr-defined]
+        unwritten = writer.unwritten
         todo = [*result.changed_podgroups.items(), *((u, carried[u]) for u in unwritten if u in carried)]
     for uid, st in todo:
         if settled.get(uid) is st:

@@ -56,6 +56,7 @@ RESOURCEQUOTA = Resource("", "v1", "resourcequotas", "ResourceQuota")
 PVC = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 PRIORITYCLASS = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 PDB = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+NETWORKPOLICY = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CRD = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                namespaced=False)
@@ -64,6 +65,7 @@ QUEUE = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespac
 VCJOB = Resource("batch.volcano.sh", "v1alpha1", "jobs", "Job")
 COMMAND = Resource("bus.volcano.sh", "v1alpha1", "commands", "Command")
 HYPERNODE = Resource("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", namespaced=False)
+NUMATOPOLOGY = Resource("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", "Numatopology", namespaced=False)
 DEPLOYMENT = Resource("apps", "v1", "deployments", "Deployment")
 CLUSTERROLE = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
 CLUSTERROLEBINDING = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
@@ -72,8 +74,8 @@ ROLE = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLEBINDING = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 
 ALL = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICE, SERVICEACCOUNT, SECRET, RESOURCEQUOTA, PVC, PRIORITYCLASS,
-       PDB, LEASE, CRD, PODGROUP, QUEUE, VCJOB, COMMAND, HYPERNODE, DEPLOYMENT, CLUSTERROLE, CLUSTERROLEBINDING, ROLE,
-       ROLEBINDING)
+       PDB, NETWORKPOLICY, LEASE, CRD, PODGROUP, QUEUE, VCJOB, COMMAND, HYPERNODE, NUMATOPOLOGY, DEPLOYMENT,
+       CLUSTERROLE, CLUSTERROLEBINDING, ROLE, ROLEBINDING)
 _BY_TYPE = {(r.api_version, r.kind): r for r in ALL}
 
 

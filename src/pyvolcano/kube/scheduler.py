@@ -8,9 +8,12 @@ The parts follow Volcano's seams (``pkg/scheduler/cache/interface.go``, ``event_
 * ``kube/binder.py``: the Binder and Evictor (``pods/binding`` and the Eviction API, on worker threads; a bind
   starts as soon as the session dispatches it);
 * ``kube/status.py``: the StatusUpdater (PodGroup/Queue status, pod conditions, events, only when changed);
-* ``kube/conf_watch.py``: the conf file, reloaded when it changes.
+* ``kube/conf_watch.py``: the conf file, reloaded when it changes;
+* ``kube/informers.py``: the reflectors, started in dependency order (``cache.Run``, ``WaitForCacheSync``);
+* ``kube/cluster_writer.py``: ``KubeWriter``, the binder and the status updater joined into the
+  ``ClusterWriter`` that ``apply`` writes to.
 
-``KubeWriter`` joins the binder and the status updater into the ``ClusterWriter`` that ``apply`` writes to.
+What is left here is the loop and leadership (``Scheduler.Run`` and ``runOnce``).
 """
 
 from __future__ import annotations
@@ -25,29 +28,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.types import DEFAULT_QUEUE
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.framework.cycle import run_session
-from pyvolcano.framework.result import ALL_NODES_UNAVAILABLE, PodGroupStatus, QueueStatus, SessionResult, apply
+from pyvolcano.framework.result import ALL_NODES_UNAVAILABLE, SessionResult, apply
 from pyvolcano.kube.binder import Assumed, Binder
 from pyvolcano.kube.client import ApiError
+from pyvolcano.kube.cluster_writer import KubeWriter
 from pyvolcano.kube.conf_watch import ConfFile
 from pyvolcano.kube.event_handlers import EventHandlers
+from pyvolcano.kube.informers import Informers
 from pyvolcano.kube.leader import LeaderElector
 from pyvolcano.kube.metrics import SchedulerMetrics
+from pyvolcano.kube.node_metrics import NodeMetricsPoller, metrics_conf
 from pyvolcano.kube.reflector import Reflector
-from pyvolcano.kube.resources import (
-    HYPERNODE,
-    NODE,
-    PDB,
-    POD,
-    PODGROUP,
-    PRIORITYCLASS,
-    QUEUE,
-    RESOURCEQUOTA,
-    Resource,
-)
+from pyvolcano.kube.resources import QUEUE
 from pyvolcano.kube.status import StatusUpdater
 from pyvolcano.kube.writer import EventRecorder, Writer
 
@@ -94,7 +89,7 @@ class SchedulerOptions:
     #: safe because ``apply`` is done with a session's jobs before the next snapshot: binds, evictions and status
     #: writes run in the background on plain values and raw objects, never on session clones
     reuse_clones: bool = True
-    #: blocked-job memo (``cache/memo.py``): a pending job that could not be admitted or placed is not
+    #: blocked-job memo (``framework/incremental/memo.py``): a pending job that could not be admitted or placed is not
     #: re-examined until something that could change its answer happens; every change reaches the cache through
     #: ``upsert``/``delete``/``set_task_status``/``set_podgroup_phase``, so its epochs are exact.  False: every
     #: pending job is examined every session (``pyvolcano scheduler --full-sessions``)
@@ -113,47 +108,13 @@ class _LockedCache:
     def snapshot(self) -> Snapshot:
         with self.owner.lock:
             self.owner.cache.now = time.time()
+            self.owner.cache.node_metrics = self.owner.node_metrics.latest()
             return self.owner.cache.snapshot()
 
 
-class KubeWriter:
-    """The Kubernetes ``ClusterWriter``: binds and evictions to the ``Binder``, status to the ``StatusUpdater``."""
-
-    def __init__(self, binder: Binder, status: StatusUpdater) -> None:
-        self.binder = binder
-        self.status = status
-
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.binder.bind(task, node)
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.binder.evict(task, reason)
-
-    def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
-        return self.status.update_podgroup_status(uid, status)
-
-    @property
-    def settled(self) -> dict[str, PodGroupStatus]:
-        """PodGroups whose write-back found nothing to do, with the status they were found quiet with
-        (``StatusUpdater.settled``; ``framework/result.py: apply`` skips that object)."""
-        return self.status.settled
-
-    def pod_condition(self, pod: str, message: str, nominated: str = "") -> None:
-        self.status.pod_condition(pod, message, nominated)
-
-    def nominate(self, pod: str, node: str) -> None:
-        self.status.nominate(pod, node)
-
-    def update_queue_status(self, status: QueueStatus) -> None:
-        self.status.update_queue_status(status)
-
-    def event(self, kind: str, key: str, etype: str, reason: str, message: str) -> None:
-        self.status.event(kind, key, etype, reason, message)
-
-
 class KubeScheduler:
-    """Informers, the scheduling loop and leadership; the work is done by the parts named in the module
-    docstring."""
+    """The scheduling loop and leadership, over informers that feed the cache; the work is done by the parts
+    named in the module docstring."""
 
     def __init__(self, api: Any, conf: ConfFile, options: SchedulerOptions | None = None,
                  metrics: SchedulerMetrics | None = None, elector: LeaderElector | None = None) -> None:
@@ -165,6 +126,8 @@ class KubeScheduler:
         self.cache = SchedulerCache(self.opts.scheduler_name, reuse_clones=self.opts.reuse_clones,
                                     memo=self.opts.incremental)
         self.lock = threading.RLock()
+        #: node usage from the conf's ``metrics:`` source (``kube/node_metrics.py``), for usage and rescheduling
+        self.node_metrics = NodeMetricsPoller(self._node_names)
         #: the background status writer (PodGroup/Queue/pod status); it lets the binds in flight go first
         self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.write_defer)
         #: Events, on threads of their own (not queued behind status writes), queued as the binds succeed; they
@@ -188,23 +151,7 @@ class KubeScheduler:
         self._leading = False
         #: called when leadership is lost after having been held (the command exits, as Volcano does)
         self.on_deposed: Callable[[], None] | None = None
-        sel = self.opts.node_selector
-        wt = self.opts.watch_timeout
-
-        def refl(res: Resource, label_selector: str = "", optional: bool = False,
-                 after: tuple[Reflector, ...] = ()) -> Reflector:
-            return Reflector(api, res, self.handlers.on_event, label_selector=label_selector, watch_timeout=wt,
-                             optional=optional, after=[r.synced for r in after])
-
-        # order matters at start: priorities and queues before the pods and groups that refer to them; HyperNodes
-        # (Volcano's hyperNodeInformer) are synced before the first session, so a job with a topology constraint
-        # never sees a partial tree; a cluster without the HyperNode CRD is a cluster without HyperNodes.  All of
-        # them list at once; the second group's lists reach the handlers only after the first group's (``after``)
-        self.first = [refl(PRIORITYCLASS), refl(QUEUE), refl(NODE, sel), refl(HYPERNODE, optional=True)]
-        first = tuple(self.first)
-        self.second = [refl(PODGROUP, after=first), refl(POD, after=first), refl(PDB, after=first),
-                       refl(RESOURCEQUOTA, after=first)]
-        self.reflectors = self.first + self.second
+        self.informers = Informers(api, self.handlers.on_event, self.opts.node_selector, self.opts.watch_timeout)
 
     # --- the parts' state, by the names the tests and tools use ------------------------------------------
     @property
@@ -224,6 +171,10 @@ class KubeScheduler:
         return self.status.pg_quiet
 
     @property
+    def reflectors(self) -> list[Reflector]:
+        return self.informers.reflectors
+
+    @property
     def _inflight(self) -> int:
         return self.binder._inflight
 
@@ -232,19 +183,8 @@ class KubeScheduler:
 
     # --- startup -----------------------------------------------------------------------------------------
     def start_informers(self, timeout: float | None = None) -> bool:
-        """Start the reflectors and wait for their first lists.  All of them send their list requests at once; the
-        second group's are handed to the cache once the first group's are (``Reflector.after``): dependency order,
-        without waiting for the API server's answer in between."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for r in self.reflectors:
-            r.start()
-        for group in (self.first, self.second):
-            for r in group:
-                while not r.synced.wait(1.0):
-                    if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
-                        return False
-                    log.info("waiting for the %s informer to sync", r.res)
-        return True
+        """Start the informers and wait for their first lists (``kube/informers.py``)."""
+        return self.informers.start(self._stop, timeout)
 
     def ensure_default_queue(self) -> None:
         """Volcano's scheduler creates the default queue when it is missing."""
@@ -321,10 +261,14 @@ class KubeScheduler:
         if self.on_deposed is not None:
             self.on_deposed()
 
+    def _node_names(self) -> list[str]:
+        with self.lock:
+            return list(self.cache.nodes)
+
     def stop(self) -> None:
         self._stop.set()
-        for r in self.reflectors:
-            r.stop()
+        self.node_metrics.stop()
+        self.informers.stop()
         self.wait_binds(10)
         self.binder.shutdown()
         self.writer.shutdown(5)
@@ -333,7 +277,7 @@ class KubeScheduler:
             self.elector.join(self.elector.retry_period + 15)
 
     def healthy(self) -> tuple[bool, str]:
-        dead = [str(r.res) for r in self.reflectors if r._thread is not None and not r.alive]
+        dead = self.informers.dead()
         if dead:
             return False, f"informers stopped: {', '.join(dead)}"
         age = time.monotonic() - self.heartbeat
@@ -347,6 +291,7 @@ class KubeScheduler:
         t0 = time.perf_counter()
         if self.conf.poll():
             log.info("using the reloaded scheduler conf from the next session on")
+        self.node_metrics.configure(metrics_conf(self.conf.conf))
         with self.lock:
             self.binder.expire_assumed(self.opts.assume_ttl)
             c, cache_gauge = self.cache, self.metrics.cache_objects

@@ -63,17 +63,19 @@ from pyvolcano.plugins._queue_res import (
     le_partly_zero_filtered,
     le_with_dimension,
 )
-from pyvolcano.plugins.proportion import QueueAttr, build_attrs, new_attr, queue_priority_cmp
+from pyvolcano.plugins._shared import (
+    ROOT,
+    QueueAttr,
+    Tree,
+    build_attrs,
+    hierarchy_enabled,
+    new_attr,
+    queue_priority_cmp,
+    queue_tree,
+)
 
-ROOT = "root"
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 log = logging.getLogger(__name__)
-
-
-def hierarchy_enabled(ssn: Session, plugin: str) -> bool:
-    """Volcano's HierarchyEnabled: off unless the plugin's option sets ``enableHierarchy: true``."""
-    _, opt = ssn.options.get(plugin, (0, None))
-    return bool(opt is not None and opt.flags.get("enableHierarchy", False))
 
 
 def ancestor_reclaim_level(args: Arguments) -> int:
@@ -84,37 +86,6 @@ def ancestor_reclaim_level(args: Arguments) -> int:
         log.warning("capacity: %s should be non-negative, got %d; using 0", ANCESTOR_RECLAIM_LEVEL, level)
         return 0
     return level
-
-
-@dataclass
-class Tree:
-    """The queue hierarchy: parent of each queue and its children (root first)."""
-
-    parent: dict[str, str] = field(default_factory=dict)
-    children: dict[str, list[str]] = field(default_factory=dict)
-
-    def ancestors(self, name: str) -> list[str]:
-        """Ancestors nearest first (parent, grandparent, ..., root)."""
-        out, seen = [], {name}
-        p = self.parent.get(name)
-        while p and p not in seen:
-            out.append(p)
-            seen.add(p)
-            p = self.parent.get(p)
-        return out
-
-
-def queue_tree(queues: dict[str, QueueInfo]) -> Tree:
-    """Every queue under its ``spec.parent`` (``root`` when unset or unknown)."""
-    tree = Tree(children={ROOT: []})
-    for q in sorted(queues.values(), key=lambda q: q.name):
-        if q.name == ROOT:
-            continue
-        parent = q.parent if q.parent and (q.parent in queues or q.parent == ROOT) else ROOT
-        tree.parent[q.name] = parent
-        tree.children.setdefault(parent, []).append(q.name)
-        tree.children.setdefault(q.name, [])
-    return tree
 
 
 @dataclass
@@ -297,9 +268,49 @@ def queue_level(left: CapacityAttr, right: CapacityAttr) -> int:
     return level
 
 
+@dataclass
+class _Session:
+    """What capacity's callbacks of one session share (Volcano keeps it on the plugin: ``queueOpts``, the
+    hierarchy flag, ``ancestorReclaimLevel``): the queue attributes, the tree (None without the hierarchy),
+    whether the hierarchy is usable (``readyToSchedule``) and why not."""
+
+    attrs: dict[str, CapacityAttr]
+    tree: Tree | None
+    level: int
+    ready: bool
+    reason: str
+
+    def chain(self, name: str) -> list[CapacityAttr]:
+        """The queue and its ancestors (the queue first)."""
+        a = self.attrs.get(name)
+        if a is None:
+            return []
+        return [a] + [self.attrs[n] for n in reversed(a.ancestors)]
+
+    def leaf(self, name: str) -> bool:
+        """Volcano's isLeafQueue (a queue without attributes counts as a leaf)."""
+        a = self.attrs.get(name)
+        return a is None or not a.children
+
+    def shares_ancestor(self, x: CapacityAttr, y: CapacityAttr) -> bool:
+        """Volcano's sharesAnyNonRootAncestorWithinLevel."""
+        xs = {x.ancestor_at(d) for d in range(1, self.level + 1)} - {None, ROOT}
+        ys = {y.ancestor_at(d) for d in range(1, self.level + 1)}
+        return bool(xs & ys)
+
+
+def relevant(req: np.ndarray, deserved: np.ndarray) -> bool:
+    """Volcano's hasRelevantDeserved: the task uses a resource (pods included) that deserved names."""
+    return intersects(req, deserved, ignore_pods=False)
+
+
 @register_plugin
 class Capacity(Plugin):
+    """In the shape of Volcano's ``capacity.go: OnSessionOpen``: build the queue attributes (``buildQueueAttrs``
+    or ``buildHierarchicalQueueAttrs``, which also register the queue orders), then register each callback."""
+
     name = "capacity"
+    queue_share = CAPACITY_QUEUES
 
     def on_session_open(self, ssn: Session) -> None:
         hierarchy = hierarchy_enabled(ssn, self.name)
@@ -313,19 +324,20 @@ class Capacity(Plugin):
         ssn.state.write(QUEUE_PROBLEMS, fatal + warnings)
         ssn.state.write(FATAL_PROBLEMS, fatal)
         self.attrs, self.tree, self.problems = attrs, tree, fatal + warnings
-        ready = not fatal
-        reason = fatal[0].message if fatal else ""
+        cs = _Session(attrs, tree, level, not fatal, fatal[0].message if fatal else "")
+        self._add_queue_order(ssn, cs)
+        if tree is not None:
+            self._add_victim_queue_order(ssn, cs)
+        self._add_allocatable(ssn, cs)
+        self._add_preemptive(ssn, cs)
+        self._add_reclaimable(ssn, cs)
+        self._add_unified_evictable(ssn, cs)
+        self._add_enqueueable(ssn, cs)
+        self._add_event_handler(ssn, cs)
 
-        def chain(name: str) -> list[CapacityAttr]:
-            """The queue and its ancestors (the queue first)."""
-            a = attrs.get(name)
-            if a is None:
-                return []
-            return [a] + [attrs[n] for n in reversed(a.ancestors)]
-
-        def leaf(name: str) -> bool:
-            a = attrs.get(name)
-            return a is None or not a.children
+    def _add_queue_order(self, ssn: Session, cs: _Session) -> None:
+        """The queue order of ``buildQueueAttrs`` (flat) and ``buildHierarchicalQueueAttrs``."""
+        attrs, tree = cs.attrs, cs.tree
 
         def queue_order(left: QueueInfo, right: QueueInfo) -> int:
             by_priority = queue_priority_cmp(left, right)
@@ -348,18 +360,24 @@ class Capacity(Plugin):
             return compare_share_with_deserved(lp, rp)
         ssn.add_queue_order_fn(self.name, queue_order)
 
-        if tree is not None:
-            def victim_queue_order(left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
-                """Volcano's VictimQueueOrderFn, registered with the hierarchy only (``capacity.go:
-                buildHierarchicalQueueAttrs``): victims of the queue whose last common ancestor with the
-                preemptor's queue is deeper (the nearer relative) are evicted first; equal depth: no opinion
-                (then the reverse of queue order)."""
-                la, ra, pa = attrs.get(left.name), attrs.get(right.name), attrs.get(preemptor.name)
-                if la is None or ra is None or pa is None:
-                    return 0
-                ll, rl = queue_level(la, pa), queue_level(ra, pa)
-                return 0 if ll == rl else (-1 if ll > rl else 1)
-            ssn.add_victim_queue_order_fn(self.name, victim_queue_order)
+    def _add_victim_queue_order(self, ssn: Session, cs: _Session) -> None:
+        attrs = cs.attrs
+
+        def victim_queue_order(left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+            """Volcano's VictimQueueOrderFn, registered with the hierarchy only (``capacity.go:
+            buildHierarchicalQueueAttrs``): victims of the queue whose last common ancestor with the
+            preemptor's queue is deeper (the nearer relative) are evicted first; equal depth: no opinion
+            (then the reverse of queue order)."""
+            la, ra, pa = attrs.get(left.name), attrs.get(right.name), attrs.get(preemptor.name)
+            if la is None or ra is None or pa is None:
+                return 0
+            ll, rl = queue_level(la, pa), queue_level(ra, pa)
+            return 0 if ll == rl else (-1 if ll > rl else 1)
+        ssn.add_victim_queue_order_fn(self.name, victim_queue_order)
+
+    def _add_allocatable(self, ssn: Session, cs: _Session) -> None:
+        """Volcano's AllocatableFn (``queueAllocatable``, ``checkQueueAllocatableHierarchically``)."""
+        ready, leaf, chain = cs.ready, cs.leaf, cs.chain
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
             if not queue.is_open() or not ready or not leaf(queue.name):
@@ -368,6 +386,10 @@ class Capacity(Plugin):
             return all(not le_with_dimension(a.allocated + need, a.real_capability, need)
                        for a in chain(queue.name))
         ssn.add_allocatable_fn(self.name, allocatable)
+
+    def _add_preemptive(self, ssn: Session, cs: _Session) -> None:
+        """Volcano's PreemptiveFn."""
+        attrs, ready, level = cs.attrs, cs.ready, cs.level
 
         def preemptive(queue: QueueInfo, task: TaskInfo) -> bool:
             a = attrs.get(queue.name)
@@ -389,15 +411,9 @@ class Capacity(Plugin):
             return False
         ssn.add_preemptive_fn(self.name, preemptive)
 
-        def shares_ancestor(x: CapacityAttr, y: CapacityAttr) -> bool:
-            """Volcano's sharesAnyNonRootAncestorWithinLevel."""
-            xs = {x.ancestor_at(d) for d in range(1, level + 1)} - {None, ROOT}
-            ys = {y.ancestor_at(d) for d in range(1, level + 1)}
-            return bool(xs & ys)
-
-        def relevant(req: np.ndarray, deserved: np.ndarray) -> bool:
-            """Volcano's hasRelevantDeserved: the task uses a resource (pods included) that deserved names."""
-            return intersects(req, deserved, ignore_pods=False)
+    def _add_reclaimable(self, ssn: Session, cs: _Session) -> None:
+        """Volcano's ReclaimableFn (with ``getReclaimeeAncestorToCheck`` for ``ancestorReclaimLevel``)."""
+        attrs, tree, ready, level, shares_ancestor = cs.attrs, cs.tree, cs.ready, cs.level, cs.shares_ancestor
 
         def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             if not ready:
@@ -452,6 +468,9 @@ class Capacity(Plugin):
             return out, PERMIT
         ssn.add_reclaimable_fn(self.name, reclaimable)
 
+    def _add_unified_evictable(self, ssn: Session, cs: _Session) -> None:
+        attrs, ready = cs.attrs, cs.ready
+
         def unified(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             """Volcano's capacity ``UnifiedEvictableFn``: gangpreempt passes every candidate; for gangreclaim the
             candidates are walked in the order given (bundle order) with a tally per queue: one is skipped when
@@ -479,6 +498,10 @@ class Capacity(Plugin):
             return out, PERMIT
         ssn.add_unified_evictable_fn(self.name, unified)
 
+    def _add_enqueueable(self, ssn: Session, cs: _Session) -> None:
+        """Volcano's JobEnqueueableFn (``jobEnqueueable``, ``checkJobEnqueueableHierarchically``)."""
+        attrs, tree, ready, reason, leaf, chain = cs.attrs, cs.tree, cs.ready, cs.reason, cs.leaf, cs.chain
+
         def enqueueable(job: JobInfo) -> Vote:
             if not ready:
                 job.enqueue_reason = f"queue hierarchy is invalid: {reason}"
@@ -505,6 +528,9 @@ class Capacity(Plugin):
                 a.inqueue += need
             return PERMIT
         ssn.add_job_enqueueable_fn(self.name, enqueueable)
+
+    def _add_event_handler(self, ssn: Session, cs: _Session) -> None:
+        attrs, tree = cs.attrs, cs.tree
 
         def change(task: TaskInfo, sign: float) -> None:
             """Volcano's event handlers: the leaf's allocated and share, and its ancestors' allocated (their

@@ -20,14 +20,14 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import share
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.plugins._hdrf import HierarchicalDRF
-from pyvolcano.plugins.capacity import hierarchy_enabled
-from pyvolcano.plugins.overcommit import session_sums
+from pyvolcano.plugins._shared import hierarchy_enabled, session_sums
 
 SHARE_DELTA = 1e-6
 
@@ -35,11 +35,12 @@ SHARE_DELTA = 1e-6
 @register_plugin
 class DRF(Plugin):
     name = "drf"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource  # shares over every dimension, pods too (drf.go: calculateShare): no mask
         # every job's allocation and dominant share at open, carried from the last session for unchanged jobs
-        # (``overcommit.JobSums``): copies of the ledger's dicts, whose rows ``change`` replaces, never alters
+        # (``_shared.JobSums``): copies of the ledger's dicts, whose rows ``change`` replaces, never alters
         sums = session_sums(ssn)
         hierarchy = hierarchy_enabled(ssn, self.name)
         alloc: MutableMapping[str, np.ndarray]

@@ -27,7 +27,7 @@ from pyvolcano.api.types import NODEGROUP_LABEL
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
-from pyvolcano.plugins.capacity import hierarchy_enabled, queue_tree
+from pyvolcano.plugins._shared import hierarchy_enabled, queue_tree
 
 BASE_SCORE = 100.0
 

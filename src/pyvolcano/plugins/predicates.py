@@ -9,7 +9,7 @@ Arguments (Volcano's): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEn
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``, ``predicate.PodTopologySpreadEnable``
 (default true).  ``predicate.ProportionalEnable`` and ``predicate.resources*`` are ignored, as Volcano master
 ignores them: the proportional GPU check moved to the ``resource-strategy-fit`` plugin
-(``plugins/resource-strategy-fit/proportional.go``), which pyvolcano does not implement.
+(``plugins/resource-strategy-fit/proportional.go``), which pyvolcano implements in ``plugins/resource_strategy_fit.py``.
 
 ``enablePredicate: false`` on this plugin stops every placement, as in Volcano master (docs/volcano-differences.md):
 see :func:`refuse_every_placement`.
@@ -26,6 +26,7 @@ from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.status import Code, Status, reject_if
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.node_select import PredicateReg
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PredicateFn, VectorPredicateFn
@@ -108,6 +109,7 @@ def refuse_every_placement(ssn: Session, plugin: str, args: Arguments) -> None:
 @register_plugin
 class Predicates(Plugin):
     name = "predicates"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         a = self.arguments

@@ -25,258 +25,26 @@ reservations and capability is not enforced against running work) this plugin do
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
-from pyvolcano.api.resource import EPS, is_empty, less_equal
+from pyvolcano.api.resource import less_equal
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.framework.state import PROPORTION_QUEUES
-from pyvolcano.plugins._queue_res import deserved_share, le_with_dimension
-from pyvolcano.plugins.overcommit import session_sums
-
-
-@dataclass
-class QueueAttr:
-    """One queue's numbers in a session (Volcano's ``queueAttr``); every vector has all dimensions, pods
-    included."""
-
-    name: str
-    weight: int
-    deserved: np.ndarray
-    allocated: np.ndarray
-    request: np.ndarray
-    inqueue: np.ndarray
-    elastic: np.ndarray
-    guarantee: np.ndarray
-    capability: np.ndarray
-    real_capability: np.ndarray
-    share: float = 0.0
-
-    def update_share(self, mask: np.ndarray | None = None) -> None:
-        """Volcano's updateQueueAttrShare: max of allocated/deserved over the resources the queue deserves
-        (the pod count included; a resource it deserves none of does not count, so a queue that deserves
-        nothing has share 0).  ``mask`` (optional) hides dimensions, for callers that leave some out."""
-        d = self.deserved if mask is None else self.deserved * mask
-        self.share = deserved_share(self.allocated, d)
-
-
-#: A bound on deserved_loop's rounds, only against a pathological input: remaining shrinks geometrically, so
-#: real inputs end (everything but pods below 0.1) within about 70 rounds; Volcano's loop has no bound.
-_MAX_ROUNDS = 10_000
-
-
-def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray | None = None) -> None:
-    """Volcano's water-filling of ``deserved`` in proportion's OnSessionOpen (see module docstring).  The pod
-    count is handed out like any other resource, but, as Volcano's ``remaining.IsEmpty()`` ignores pods, the
-    loop stops once everything but pods is handed out.  "Unchanged" is exact equality, as Volcano's
-    ``equality.Semantic.DeepEqual``: a queue whose deserved still creeps up by fractions of a byte keeps its
-    weight in the next round (ending early would hand the others a different split).  ``mask`` (optional)
-    leaves dimensions out.
-
-    Two implementations of the same arithmetic, chosen by size: ``_loop_lists`` (plain Python floats) for the
-    few queues of most clusters, where one round is a few dozen float operations and NumPy's per-call overhead
-    (some twenty calls a round) would dominate every session; ``_loop_arrays`` (NumPy, one queue a row) for
-    many.  Both make every number the per-queue loop makes (``tests/test_deserved_loop.py`` checks them
-    against each other bit for bit).  Every queue's share is then updated (``update_share``), whether a round
-    ran or not."""
-    queues = list(attrs.values())
-    if not queues:
-        return
-    full = np.ones(total.shape, dtype=bool) if mask is None else mask
-    done, rows = _loop_lists(queues, total, full) if len(queues) <= _LIST_QUEUES else (False, None)
-    if not done:
-        rows = _loop_arrays(queues, total, full)
-    for k, a in enumerate(queues):
-        if rows is not None:
-            a.deserved = rows[k]
-        a.update_share()
-
-
-#: at most this many queues: ``_loop_lists``; more: ``_loop_arrays``
-_LIST_QUEUES = 16
-
-
-def _loop_arrays(queues: list[QueueAttr], total: np.ndarray, full: np.ndarray) -> list[np.ndarray] | None:
-    """``deserved_loop`` over arrays: one round is a few NumPy operations over all the queues still unmet (a
-    matrix, one queue a row, in ``attrs`` order), not a loop over them: each queue's new deserved depends only
-    on its own numbers and the round's ``remaining``, so the element-wise operations are the per-queue ones;
-    what the queues hand back and take (``increased``/``decreased``) is summed queue after queue in ``attrs``
-    order (``np.cumsum`` along the queues is that sequence of additions), so every number is the one a
-    per-queue loop gives.  The new deserved rows, or None when no round ran (no queue has weight)."""
-    remaining = total * full
-    weight = np.array([a.weight for a in queues], dtype=float)
-    deserved = np.array([a.deserved for a in queues])
-    real = np.array([a.real_capability for a in queues])
-    request = np.array([a.request for a in queues])
-    guarantee = np.array([a.guarantee for a in queues])
-    wanted = request * full
-    big = np.arange(total.shape[0]) >= 2  # ``fits``: from pods on, a zero request fits whatever is deserved
-    active = np.ones(len(queues), dtype=bool)
-    touched = False
-    for _ in range(_MAX_ROUNDS):
-        total_weight = int(weight[active].sum())  # whole numbers: the same sum in any order
-        if total_weight == 0:
-            break
-        touched = True
-        at = np.nonzero(active)[0]
-        old = deserved[at]
-        d = old + remaining * (weight[at] / total_weight)[:, None]
-        d = np.minimum(d, real[at])
-        d = np.minimum(d, request[at])
-        new = np.maximum(d, guarantee[at]) * full
-        deserved[at] = new
-        want = wanted[at]
-        met = ((want < new + EPS) | (big & (want == 0.0))).all(axis=1) | (new == old).all(axis=1)
-        active[at[met]] = False
-        increased = 0.0 + np.cumsum(np.maximum(new - old, 0), axis=0)[-1]
-        decreased = 0.0 + np.cumsum(np.maximum(old - new, 0), axis=0)[-1]
-        old_remaining = remaining
-        remaining = np.maximum(remaining + decreased - increased, 0)
-        if is_empty(remaining) or np.array_equal(remaining, old_remaining):
-            break
-    return [row.copy() for row in deserved] if touched else None
-
-
-def _loop_lists(queues: list[QueueAttr], total: np.ndarray,
-                full: np.ndarray) -> tuple[bool, list[np.ndarray] | None]:
-    """``_loop_arrays`` in plain Python floats, operation for operation: ``np.minimum(a, b)`` is
-    ``a if a < b else b`` and ``np.maximum(a, b)`` is ``a if a > b else b`` (NumPy picks the second operand on
-    a tie, which decides the sign of a zero), a mask multiplies by 1.0 or 0.0, and what the queues take and
-    hand back is added up queue after queue from 0.0 (``0.0 + cumsum``).  Those comparisons are NumPy's only
-    without NaN, which cannot arise from finite inputs (realCapability may be infinite: unlimited); with a
-    non-finite input it does nothing and says so (``(False, None)``), and ``_loop_arrays`` runs instead.
-    Otherwise ``(True, rows)``, ``rows`` as ``_loop_arrays`` returns them."""
-    dims = range(total.shape[0])
-    fl = [1.0 if f else 0.0 for f in full.tolist()]
-    tot = total.tolist()
-    deserved = [a.deserved.tolist() for a in queues]
-    real = [a.real_capability.tolist() for a in queues]
-    request = [a.request.tolist() for a in queues]
-    guarantee = [a.guarantee.tolist() for a in queues]
-    # one sum is finite only if every term is (an infinity or NaN stays in a sum; an overflow only sends finite
-    # inputs to the array rounds too), and a sum of realCapabilities is NaN if a term is (or +inf meets -inf)
-    if not (math.isfinite(sum(tot) + sum(map(sum, deserved)) + sum(map(sum, request)) + sum(map(sum, guarantee)))
-            and not math.isnan(sum(map(sum, real)))):
-        return False, None
-    remaining = [t * f for t, f in zip(tot, fl, strict=True)]
-    weight = [float(a.weight) for a in queues]
-    wanted = [[r * f for r, f in zip(row, fl, strict=True)] for row in request]
-    active = [True] * len(queues)
-    touched = False
-    for _ in range(_MAX_ROUNDS):
-        at = [k for k, on in enumerate(active) if on]
-        total_weight = int(sum(weight[k] for k in at))  # whole numbers: the same sum in any order
-        if total_weight == 0:
-            break
-        touched = True
-        increased = [0.0] * len(fl)
-        decreased = [0.0] * len(fl)
-        for k in at:
-            old = deserved[k]
-            frac = weight[k] / total_weight
-            re, rq, g, want = real[k], request[k], guarantee[k], wanted[k]
-            new = []
-            fits = same = True
-            for j in dims:
-                d = old[j] + remaining[j] * frac
-                c = re[j]
-                d = d if d < c else c
-                c = rq[j]
-                d = d if d < c else c
-                c = g[j]
-                v = (d if d > c else c) * fl[j]
-                new.append(v)
-                o = old[j]
-                if v != o:  # an equal pair adds 0.0 to both sums, which changes neither
-                    same = False
-                    if v > o:
-                        increased[j] += v - o
-                    else:
-                        decreased[j] += o - v
-                w = want[j]
-                if fits and not (w < v + EPS or (j >= 2 and w == 0.0)):
-                    fits = False
-            deserved[k] = new
-            if fits or same:
-                active[k] = False
-        old_remaining = remaining
-        remaining = [r + dec - inc for r, dec, inc in zip(remaining, decreased, increased, strict=True)]
-        remaining = [r if r > 0.0 else 0.0 for r in remaining]
-        if all(r < EPS for j, r in enumerate(remaining) if j != 2) or remaining == old_remaining:
-            break
-    return True, ([np.array(row, dtype=float) for row in deserved] if touched else None)
-
-
-def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
-    """Per-queue allocated/request/inqueue/elastic from the session's jobs, capabilities from the specs
-    (Volcano's OnSessionOpen: only queues that hold a job get attributes).  All dimensions, pods included."""
-    res = ssn.res
-    total = ssn.total_resource.copy()
-    total_guarantee = res.zeros()
-    for spec in ssn.queues.values():
-        if spec.guarantee is not None:
-            total_guarantee += spec.guarantee
-    attrs: dict[str, QueueAttr] = {}
-    sums = session_sums(ssn)
-    queues = ssn.queues
-    # Volcano makes a queue's attributes at its first job (``ssn.Jobs`` order here): the order deserved_loop walks
-    names = [name for name in sums.queue_order if name in queues]
-    if not names:
-        return attrs
-    # Per-queue sums of every job's rows (``overcommit.JobSums``, carried from the last session and changed only by
-    # the jobs that changed): whole numbers, so the same sums as adding the jobs' rows up in any order.
-    per_queue = sums.queue_sums if sums.exact else sums.ordered_sums(names)
-    exact = sums.exact
-    # a queue's guarantee, capability and realCapability depend on its spec (the cache replaces a QueueInfo on
-    # every change), the total and all guarantees only: carried from the last session while those are the same
-    memo = ssn.snapshot.memo if ssn.carry else None
-    static: dict[str, tuple[QueueInfo, tuple[bytes, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]]] = (
-        memo.carried.setdefault("proportion-queues", {}) if memo is not None else {})
-    tkey = (total.tobytes(), total_guarantee.tobytes())
-    for name in names:
-        q = queues[name]
-        rows = per_queue[name]
-        request = rows[0] + rows[1] if exact else rows[1].copy()
-        c = static.get(name)
-        if c is not None and c[0] is q and c[1] == tkey:
-            g, cap, real = c[2]
-        else:
-            base = new_attr(q, res.zeros(), total, total_guarantee)
-            g, cap, real = base.guarantee, base.capability, base.real_capability
-            static[name] = (q, tkey, (g, cap, real))
-        attrs[name] = QueueAttr(q.name, max(q.weight, 0), res.zeros(), rows[0].copy(), request, rows[3].copy(),
-                                rows[4].copy(), g, cap, real)
-    return attrs
-
-
-def new_attr(q: QueueInfo, zeros: np.ndarray, total: np.ndarray, total_guarantee: np.ndarray,
-             mask: np.ndarray | None = None) -> QueueAttr:
-    """realCapability = min(capability, max(total - all guarantees, 0) + own guarantee), per dimension; a
-    capability dimension that is unset (or cpu/memory <= 0, as Volcano reads them) is unlimited."""
-    full = np.ones(zeros.shape, dtype=bool) if mask is None else mask
-    guarantee = (q.guarantee if q.guarantee is not None else zeros) * full
-    capability = q.capability.copy() if q.capability is not None else np.full_like(zeros, np.inf)
-    capability[:2] = np.where(capability[:2] <= 0, np.inf, capability[:2])
-    real = np.minimum(np.maximum(total - total_guarantee, 0) + guarantee, capability)
-    return QueueAttr(q.name, max(q.weight, 0), zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy(),
-                     zeros.copy(), guarantee, capability, real)
-
-
-def queue_priority_cmp(left: QueueInfo, right: QueueInfo) -> int:
-    """Volcano's proportion/capacity queueOrder, first key: the higher ``spec.priority`` goes first."""
-    return right.priority - left.priority
+from pyvolcano.plugins._queue_res import le_with_dimension
+from pyvolcano.plugins._shared import build_attrs, deserved_loop, queue_priority_cmp
 
 
 @register_plugin
 class Proportion(Plugin):
     name = "proportion"
+    queue_share = PROPORTION_QUEUES
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.ENQUEUE_VOTER, Contract.STATEFUL_PERMIT})
 
     def on_session_open(self, ssn: Session) -> None:
         attrs = build_attrs(ssn)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from pyvolcano.api.resource import EPS
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
-from pyvolcano.controllers.vcjob import FINAL, JobController, validate_job
+from pyvolcano.controllers.vcjob import FINAL, TTL_PHASES, JobController, validate_job
 from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.gc_tuning import quiet_gc
@@ -50,6 +50,77 @@ from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
+# --- events ----------------------------------------------------------------------------------------------------
+# One frozen dataclass per kind of timed event.  The heap holds ``(time, sequence, event)``: the sequence number is
+# unique, so events at the same time run in the order they were pushed and an event itself is never compared.
+
+
+@dataclass(frozen=True, slots=True)
+class Arrive:
+    """A vcjob from the workload is submitted (``Simulator._arrive``)."""
+
+    job: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PodRunning:
+    """A bound pod starts, ``start_latency`` after its bind (``Simulator._running``); ``uid`` tells a re-created
+    pod of the same name apart."""
+
+    key: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodFinish:
+    """A running pod succeeds, its duration after it started (``Simulator._finish``)."""
+
+    key: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodRelease:
+    """An evicted pod (or one on a failed node) is deleted and frees its node (``Simulator._release``)."""
+
+    key: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFail:
+    """A node turns NotReady for ``down`` seconds (``Simulator._node_fail``)."""
+
+    node: str
+    down: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUp:
+    """A failed node is Ready again (``Simulator._node_up``)."""
+
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """A job is aborted (``Simulator._cancel``)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobTTL:
+    """A finished Job's ``ttlSecondsAfterFinished`` ran out (``Simulator._ttl``); ``state`` is the controller's
+    record of the job then (a Job made again under the name since is left alone)."""
+
+    key: str
+    state: Any
+
+
+Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel | JobTTL
+
+
 @dataclass
 class JobRecord:
     key: str
@@ -65,6 +136,8 @@ class JobRecord:
     restarts: int = 0
     preempted: int = 0
     running: int = 0
+    #: for a job whose gang never started: why, and the best fix, at the end of the run (``why_waiting``)
+    why: str = ""
 
 
 @dataclass
@@ -140,7 +213,8 @@ class SimAPI:
         validating what it builds) skips the cache's validation; the cluster's own objects, read from outside,
         are created with ``trusted=False``."""
         md = obj["metadata"]
-        ns = md.get("namespace") or ("" if obj["kind"] in ("Node", "Queue", "PriorityClass", "HyperNode") else "default")
+        cluster_scoped = ("Node", "Queue", "PriorityClass", "HyperNode", "Numatopology")
+        ns = md.get("namespace") or ("" if obj["kind"] in cluster_scoped else "default")
         md.setdefault("creationTimestamp", self.sim.now)
         md.setdefault("uid", f"{obj['kind'].lower()}-{next(self.sim.uids)}")
         if obj["kind"] == "Pod":
@@ -182,6 +256,12 @@ class SimAPI:
             obj["status"] = status
             if kind != "Job":
                 self.update(obj, trusted=False)
+
+    def patch_spec(self, kind: str, namespace: str, name: str, fields: dict[str, Any]) -> None:
+        obj = self.get(kind, namespace, name)
+        if obj is not None:
+            obj["spec"] = {**(obj.get("spec") or {}), **fields}
+            self.update(obj, trusted=False)
 
     def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
         self.sim.event_log.append((self.sim.now, etype, reason, message))
@@ -227,7 +307,7 @@ class SimWriter:
         if sim.spread is not None:
             sim.spread.bound(sim._job_of(pod)[0], task.uid, node, sub_group_of(pod["metadata"].get("labels")))
         sim.usage.hold(sim.now, task.uid, rec.queue if rec is not None else "", sim._pick(task.resreq))
-        sim._push(sim.now + sim.start_latency, "running", (task.uid, pod["metadata"]["uid"]))
+        sim._push(sim.now + sim.start_latency, PodRunning(task.uid, pod["metadata"]["uid"]))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         sim = self.sim
@@ -248,7 +328,7 @@ class SimWriter:
         if job_key in sim.records:
             sim.records[job_key].preempted += 1
         sim._log_eviction(task.uid, pod, reason)
-        sim._push(sim.now + sim.grace, "release", (task.uid, pod["metadata"]["uid"]))
+        sim._push(sim.now + sim.grace, PodRelease(task.uid, pod["metadata"]["uid"]))
 
     def update_podgroup_status(self, uid: str, status: PodGroupStatus) -> bool:
         sim = self.sim
@@ -336,8 +416,12 @@ class Simulator:
                  conf: SchedulerConf, *, period: float = 1.0, start_latency: float = 1.0, grace: float = 5.0,
                  node_failures: list[tuple[float, str, float]] | None = None,
                  cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0,
-                 full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None) -> None:
+                 full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None,
+                 numatopologies: list[dict[str, Any]] | None = None) -> None:
         self.conf = conf
+        #: the conf acts on the clock (shuffle: tdm's windows, rescheduling's interval): a session every period
+        #: while anything is still to happen, not only when something changed
+        self.time_driven = "shuffle" in conf.actions
         self.period = period
         self.start_latency = start_latency
         self.grace = grace
@@ -345,17 +429,23 @@ class Simulator:
         self.now = 0.0
         self.uids = itertools.count()
         self.seq = itertools.count()
-        self.heap: list[tuple[float, int, str, Any]] = []
+        self.heap: list[tuple[float, int, Event]] = []
         # each session's result is applied before the next (clone reuse); every change goes through the cache's
-        # upsert/delete, so its epochs are exact and blocked jobs can wait for a change (cache/memo.py) unless
-        # ``full_sessions``
+        # upsert/delete, so its epochs are exact and blocked jobs can wait for a change
+        # (framework/incremental/memo.py) unless ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
+        self.cache.has_clock = True  # sessions read the simulated time (tdm's windows, rescheduling's interval)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
         self.records: dict[str, JobRecord] = {}
         self.samples: list[Sample] = []
         self.usage = UsageLedger(3)
+        #: proportion (not capacity) gives queues their deserved: between sessions it follows the queues' holdings
+        #: (``_deserved_between_sessions``); each queue's guarantee as its last session had it
+        names = conf.plugin_names
+        self._deserved_follows = "proportion" in names and "capacity" not in names
+        self._guarantee: dict[str, np.ndarray] = {}
         self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
@@ -366,7 +456,9 @@ class Simulator:
         self.rollbacks = 0
         self.evictions = 0
         self.stop = False
-        for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or [])]:
+        # Numatopology objects (the --cluster file's) are the nodes' NUMA layout as the snapshot shows it; nothing in
+        # the simulator plays Volcano's resource exporter, so they do not follow the pods placed
+        for obj in [*workload.priority_classes, *queues, *nodes, *(hypernodes or []), *(numatopologies or [])]:
             self.api.create(obj, trusted=False)
         #: the topology's tree over the cluster (the sessions build the same one from the cache's HyperNodes)
         self.spread = SpreadLog.of(build_topology(hypernodes, nodes), [n["metadata"]["name"] for n in nodes]) \
@@ -390,12 +482,12 @@ class Simulator:
             if bad:
                 self.problems.append(f"{bad}; job skipped")
                 continue
-            self._push(t, "arrive", job)
+            self._push(t, Arrive(job))
             admitted += 1
         for t, node, down in node_failures or []:
-            self._push(t, "node_fail", (node, down))
+            self._push(t, NodeFail(node, down))
         for t, key in cancellations or []:
-            self._push(t, "cancel", key)
+            self._push(t, Cancel(key))
         self.total_jobs = admitted
 
     # --- helpers ---------------------------------------------------------------------------------------------
@@ -406,8 +498,9 @@ class Simulator:
         gpu = v[res.pos["nvidia.com/gpu"]] / 1000 if "nvidia.com/gpu" in res.pos and len(v) == res.size else 0.0
         return np.array([v[0] / 1000, v[1] / 2**30, gpu])
 
-    def _push(self, t: float, kind: str, payload: Any) -> None:
-        heapq.heappush(self.heap, (t, next(self.seq), kind, payload))
+    def _push(self, t: float, event: Event) -> None:
+        """Schedule ``event`` at time ``t``: events run by time, then in the order they were pushed."""
+        heapq.heappush(self.heap, (t, next(self.seq), event))
 
     def _pod(self, key: str) -> dict[str, Any] | None:
         return self.api.objects.get(("Pod", key))
@@ -501,7 +594,9 @@ class Simulator:
         pod = self._pod(key)
         if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
             return
-        pod["status"] = {"phase": "Running"}
+        # the scheduler's bind sets PodScheduled=True (cdp's cooldown counts from its lastTransitionTime)
+        pod["status"] = {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": self.writer._stamp()}]}
         self.api.update(pod, trusted=True)
         job_key, task = self._job_of(pod)
         rec = self.records.get(job_key)
@@ -514,7 +609,7 @@ class Simulator:
                 if self.spread is not None:
                     self.spread.started(job_key)
         dur = float(((pod["metadata"].get("annotations") or {}).get(DURATION)) or 0)
-        self._push(self.now + dur, "finish", (key, uid))
+        self._push(self.now + dur, PodFinish(key, uid))
         self.controller.on_pod(job_key, pod["metadata"]["name"], task, "Running")
         self._after_controller(job_key)
 
@@ -562,6 +657,15 @@ class Simulator:
         if st.phase in FINAL and rec.finished is None:
             rec.finished = self.now
             rec.running = 0
+            ttl = st.job["spec"].get("ttlSecondsAfterFinished")
+            if ttl is not None and st.phase in TTL_PHASES:
+                self._push(self.now + float(ttl), JobTTL(job_key, st))
+
+    def _ttl(self, key: str, st: Any) -> None:
+        """``ttlSecondsAfterFinished`` ran out (Volcano's garbagecollector controller): the Job is deleted, with
+        what is left of its pods and its PodGroup; a Job of the same name may arrive again."""
+        if self.controller.jobs.get(key) is st:
+            self.controller.delete_job(key)
 
     def _node_fail(self, node: str, down: float) -> None:
         n = self.api.get("Node", "", node)
@@ -581,8 +685,8 @@ class Simulator:
                     self._log_eviction(key, pod, "node failure")
                 pod["metadata"]["deletionTimestamp"] = self.now
                 self.api.update(pod, trusted=True)
-                self._push(self.now, "release", (key, pod["metadata"]["uid"]))
-        self._push(self.now + down, "node_up", node)
+                self._push(self.now, PodRelease(key, pod["metadata"]["uid"]))
+        self._push(self.now + down, NodeUp(node))
 
     def _node_up(self, node: str) -> None:
         n = self.api.get("Node", "", node)
@@ -646,12 +750,35 @@ class Simulator:
                         picked = (des[0] / 1000, des[1] / 2**30, gpu)
                         self.usage.set_deserved(self.now, name, np.array(
                             [x if x < c else c for x, c in zip(picked, cap, strict=True)]))
+                        if self._deserved_follows:
+                            gua = f.guarantee.tolist()
+                            self._guarantee[name] = np.array([gua[0] / 1000, gua[1] / 2**30, gua[g] / 1000 if
+                                                              g is not None and len(gua) == res.size else 0.0])
                     elif name in self.usage.deserved:  # no job of it in the session: proportion deserves it nothing
                         self.usage.set_deserved(self.now, name, np.zeros(3))
+                        self._guarantee.pop(name, None)
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
         self.samples.append(Sample(self.now, self._pick(used), queues))
+
+    def _deserved_between_sessions(self) -> None:
+        """Each queue's deserved amount while no session runs because nothing is pending: what a session would
+        compute, without running one (the report's series only; no decision reads it).  With nothing pending a
+        queue's request is what its jobs hold (proportion's OnSessionOpen adds allocated and pending tasks, Volcano
+        ``pkg/scheduler/plugins/proportion/proportion.go``), every request fits the cluster, so the water-filling
+        meets every queue at its request (``deserved.MinDimensionResource(request)``) and raises it to its
+        guarantee (``helpers.Max(deserved, guarantee)``); a queue that holds nothing has no job left, and a session
+        gives it nothing (as ``_sample`` does).  Without this the series held a session's deserved (e.g. 95 %
+        of the cluster, while a queue was still asking) through hours in which nothing ran."""
+        cap = self.capacity
+        for name in self.usage.deserved:
+            held = self.usage.held(name)
+            if not held.any():
+                self.usage.set_deserved(self.now, name, held)
+                continue
+            g = self._guarantee.get(name)
+            self.usage.set_deserved(self.now, name, np.minimum(held if g is None else np.maximum(held, g), cap))
 
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
@@ -668,7 +795,7 @@ class Simulator:
                 # a cycle is due before the next event only if something changed and something is pending; the
                 # pending check walks every job, so it is made only when a cycle could come first
                 t_cycle = max(next_cycle, self.now)
-                if t_cycle > t_event or not (self.changed and self._has_pending()):
+                if t_cycle > t_event or not ((self.changed and self._has_pending()) or (self.time_driven and self.heap)):
                     t_cycle = float("inf")
                 if t_cycle == float("inf") and t_event == float("inf"):
                     break
@@ -681,9 +808,11 @@ class Simulator:
                 else:
                     self.now = t_event
                     while self.heap and self.heap[0][0] == t_event:
-                        _, _, kind, payload = heapq.heappop(self.heap)
+                        _, _, event = heapq.heappop(self.heap)
                         self.events += 1
-                        self._dispatch(kind, payload)
+                        self._dispatch(event)
+                    if self._deserved_follows and self.usage.deserved and not self._has_pending():
+                        self._deserved_between_sessions()
                     if next_cycle < self.now:  # align cycles to the period grid
                         next_cycle = self.now if self.period <= 0 else \
                             (self.now // self.period + (self.now % self.period > 0)) * self.period
@@ -697,18 +826,55 @@ class Simulator:
                          self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage,
                          self.eviction_log.records, self.spread)
 
-    def _dispatch(self, kind: str, payload: Any) -> None:
-        if kind == "arrive":
-            self._arrive(payload)
-        elif kind == "running":
-            self._running(*payload)
-        elif kind == "finish":
-            self._finish(*payload)
-        elif kind == "release":
-            self._release(*payload)
-        elif kind == "node_fail":
-            self._node_fail(*payload)
-        elif kind == "node_up":
-            self._node_up(payload)
-        elif kind == "cancel":
-            self._cancel(payload)
+    #: ``why_waiting`` explains at most this many never-started jobs (the first submitted) ...
+    WHY_JOBS = 10
+    #: ... each with this many sessions re-run to find a fix
+    WHY_RUNS = 3
+
+    def why_waiting(self) -> None:
+        """For jobs whose gang never started and that still wait when the run ends, the short reason and the
+        best verified fix (``framework/whatif.py``) on the cluster as the run left it, into ``JobRecord.why``
+        (the ``why`` column of jobs.csv); called by ``sim/run.py: run_one`` after the run, outside its timing.
+        Bounded: ``WHY_JOBS`` jobs, ``WHY_RUNS`` re-runs each, one shared
+        session on the final state; the others keep an empty ``why``."""
+        from pyvolcano.framework.whatif import explain
+
+        waiting = [r for r in sorted(self.records.values(), key=lambda r: (r.submit, r.key))
+                   if r.all_started is None and r.finished is None]
+        if not waiting:
+            return
+        objects = list(self.cache.raw.values())
+        names = {(o.get("kind"), "/".join(((o.get("metadata") or {}).get("namespace") or "default",
+                                            str((o.get("metadata") or {}).get("name"))))) for o in objects}
+        t0 = time.perf_counter()
+        base = run_session(SchedulerCache.from_objects(objects, self.cache.scheduler_name), self.conf)
+        pace = time.perf_counter() - t0
+        for r in [r for r in waiting if ("PodGroup", r.key) in names][:self.WHY_JOBS]:
+            try:
+                e = explain(objects, self.conf, r.key, scheduler_name=self.cache.scheduler_name,
+                            max_runs=self.WHY_RUNS, base=base, pace=pace)
+            except UserError:
+                continue
+            r.why = e.short() if not e.schedulable else e.reason
+
+    def _dispatch(self, event: Event) -> None:
+        """Run one event's handler, chosen by the event's type."""
+        match event:
+            case Arrive(job):
+                self._arrive(job)
+            case PodRunning(key, uid):
+                self._running(key, uid)
+            case PodFinish(key, uid):
+                self._finish(key, uid)
+            case PodRelease(key, uid):
+                self._release(key, uid)
+            case NodeFail(node, down):
+                self._node_fail(node, down)
+            case NodeUp(node):
+                self._node_up(node)
+            case Cancel(key):
+                self._cancel(key)
+            case JobTTL(key, state):
+                self._ttl(key, state)
+            case _:
+                assert_never(event)

@@ -51,6 +51,12 @@ def outcomes(rows: list[dict[str, Any]]) -> dict[str, int]:
             "unfinished": unfinished, "never_started": sum(r["wait"] is None for r in rows)}
 
 
+def failed_or_aborted(counts: dict[str, int]) -> int:
+    """The jobs that ended without completing, of ``outcomes``' counts: failed + aborted (summary.json's
+    ``failed_or_aborted``, the sweep's ``failed``, the pages' "failed / aborted")."""
+    return counts["failed"] + counts["aborted"]
+
+
 def cost(result: SimResult, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """What evictions cost: how many (by cause), restarts, jobs that failed or were aborted, and the cpu- and
     GPU-hours held by pods deleted before they succeeded (``UsageLedger.lost``: from their bind to their deletion;
@@ -60,7 +66,7 @@ def cost(result: SimResult, rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_cause[e.cause] = by_cause.get(e.cause, 0) + 1
     lost = result.usage.lost
     total = sum(lost.values(), np.zeros(3))
-    ended = outcomes(rows)  # the same counts as the summary table's
+    ended = outcomes(rows)  # the same counts as the summary table's (failed and aborted apart here)
     return {
         "evictions": len(result.eviction_log), "evictions_by_cause": dict(sorted(by_cause.items())),
         "restarts": sum(r["restarts"] for r in rows),

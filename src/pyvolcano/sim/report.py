@@ -2,8 +2,10 @@
 (``simulate --compare``, ``pyvolcano demo``).  Both are one page built by :func:`page`, so the single-run page has the
 same plots as the comparison.
 
-The page answers "what changes if I turn on preempt/reclaim?" at a glance: its headline is each queue's p95 wait per
-run (and the change against the first run) beside the cost (evictions by cause, restarts, failed and aborted jobs, the
+The page answers "what changes if I turn on preempt/reclaim?" at a glance: its headline leads with all jobs (mean and
+p95 wait, failed jobs, and whether the change is clear, the runs paired job by job: ``sim/stats.py``), then each
+queue's p95 wait per run (and the change against the first run; a queue too small to read a p95 is marked) beside
+the cost (evictions by cause, restarts, failed and aborted jobs, the
 GPU- and cpu-hours held by pods whose work was thrown away).  Below: the workload, cluster and simulation settings and
 the conf diff; the overlaid utilisation of every run on one time axis (exact step functions, ``sim/usage.py``); each
 queue's allocated vs deserved dominant share; wait CDFs per queue, one curve per run; jobs finished over time;
@@ -34,7 +36,9 @@ import yaml
 
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.sim.engine import SimResult
-from pyvolcano.sim.figures import FAILED, outcomes, stage_waits, stats
+from pyvolcano.sim.figures import FAILED, failed_or_aborted, outcomes, stage_waits, stats
+from pyvolcano.sim.metric_registry import METRICS
+from pyvolcano.sim.stats import Paired
 from pyvolcano.sim.usage import dominant
 
 RESOURCES = ("cpu", "memory", "gpu")
@@ -472,22 +476,17 @@ def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     return f'<table class="{cls}"><tr>{th}</tr>{body}</table>'
 
 
-def _change(new: float | None, old: float | None) -> str:
+def _change(new: float | None, old: float | None, metric: str = "wait_p95") -> str:
+    """The change of ``metric`` against the first run in per cent, green when better (the registry's direction)
+    and red when worse by more than half a per cent."""
     if new is None or old is None:
         return "-"
     if old == 0:
         return "=" if new == 0 else "+"
     pct = (new - old) / old * 100
-    cls = "better" if pct < -0.5 else ("worse" if pct > 0.5 else "")
+    verdict = METRICS[metric].improved(pct, 0.0, tolerance=0.5)
+    cls = "" if verdict is None else ("better" if verdict else "worse")
     return f'<span class="{cls}">{pct:+.0f}%</span>'
-
-
-def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """``metrics.outcomes`` with failed and aborted together (the page's "failed / aborted" column), so the page's
-    counts add up to the same total as the CLI table and summary.json."""
-    o = outcomes(rows)
-    return {"jobs": len(rows), "completed": o["completed"], "failed": o["failed"] + o["aborted"],
-            "unfinished": o["unfinished"], "never_started": o["never_started"]}
 
 
 def p95_wait(rows: list[dict[str, Any]], window: float) -> tuple[float | None, int]:
@@ -501,10 +500,13 @@ def headline(runs: list[RunData], queues: list[str], window: float) -> str:
     """Per queue p95 wait per run (and its change against the first run), then the cost rows."""
     head = ["queue"] + [_e(r.name) + " p95 wait (s)" for r in runs] + [f"change {_e(r.name)}" for r in runs[1:]]
     body = []
-    for q in [*queues, None]:
+    for q in [None, *queues]:  # all jobs first: a queue's move never hides the whole
         got = [p95_wait([x for x in r.rows if q is None or x["queue"] == q], window) for r in runs]
         p95s = [p for p, _ in got]
-        cells = [f"<b>{_e(q)}</b>" if q is not None else "<b>all jobs</b>"]
+        size = max(sum(q is None or x["queue"] == q for x in r.rows) for r in runs)
+        cells = [(f"<b>{_e(q)}</b>" + (f' <span class="warn">({size} job{"s" if size != 1 else ""}: too few for a '
+                                       'p95)</span>'
+                                       if size < MIN_P95_JOBS else "")) if q is not None else "<b>all jobs</b>"]
         cells += [("&ge; " if n else "") + _f(p) + (f' <span class="warn">({n} never started)</span>' if n else "")
                   for p, n in got]
         cells += [_change(p, p95s[0]) for p in p95s[1:]]
@@ -527,19 +529,65 @@ def headline(runs: list[RunData], queues: list[str], window: float) -> str:
     return f'<div class="pair"><div>{t1}</div><div>{t2}</div></div>'
 
 
+#: a queue with fewer jobs than this has no p95 worth reading: it is about its largest wait (the 95th percentile
+#: of 19 values lies between the two largest)
+MIN_P95_JOBS = 20
+
+
+def _waits(r: RunData, window: float) -> dict[str, float]:
+    """Every job's wait, a job whose gang never started counted until the end of the window (as ``p95_wait``)."""
+    return {x["job"]: x["wait"] if x["wait"] is not None else window - x["submit"] for x in r.rows}
+
+
+def paired_stats(base: RunData, r: RunData, window: float) -> list[tuple[str, Paired]]:
+    """``r`` against ``base`` over the jobs both ran (one workload: the same jobs, the common random numbers of a
+    single run): the mean wait from the per-job differences, and the p95 wait with the pairs resampled together
+    (``sim/stats.py``)."""
+    from pyvolcano.sim.stats import paired, paired_quantile
+
+    wa, wb = _waits(base, window), _waits(r, window)
+    jobs = [j for j in wa if j in wb]
+    if not jobs:
+        return []
+    mean = paired(METRICS["wait_mean"], {i: wa[j] for i, j in enumerate(jobs)}, {i: wb[j] for i, j in enumerate(jobs)})
+    p95 = paired_quantile(METRICS["wait_p95"], [wa[j] for j in jobs], [wb[j] for j in jobs], 95)
+    return [("mean wait, job by job", mean), ("p95 wait", p95)]
+
+
+def paired_verdicts(base: RunData, r: RunData, window: float) -> list[tuple[str, str]]:
+    """(what, verdict) of :func:`paired_stats`."""
+    return [(what, p.verdict("jobs")) for what, p in paired_stats(base, r, window)]
+
+
 def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> str:
-    """One sentence per compared run: which queue's p95 wait moved most, and at what cost."""
+    """Per compared run: first all jobs (mean and p95 wait, failed or aborted jobs, with the paired verdicts),
+    then the queue whose p95 wait moved most among the queues with enough jobs to read a p95, and the cost."""
     if len(runs) < 2:
         return ""
     out = []
     base = runs[0]
+    sizes = {q: max(sum(x["queue"] == q for x in run.rows) for run in runs) for q in queues}
+    small = [q for q in queues if sizes[q] < MIN_P95_JOBS]
     for r in runs[1:]:
+        all_a, na = p95_wait(base.rows, window)
+        all_b, nb = p95_wait(r.rows, window)
+        mean = [float(np.mean(list(_waits(run, window).values()))) if run.rows else None for run in (base, r)]
+        failed = [METRICS["failed"].raw(run.summary) for run in (base, r)]
+        lead = (f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>, all {len(r.rows)} jobs: wait mean "
+                f"{'&ge; ' if na else ''}{_f(mean[0], 0)} s &rarr; {'&ge; ' if nb else ''}{_f(mean[1], 0)} s "
+                f"{_change(mean[1], mean[0], 'wait_mean')}, p95 "
+                f"{'&ge; ' if na else ''}{_f(all_a, 0)} s &rarr; {'&ge; ' if nb else ''}{_f(all_b, 0)} s "
+                f"{_change(all_b, all_a)}; failed or aborted jobs {_f(failed[0])} &rarr; "
+                + (f'<span class="worse">{_f(failed[1])}</span>' if (failed[1] or 0) > (failed[0] or 0) else
+                   f"{_f(failed[1])}") + ".")
+        verdicts = "".join(f"<li>{_e(what)}: {_e(v)}</li>" for what, v in paired_verdicts(base, r, window))
         moves = []
         for q in queues:
             a, na = p95_wait([x for x in base.rows if x["queue"] == q], window)
             b, nb = p95_wait([x for x in r.rows if x["queue"] == q], window)
             if a is not None and b is not None:
-                moves.append((abs(b - a), q, ("&ge; " if na else "") + _f(a, 0), ("&ge; " if nb else "") + _f(b, 0)))
+                moves.append((sizes[q] >= MIN_P95_JOBS, abs(b - a), q, ("&ge; " if na else "") + _f(a, 0),
+                              ("&ge; " if nb else "") + _f(b, 0)))
         c = r.summary.get("cost") or {}
         cost = (f"{c.get('evictions', 0)} evictions, {c.get('restarts', 0)} restarts, {c.get('failed', 0)} failed "
                 f"jobs, {_f(c.get('gpu_hours_lost', 0.0))} GPU-hours thrown away")
@@ -558,38 +606,45 @@ def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> 
                 cost += ("; partitioned jobs with every sub-group within one: "
                          + " &rarr; ".join("-" if x is None else f"{x:.0%}" for x in subs))
         if moves:
-            _, q, before, after = max(moves)
-            out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: queue <b>{_e(q)}</b> p95 wait "
-                       f"{before} s &rarr; {after} s; cost: {cost}.")
+            enough, _, q, before, after = max(moves)
+            few = "" if enough else (f' <span class="warn">(only {sizes[q]} job{"s" if sizes[q] != 1 else ""}: too '
+                                     "few to read a p95, which is about their largest wait)</span>")
+            queue = f"Queue that moved most: <b>{_e(q)}</b>, p95 wait {before} s &rarr; {after} s{few}. "
         else:
-            out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: cost: {cost}.")
-    return "".join(f'<p class="lead">{s}</p>' for s in out)
+            queue = ""
+        out.append(f'<p class="lead">{lead}</p><ul class="verdicts">{verdicts}</ul><p>{queue}Cost: {cost}.</p>')
+    if small:
+        out.append(f'<p class="warn">Too few jobs to read a p95 (fewer than {MIN_P95_JOBS}): queue'
+                   f"{'s' if len(small) > 1 else ''} {', '.join(f'{_e(q)} ({sizes[q]})' for q in small)}.</p>")
+    return "".join(out)
 
 
 def summary_table(runs: list[RunData]) -> str:
-    def stat(s: dict[str, Any], key: str) -> str:
-        d = s.get(key) or {}
-        return " / ".join(_f(d.get(k)) for k in ("mean", "p50", "p95", "p99"))
+    def stat(s: dict[str, Any], prefix: str) -> str:
+        return " / ".join(_f(METRICS[f"{prefix}_{k}"].raw(s)) for k in ("mean", "p50", "p95", "p99"))
 
     def util(s: dict[str, Any]) -> str:
-        u = s.get("utilisation") or {}
-        return " / ".join(f"{(u.get(k) or 0) * 100:.1f}%" for k in RESOURCES)
-    counts = [_counts(r.rows) for r in runs]
+        return " / ".join(f"{(METRICS['util_' + k].raw(s) or 0) * 100:.1f}%" for k in RESOURCES)
+
+    def one(name: str, digits: int = 1) -> list[str]:
+        m = METRICS[name]
+        return [m.label, *[_f(m.raw(r.summary), digits) for r in runs]]
+
+    def outcome(s: dict[str, Any]) -> str:  # they add up to the jobs (sim/figures.py: outcomes)
+        return " / ".join(str(METRICS[k].raw(s)) for k in ("completed", "failed", "unfinished", "jobs"))
     rows: list[list[str]] = [
-        ["jobs: completed / failed or aborted / unfinished / total",
-         *[f"{c['completed']} / {c['failed']} / {c['unfinished']} / {c['jobs']}" for c in counts]],
-        ["jobs whose gang never started", *[_f(c["never_started"]) for c in counts]],
-        ["wait mean / p50 / p95 / p99 (s)", *[stat(r.summary, "wait_s") for r in runs]],
-        ["JCT mean / p50 / p95 / p99 (s, completed)", *[stat(r.summary, "jct_s") for r in runs]],
-        ["makespan (s)", *[_f(r.summary.get("makespan_s")) for r in runs]],
+        ["jobs: completed / failed or aborted / unfinished / total", *[outcome(r.summary) for r in runs]],
+        ["jobs whose gang never started", *[_f(METRICS["never_started"].raw(r.summary)) for r in runs]],
+        ["wait mean / p50 / p95 / p99 (s)", *[stat(r.summary, "wait") for r in runs]],
+        ["JCT mean / p50 / p95 / p99 (s, completed)", *[stat(r.summary, "jct") for r in runs]],
+        one("makespan"),
         ["window (s)", *[_f(r.summary.get("window_s")) for r in runs]],
         ["utilisation cpu / memory / gpu", *[util(r.summary) for r in runs]],
-        ["Jain fairness of queue shares", *[_f(r.summary.get("jain_fairness_queue_shares"), 3) for r in runs]],
-        ["gangs rolled back", *[_f(r.summary.get("gangs_rolled_back")) for r in runs]],
-        ["scheduling cycles", *[_f(r.summary.get("cycles")) for r in runs]],
-        ["scheduler seconds per cycle (mean)",
-         *[_f((r.summary.get("scheduler_seconds_per_cycle") or {}).get("mean"), 4) for r in runs]],
-        ["wall seconds", *[_f(r.summary.get("wall_seconds"), 2) for r in runs]],
+        one("fairness", 3),
+        one("gangs_rolled_back"),
+        one("cycles"),
+        one("scheduler_s_per_cycle", 4),
+        one("wall_seconds", 2),
     ]
     return _table(["metric"] + [_e(r.name) for r in runs], rows)
 
@@ -602,14 +657,15 @@ def queue_table(runs: list[RunData], queues: list[str]) -> str:
     for q in queues:
         for r in runs:
             qr = [x for x in r.rows if x["queue"] == q]
-            c = _counts(qr)
+            c = outcomes(qr)
             w = stats([x["wait"] for x in qr if x["wait"] is not None])
             st = stage_waits(qr).get(q) or {"admission": stats([]), "placement": stats([])}
             sh = (r.summary.get("queue_shares") or {}).get(q) or {}
 
             def pct(v: Any) -> str:
                 return "-" if v is None else f"{v * 100:.1f}%"
-            body.append([_e(q), _e(r.name), _f(c["jobs"]), _f(c["completed"]), _f(c["failed"]), _f(c["unfinished"]),
+            body.append([_e(q), _e(r.name), _f(len(qr)), _f(c["completed"]), _f(failed_or_aborted(c)),
+                         _f(c["unfinished"]),
                          _f(c["never_started"]), f"{_f(w['p50'])} / {_f(w['p95'])}",
                          f"{_f(st['admission']['p50'])} / {_f(st['admission']['p95'])}",
                          f"{_f(st['placement']['p50'])} / {_f(st['placement']['p95'])}",
@@ -676,7 +732,8 @@ table{border-collapse:collapse;margin:.6em 0}th,td{border:1px solid #ccc;padding
 th{background:#f3f3f3}table.small{font-size:.85em}img{max-width:100%}
 .pair{display:flex;gap:2em;flex-wrap:wrap}.better{color:#087a2a;font-weight:bold}.worse{color:#b3261e;font-weight:bold}
 .note{color:#666;font-size:.85em}.warn{color:#b3261e;font-size:.9em}
-.lead{font-size:1.1em;background:#f6f8fa;padding:.5em .8em;border-left:4px solid #4a7}
+.lead{font-size:1.1em;background:#f6f8fa;padding:.5em .8em;border-left:4px solid #4a7;margin-bottom:.2em}
+ul.verdicts{margin-top:.2em}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}.add{color:#087a2a}.del{color:#b3261e}"""
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
 from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
@@ -29,6 +30,8 @@ class Inputs:
     settings: dict[str, Any] = field(default_factory=dict)
     #: the cluster's HyperNode manifests (``--hypernodes`` or ``--topology``: ``sim/topology.py``)
     hypernodes: list[dict[str, Any]] = field(default_factory=list)
+    #: the cluster's Numatopology manifests (from the ``--cluster`` file), for the numa-aware plugin
+    numatopologies: list[dict[str, Any]] = field(default_factory=list)
 
 
 def describe(inputs: Inputs, capacity: Any, **options: Any) -> dict[str, Any]:
@@ -58,6 +61,14 @@ def load_cluster(arg: str) -> list[dict[str, Any]]:
     for n in nodes:  # the simulated cluster must be whole: a malformed Node refuses the run
         models.validate(n)
     return nodes
+
+
+def load_numatopologies(arg: str) -> list[dict[str, Any]]:
+    """The Numatopology manifests of a ``--cluster`` file (none for a compact spec); a malformed one is skipped
+    with a warning naming it and its field when the simulator's cache reads it."""
+    if arg == "-" or not Path(arg).is_file():
+        return []
+    return [o for o in load_objects(arg) if o.get("kind") == "Numatopology"]
 
 
 def queue_weights(arg: str | None) -> dict[str, int] | None:
@@ -203,10 +214,11 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
                              list(inputs.workload.problems)),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations,
-                    full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None)
+                    full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None,
+                    numatopologies=copy.deepcopy(inputs.numatopologies) or None)
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
-        for p in sim.problems:
+        for p in collapse(sim.problems):  # the same problem of many jobs: one line with a count
             warn(p)
     if not sim.total_jobs:  # running makes no sense: refuse, after the problems that explain why
         n = len(inputs.workload.jobs)
@@ -232,8 +244,10 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             result = sim.run(until, tick)
     else:
         result = sim.run(until)
+    if not result.interrupted:
+        sim.why_waiting()  # jobs.csv's why column, after the run's own timing
     if warn is not None:
-        for p in result.problems[known:]:
+        for p in collapse(result.problems[known:]):
             warn(p)
     summ = metrics.write(out, result, conf_name, horizon)
     figures.write_evictions(out / "evictions.csv", result)
@@ -260,15 +274,17 @@ class Run:
 
 
 def common_window(runs: list[Run], horizon: float | None = None) -> list[dict[str, Any]]:
-    """Rewrite each run's summary.json and report.html over one window, [0, ``horizon``] or else [0, the longest
-    run's end], so that runs compared side by side (``--compare``, ``make demo``) average utilisation over the same
-    time: a run that finished early counts as idle until the others end."""
-    if horizon is None:
-        horizon = max((r.result.end_time for r in runs), default=0.0)
+    """Rewrite each run's summary.json over one window, [0, ``horizon``] or else [0, the longest run's end], so that
+    runs compared side by side (``--compare``, ``make demo``) average utilisation over the same time: a run that
+    finished early counts as idle until the others end.  Each run's own report.html is over its own window (its
+    end, or ``horizon`` when given): a page about one run does not stretch to another run's end."""
+    common = horizon if horizon is not None else max((r.result.end_time for r in runs), default=0.0)
     out = []
     for r in runs:
-        summ = metrics.write(r.out, r.result, r.conf_name, horizon)
-        report.write(r.out, r.result, metrics.job_rows(r.result), summ, r.title, r.conf, r.settings)
+        rows = metrics.job_rows(r.result)
+        summ = metrics.write(r.out, r.result, r.conf_name, common)
+        own = summ if horizon is not None else metrics.summary(r.result, rows, r.conf_name)
+        report.write(r.out, r.result, rows, own, r.title, r.conf, r.settings)
         out.append(summ)
     return out
 
@@ -281,6 +297,23 @@ def compare_page(runs: list[Run], summaries: list[dict[str, Any]], path: Path, t
     data = [report.RunData(n, r.result, metrics.job_rows(r.result), s, r.conf)
             for n, r, s in zip(labels, runs, summaries, strict=True)]
     return report.write_comparison(path, data, title, runs[0].settings if runs else None)
+
+
+def paired_over_jobs(runs: list[Run], summaries: list[dict[str, Any]],
+                     names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every compared run against the first, over the same jobs (``report.paired_stats``): for ``--compare``'s
+    terminal lines and JSON.  The window is the common one (``summaries``' ``window_s``)."""
+    labels = names or [r.conf_name.rsplit("/", 1)[-1] for r in runs]
+    data = [report.RunData(n, r.result, metrics.job_rows(r.result), s)
+            for n, r, s in zip(labels, runs, summaries, strict=True)]
+    out = []
+    for r in data[1:]:
+        window = max(float(data[0].summary.get("window_s") or 0.0), float(r.summary.get("window_s") or 0.0))
+        for what, p in report.paired_stats(data[0], r, window):
+            out.append({"a": data[0].name, "b": r.name, "what": what, "metric": p.metric.name, "jobs": p.n,
+                        "diff": round(p.diff_mean, 4), "diff_ci": [round(p.diff_ci[0], 4), round(p.diff_ci[1], 4)],
+                        "verdict": p.verdict("jobs")})
+    return out
 
 
 def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:

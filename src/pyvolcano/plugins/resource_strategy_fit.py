@@ -1,0 +1,338 @@
+"""resource-strategy-fit (``pkg/scheduler/plugins/resource-strategy-fit``): per-resource scoring strategies, scarce
+resource avoidance (sra) and the proportional GPU filter.
+
+**Strategies** (``resource_strategy_fit.go: Score``).  ``resources`` maps a resource name, or a prefix pattern
+ending in a single ``*`` (``nvidia.com/*``; an exact name wins, then the longest prefix), to a ``type``
+(``MostAllocated`` or ``LeastAllocated``; anything else means LeastAllocated) and a ``weight`` (0 or less means
+1); without ``resources`` cpu and memory are LeastAllocated with weight 1.  For each resource the task requests
+(at least 0.1 of it, ``pods`` included, as Volcano's ``Resource.ResourceNames``) that a pattern matches:
+MostAllocated scores ``weight x (used + request) / allocatable``, LeastAllocated ``weight x (allocatable - used -
+request) / allocatable``; a resource the node has none of scores 0, and a node where ``used + request`` would
+exceed allocatable on any scored resource scores 0 outright.  The sum is divided by the weights and multiplied by
+100 and ``resourceStrategyFitWeight``.  A pod may choose its own strategy with the annotations
+``volcano.sh/resource-strategy-scoring-type`` (one type for all its resources) and
+``volcano.sh/resource-strategy-weight`` (a JSON object of resource name to integer weight; only those resources
+count); a pod with the first and without a valid second scores 0 everywhere, as in Volcano (which logs it).
+
+**sra** (``sra.go: sraScore``), with ``sra.enable`` and a positive ``sra.weight``: a node that lacks (allocatable
+0) any resource the task requests scores 0; otherwise ``1 - (sum of the weights of the listed scarce resources the
+node has) / (sum of all their weights)``, times 100 and ``sra.weight``: tasks that need no GPU stay off GPU nodes.
+
+**proportional** (``proportional.go: checkNodeResourceIsProportional``), with ``proportional.enable``: a task that
+requests none of the listed resources may use a node only if, after it, the node's idle cpu and memory still cover
+each listed resource's idle amount times ``resourceProportion`` (``<name>.cpu`` in cores, ``<name>.memory`` in GB
+of 10^9 bytes, default 1 each); the reason is "proportional of resource <name> check failed".
+
+Arguments are read with Volcano's names and defaults; a value Volcano's ``mapstructure`` decoding would refuse (and
+Volcano would exit on) is a configuration error naming the plugin and the argument here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.resource import CPU, EPS, MEMORY, ResourceIndex
+from pyvolcano.api.status import Code, Status
+from pyvolcano.errors import ConfigError
+from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.plugin import Plugin
+from pyvolcano.framework.registry import register_plugin
+from pyvolcano.framework.session import Session
+
+NAME = "resource-strategy-fit"
+DEFAULT_WEIGHT = 10
+MAX_NODE_SCORE = 100.0
+MOST, LEAST = "MostAllocated", "LeastAllocated"
+SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
+SCORING_WEIGHT = "volcano.sh/resource-strategy-weight"
+
+
+def _bad(key: str, value: Any, want: str) -> ConfigError:
+    return ConfigError(f"plugin {NAME}: argument {key!r} = {value!r} is not {want}")
+
+
+def _int(value: Any, key: str) -> int:
+    """An integer as ``mapstructure`` decodes one (a float is truncated); numeric strings are taken too, as the
+    other plugins' typed getters take them."""
+    if isinstance(value, bool):
+        raise _bad(key, value, "an integer")
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise _bad(key, value, "an integer") from None
+    if not math.isfinite(f):
+        raise _bad(key, value, "an integer")
+    return int(f)
+
+
+def _float(value: Any, key: str) -> float:
+    if isinstance(value, bool):
+        raise _bad(key, value, "a number")
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise _bad(key, value, "a number") from None
+    if not math.isfinite(f):
+        raise _bad(key, value, "a finite number")
+    return f
+
+
+def _bool(value: Any, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise _bad(key, value, "a boolean")
+
+
+def _map(value: Any, key: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _bad(key, value, "a mapping")
+    return value
+
+
+def _str(value: Any, key: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _bad(key, value, "a string")
+    return value
+
+
+def valid_pattern(name: str) -> bool:
+    """``isValidWildcardPattern``: no ``*``, or one trailing ``*`` after a non-empty prefix."""
+    if "*" not in name:
+        return True
+    return name != "*" and name.endswith("*") and name.count("*") == 1
+
+
+@dataclass(frozen=True)
+class Config:
+    """The plugin's arguments as Volcano's ``New`` reads them."""
+
+    weight: int
+    #: resource name or ``prefix*`` -> (type, weight)
+    resources: dict[str, tuple[str, int]]
+    sra_weight: int
+    #: scarce resource -> its weight
+    sra_resources: dict[str, int]
+    #: None: the proportional filter is off; else resource -> (cpu cores, memory GB) per unit
+    proportional: dict[str, tuple[float, float]] | None
+
+    @classmethod
+    def of(cls, a: Arguments) -> Config:
+        weight = _int(a["resourceStrategyFitWeight"], "resourceStrategyFitWeight") \
+            if "resourceStrategyFitWeight" in a else DEFAULT_WEIGHT
+        if weight < 0:
+            weight = DEFAULT_WEIGHT
+        raw = _map(a.get("resources"), "resources")
+        resources: dict[str, tuple[str, int]] = {}
+        for name, spec in raw.items():
+            key = f"resources.{name}"
+            spec = _map(spec, key)
+            typ = _str(spec.get("type"), f"{key}.type")
+            w = _int(spec["weight"], f"{key}.weight") if spec.get("weight") is not None else 0
+            if not valid_pattern(str(name)):  # Volcano warns and drops the pattern
+                continue
+            resources[str(name)] = (typ if typ in (MOST, LEAST) else LEAST, w if w > 0 else 1)
+        if not raw:
+            resources = {CPU: (LEAST, 1), MEMORY: (LEAST, 1)}
+
+        sra = _map(a.get("sra"), "sra")
+        sra_weight, sra_resources = 0, {}
+        if _bool(sra.get("enable", False), "sra.enable"):
+            sra_weight = _int(sra["weight"], "sra.weight") if sra.get("weight") is not None else 0
+            per = _map(sra.get("resourceWeight"), "sra.resourceWeight")
+            for name in _str(sra.get("resources"), "sra.resources").split(","):
+                name = name.strip()
+                if not name:
+                    continue
+                w = _int(per[name], f"sra.resourceWeight.{name}") if name in per else 1
+                sra_resources[name] = 1 if w < 0 else w
+
+        prop = _map(a.get("proportional"), "proportional")
+        proportional: dict[str, tuple[float, float]] | None = None
+        if _bool(prop.get("enable", False), "proportional.enable"):
+            rates = _map(prop.get("resourceProportion"), "proportional.resourceProportion")
+            proportional = {}
+            for name in _str(prop.get("resources"), "proportional.resources").split(","):
+                name = name.strip()
+                if not name:
+                    continue
+                got = []
+                for dim in ("cpu", "memory"):
+                    k = f"{name}.{dim}"
+                    r = _float(rates[k], f"proportional.resourceProportion.{k}") if k in rates else 1.0
+                    got.append(1.0 if r < 0 else r)
+                proportional[name] = (got[0], got[1])
+        return cls(weight, resources, sra_weight, sra_resources, proportional)
+
+    def match(self, resource: str) -> tuple[str, int] | None:
+        """``findResourceConfigWithPrefix``: the exact name, else the longest matching ``prefix*``."""
+        got = self.resources.get(resource)
+        if got is not None:
+            return got
+        best, best_len = None, -1
+        for pattern, spec in self.resources.items():
+            if pattern.endswith("*"):
+                prefix = pattern[:-1]
+                if resource.startswith(prefix) and len(prefix) > best_len:
+                    best, best_len = spec, len(prefix)
+        return best
+
+
+#: a task's scoring plan: [(dim, type, weight)], or None: the task scores 0 on every node
+Plan = list[tuple[int, str, int]] | None
+
+
+def pod_strategy(pod: dict[str, Any]) -> tuple[str, str | None] | None:
+    """The pod's own strategy annotations (type, weights text), None when it has no type annotation."""
+    ann = (pod.get("metadata") or {}).get("annotations") or {}
+    typ = ann.get(SCORING_TYPE)
+    if not typ:
+        return None
+    w = ann.get(SCORING_WEIGHT)
+    return str(typ), (str(w) if w else None)
+
+
+def plan_of(task: TaskInfo, cfg: Config, res: ResourceIndex) -> Plan:
+    requested = [d for d in range(res.size) if task.resreq[d] >= EPS]
+    own = pod_strategy(task.pod)
+    out: list[tuple[int, str, int]] = []
+    if own is not None:
+        typ, text = own
+        if text is None:  # Volcano: "annotation ... is missing or empty", score 0
+            return None
+        try:
+            weights = json.loads(text)
+        except ValueError:
+            return None
+        if weights is None:
+            weights = {}
+        if not isinstance(weights, dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in weights.values()):
+            return None  # Go's json.Unmarshal into map[ResourceName]int fails
+        for d in requested:
+            w = weights.get(res.names[d])
+            if w is not None:
+                out.append((d, typ, w))
+        return out
+    for d in requested:
+        got = cfg.match(res.names[d])
+        if got is not None:
+            out.append((d, got[0], got[1]))
+    return out
+
+
+@register_plugin
+class ResourceStrategyFit(Plugin):
+    name = NAME
+
+    def on_session_open(self, ssn: Session) -> None:
+        cfg = Config.of(self.arguments)
+        res, nodes = ssn.res, ssn.nodes
+        if cfg.proportional is not None:
+            self._proportional(ssn, cfg.proportional)
+        if cfg.weight <= 0 and cfg.sra_weight <= 0:
+            return
+        # pods choosing their own strategy make the score depend on annotations, which the template key ignores
+        own = any(pod_strategy(t.pod) is not None for j in ssn.jobs.values() for t in j.tasks.values())
+        plans: dict[Any, Plan] = {}
+
+        def plan(task: TaskInfo) -> Plan:
+            key = task.uid if own else task.template_key
+            if key not in plans:
+                plans[key] = plan_of(task, cfg, res)
+            return plans[key]
+
+        sra_dims = [(res.pos[n], w) for n, w in cfg.sra_resources.items() if n in res.pos]
+        sra_sum = sum(cfg.sra_resources.values())
+        top = MAX_NODE_SCORE * cfg.weight
+
+        def strategy(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            p = plan(task)
+            if not p:
+                return np.zeros(len(idx))
+            total, wsum = np.zeros(len(idx)), 0
+            broken = np.zeros(len(idx), dtype=bool)
+            for d, typ, w in p:
+                wsum += w
+                if typ not in (MOST, LEAST) or w == 0:
+                    continue
+                alloc = nodes.allocatable[idx, d]
+                final = nodes.used[idx, d] + task.resreq[d]
+                has = alloc != 0
+                safe = np.where(has, alloc, 1.0)
+                broken |= has & (final > alloc)
+                per = (final if typ == MOST else alloc - final) * w / safe
+                total = total + np.where(has, per, 0.0)
+            if wsum > 0:
+                total = total / wsum
+            return np.where(broken, 0.0, total * top)
+
+        def sra(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            requested = np.nonzero(task.resreq >= EPS)[0]
+            ok = (nodes.allocatable[np.ix_(idx, requested)] != 0).all(axis=1)
+            s = np.zeros(len(idx))
+            for d, w in sra_dims:
+                s = s + np.where(nodes.allocatable[idx, d] > 0, float(w), 0.0)
+            if sra_sum > 0:
+                s = 1.0 - s / sra_sum
+            return np.where(ok, s * MAX_NODE_SCORE * cfg.sra_weight, 0.0)
+
+        def score(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(idx))
+            if cfg.weight > 0:
+                out = out + strategy(task, idx)
+            if cfg.sra_weight > 0:
+                out = out + sra(task, idx)
+            return out
+
+        def score_one(task: TaskInfo, node: NodeInfo) -> float:
+            return float(score(task, np.array([node.index]))[0])
+        # reads the node's allocatable and used rows, and the task's request (and its annotations when a pod in
+        # the session chooses its own strategy: then the scores are per task, not per template)
+        ssn.add_node_order(self.name, vector=score, scalar=score_one, template_safe=not own)
+
+    def _proportional(self, ssn: Session, rates: dict[str, tuple[float, float]]) -> None:
+        res, nodes = ssn.res, ssn.nodes
+        dims = sorted((res.pos[n], n, c, m) for n, (c, m) in rates.items() if n in res.pos)
+        ci, mi = res.pos[CPU], res.pos[MEMORY]
+
+        def failing(task: TaskInfo, idx: np.ndarray) -> list[tuple[str, np.ndarray]]:
+            if any(task.resreq[d] > 0 for d, *_ in dims):
+                return []
+            idle = nodes.idle
+            cpu_left = idle[idx, ci] - task.resreq[ci]
+            mem_left = idle[idx, mi] - task.resreq[mi]
+            out = []
+            for d, name, c, m in dims:
+                have = idle[idx, d]
+                # Volcano asks only nodes whose idle lists the resource; a node without it reserves nothing
+                listed = (nodes.allocatable[idx, d] != 0) | (have != 0)
+                out.append((name, listed & ((cpu_left < have * c) | (mem_left < have * m * 1000 * 1000))))
+            return out
+
+        def vector(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            bad = np.zeros(len(idx), dtype=bool)
+            for _, f in failing(task, idx):
+                bad |= f
+            return ~bad
+
+        def scalar(task: TaskInfo, node: NodeInfo) -> Status | None:
+            for name, f in failing(task, np.array([node.index])):
+                if f[0]:
+                    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                  (f"proportional of resource {name} check failed",), self.name)
+            return None
+        ssn.add_predicate(self.name, vector=vector, scalar=scalar)
