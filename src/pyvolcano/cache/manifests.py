@@ -47,6 +47,15 @@ class SnapshotFile:
     config: str | None = None
     scenario: bool = False
 
+    def require_cluster(self) -> None:
+        """Refuse (UserError, exit 2) a file that holds no object a session reads and is no scenario file: every
+        command that reads a snapshot (``cycle``, ``queues``) applies this one rule."""
+        from pyvolcano.cache.cache import KINDS
+
+        if not self.scenario and not any(isinstance(o.get("kind"), str) and o["kind"] in KINDS for o in self.objects):
+            raise UserError(f"{self.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
+                            "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+
 
 def load_snapshot(path: str) -> SnapshotFile:
     """The objects of ``path`` (``-`` for stdin) and, for a scenario file, its embedded scheduler conf."""

@@ -132,10 +132,7 @@ def load_inputs(path: str, config: str | None) -> tuple[SnapshotFile, SchedulerC
             click.echo(f"pyvolcano: warning: {snap.source}: its config: is ignored, --config {config} is used",
                        err=True)
         conf = load_conf_file(config)
-    if not any(isinstance(o.get("kind"), str) and o["kind"] in KINDS for o in snap.objects) \
-            and not snap.scenario:
-        raise UserError(f"{snap.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
-                        "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+    snap.require_cluster()
     unused = unused_kinds(snap.objects, KINDS, snap.source)
     if unused:
         click.echo(f"pyvolcano: warning: {unused}", err=True)

@@ -277,6 +277,7 @@ def register(group: click.Group) -> None:
 
         Exit status: 0; 2 when an input is wrong (malformed objects are skipped, the rest is reported)."""
         snap = load_snapshot(pick_file(snapshot, filename, "snapshot"))
+        snap.require_cluster()
         if config is None and snap.config is not None:
             conf = load_conf(snap.config, f"{snap.source} (config:)")
         else:

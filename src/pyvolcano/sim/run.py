@@ -97,11 +97,11 @@ def queue_weights(arg: str | None) -> dict[str, int] | None:
         if not name:
             raise UserError(f"--queues: {part!r}: expected NAME:WEIGHT")
         try:
-            weights[name] = int(w or 1)
+            weights[name] = models.ascii_int(w or "1")  # ASCII digits: int("٣") is 3 in Python
         except ValueError:
             raise UserError(f"--queues: {part!r}: weight must be an integer") from None
-        if weights[name] < 1:
-            raise UserError(f"--queues: {part!r}: weight must be >= 1")
+        if not 1 <= weights[name] <= models.MAX_COUNT:  # a Queue's spec.weight (api/models.py: QueueSpec)
+            raise UserError(f"--queues: {part!r}: weight must be between 1 and {models.MAX_COUNT}")
     if not weights:
         raise UserError(f"--queues: {arg!r}: expected NAME:WEIGHT,...")
     return weights
@@ -122,12 +122,15 @@ def load_queues(arg: str | None, workload: Workload) -> list[dict[str, Any]]:
 
 def parse_gang_sizes(arg: str) -> tuple[int, ...]:
     """``1,1,2,4,8``: the gang sizes the synthetic generator draws from (uniformly, so repeats weigh more)."""
+    from pyvolcano.sim import options
+
     try:
-        sizes = tuple(int(x) for x in arg.split(",") if x.strip())
-    except ValueError:
-        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers, e.g. 1,1,2,4,8") from None
-    if not sizes or min(sizes) < 1:
-        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers >= 1, e.g. 1,1,2,4,8")
+        sizes = tuple(options.check("gang_size", x) for x in arg.split(",") if x.strip())
+    except ValueError as exc:
+        raise UserError(f"--gang-sizes: {arg[:80]!r}: {exc}; expected comma-separated integers, e.g. 1,1,2,4,8") \
+            from None
+    if not sizes:
+        raise UserError(f"--gang-sizes: {arg[:80]!r}: expected comma-separated integers >= 1, e.g. 1,1,2,4,8")
     return sizes
 
 

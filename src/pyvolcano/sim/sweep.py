@@ -34,10 +34,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pyvolcano import safeyaml
+from pyvolcano.api.models import _integer, first_error
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
 from pyvolcano.errors import UserError
+from pyvolcano.sim import options as opts
 from pyvolcano.sim.metric_registry import METRICS, SWEPT, metric
 
 #: the files one point's run leaves in its folder (``sim/run.py: run_one``)
@@ -52,21 +55,14 @@ _Finite = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 # --------------------------------------------------------------------------------------------- the sweep file
 class SyntheticWorkload(BaseModel):
-    """``simulate --synthetic`` (sim/workload.py: synthetic)."""
+    """``simulate --synthetic`` (sim/workload.py: synthetic); each number as the flag takes it (``sim/options.py``)."""
 
     model_config = _Finite
-    jobs: Annotated[int, Field(ge=1, le=1_000_000)] = 200
-    rate: Annotated[float, Field(gt=0)] = 0.2
-    gang_sizes: list[int] = Field(default_factory=lambda: [1, 1, 2, 4, 8], min_length=1)
-    mean_duration: Annotated[float, Field(gt=0)] = 600.0
-    gpu_fraction: Annotated[float, Field(ge=0, le=1)] = 0.5
-
-    @field_validator("gang_sizes")
-    @classmethod
-    def _sizes(cls, v: list[int]) -> list[int]:
-        if min(v) < 1 or max(v) > 100_000:
-            raise ValueError("gang sizes must be between 1 and 100000")
-        return v
+    jobs: opts.Jobs = 200
+    rate: opts.Rate = 0.2
+    gang_sizes: list[opts.GangSize] = Field(default_factory=lambda: [1, 1, 2, 4, 8], min_length=1)
+    mean_duration: opts.MeanDuration = 600.0
+    gpu_fraction: opts.Share = 0.5
 
 
 class AlibabaWorkload(BaseModel):
@@ -74,12 +70,12 @@ class AlibabaWorkload(BaseModel):
 
     model_config = _Finite
     trace_dir: str | None = None
-    nodes: Annotated[int, Field(ge=1, le=100_000)] = 120
-    pods: Annotated[int, Field(ge=0)] = 1500
-    compress: Annotated[float, Field(gt=0)] = 20.0
-    duration_scale: Annotated[float, Field(gt=0)] = 1.0
-    gang_window: Annotated[float, Field(ge=0)] = 60.0
-    max_gang: Annotated[int, Field(ge=1)] = 8
+    nodes: opts.Nodes = 120
+    pods: opts.Pods = 1500
+    compress: opts.Factor = 20.0
+    duration_scale: opts.Factor = 1.0
+    gang_window: opts.Window = 60.0
+    max_gang: opts.Nodes = 8
 
 
 class WorkloadSpec(BaseModel):
@@ -113,11 +109,13 @@ class ConfSpec(BaseModel):
 
 
 class SimSettings(BaseModel):
+    """``simulate``'s timing flags, with their bounds (``sim/options.py``)."""
+
     model_config = _Finite
-    period: Annotated[float, Field(gt=0)] = 1.0
-    start_latency: Annotated[float, Field(ge=0)] = 1.0
-    grace: Annotated[float, Field(ge=0)] = 5.0
-    until: Annotated[float | None, Field(gt=0)] = None
+    period: opts.Period = 1.0
+    start_latency: opts.Delay = 1.0
+    grace: opts.Delay = 5.0
+    until: opts.Until | None = None
 
 
 class Objective(BaseModel):
@@ -143,7 +141,7 @@ class SweepSpec(BaseModel):
     hypernodes: str | None = None
     confs: list[ConfSpec] = Field(default_factory=lambda: [ConfSpec(name="default")], min_length=1)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Annotated[int, _integer(0, 2**31 - 1)]] = Field(default_factory=lambda: [0], min_length=1)
     simulate: SimSettings = Field(default_factory=lambda: SimSettings())
     objective: Objective = Field(default_factory=lambda: Objective())
 
@@ -186,10 +184,14 @@ class SweepSpec(BaseModel):
             if pc.mode is not None and self.topology is None and self.hypernodes is None:
                 raise ValueError(f"grid.partitions: {v!r} needs a topology (topology: leaf=16,spine=8, or "
                                  "hypernodes: FILE)")
-        for v in self.grid.get("network_topology_fraction", []):
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
-                raise ValueError(f"grid.network_topology_fraction: {v!r} is not a share between 0 and 1")
         for k, values in self.grid.items():
+            field = "nodes" if k == "cluster_size" and self.workload.kind == "alibaba" else k
+            if field in opts.FIELDS:  # the bounds of the simulate option the knob sets
+                for i, v in enumerate(values):
+                    try:
+                        values[i] = opts.check(field, v)
+                    except ValueError as exc:
+                        raise ValueError(f"grid.{k}: {exc} (as simulate {opts.flag(field)} takes it)") from None
             if not values:
                 raise ValueError(f"grid.{k}: give at least one value")
             if len({json.dumps(v) for v in values}) != len(values):
@@ -218,7 +220,7 @@ def knob_names(kind: str) -> set[str]:
 
 
 def _compact_count(cluster: str | None) -> int | None:
-    m = re.match(r"^\s*(\d+)\s*x", cluster or "")
+    m = re.match(r"^\s*(\d+)\s*x", cluster or "", re.ASCII)
     return int(m.group(1)) if m and not Path(cluster or "").is_file() else None
 
 
@@ -231,19 +233,17 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise UserError(f"cannot read sweep file {path}: {exc}") from None
     if len(text) > 1_000_000:
         raise UserError(f"{path}: a sweep file of {len(text)} bytes is too large (limit 1 MB)")
-    try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, ValueError, RecursionError) as exc:
-        raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = safeyaml.load(text, str(path))  # bounded aliases, depth and size: a YAMLInputError names the file
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping with workload, confs, grid, seeds")
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top)"
+        where, msg = first_error(exc)
+        if not where and ": " in msg and " " not in msg.split(": ", 1)[0]:  # a file-level check names its field
+            where, msg = msg.split(": ", 1)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise UserError(f"{path}: field {where}: {first['msg']}{more}") from None
+        raise UserError(f"{path}: field {where or '(top)'}: {msg}{more}") from None
     return _relative_to(spec, p.resolve().parent)
 
 
@@ -435,7 +435,7 @@ def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Poi
     w = spec.workload
     cluster = _local(spec.cluster, paths)
     if "cluster_size" in knobs and w.alibaba is None and cluster:
-        cluster = re.sub(r"^\s*\d+", str(int(knobs["cluster_size"])), cluster, count=1)
+        cluster = re.sub(r"^\s*\d+", str(int(knobs["cluster_size"])), cluster, count=1, flags=re.ASCII)
     queues = _local(spec.queues, paths)
     if w.synthetic is not None:
         s = w.synthetic.model_copy(update={k: knobs[k] for k in ("jobs", "rate", "mean_duration", "gpu_fraction")
