@@ -4,7 +4,7 @@ Targets (issue 15): the whole bundled trace in under 15 s; a synthetic 1,000-nod
 60 s; an oversubscribed month of ~24,000 single-pod services on 250 nodes of 256 cpu / 8 GPUs in under 2 minutes;
 the README's `simulate --synthetic 2000` example in under 30 s (seconds, not minutes).
 Each prints simulated events per second, the CPU seconds of this process (the machine is shared: wall time moves
-with the load, printed beside it) and how many blocked jobs the memo skipped (``cache/memo.py``).
+with the load, printed beside it) and how many blocked jobs the memo skipped (``framework/incremental/memo.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _run(name: str, sim: Simulator, limit: float) -> None:
     t, c = time.perf_counter(), time.process_time()
     sim.run()
     wall, cpu = time.perf_counter() - t, time.process_time() - c
-    memo = sim.cache.memo
+    memo = sim.cache.incremental.memo if sim.cache.incremental is not None else None
     print(f"\n{name}: {sim.events} events, {sim.cycles} cycles, {wall:.1f} s wall, {cpu:.1f} s CPU, "
           f"{sim.events / wall:.0f} events/s, {memo.skipped if memo else 0} blocked jobs skipped, "
           f"load {os.getloadavg()[0]:.1f}")

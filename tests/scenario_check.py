@@ -4,8 +4,9 @@ Extra keys our own scenarios may use, beyond shared/scenarios/README.md:
 ``unschedulable: {ns/pg: "substring"}`` (the job's unschedulable message contains it),
 ``schedulable: [ns/pg]`` (no unschedulable message), ``pipelinedCount``, ``bindsMaybe: {ns/pod: node}`` (pods
 that Volcano binds in some runs and not in others, from Go map order; when bound, on that node or one of a list),
-``oracleCannot: "why"`` (the oracle cannot express the file, e.g. measured node usage: it is confirmed by
-reading Volcano's source or against vc-scheduler, as its ``notes`` say), ``volcanoExpect: {...}`` (keys of
+``pipelinedMaybe`` (the same for pipelined pods), ``oracleCannot: "why"`` (the oracle cannot express the file,
+e.g. measured node usage: it is confirmed by reading Volcano's source or against vc-scheduler, as its ``notes``
+say), ``volcanoExpect: {...}`` (keys of
 ``expect`` that Volcano's own vc-scheduler decides otherwise, where pyvolcano does not follow a Volcano bug,
 docs/volcano-differences.md; read by the tests against vc-scheduler), ``oracleEnv: {NAME: value}`` (environment
 for the oracle only, e.g. ``PANIC_ON_ERROR: "false"``),
@@ -72,7 +73,11 @@ def check(result: dict[str, Any], expect: dict[str, Any]) -> list[str]:
         if extra:
             errs.append(f"evictionsFrom: {sorted(extra)} evicted but not allowed")
     if "pipelined" in expect:
-        errs += _match_nodes(pipelined, expect["pipelined"] or {}, "pipelined")
+        maybe = expect.get("pipelinedMaybe") or {}
+        errs += _match_nodes({p: n for p, n in pipelined.items() if p not in maybe}, expect["pipelined"] or {},
+                             "pipelined")
+        errs += _match_nodes({p: n for p, n in pipelined.items() if p in maybe},
+                             {p: n for p, n in maybe.items() if p in pipelined}, "pipelinedMaybe")
     if "pipelinedCount" in expect and len(pipelined) != expect["pipelinedCount"]:
         errs.append(f"pipelinedCount: got {len(pipelined)}, want {expect['pipelinedCount']}")
     for pod, want in (expect.get("annotations") or {}).items():

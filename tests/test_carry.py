@@ -1,4 +1,4 @@
-"""Values carried between sessions (``framework/carry.py``) are the values a session would compute afresh.
+"""Values carried between sessions (``framework/incremental/carry.py``) are the values a session would compute afresh.
 
 Random changes to a cache -- pods bound, finished, evicted, deleted and created, PodGroups admitted or set to a
 phase in place (as the Kubernetes mode does, without a new version), minimums changed -- and after each change one
@@ -17,7 +17,7 @@ import pytest
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf_file
-from pyvolcano.framework.carry import carried, unchanged
+from pyvolcano.framework.incremental.carry import carried, unchanged
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins._shared import JOB_SUMS, _checks, _checks_few, _job_rows, reservations

@@ -1,5 +1,5 @@
-"""What carries the left-alone jobs between sessions in place (``cache/deltas.py``): the settled view, the lender,
-and the promise that a caller who keeps a snapshot or a ``SessionResult`` sees it unchanged by later sessions (the
+"""What carries the left-alone jobs between sessions in place (``framework/incremental/deltas.py``): the settled view, the
+lender, and the promise that a caller who keeps a snapshot or a ``SessionResult`` sees it unchanged by later sessions (the
 maps the next session moves in place are copied for it first), with the same decisions either way."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from pyvolcano.cache import cache as cache_mod
-from pyvolcano.cache import deltas
-from pyvolcano.cache.deltas import Lender, SettledView
 from pyvolcano.conf.loader import load_conf_file
-from pyvolcano.framework import session as session_mod
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental import plan as plan_mod
+from pyvolcano.framework.incremental.deltas import Lender, SettledView
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.sim import engine as engine_mod
 from pyvolcano.sim.cluster import parse_cluster_spec
@@ -31,7 +31,7 @@ def test_settled_view_reads_both_maps_and_writes_the_first() -> None:
         v["x"]
     v["d"] = 4  # the snapshot's own settled finds go to the settled-only map
     assert only == {"a": 1, "b": 2, "d": 4} and parked == {"c": 3}
-    assert v.pop("c") == 3 and parked == {} and v.pop("c", None) is None  # as ``Session.unpark`` takes one out
+    assert v.pop("c") == 3 and parked == {} and v.pop("c", None) is None  # as ``Plan.unpark`` takes one out
     del v["a"]
     assert only == {"b": 2, "d": 4}
     with pytest.raises(KeyError):
@@ -88,7 +88,7 @@ def _month(keep: bool) -> tuple[list[Any], dict[str, int], list[tuple[SessionRes
         return snap
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(session_mod, "_SUMS_FROM", 1)  # close's carried sums on every session, as at scale
+        mp.setattr(plan_mod, "SUMS_FROM", 1)  # close's carried sums on every session, as at scale
         mp.setattr(engine_mod, "apply", apply)
         mp.setattr(Lender, "borrowed", borrowed)
         mp.setattr(cache_mod.SchedulerCache, "snapshot", snapshot)

@@ -116,6 +116,31 @@ def test_evicting_one_of_two_pods_alike_but_for_their_names_is_a_tie() -> None:
     assert _swaps(case, ["ns/a", "ns/d"], ["ns/b"]) == [("ns/a", "ns/b")]  # each pod paired once
 
 
+def test_a_victim_with_a_twin_for_the_votes_is_a_tie() -> None:
+    """Two pods of one job on one node, alike for the victim votes but not in their affinity or requests: gang and
+    drf offer whichever Volcano's Go map order meets first, so a pod evicted by one side only is a tie; pods of
+    another priority are not, nor are twins under gangpreempt (it evicts bundles)."""
+    from tests.differential.compare import _vote_ties
+    from tests.differential.gen import CONFS, Case
+
+    def pod(name: str, cpu: str = "1", anti: bool = False, prio: int = 10) -> dict[str, object]:
+        spec: dict[str, object] = {"nodeName": "n0", "priority": prio,
+                                   "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+        if anti:
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "annotations": {
+            "scheduling.k8s.io/group-name": "j"}}, "spec": spec}
+
+    case = Case("x", 0, CONFS["preempt"], [pod("a"), pod("b", anti=True), pod("c", "2", anti=True, prio=20)])
+    assert _vote_ties(case, [], ["ns/b"], set(), {"ns/b"}) == ["ns/b / ns/a"]
+    assert _vote_ties(case, ["ns/b"], [], {"ns/b", "ns/a"}, set()) == []  # Volcano evicted the twin too
+    assert _vote_ties(case, [], ["ns/c"], set(), {"ns/c"}) == []  # no twin: another priority
+    wide = Case("x", 0, CONFS["reclaim"], [pod("a"), pod("d", "2")])
+    assert _vote_ties(wide, ["ns/d"], [], {"ns/d"}, set()) == ["ns/d / ns/a"]  # requests differ: still twins
+    assert _vote_ties(Case("x", 0, CONFS["gangpreempt"], case.objects), [], ["ns/b"], set(), {"ns/b"}) == []
+
+
 def test_eviction_domains_of_one_tier_are_ties() -> None:
     """gangpreempt/gangreclaim try the domains of one tier in Go map order (``hyperNodeGradientFn`` walks the
     children sets): with ``record_ties`` the domain taken and every later one of its tier are recorded for the job

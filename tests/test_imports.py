@@ -13,11 +13,19 @@ import pyvolcano
 SRC = Path(pyvolcano.__file__).parent
 
 
+#: sub-packages that are nodes of their own: the incremental layer sits beside the session, below the cache
+_OWN_NODES = ("framework.incremental",)
+
+
 def _package(module: str) -> str | None:
-    """``pyvolcano.framework.session`` -> ``framework``; top-level modules (errors, registry) are leaves."""
+    """``pyvolcano.framework.session`` -> ``framework``; ``pyvolcano.framework.incremental.memo`` ->
+    ``framework.incremental`` (``_OWN_NODES``); top-level modules (errors, registry) are leaves."""
     parts = module.split(".")
     if parts[0] != "pyvolcano" or len(parts) < 2:
         return None
+    for node in _OWN_NODES:
+        if ".".join(parts[1:]).startswith(node + ".") or ".".join(parts[1:]) == node:
+            return node
     return parts[1] if (SRC / parts[1]).is_dir() else None
 
 
@@ -102,3 +110,13 @@ def test_layering() -> None:
     graph = package_graph()
     assert "framework" not in graph["conf"]
     assert not graph["framework"] & {"sim", "kube", "commands", "bench", "controllers"}
+
+
+def test_incremental_layer_beside_the_flow() -> None:
+    """objects -> cache -> snapshot -> session -> result -> applier -> writer, with the incremental layer beside it:
+    the cache may hold the layer's objects but imports nothing of the framework's session side, and the layer
+    imports neither the cache nor the session, the plugins or the actions (nothing flows back up)."""
+    graph = package_graph()
+    assert "framework" not in graph["cache"], graph["cache"]
+    assert not graph["framework.incremental"] & {"framework", "cache", "plugins", "actions", "sim", "kube",
+                                                 "commands", "controllers"}, graph["framework.incremental"]

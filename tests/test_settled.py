@@ -1,6 +1,6 @@
-"""Settled jobs (``Session._settled_jobs``): a session leaves alone the jobs that closed the last session ready,
-valid, with nothing pending and a quiet status, and are unchanged since.  Every session's result must be what it
-is when every job is looked at: each PodGroup's status (phase, conditions, counts, reason, Event, pod
+"""Settled jobs (``Plan.settled_jobs``, framework/incremental/plan.py): a session leaves alone the jobs that closed the
+last session ready, valid, with nothing pending and a quiet status, and are unchanged since.  Every session's result
+must be what it is when every job is looked at: each PodGroup's status (phase, conditions, counts, reason, Event, pod
 conditions), each queue's status, the binds and the evictions, on contended workloads with preempt and reclaim
 (evictions of settled jobs' pods included) and node failures."""
 
@@ -14,7 +14,9 @@ import pytest
 
 from pyvolcano.actions.enqueue import Enqueue
 from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.framework import closing
 from pyvolcano.framework import session as session_mod
+from pyvolcano.framework.incremental import plan as plan_mod
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.sim import engine as engine_mod
 from pyvolcano.sim.cluster import parse_cluster_spec
@@ -42,22 +44,23 @@ def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: 
     seen: list[Any] = []
     settled = [0]
     real_apply = engine_mod.apply
-    real_settled = session_mod.Session._settled_jobs
+    real_settled = plan_mod.Plan.settled_jobs
 
     def apply(result: SessionResult, writer: Any) -> None:
         seen.append(_sig(result))
         real_apply(result, writer)
 
-    def settled_jobs(self: session_mod.Session) -> dict[str, Any]:
-        got = real_settled(self)
+    def settled_jobs(self: plan_mod.Plan, *args: Any) -> Any:
+        got = real_settled(self, *args)
         if not settle:
             return {}
         settled[0] += len(got)
         if parked is not None and got:
-            parked[0] += len(self.snapshot.parked)
-            parked[2] += len(self.snapshot.blocked)
+            assert self.carry is not None
+            parked[0] += len(self.carry.parked)
+            parked[2] += len(self.carry.blocked)
         return got
-    monkeypatch.setattr(session_mod, "_SUMS_FROM", sums_from)  # 1: close's carried sums on every session
+    monkeypatch.setattr(plan_mod, "SUMS_FROM", sums_from)  # 1: close's carried sums on every session
     real_with_parked = Enqueue._with_parked
 
     def with_parked(*args: Any) -> None:  # enqueue's pass over stale parked groups (``actions/enqueue.py``)
@@ -66,7 +69,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, settle: bool, conf: str | None, seed: 
         real_with_parked(*args)
     monkeypatch.setattr(Enqueue, "_with_parked", staticmethod(with_parked))
     monkeypatch.setattr(engine_mod, "apply", apply)
-    monkeypatch.setattr(session_mod.Session, "_settled_jobs", settled_jobs)
+    monkeypatch.setattr(plan_mod.Plan, "settled_jobs", settled_jobs)
     queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w, "reclaimable": True}}
               for q, w in (("a", 1), ("b", 3))]
     wl = synthetic(seed=seed, jobs=70, rate=1.0, queues={"a": 1, "b": 3}, gang_sizes=(1, 1, 2, 4),
@@ -107,10 +110,10 @@ def test_a_settled_job_evicted_in_the_session_is_looked_at_again(monkeypatch: py
 
     def close(self: session_mod.Session) -> SessionResult:
         evicted = {ev.task.job for ev in self.evictions}
-        hit = [uid for uid in evicted if uid in self.settled]
+        hit = [uid for uid in evicted if uid in self.plan.settled]
         out = real_close(self)
         for uid in hit:
-            st, _ = self.settled[uid]
+            st, _ = self.plan.settled[uid]
             seen.append((int(out.podgroups[uid] is st), len(hit)))
         return out
     monkeypatch.setattr(session_mod.Session, "close", close)
@@ -142,7 +145,7 @@ def test_queue_held_sums_are_the_sums_in_job_order(seed: int) -> None:
             else:
                 m = rng.integers(0, 10**15, size=(n, 4)).astype(float) * 64.0
             rows[q] = list(m)
-        got = session_mod._held(rows)
+        got = closing._held(rows)
         for q, rs in rows.items():
             want = rs[0].copy()
             for r in rs[1:]:
@@ -221,8 +224,9 @@ def test_carried_job_maps_equal_a_full_walk() -> None:
             check_snapshot(cache, snap)
             walked = [uid for uid, j in cache.jobs.items() if j.podgroup is not None and j.queue in snap.queues]
             assert list(snap.jobs) == walked
-            assert [c.uid for c in snap.unsettled] == [uid for uid in walked if uid not in snap.settled]
-            for uid in snap.settled:
+            assert snap.carry is not None
+            assert [c.uid for c in snap.carry.unsettled] == [uid for uid in walked if uid not in snap.carry.settled]
+            for uid in snap.carry.settled:
                 job = cache.jobs[uid]
                 rec = job.derived.get("settled")
                 assert rec is not None and rec[0][0] == job.version
@@ -256,14 +260,15 @@ def test_a_job_made_again_between_snapshots_is_listed_where_the_cache_has_it() -
             pg = cache.podgroups[uid]
             if pg.phase != st.phase:
                 cache.set_podgroup_phase(pg, PodGroupPhase(st.phase))
-    assert cache.memo is not None and len(cache.memo.left_alone[1]) == 2  # both settled, left alone
+    state = cache.incremental
+    assert state is not None and state.handover is not None and len(state.handover.left) == 2  # both left alone
     cache.delete({"kind": "Pod", "metadata": {"name": "g0-p", "namespace": "default"}})
     cache.delete({"kind": "PodGroup", "metadata": {"name": "g0", "namespace": "default"}})
     cache.upsert(_podgroup("g0", "a", "Pending"))
     cache.upsert(_pod("g0-p", "g0", 1, "", "Pending"))
     snap = cache.snapshot()
     assert list(snap.jobs) == list(cache.jobs) == ["default/g1", "default/g0"]
-    assert list(snap.settled) == ["default/g1"]
+    assert snap.carry is not None and list(snap.carry.settled) == ["default/g1"]
     check_snapshot(cache, snap)
 
 
@@ -273,7 +278,7 @@ def test_queue_held_sums_out_of_job_order_are_made_in_job_order() -> None:
     rng = np.random.default_rng(3)
     ordered = list(rng.random((30, 4)) * 7.3)
     shuffled = ordered[15:] + ordered[:15]
-    got = session_mod._held({"a": shuffled}, lambda q: ordered)
+    got = closing._held({"a": shuffled}, lambda q: ordered)
     want = ordered[0].copy()
     for r in ordered[1:]:
         want += r
@@ -284,5 +289,5 @@ def test_queue_held_sums_out_of_job_order_are_made_in_job_order() -> None:
     def in_order(q: str) -> list[np.ndarray]:
         asked.append(q)
         return whole
-    got = session_mod._held({"a": whole[15:] + whole[:15]}, in_order)
+    got = closing._held({"a": whole[15:] + whole[:15]}, in_order)
     assert not asked and np.array_equal(got["a"], np.sum(whole, axis=0))

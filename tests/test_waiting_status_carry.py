@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from pyvolcano.conf.loader import load_conf_file
-from pyvolcano.framework import session as session_mod
+from pyvolcano.framework import closing
+from pyvolcano.framework.incremental.records import CloseCounts
 from pyvolcano.framework.result import PodGroupStatus, SessionResult
 from pyvolcano.framework.session import UNSCHEDULABLE, Session
 from pyvolcano.sim.cluster import parse_cluster_spec
@@ -30,8 +31,8 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     orig = Session.close
 
     def checked_close(self: Session) -> SessionResult:
-        parked = set(self.parked)  # close moves the map on to the next session's parked jobs, in place
-        blocked = set(self.blocked)
+        parked = set(self.plan.parked)  # close moves the map on to the next session's parked jobs, in place
+        blocked = set(self.plan.blocked)
         out = orig(self)
         for uid, st in out.podgroups.items():
             job = self.jobs[uid]
@@ -51,7 +52,7 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
                 assert {k: v for k, v in cond.items() if k != "transitionID"} == {
                     "type": UNSCHEDULABLE, "status": "True", "reason": "NotEnoughResources", "message": msg}
                 fresh = SessionResult()
-                want, _ = self._podgroup_status(fresh, job, session_mod._CloseCounts(job), {UNSCHEDULABLE: cond})
+                want, _ = closing.podgroup_status(self, fresh, job, CloseCounts(job), {UNSCHEDULABLE: cond})
                 assert st == want, uid
                 assert out.unschedulable.get(uid) == fresh.unschedulable.get(uid)
                 seen["parked" if uid in parked else "blocked"] += 1
@@ -70,7 +71,7 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             last = job.derived.get("waiting-status")
             if handed.get(uid) is st and last is not None and last[1][0] is st:
                 fresh = SessionResult()
-                want, _ = self._podgroup_status(fresh, job, session_mod._CloseCounts(job), conds)
+                want, _ = closing.podgroup_status(self, fresh, job, CloseCounts(job), conds)
                 assert st == want, uid
                 assert out.unschedulable.get(uid) == fresh.unschedulable.get(uid)
                 assert not st.nominated

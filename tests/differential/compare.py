@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.cycle import cycle_objects, result_json
 from tests import oracle
@@ -121,6 +123,45 @@ def _swaps(case: Case, only_vc: list[str], only_py: list[str]) -> list[tuple[str
     return out
 
 
+def _vote_key(obj: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What decides whether a running pod comes before its job's other pods on the node in the victim votes and
+    the victim order, Go map order aside: its job, node, priority and creation time (gang and drf offer the first
+    pods of each job they meet, whatever their requests; the task order compares priority and creation time);
+    None for a pod on no node."""
+    meta, spec = obj["metadata"], obj.get("spec") or {}
+    if not spec.get("nodeName"):
+        return None
+    return (meta.get("namespace"), (meta.get("annotations") or {}).get("scheduling.k8s.io/group-name"),
+            spec["nodeName"], spec.get("priority"), meta.get("creationTimestamp"))
+
+
+def _vote_ties(case: Case, only_vc: list[str], only_py: list[str], vc_evicted: set[str],
+               py_evicted: set[str]) -> list[str]:
+    """Pods evicted by one side only that have a twin for the votes (``_vote_key``) on the same node which that
+    side left running, the two differing in something else (requests, labels, affinity): gang's and
+    drf's preemptable/reclaimable walk a node's pods in Go map order (``node.Tasks``; preempt.go:
+    SelectVictimsOnNode, reclaim.go) and offer only the first pods of each job they meet, and the victim queue
+    orders such twins by map order too, so which twin Volcano offers is random, and what follows (whether a
+    preemptor's anti-affinity is then met) may differ. pyvolcano walks its node task order. The case is then not
+    compared further (``tests/scenarios/core/vd-topology-preempt-victim-vote-map-order.yaml``)."""
+    actions = {a.strip() for a in str((yaml.safe_load(case.config) or {}).get("actions", "")).split(",")}
+    if not actions & {"preempt", "reclaim"}:  # (gangpreempt/gangreclaim evict whole bundles, not by these votes)
+        return []
+    pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in case.objects if o["kind"] == "Pod"}
+    out = []
+    for pod in only_vc + only_py:
+        obj = pods.get(pod)
+        key = _vote_key(obj) if obj else None
+        if key is None:
+            continue
+        evicted = py_evicted if pod in only_py else vc_evicted
+        twin = next((other for other, o in pods.items() if other != pod and other not in evicted
+                     and _vote_key(o) == key and _alike(o) != _alike(obj)), None)
+        if twin is not None:
+            out.append(f"{pod} / {twin}")
+    return out
+
+
 def _hypernode_tie(ties: dict[str, dict[str, list[str]]], job: str | None, vnode: str, pnode: str) -> bool:
     """pyvolcano scored several hypernodes best for ``job`` (Volcano picks one at random) and Volcano's node and
     pyvolcano's lie under two of them."""
@@ -167,6 +208,7 @@ def compare(case: Case, keep_dir: Path | None = None) -> Outcome:
         out.unstable.append(f"eviction {a} / {b}: pods alike but for their names (Volcano: Go map order)")
         only_vc.remove(a)
         only_py.remove(b)
+    vote_ties = _vote_ties(case, only_vc, only_py, st.evictions, set(py["evictions"]))
     for pod in only_vc + only_py:
         who = "volcano" if pod in st.evictions else "pyvolcano"
         out.diffs.append(Diff(f"evict-only-{who}", pod, "evicted" if who == "volcano" else "-",
@@ -196,7 +238,9 @@ def compare(case: Case, keep_dir: Path | None = None) -> Outcome:
                 # follows in the session (the same job's next pods) may differ from what both runs then agreed on
                 tied.add(pod)
                 out.unstable.append(f"node {pod}: {' / '.join(sorted(vnodes))} / {pnode} (three-way tie)")
-    if tied:
+    for pair in vote_ties:
+        out.unstable.append(f"victim {pair}: twins for the victim votes (Volcano: Go map order)")
+    if tied or vote_ties:
         # Volcano broke a tie another way (at random: util.SelectBestNodeAndScore among nodes,
         # util.SelectBestHyperNodeAndScore and a Go map among hypernodes); every later decision of the session may
         # follow from it, so none is compared (a flake otherwise: the same seed agrees on one run and not the next)

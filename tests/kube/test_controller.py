@@ -85,9 +85,10 @@ def test_tensorflow_example_runs_end_to_end(world: World) -> None:
     assert w1["metadata"]["annotations"]["volcano.sh/task-spec"] == "worker"
     assert w1["metadata"]["labels"]["volcano.sh/job-name"] == "tensorflow-benchmark"
     assert w1["metadata"]["ownerReferences"][0]["kind"] == "Job"
-    env = {e["name"]: e["value"] for e in w1["spec"]["containers"][0]["env"]}
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in w1["spec"]["containers"][0]["env"]}
     assert env["VK_TASK_INDEX"] == "1" and env["VC_TASK_INDEX"] == "1"
-    assert env["VC_PS_HOSTS"] == "tensorflow-benchmark-ps-0.tensorflow-benchmark" and env["VC_WORKER_NUM"] == "2"
+    # svc's host lists come from its ConfigMap, as in Volcano (configMapKeyRef)
+    assert env["VC_PS_HOSTS"] == {"configMapKeyRef": {"name": "tensorflow-benchmark-svc", "key": "VC_PS_HOSTS"}}
     assert w1["spec"]["hostname"] == "tensorflow-benchmark-worker-1"
     assert w1["spec"]["subdomain"] == "tensorflow-benchmark"
     assert {"name": "tensorflow-benchmark-svc", "mountPath": "/etc/volcano"} in \
@@ -95,6 +96,8 @@ def test_tensorflow_example_runs_end_to_end(world: World) -> None:
     cm = world.api.obj(CONFIGMAP, "tensorflow-benchmark-svc", "default")
     assert cm["data"]["worker.host"] == ("tensorflow-benchmark-worker-0.tensorflow-benchmark\n"
                                          "tensorflow-benchmark-worker-1.tensorflow-benchmark")
+    assert cm["data"]["VC_PS_HOSTS"] == "tensorflow-benchmark-ps-0.tensorflow-benchmark"
+    assert cm["data"]["VC_WORKER_NUM"] == "2"
     assert world.api.obj(SERVICE, "tensorflow-benchmark", "default")["spec"]["clusterIP"] == "None"
     pg = world.api.obj(PODGROUP, "tensorflow-benchmark", "default")
     assert pg["spec"]["minMember"] == 3 and pg["metadata"]["ownerReferences"][0]["kind"] == "Job"
@@ -121,11 +124,11 @@ def test_minavailable_above_replicas_is_reported_on_the_job(world: World) -> Non
     eventually(lambda: (world.job("too-big").get("status") or {}).get("state", {}).get("reason") == "Invalid")
     assert "spec.minAvailable (5) should not be greater than total replicas in tasks (3)" in \
         world.job("too-big")["status"]["state"]["message"]
-    job["spec"]["plugins"] = {"ssh": []}
+    job["spec"]["plugins"] = {"nccl": []}  # not one of Volcano's job plugins
     job["metadata"]["name"] = "ssh-job"
     job["spec"]["minAvailable"] = 3
     world.api.create(VCJOB, job, "default")
-    eventually(lambda: "unable to find job plugin 'ssh'" in
+    eventually(lambda: "unable to find job plugin 'nccl'" in
                ((world.job("ssh-job").get("status") or {}).get("state", {}).get("message") or ""))
 
 
@@ -268,7 +271,7 @@ def test_cluster_api_parks_a_create_until_the_old_pod_is_gone() -> None:
     assert capi.get("Pod", "ns", "nope") is None
     capi.delete("Pod", "ns", "nope")  # missing is fine
     with pytest.raises(ValueError):
-        capi.get("Secret", "ns", "x")
+        capi.get("Deployment", "ns", "x")
     api.fail("create", ApiError(500, "InternalError", "boom"))
     with pytest.raises(ApiError):
         capi.create({**pod, "metadata": {"name": "q", "namespace": "ns"}})

@@ -2,8 +2,9 @@
 
 Each component talks to the in-memory API through a proxy that records (verb, API group, resource[/subresource],
 namespace) for every call.  A run goes through what a cluster sees: leader election, a vcjob with the ``svc`` and
-``env`` plugins, the PodGroup controller, suspend and resume Commands, preemption with a PodDisruptionBudget,
-queue status.  Every recorded call must be allowed by the rules bound to that component's ServiceAccount.
+``env`` plugins (scaled while it runs), the PodGroup controller, suspend and resume Commands, preemption with a
+PodDisruptionBudget, queue status.  Every recorded call must be allowed by the rules bound to that component's
+ServiceAccount.
 """
 
 from __future__ import annotations
@@ -169,6 +170,10 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
         eventually(lambda: phase(api) == "Aborted", what="suspend")
         job_command(api, "resume", "ResumeJob")
         eventually(lambda: phase(api) == "Running", what="resume")
+        scaled = api.obj(VCJOB, "tensorflow-benchmark", "default")  # one more worker: PodGroup and hosts follow
+        scaled["spec"]["tasks"][1]["replicas"] = 3
+        api.replace(VCJOB, scaled, "default")
+        eventually(lambda: ("update", "", "configmaps", "default") in ctrl_api.calls, what="the hosts rewritten")
         for i in range(3):  # bare low-priority pods: the PodGroup controller gives each its PodGroup
             api.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {
                 "name": f"low-{i}", "namespace": "default", "labels": {"app": "low"},
@@ -212,6 +217,8 @@ def test_deploy_rbac_allows_every_call_the_components_make(tmp_path) -> None:  #
             ("patch", "", "pods/status", "default"), ("watch", "topology.volcano.sh", "hypernodes", "")} <= sched_calls
     assert {("create", "", "pods", "default"), ("create", "", "services", "default"),
             ("create", "", "configmaps", "default"), ("delete", "bus.volcano.sh", "commands", "default"),
+            ("update", "", "configmaps", "default"), ("patch", "scheduling.volcano.sh", "podgroups", "default"),
+            ("create", "networking.k8s.io", "networkpolicies", "default"),
             ("patch", "", "pods", "default"), ("create", "scheduling.volcano.sh", "podgroups", "default"),
             ("update", "batch.volcano.sh", "jobs/status", "default"), ("delete", "", "services", "default"),
             ("list", "", "configmaps", "volcano-system"), ("list", "", "nodes", ""),

@@ -1,4 +1,4 @@
-"""The blocked-job memo (``cache/memo.py``) changes no decision: random contended workloads, with preempt and
+"""The blocked-job memo (``framework/incremental/memo.py``) changes no decision: random contended workloads, with preempt and
 reclaim, give every job the same outcome with the memo and with ``--full-sessions`` (issue 15 item 4)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyvolcano.api.types import PodGroupPhase
-from pyvolcano.cache import deltas
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
@@ -33,7 +33,7 @@ def _run(full: bool, conf: str | None, seed: int, jobs: int, rate: float, gangs:
                     load_conf_file(str(ROOT / conf) if conf else None), full_sessions=full,
                     node_failures=[(40.0, "node-0000", 90.0), (150.0, f"node-{nodes - 1:04d}", 60.0)] if failures else None)
     res = sim.run()
-    skipped = sim.cache.memo.skipped if sim.cache.memo is not None else 0
+    skipped = sim.cache.incremental.memo.skipped if sim.cache.incremental is not None else 0
     return metrics.job_rows(res), res.evictions, res.cycles, skipped
 
 
@@ -45,7 +45,7 @@ def _run(full: bool, conf: str | None, seed: int, jobs: int, rate: float, gangs:
 def test_memo_and_full_sessions_give_the_same_outcome(conf: str | None, seed: int, jobs: int, rate: float,
                                                      gangs: tuple[int, ...], gpu: float, weights: tuple[int, int],
                                                      nodes: int, failures: bool) -> None:
-    """With the memo, sessions also carry per-job values between cycles (``framework/carry.py``); with
+    """With the memo, sessions also carry per-job values between cycles (``framework/incremental/carry.py``); with
     ``--full-sessions`` neither: both must give every job the same outcome, node failures included."""
     memo = _run(False, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
     full = _run(True, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
@@ -176,8 +176,8 @@ def test_the_gang_bound_skips_a_gang_the_nodes_cannot_hold_after_usage_moved(cpu
     resources of all nodes cannot hold enough of its pods (``SessionMemo._gang_short``): three 3-cpu pods on two
     4-cpu nodes.  Three 1-cpu pods refused by a node selector fit by resources: the bound cannot tell, the turn
     is taken.  With ``deltas.CHECK`` a skipped turn is taken too and must place nothing (allocate asserts it)."""
-    from pyvolcano.cache import memo as memo_mod
     from pyvolcano.framework.cycle import run_session
+    from pyvolcano.framework.incremental import memo as memo_mod
 
     conf = load_conf_file(None)
     found: list[bool] = []
@@ -195,7 +195,7 @@ def test_the_gang_bound_skips_a_gang_the_nodes_cannot_hold_after_usage_moved(cpu
             cache = _gang_cache(cpu, selector)
             first = run_session(cache, conf)
             assert list(first.binds) == ["default/s"] and "default/g" in first.unschedulable
-            memo = cache.memo
+            memo = cache.incremental.memo if cache.incremental is not None else None
             assert memo is not None and memo.skipped == 0
             use = cache.use_epoch
             cache.upsert(_pod("s", "500m", "Running", first.binds["default/s"]))

@@ -82,29 +82,31 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot, jobs: Iterable[str] | 
             on[t.node_name].add(t.uid)
     assert {n: set(got.tasks[i]) for i, n in enumerate(got.names)} == on
     # the jobs not settled, in ``jobs`` order (a carried map lists them by their kept positions)
-    assert [id(j) for j in snap.unsettled] == [id(j) for uid, j in snap.jobs.items() if uid not in snap.settled]
-    if snap.pos is not None:
-        order = [snap.pos[uid] for uid in snap.jobs]
+    carry = snap.carry
+    if carry is not None:
+        assert [id(j) for j in carry.unsettled] == [id(j) for uid, j in snap.jobs.items() if uid not in carry.settled]
+    if carry is not None and carry.pos is not None:
+        order = [carry.pos[uid] for uid in snap.jobs]
         assert order == sorted(order) and len(set(order)) == len(order)
     for uid in snap.jobs if jobs is None else jobs:
         got_job, fresh = _job_state(snap.jobs[uid]), _job_state(cache.jobs[uid].clone())
-        if uid in snap.parked:
+        if carry is not None and uid in carry.parked:
             # a parked job's clone is handed over as the last session left it (``Session.close``): with enqueue's
             # refusal, recorded in the memo (at the epoch it was parked under or before: enqueue's group checks
             # leave the refusals they confirm as they are), and gang's message; all else is a fresh clone's
-            entry = cache.memo.enqueue.get(uid) if cache.memo is not None else None
+            entry = cache.incremental.memo.enqueue.get(uid) if cache.incremental is not None else None
             assert entry is not None and entry.key[1] == got_job["cloned_from"], uid
-            assert entry.key[0] <= snap.parked_epoch <= snap.free_epoch, uid
+            assert entry.key[0] <= carry.parked_epoch <= carry.free_epoch, uid
             assert got_job["enqueue_reason"] == entry.enqueue_reason != "", uid
             for k in ("enqueue_reason", "job_fit_errors"):
                 got_job.pop(k)
                 fresh.pop(k)
-        elif uid in snap.blocked:
+        elif carry is not None and uid in carry.blocked:
             # a blocked job's clone left alone is handed over as the last session left it: with the fit errors and
             # failed roles its memo entry holds (allocate's check hands them back again) and gang's message, or, made
             # again from its settled record, as a fresh clone
-            assert uid in snap.settled and snap.settled[uid][1].pending, uid
-            entry = cache.memo.allocate.get(uid) if cache.memo is not None else None
+            assert uid in carry.settled and carry.settled[uid][1].pending, uid
+            entry = cache.incremental.memo.allocate.get(uid) if cache.incremental is not None else None
             assert entry is not None and entry.key[2] == got_job["cloned_from"], uid
             job = snap.jobs[uid]
             assert job.nodes_fit_errors in ({}, entry.fit_errors), uid

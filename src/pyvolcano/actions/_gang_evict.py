@@ -57,7 +57,7 @@ from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.points import EvictionContext
 from pyvolcano.framework.session import Session
-from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.statement import OpKind, Statement
 from pyvolcano.framework.topology import PURPOSE_EVICT, visited_first
 from pyvolcano.framework.util import PriorityQueue
 
@@ -424,7 +424,7 @@ class GangEviction(Action):
                 stmt = Statement(ssn)
                 chosen = self.evict_for(ssn, stmt, queue, job, opts)
                 if ssn.job_pipelined(job):
-                    replayed = [(op.task, op.old if op.kind == "evict" else TaskStatus.Pending) for op in stmt.ops]
+                    replayed = [(op.task, op.old if op.kind is OpKind.EVICT else TaskStatus.Pending) for op in stmt.ops]
                     stmt.commit()
                     for task, old in replayed:  # the plan was replayed from saved clones (RecoverOperations)
                         owner = ssn.jobs.get(task.job)

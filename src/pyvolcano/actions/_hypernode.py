@@ -48,12 +48,12 @@ from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.session import Session
-from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.statement import OpKind, Statement
 from pyvolcano.framework.topology import JobTopology, SubTopology, best_of
 from pyvolcano.framework.util import PriorityQueue
 
 #: a recorded placement: (operation, task, node index), replayed by ``_replay``
-Ops = list[tuple[str, TaskInfo, int]]
+Ops = list[tuple[OpKind, TaskInfo, int]]
 
 
 def topology_waits(ssn: Session, job: JobInfo) -> bool:
@@ -181,7 +181,7 @@ def _record(stmt: Statement) -> Ops:
 def _replay(ssn: Session, ops: Ops) -> Statement:
     stmt = Statement(ssn)
     for kind, task, node in ops:
-        if kind == "allocate":
+        if kind is OpKind.ALLOCATE:
             stmt.allocate(task, node)
         else:
             stmt.pipeline(task, node)

@@ -11,7 +11,8 @@ does not depend on which other candidates succeed.  That holds when:
 * no task can be pipelined: with nothing releasing and nothing pipelined on any node, future idle is idle, so a
   dry run ends ready or places nothing that counts, after one sub-group pass (a pipelined-but-not-ready job would
   take a second pass and add its score);
-* readiness is gang's alone (``jobReady``/``jobPipelined`` registered only by gang), so "pipelined" cannot hold
+* readiness is gang's alone (``jobReady``/``jobPipelined`` registered only by plugins that declare
+  ``Contract.GANG_READINESS``), so "pipelined" cannot hold
   without pipelined tasks;
 * the job has only its default sub-group (every job today: ``subGroupPolicy`` is not read yet).  With several
   sub-groups a candidate's score is the sum of its sub-groups' scores, each taken after the previous sub-groups'
@@ -27,21 +28,18 @@ from __future__ import annotations
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo
+from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.points import JOB_PIPELINED, JOB_READY
 from pyvolcano.framework.session import Session
 
-#: plugins whose jobReady / jobPipelined votes the ordered search knows
-_READINESS_OK = frozenset({"gang"})
 #: set False to force the plain loop (the equivalence test compares both)
 ENABLED = True
 
 
 def _readiness_known(ssn: Session) -> bool:
-    for point in ("jobReady", "jobPipelined"):
-        for tier in ssn.fns[point]:
-            for plugin, _ in tier:
-                if plugin not in _READINESS_OK:
-                    return False
-    return True
+    """jobReady and jobPipelined are registered only by plugins that decide them as gang does (the ordered search
+    knows those votes, ``Contract.GANG_READINESS``)."""
+    return all(ssn.registered_only_by(point, Contract.GANG_READINESS) for point in (JOB_READY, JOB_PIPELINED))
 
 
 def ordered_trials(ssn: Session, job: JobInfo, gradient: list[int]) -> np.ndarray | None:

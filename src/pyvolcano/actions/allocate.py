@@ -7,7 +7,7 @@ fit (Allocate) or, failing that, whose future idle fits (Pipeline).  A task that
 the job while its gang can still be met (see ``Allocate.allocate_job``).  A job's tasks go into one statement:
 committed when the job is ready, kept (not bound) when it is pipelined, discarded otherwise.  A ready job
 with tasks left goes back in its queue so other jobs get a turn.  A job whose last turn placed nothing, under the
-same fingerprint (``cache/memo.py``), gets no turn: that turn would be a no-op again.
+same fingerprint (``framework/incremental/memo.py``), gets no turn: that turn would be a no-op again.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, fit_floor
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
-from pyvolcano.cache import deltas
-from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.memo import SessionMemo
 from pyvolcano.framework.order import job_order_key, task_order_key
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -39,7 +40,7 @@ def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo],
     drops jobs before the plugins are asked whether they are valid (backfill wants only a few)."""
     out = []
     queues, job_valid, waiting = ssn.queues, ssn.job_valid, PodGroupPhase.Pending
-    # every job of every session but the settled ones (valid, nothing to place: ``Session._settled_jobs``), twice
+    # every job of every session but the settled ones (valid, nothing to place: ``Plan.settled_jobs``), twice
     # (allocate, backfill): kept lean
     for job in ssn.unsettled_jobs():
         pg = job.podgroup
@@ -84,6 +85,7 @@ def pod_slots(idle: np.ndarray, task: TaskInfo) -> int:
 @register_action
 class Allocate(Action):
     name = "allocate"
+    contracts = frozenset({Contract.CHECKS_BLOCKED, Contract.LEAVES_BLOCKED})
     #: the blocked-job memo for this session (None: every job gets its turn), the jobs that placed something,
     #: and each queue's deserved share (the memo's key)
     memo: SessionMemo | None = None
@@ -95,7 +97,7 @@ class Allocate(Action):
         ns_enabled = ssn.has("namespaceOrder")
         memo = ssn.memo
         # the memo needs "no future idle": with releasing or pipelined resources the order of turns decides who
-        # gets them (cache/memo.py)
+        # gets them (framework/incremental/memo.py)
         if memo is not None and (ssn.nodes.releasing.any() or ssn.nodes.pipelined.any()):
             memo = None
         self.memo = memo
@@ -152,7 +154,7 @@ class Allocate(Action):
                         return False
                 return True
 
-            blocked_now = ssn.blocked_now
+            blocked_now = ssn.plan.blocked_now
 
             def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
                 if live.allocate_blocked(job, deserved.get(job.queue), fits, short):
@@ -160,14 +162,14 @@ class Allocate(Action):
                     return False
                 return True
             wanted = unblocked
-            # the blocked jobs the session left alone (``Session._settled_jobs``): still blocked under the memo, or
+            # the blocked jobs the session left alone (``Plan.settled_jobs``): still blocked under the memo, or
             # looked at with the others (the same check, before any turn: nodes and deserved are as they will be
             # when ``schedulable_jobs`` asks it)
-            if ssn.blocked:
+            if ssn.plan.blocked:
                 jobs = ssn.jobs
-                ssn.unblock([uid for uid in ssn.blocked if unblocked(jobs[uid])])
-        elif ssn.blocked:  # no memo in this session (future idle): every job takes its turn
-            ssn.unblock(list(ssn.blocked))
+                ssn.plan.unblock([uid for uid in ssn.plan.blocked if unblocked(jobs[uid])])
+        elif ssn.plan.blocked:  # no memo in this session (future idle): every job takes its turn
+            ssn.plan.unblock(list(ssn.plan.blocked))
         key, tkey = job_order_key(ssn), task_order_key(ssn)
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
             if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
@@ -258,7 +260,7 @@ class Allocate(Action):
                 memo.forget_allocate(job)
             elif job.uid not in self.placed and not _nominated_pending(job) \
                     and memo.record_allocate(job, self.deserved.get(job.queue), by_nodes):
-                ssn.blocked_now.add(job.uid)  # recorded blocked: close may leave it alone (``_settled_jobs``)
+                ssn.plan.blocked_now.add(job.uid)  # recorded blocked: close may leave it alone (``Plan.settled_jobs``)
 
     @staticmethod
     def _explain(ssn: Session, task: TaskInfo, job: JobInfo, explained: dict[object, tuple[int, FitErrors]]

@@ -26,7 +26,8 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import PODS
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
-from pyvolcano.framework.carry import carried
+from pyvolcano.framework.incremental.carry import carried
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.util import PriorityQueue
@@ -57,7 +58,7 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
     carry = ssn.carry
 
     def wanted(j: JobInfo) -> bool:
-        # most jobs have no BestEffort pod waiting: carried while the job is unchanged (framework/carry.py)
+        # most jobs have no BestEffort pod waiting: carried while the job is unchanged (framework/incremental/carry.py)
         if not carried(j, "best-effort", j.version, _has_best_effort, carry):
             return False
         return bool(found.setdefault(j.uid, _best_effort(j)))
@@ -100,6 +101,7 @@ def pods_in_view(ssn: Session) -> np.ndarray:
 @register_action
 class Backfill(Action):
     name = "backfill"
+    contracts = frozenset({Contract.LEAVES_BLOCKED})
 
     def execute(self, ssn: Session) -> None:
         pending = best_effort_tasks(ssn)

@@ -4,8 +4,8 @@ allows it.
 Queues take turns in queue order; each turn admits (or skips) the queue's best Pending job, until every
 queue has run out.  A job without ``minResources`` is always admitted, as in Volcano; so is every job when
 no plugin votes.  A job in a queue that is not Open stays Pending.  A job refused under the same fingerprint as
-in an earlier session is not pushed at all (``cache/memo.py``): a refusal changes nothing, so skipping it changes
-no other job's turn.  Within one pass, a job with the same queue and minResources as one refused since the last
+in an earlier session is not pushed at all (``framework/incremental/memo.py``): a refusal changes nothing, so skipping
+it changes no other job's turn.  Within one pass, a job with the same queue and minResources as one refused since the last
 admission is refused without asking the plugins again (``_Refusals``), and each queue's jobs are sorted by
 key rather than heap-compared when the jobOrder plugins allow it (``framework/order.py``).
 """
@@ -21,6 +21,7 @@ from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import job_order_key, ordered
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -30,6 +31,7 @@ from pyvolcano.framework.util import PriorityQueue
 @register_action
 class Enqueue(Action):
     name = "enqueue"
+    contracts = frozenset({Contract.ADMITS, Contract.LEAVES_BLOCKED})
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_cmp)
@@ -39,9 +41,9 @@ class Enqueue(Action):
         # parked jobs under another epoch (room came back): checked group by group (``_ParkedGroup``); those of a
         # queue that is gone or not open are looked at one by one
         parked_groups: dict[str, list[_ParkedGroup]] = {}
-        stale = ssn.parked_groups() if ssn.parked_stale else None
+        stale = ssn.plan.parked_groups() if ssn.plan.parked_stale else None
         if stale is not None:
-            parked = ssn.parked
+            parked = ssn.plan.parked
             off: list[str] = []
             for (qname, _, reason), keys in stale.items():
                 q = queues_of.get(qname)
@@ -49,7 +51,7 @@ class Enqueue(Action):
                     off.extend(k[-1] for k in keys if k[-1] in parked)
                 else:
                     parked_groups.setdefault(qname, []).append(_ParkedGroup(keys, reason))
-            ssn.unpark(off)
+            ssn.plan.unpark(off)
         # every live job of every session but the settled ones (never Pending): the phase first (``is_pending``)
         for job in ssn.unsettled_jobs():
             pg = job.podgroup
@@ -80,7 +82,7 @@ class Enqueue(Action):
         # a refusal seen in this pass, per queue and minResources (see ``_Refusals``)
         refused = _Refusals() if memo is not None and memo.enqueue_ok else None
         if parked_groups:
-            assert key is not None and refused is not None  # ``Session.parked_groups``, the memo allows enqueue
+            assert key is not None and refused is not None  # ``Plan.parked_groups``, the memo allows enqueue
             self._with_parked(ssn, queues, waiting, parked_groups, key, refused)
             return
         jobs: dict[str, list[JobInfo] | PriorityQueue[JobInfo]] = {
@@ -113,7 +115,7 @@ class Enqueue(Action):
         and its parked groups (``_Stream``); only a group's check turns are real turns, the members it leaves
         refused are not looked at (``_ParkedGroup``)."""
         streams = {name: _Stream(lst, groups.get(name, []), key) for name, lst in waiting.items()}
-        parked = ssn.parked
+        parked = ssn.plan.parked
         while not queues.empty():
             q = queues.pop()
             st = streams[q.name]
@@ -132,7 +134,7 @@ class Enqueue(Action):
                 st.dissolve(ssn, group, parked)
             elif group is not None:  # refused for its group's reason: parked again as it was
                 assert st.held is not None and st.held[0] is job  # ``_Stream.next`` unparked it for this turn
-                ssn.repark(job, st.held[1], st.held[2])
+                ssn.plan.repark(job, st.held[1], st.held[2])
             queues.push(q)
 
 
@@ -165,8 +167,8 @@ def _turn(ssn: Session, q: QueueInfo, job: JobInfo, refused: _Refusals | None) -
 
 
 class _ParkedGroup:
-    """Parked jobs of one queue with the same minResources and enqueue reason (``Session._settled_jobs``), their
-    job-order keys sorted (``BlockedMemo.park_groups``: read, never changed here).
+    """Parked jobs of one queue with the same minResources and enqueue reason (``Plan.settled_jobs``), their
+    job-order keys sorted (``ParkGroups.groups``: read, never changed here).
 
     Room came back since they were parked, so each may now be admitted.  But enqueue's votes (overcommit,
     proportion) read of a job only its queue and minResources, and of the session only what admissions add to
@@ -234,7 +236,7 @@ class _Stream:
             self.pos = k
             job = ssn.jobs[uid]
             self.held = (job, parked[uid], job.job_fit_errors)  # to park it again if refused alike (``repark``)
-            ssn.unpark((uid,))
+            ssn.plan.unpark((uid,))
             return job, g
         return None
 
@@ -255,7 +257,7 @@ class _Stream:
         the group holds for it)."""
         rest = [k for k in group.keys[group.i:] if k[-1] in parked]
         group.i, group.armed = len(group.keys), True  # never armed again
-        ssn.unpark(k[-1] for k in rest)
+        ssn.plan.unpark(k[-1] for k in rest)
         for k in rest:
             self._push(k, ssn.jobs[k[-1]])
 
@@ -268,8 +270,8 @@ class _Refusals:
     read nothing of the job but its queue and its minResources, and of the session only what an admission changes
     (proportion's ``inqueue`` per queue, overcommit's ``inqueue``).  So, until the next admission, a job with the
     same queue and minResources as one refused gets the same "no" with the same reason, and asking the plugins again
-    would be a no-op (a refusal changes no state, ``cache/memo.py``): a backlog of thousands of jobs of a few shapes
-    costs a few votes per admission, not one per job."""
+    would be a no-op (a refusal changes no state, ``framework/incremental/memo.py``): a backlog of thousands of jobs of a
+    few shapes costs a few votes per admission, not one per job."""
 
     __slots__ = ("seen",)
 

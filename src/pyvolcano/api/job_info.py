@@ -339,7 +339,7 @@ class JobInfo:
         #: the sub-groups and which task is in which, built when first asked (``sub_jobs``) and dropped when a
         #: task joins or leaves
         self._subs: tuple[dict[str, SubJob], dict[str, str], PodGroup | None, int] | None = None
-        #: values sessions derive from the job, carried to later sessions (``framework/carry.py``): one dict per
+        #: values sessions derive from the job, carried to later sessions (``framework/incremental/carry.py``): one dict per
         #: cache job, shared by all its clones (``clone`` and ``reuse`` copy the reference), each entry keyed by the
         #: version (and PodGroup phase) it was computed at
         self.derived: dict[str, tuple[Any, Any]] = {}

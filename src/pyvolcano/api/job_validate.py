@@ -5,19 +5,27 @@
 The rules are Volcano's admission webhook (``pkg/webhooks/admission/jobs/validate/admit_job.go``: validateJobCreate,
 and ``util.go``: validatePolicies with its ``policyEventMap`` / ``policyActionMap``), with the events and actions of
 ``volcano.sh/apis`` (``pkg/apis/bus/v1alpha1/events.go``, ``actions.go``); messages use the webhook's words.
+``_plugins`` checks ``spec.plugins`` (names, Go-flag arguments: ``api/job_plugin_args.py``);
+``job_update_problems`` is the webhook's validateJobUpdate, for a change to a running Job.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from pyvolcano.api.job_plugin_args import VOLCANO_PLUGINS, parse
+from pyvolcano.api.models import LifecyclePolicy, ascii_int, first_error
 from pyvolcano.api.resource import amount
 from pyvolcano.errors import QuantityError
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 #: every lifecycle event of Volcano's bus API -> whether a Job may name it in a policy (``policyEventMap``)
 POLICY_EVENTS: dict[str, bool] = {
@@ -50,12 +58,20 @@ class JobProblem:
 
 
 def _int(v: Any) -> int | None:
+    """An integer field as the API server reads it (``api/models.py: _integer`` without bounds): an int, an
+    integral finite float (YAML ``1e3``) or ASCII digits; None for anything else (``true``, ``2.5``, ``"٣"``)."""
     if isinstance(v, bool):
         return None
-    try:
-        return int(v)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float (YAML ``.inf``)
-        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return int(v) if math.isfinite(v) and v == int(v) else None
+    if isinstance(v, str):
+        try:
+            return ascii_int(v)
+        except ValueError:
+            return None
+    return None
 
 
 def policy_events(policy: Mapping[str, Any]) -> list[str]:
@@ -68,7 +84,9 @@ def policy_events(policy: Mapping[str, Any]) -> list[str]:
 
 
 def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
-    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does."""
+    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does.  Each entry is first typed
+    by ``api/models.py: LifecyclePolicy`` (an ``event`` given as a list, an ``exitCode`` of ``true`` is refused
+    there, naming the field)."""
     if policies in (None, []):
         return []
     if not isinstance(policies, list):
@@ -78,10 +96,13 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
     codes: set[int] = set()
     for i, p in enumerate(policies):
         at = f"{where}.policies[{i}]"
-        if not isinstance(p, dict):
-            return [*out, JobProblem(ref, at, "must be a mapping")]
+        try:
+            m = LifecyclePolicy.model_validate(p)
+        except ValidationError as exc:
+            sub, msg = first_error(exc)
+            return [*out, JobProblem(ref, f"{at}.{sub}".rstrip(".").replace(".[", "["), msg)]
         events = policy_events(p)
-        code = p.get("exitCode")
+        code = m.exitCode
         if events and code is not None:
             return [*out, JobProblem(ref, at, "must not specify event and exitCode simultaneously")]
         if not events and code is None:
@@ -91,20 +112,19 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
                 if not POLICY_EVENTS.get(e, False):
                     return [*out, JobProblem(ref, f"{at}.event", f"invalid policy event {e!r} (allowed: "
                                                                    f"{', '.join(ALLOWED_EVENTS)})")]
-                action = p.get("action")
+                action = m.action
                 if not POLICY_ACTIONS.get(str(action), False):
                     return [*out, JobProblem(ref, f"{at}.action", f"invalid policy action {action!r} (allowed: "
                                                                     f"{', '.join(ALLOWED_ACTIONS)})")]
                 if e in seen:
                     return [*out, JobProblem(ref, f"{at}.event", f"duplicate event {e!r} across different policy")]
                 seen.add(e)
-        else:
-            c = _int(code)
-            if c is None or c == 0:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
-            if c in codes:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {c}")]
-            codes.add(c)
+        elif code == 0:
+            return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
+        elif code is not None:
+            if code in codes:
+                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {code}")]
+            codes.add(code)
     if "*" in seen and len(seen) > 1:
         out.append(JobProblem(ref, f"{where}.policies", "if there's * here, no other policy should be here"))
     return out
@@ -132,7 +152,7 @@ def _network_topology(ref: str, at: str, nt: Any) -> list[JobProblem]:
     return out
 
 
-def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int) -> list[JobProblem]:
+def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int, job_name: str) -> list[JobProblem]:
     """A task's ``partitionPolicy``: the CRD's minimums (totalPartitions and partitionSize >= 1, minPartitions >=
     0) and the webhook's ``validatePartitionPolicy``, which stops at the first of: totalPartitions and
     partitionSize positive, replicas = totalPartitions * partitionSize, and (when minPartitions is set)
@@ -160,11 +180,112 @@ def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int)
     elif replicas != total * size:
         out.append(JobProblem(ref, f"{where}", f"'Replicas' ({replicas}) are not equal to TotalPartitions*"
                                                f"PartitionSize ({total}*{size}) in task: {name}"))
+    elif tmin is None and min_parts > 0 and min_parts * size > replicas:
+        # the job webhook's mutateSpec sets a task's missing minAvailable to minPartitions * partitionSize, and
+        # validateJobCreate then refuses a minAvailable above the replicas (admit_job.go); without it the
+        # PodGroup would ask for more partitions than exist and pend forever
+        out.append(JobProblem(ref, f"{where}.minPartitions", f"'minAvailable' is greater than 'replicas' in task: "
+                                                             f"{name}, job: {job_name} (minAvailable defaults to "
+                                                             f"MinPartitions*PartitionSize = {min_parts}*{size}, "
+                                                             f"replicas are {replicas})"))
     elif tmin is not None and min_parts > 0 and min_parts * size != tmin:
         out.append(JobProblem(ref, f"{where}.minPartitions", f"'MinAvailable' ({tmin}) is not equal to "
                                                              f"MinPartitions*PartitionSize ({min_parts}*{size}) in "
                                                              f"task: {name}"))
     return out + _network_topology(ref, f"{where}.networkTopology", pp.get("networkTopology"))
+
+
+def _plugins(ref: str, job: Mapping[str, Any], known_plugins: Iterable[str] | None) -> list[JobProblem]:
+    """``spec.plugins``: every name one of Volcano's job plugins (``validateJobCreate``: "unable to find job
+    plugin"); the mpi plugin's master task among the tasks (the same function); and, where Volcano only logs a
+    flag-parse failure when the controller builds the plugin (``addFlags``) and goes on with the defaults, each
+    plugin's arguments parsing (``api/job_plugin_args.py``), and the ray plugin's head task existing (Volcano's
+    controller fails every pod creation without it): such a Job is refused here, with Go's message."""
+    plugins = job["spec"].get("plugins")
+    if plugins in (None, {}):
+        return []
+    if not isinstance(plugins, dict):
+        return [JobProblem(ref, "spec.plugins", "must be a mapping of plugin name to its list of arguments")]
+    known = set(VOLCANO_PLUGINS if known_plugins is None else known_plugins)
+    tasks = job["spec"].get("tasks")
+    names = {t.get("name") or f"task{i}" for i, t in enumerate(tasks) if isinstance(t, dict)} \
+        if isinstance(tasks, list) else set()
+    out: list[JobProblem] = []
+    for name, args in plugins.items():
+        if name not in known:
+            out.append(JobProblem(ref, "spec.plugins", f"unable to find job plugin {name!r} (known: "
+                                                       f"{', '.join(sorted(known))})"))
+            continue
+        parsed = parse(str(name), args)
+        if parsed.error:
+            out.append(JobProblem(ref, f"spec.plugins.{name}", f"plugin {name} flagset parse failed, err: "
+                                                               f"{parsed.error}"))
+        elif name == "mpi" and parsed.text("master") not in names:
+            out.append(JobProblem(ref, "spec.plugins.mpi", "The specified mpi master task was not found"))
+        elif name == "ray" and parsed.text("head") not in names:
+            out.append(JobProblem(ref, "spec.plugins.ray", f"job {job['metadata']['name']} doesn't have head task "
+                                                           f"{parsed.text('head')}"))
+    return out
+
+
+def job_update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[JobProblem]:
+    """Why Volcano's webhook refuses changing Job ``old`` into ``new`` (``admit_job.go: validateJobUpdate``, which
+    stops at the first problem): a task's replicas and minAvailable, the job's minAvailable and its priority
+    class may change, within the create-time bounds; tasks may not be added or removed; nothing else under
+    ``spec`` may change (a task's template, the queue, the plugins, the policies...)."""
+    ref = job_ref(new)
+    ospec, nspec = old.get("spec"), new.get("spec")
+    if not isinstance(ospec, dict) or not isinstance(nspec, dict):
+        return [JobProblem(ref, "spec", "is required")]
+    otasks, ntasks = ospec.get("tasks") or [], nspec.get("tasks") or []
+    if not isinstance(otasks, list) or not isinstance(ntasks, list) or \
+            not all(isinstance(t, dict) for t in [*otasks, *ntasks]):
+        return [JobProblem(ref, "spec.tasks", "must be a list of tasks")]
+    total = 0
+    for i, t in enumerate(ntasks):
+        at, name = f"spec.tasks[{i}]", t.get("name") or ""
+        replicas = _int(t.get("replicas", 1))
+        if replicas is None or replicas < 0:
+            return [JobProblem(ref, f"{at}.replicas", f"'replicas' must be >= 0 in task: {name}")]
+        if t.get("minAvailable") is not None:
+            tmin = _int(t["minAvailable"])
+            if tmin is None or tmin < 0:
+                return [JobProblem(ref, f"{at}.minAvailable", f"'minAvailable' must be >= 0 in task: {name}")]
+            if tmin > replicas:
+                return [JobProblem(ref, f"{at}.minAvailable", f"'minAvailable' must be <= 'replicas' in task: "
+                                                              f"{name}")]
+        partition = _partition_policy(ref, at, t, replicas, str((new.get("metadata") or {}).get("name") or ""))
+        if partition:
+            return partition[:1]
+        total += replicas
+    min_available = _int(nspec.get("minAvailable", 0))
+    if min_available is not None and min_available > total:
+        return [JobProblem(ref, "spec.minAvailable", "job 'minAvailable' must not be greater than total replicas")]
+    if min_available is None or min_available < 0:
+        return [JobProblem(ref, "spec.minAvailable", "job 'minAvailable' must be >= 0")]
+    nt = nspec.get("networkTopology")
+    if isinstance(nt, dict) and nt.get("highestTierAllowed") is not None and nt.get("highestTierName"):
+        return [JobProblem(ref, "spec.networkTopology", "must not specify 'highestTierAllowed' and "
+                                                        "'highestTierName' in networkTopology simultaneously")]
+    if len(otasks) != len(ntasks):
+        return [JobProblem(ref, "spec.tasks", "job updates may not add or remove tasks")]
+    if _frozen_spec(ospec) != _frozen_spec(nspec):
+        return [JobProblem(ref, "spec", "job updates may not change fields other than `minAvailable`, "
+                                        "`tasks[*].replicas under spec` and `PriorityClassName`")]
+    return []
+
+
+def _frozen_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a Job's spec an update may not change: all of it but minAvailable, priorityClassName, each
+    task's replicas and minAvailable, and the claim names the controller fills in for ``volumes[*].volumeClaim``
+    (``validateJobUpdate`` copies those from the old spec before comparing)."""
+    out = {k: v for k, v in spec.items() if k not in ("minAvailable", "priorityClassName")}
+    out["tasks"] = [{k: v for k, v in t.items() if k not in ("replicas", "minAvailable")}
+                    for t in spec.get("tasks") or []]
+    if isinstance(spec.get("volumes"), list):
+        out["volumes"] = [{k: v for k, v in vol.items() if not (k == "volumeClaimName" and vol.get("volumeClaim"))}
+                          if isinstance(vol, dict) else vol for vol in spec["volumes"]]
+    return out
 
 
 def job_ref(job: Mapping[str, Any]) -> str:
@@ -177,11 +298,17 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
                  known_plugins: Iterable[str] | None = None) -> list[JobProblem]:
     """Everything wrong with a Job, in the webhook's order (validateJobCreate).  ``queues``: the Queue objects by
     name (their state is checked too) or just the names that exist; None skips the queue checks.
-    ``known_plugins``: the job plugins (``spec.plugins``) there are; None skips that check."""
+    ``known_plugins``: the job plugins (``spec.plugins``) there are; None: Volcano's."""
     ref = job_ref(job)
     meta = job.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name"):
         return [JobProblem(ref, "metadata.name", "is required")]
+    name = meta["name"]
+    if not isinstance(name, str) or len(name) > 63 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        # the API server's object name rule (a DNS-1123 subdomain) and the webhook's validateJobName
+        # (IsQualifiedName: at most 63 characters), both in one message
+        return [JobProblem(ref, "metadata.name", f"create job with name {str(name)[:80]!r} validate failed: a "
+                                                 "lower case DNS-1123 name of at most 63 characters is required")]
     spec = job.get("spec")
     if not isinstance(spec, dict):
         return [JobProblem(ref, "spec", "is required")]
@@ -206,7 +333,7 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
             continue
         name = t.get("name") or ""
         if name:
-            if not isinstance(name, str) or not _DNS1123_LABEL.match(name) or len(name) > 63:
+            if not isinstance(name, str) or not _DNS1123_LABEL.fullmatch(name) or len(name) > 63:
                 out.append(JobProblem(ref, f"{at}.name", f"{name!r} must be a DNS-1123 label (lower case letters, "
                                                          "digits and '-')"))
             elif name in names:
@@ -238,18 +365,13 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
                         except QuantityError as exc:
                             out.append(JobProblem(ref, f"{at}.template.spec.containers[{ci}].resources.{kind}."
                                                        f"{rname}", str(exc)))
-        out += _partition_policy(ref, at, t, replicas)
+        out += _partition_policy(ref, at, t, replicas, str(meta["name"]))
         out += _policies(ref, at, t.get("policies"))
     if min_available is not None and min_available > total:
         out.append(JobProblem(ref, "spec.minAvailable", f"({min_available}) should not be greater than total "
                                                         f"replicas in tasks ({total})"))
     out += _policies(ref, "spec", spec.get("policies"))
-    if known_plugins is not None:
-        known = set(known_plugins)
-        for p in (spec.get("plugins") or {}):
-            if p not in known:
-                out.append(JobProblem(ref, "spec.plugins", f"unable to find job plugin {p!r} (known: "
-                                                           f"{', '.join(sorted(known))})"))
+    out += _plugins(ref, job, known_plugins)
     if queues is not None:
         qname = spec.get("queue") or "default"
         if isinstance(queues, Mapping):

@@ -37,10 +37,11 @@ from pyvolcano.api.types import (
     PodGroupPhase,
     TaskStatus,
 )
-from pyvolcano.cache import deltas
-from pyvolcano.cache.deltas import Lender, SettledView
-from pyvolcano.cache.memo import BlockedMemo
 from pyvolcano.errors import ManifestError
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.deltas import Lender, SettledView
+from pyvolcano.framework.incremental.records import Record
+from pyvolcano.framework.incremental.state import CarriedValues, IncrementalState, LeftAlone, SnapshotCarry
 
 #: statuses that hold nothing on a node; a set: membership is cheap, IntFlag "&" runs Python code (the snapshot
 #: tests every task)
@@ -98,51 +99,19 @@ class Snapshot:
     #: node usage from a metrics source (Kubernetes mode, ``kube/node_metrics.py``): node name -> (cpu %,
     #: memory %, metrics time); None: no source (``plugins/_usage.py`` reads the snapshot's annotations)
     node_metrics: Mapping[str, tuple[float, float, float]] | None = None
-    #: state plugins keep from one session to the next of this cluster (the cache's own dict, shared by its
-    #: snapshots): what Volcano keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
-    plugin_memory: dict[str, Any] = field(default_factory=dict)
+    #: what plugins keep from one session to the next of this cluster whatever the memo, under typed
+    #: ``CarryKey`` slots (the cache's one object, shared by its snapshots, never read by the cache): what Volcano
+    #: keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
+    plugin_memory: CarriedValues = field(default_factory=CarriedValues)
     #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
     topology: Topology | None = None
-    #: the blocked-job memo (``cache/memo.py``) and the cache's epochs when the snapshot was taken; None:
-    #: every job is examined every session (``--full-sessions``)
-    memo: BlockedMemo | None = None
-    free_epoch: int = 0
-    use_epoch: int = 0
-    alloc_epoch: int = 0
-    #: (``SchedulerCache.room_base``, ``room_nodes``, ``room_seq``) when the snapshot was taken
-    room: tuple[int, list[str], int] = (0, [], 0)
     #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
     #: (``TaskInfo.uses_pod_constraints``), kept by the cache; None: not known, every job is looked at
     constrained_jobs: set[str] | None = None
-    #: jobs the last session recorded as settled and that are still the same (same version, clone reused, same
-    #: PodGroup phase), with the record, under the conf registration ``settled_reg`` it was made with; the session
-    #: uses them only under that same registration (``Session._settled_jobs``)
-    #: (a ``SettledView`` over ``settled_only`` and ``parked`` when there are parked jobs)
-    settled: MutableMapping[str, Any] = field(default_factory=dict)
-    settled_reg: Any = None
-    #: the jobs of ``settled`` that are parked (``Session._settled_jobs``: Pending, refused by enqueue under
-    #: this snapshot's ``free_epoch``), with their record
-    parked: dict[str, Any] = field(default_factory=dict)
-    #: ``settled`` without the parked jobs
-    settled_only: dict[str, Any] = field(default_factory=dict)
-    #: the jobs of ``settled_only`` that are *blocked* (``Session._settled_jobs``: admitted, pods pending, their
-    #: allocate turn skipped or failed under the blocked-job memo): the session's allocate checks each against its
-    #: memo entry first and looks again at those it cannot keep blocked
-    blocked: list[str] = field(default_factory=list)
-    #: each job's position in ``jobs`` order (increasing; None: not kept), valid while this snapshot's session runs
-    pos: dict[str, int] | None = None
-    #: the ``free_epoch`` they were parked under: when it is not this snapshot's, room came back since and the
-    #: session checks them again (enqueue: ``actions/enqueue.py``, ``_ParkedGroup``) or looks at them all
-    parked_epoch: int = -1
-    #: the cache's count of snapshots when this one was taken (``BlockedMemo.left_alone`` names it)
-    seq: int = 0
-    #: the jobs of ``jobs`` not in ``settled``, in ``jobs`` order
-    unsettled: list[JobInfo] = field(default_factory=list)
-    #: the jobs this snapshot handed over again when it carried the last job map (None: it walked every job)
-    redone: set[str] | None = None
-    #: with ``redone``, the jobs that changed in the cache since the last snapshot (appeared, went, or changed:
-    #: the only ones taken out of the carried settled and parked maps); None with ``redone``
-    changed: set[str] | None = None
+    #: what the incremental layer carries into this snapshot (``framework/incremental/state.py``): its state, the
+    #: cache's epochs, the settled, parked and blocked jobs; None: every job is examined every session
+    #: (``--full-sessions``, a cache without ``memo``)
+    carry: SnapshotCarry | None = None
 
 
 class SchedulerCache:
@@ -151,11 +120,13 @@ class SchedulerCache:
     def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER, res: ResourceIndex | None = None, *,
                  reuse_clones: bool = False, memo: bool = False) -> None:
         self.scheduler_name = scheduler_name
-        #: blocked-job memo (``cache/memo.py``): only for a caller whose every change goes through
-        #: ``upsert``/``delete``/``set_task_status`` (the simulator; the Kubernetes scheduler with ``incremental``)
-        self.memo: BlockedMemo | None = BlockedMemo() if memo else None
+        #: the incremental layer's state between sessions (``framework/incremental/``: the blocked-job memo, the
+        #: jobs the last session left alone, carried values), kept without looking inside: only for a caller whose
+        #: every change goes through ``upsert``/``delete``/``set_task_status`` (the simulator; the Kubernetes
+        #: scheduler with ``incremental``)
+        self.incremental: IncrementalState | None = IncrementalState() if memo else None
         #: moves on every change that can give room back or change a rule's input other than by consuming it
-        #: (see ``cache/memo.py``); ``use_epoch`` on every change of node usage at all
+        #: (see ``framework/incremental/memo.py``); ``use_epoch`` on every change of node usage at all
         self.free_epoch = 0
         self.use_epoch = 0
         #: ``free_epoch`` but for the changes of a PodGroup's phase alone and those that give room back on one node
@@ -175,16 +146,16 @@ class SchedulerCache:
         self.incremental_nodes = True
         self._clones: dict[str, tuple[JobInfo, JobInfo]] = {}
         #: the last snapshot, while it lives, holds ``_last_jobs``: a carried job map is then copied, else moved
-        #: in place (``cache/deltas.py``)
+        #: in place (``framework/incremental/deltas.py``)
         self._jobs_lender = Lender()
-        #: snapshots taken so far (``Snapshot.seq``)
+        #: snapshots taken so far (``SnapshotCarry.seq``)
         self._snap_seq = 0
         #: jobs whose cache ``JobInfo`` changed (version, PodGroup phase), appeared or went since the last snapshot;
         #: with the last snapshot's job map and queue names, for a snapshot that carries its job map (``snapshot``)
         self._changed_jobs: set[str] = set()
         self._last_jobs: dict[str, JobInfo] | None = None
         #: each job's position in ``_last_jobs`` (increasing in its order), to list a few of them in that order
-        #: without a walk over all (``Snapshot.pos``); made on a walk, moved by the jobs a carried map adds
+        #: without a walk over all (``SnapshotCarry.pos``); made on a walk, moved by the jobs a carried map adds
         self._pos: dict[str, int] = {}
         self._pos_next = 0
         self._last_queues: frozenset[str] = frozenset()
@@ -238,7 +209,7 @@ class SchedulerCache:
         #: ``Snapshot.node_metrics``, set by the Kubernetes scheduler before each snapshot
         self.node_metrics: Mapping[str, tuple[float, float, float]] | None = None
         #: ``Snapshot.plugin_memory`` of every snapshot of this cache
-        self.plugin_memory: dict[str, Any] = {}
+        self.plugin_memory = CarriedValues()
 
     # --- bulk load ------------------------------------------------------------------------------------
     @classmethod
@@ -315,7 +286,8 @@ class SchedulerCache:
     def freed(self, spec: bool = True) -> None:
         """Something that may give room back (or change a rule's input) changed: blocked jobs are re-examined.
         ``spec=False``: only a PodGroup's phase moved, which gives back enqueue's reservations (proportion's and
-        overcommit's inqueue) but no node room and no queue allocation: ``alloc_epoch`` stays (``cache/memo.py``)."""
+        overcommit's inqueue) but no node room and no queue allocation: ``alloc_epoch`` stays
+        (``framework/incremental/memo.py``)."""
         self.free_epoch += 1
         self.use_epoch += 1
         if spec:
@@ -325,7 +297,7 @@ class SchedulerCache:
         """Room came back on one node only (a pod of ours left a holding status there, or went), or nothing on
         any node changed (``node`` empty: a PodGroup or a finished pod went): enqueue's answers may change
         (``free_epoch``), and allocate's for a one-pod job that found no node only if the pod now fits on a node
-        named in ``room_nodes`` since (``cache/memo.py``); ``alloc_epoch`` stays."""
+        named in ``room_nodes`` since (``framework/incremental/memo.py``); ``alloc_epoch`` stays."""
         self.freed(spec=False)
         if len(self.room_nodes) >= _ROOM_LOG:  # a long-running scheduler: start the log again, every memo stale
             self.room_base += len(self.room_nodes)
@@ -744,9 +716,9 @@ class SchedulerCache:
             tuple[dict[str, JobInfo], list[str], list[str], list[str]] | None:
         """What a snapshot that carries the last one's job map must do again: (that map, the jobs in it to hand
         over again, the new jobs in cache order, the jobs gone), or None when the map cannot be carried and every
-        job is looked at.  ``left``: the jobs the last session left alone (``BlockedMemo.left_alone`` and
+        job is looked at.  ``left``: the jobs the last session left alone (``Handover.left`` and
         ``parked_left``); every other job of the last map (``not_left``, as that session listed them:
-        ``BlockedMemo.not_left``), and every job that ``changed`` in the cache since, is done again.
+        ``Handover.not_left``), and every job that ``changed`` in the cache since, is done again.
 
         The carried map must list the jobs in the cache's order, as a walk over ``self.jobs`` would: a job that
         went and came back, a job left out (no PodGroup, unknown queue) then or now, or other queues, and it is not
@@ -765,7 +737,7 @@ class SchedulerCache:
             new = tail
         if deltas.CHECK:
             listed = {uid for uid in not_left if uid in last_jobs}
-            assert listed == {uid for uid in last_jobs if uid not in left}, "BlockedMemo.not_left"
+            assert listed == {uid for uid in last_jobs if uid not in left}, "Handover.not_left"
         redo = [uid for uid in {*not_left, *changed} if uid in cur and uid in last_jobs]
         prev = self._clones
         for uid in redo:
@@ -785,7 +757,11 @@ class SchedulerCache:
         The node amounts are copies of the cache's running totals.  With ``reuse_clones`` the last snapshot's
         per-node task maps are carried, and a node's map is rebuilt only if a pod on it changed in the cache, a
         job with pods on it got a new clone (or was left out, or came back), or the last session placed,
-        removed or evicted a pod there (its ``NodeArrays.log``)."""
+        removed or evicted a pod there (its ``NodeArrays.log``).
+
+        With the incremental layer (``memo=True``) the jobs the last session left alone are handed over as the
+        very clones they are (``IncrementalState.take_handover``) and the snapshot's ``carry`` says which jobs
+        are settled; the cache keeps the layer's state without looking inside."""
         queues = dict(self.queues)
         if DEFAULT_QUEUE not in queues:  # Volcano always has the default queue (its controller creates it)
             queues[DEFAULT_QUEUE] = QueueInfo(name=DEFAULT_QUEUE)
@@ -793,206 +769,202 @@ class SchedulerCache:
         last = self._last_nodes if self.reuse_clones else None
         dirty = self._dirty_nodes
         self._dirty_nodes = set()
-        jobs: dict[str, JobInfo] = {}
-        skipped: dict[str, str] = {}
-        skipped_pods: dict[str, str] = {}
-        prev_clones = self._clones
-        clones: dict[str, tuple[JobInfo, JobInfo]] = {}
-        reuse = self.reuse_clones
-        memo = self.memo
-        settled_reg = memo.settled_reg if memo is not None and reuse else None
-        settled: MutableMapping[str, Any] = {}
-        unsettled: list[JobInfo] = []
-        # the jobs the last session left alone (``Session.close``), if it was the session of the last snapshot:
-        # their clones are exactly as that snapshot handed them over, so while the cache's job is unchanged (same
-        # version and PodGroup phase) the clone is handed over again as it is, without ``JobInfo.reuse``
-        #: the parked jobs among them (``Session._settled_jobs``, parked jobs): left alone only while no room came back since
-        parked_left: dict[str, Any] = {}
-        parked_epoch = -1
-        left_settled: dict[str, Any] = {}
-        not_left: list[str] | None = None
-        #: the blocked jobs among the settled ones: those the last session left alone, then those ``one`` finds
-        blocked: list[str] = []
-        if memo is not None and reuse and settled_reg is not None:
-            seq, got = memo.left_alone
-            if seq == self._snap_seq:
-                left_settled = got
-                bseq, bgot = memo.blocked_left
-                if bseq == seq:
-                    blocked = bgot
-                pseq, epoch, pgot = memo.parked_left
-                if pseq == seq and pgot:  # under another epoch too: the session checks them again
-                    parked_left, parked_epoch = pgot, epoch
-                nseq, listed = memo.not_left
-                if nseq == seq:
-                    not_left = listed
-            memo.left_alone = (-1, {})
-            memo.parked_left = (-1, -1, {})
-            memo.not_left = (-1, [])
-            memo.blocked_left = (-1, [])
-        left = SettledView(left_settled, parked_left)
-        found_blocked: list[str] = []
+        state = self.incremental
+        left = state.take_handover(self._snap_seq, self.reuse_clones) if state is not None else LeftAlone()
         self._snap_seq += 1
         changed = self._changed_jobs
         self._changed_jobs = set()
-
-        def one(uid: str, job: JobInfo) -> None:
-            """``job`` into the snapshot: its clone reused or made afresh, or the job left out with its reason."""
-            if job.podgroup is None or job.queue not in queues:
-                if job.podgroup is None:
-                    group = uid.split("/", 1)[1]
-                    skipped[uid] = (f"PodGroup {uid} does not exist "
-                                   f"(named by pod annotation {GROUP_NAME_ANNOTATION}={group})")
-                else:
-                    skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
-                skipped_pods.update((t.uid, skipped[uid]) for t in job.tasks_in(TaskStatus.Pending))
-                if last is not None and uid in prev_clones:  # its nodes held the last session's clones
-                    dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
-                return
-            prev = prev_clones.get(uid) if reuse else None
-            if prev is not None and prev[0] is job and prev[1].reuse(job):
-                c = prev[1]
-                self.reused += 1
-                if settled_reg is not None:  # settled in the last session it was in and unchanged since?
-                    rec = job.derived.get("settled")
-                    if rec is not None:
-                        key = rec[0]
-                        if key[0] == job.version and key[2] is settled_reg and c.podgroup is not None \
-                                and c.podgroup.phase == key[1]:
-                            settled[uid] = rec[1]
-                            if rec[1][1].pending:  # settled with pods pending: blocked
-                                found_blocked.append(uid)
-            else:
-                c = job.clone()
-                if last is not None:  # its pods' nodes hold the old clones (or the cache's own pods)
-                    dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
-            jobs[uid] = c
-            if reuse:
-                clones[uid] = (job, c)
-
-        if parked_left and changed and memo is not None:
-            # a parked job that changed is looked at again: its refusal stands under the epoch it was parked under
-            # (checked again then, or left refused by enqueue's group checks, ``actions/enqueue.py``), as the memo
-            # would have recorded it had enqueue looked at every job
-            refusals = memo.enqueue
-            for uid in changed:
-                if uid in parked_left:
-                    e = refusals.get(uid)
-                    if e is not None:
-                        e.key = (parked_epoch, e.key[1])
+        if left.parked and changed and state is not None:
+            state.refusals_stand(changed, left.parked, left.parked_epoch)
+        got = _Jobs(self, queues, last is not None, dirty)
         # (close lists ``not_left`` whenever it leaves jobs alone)
-        carried = self._carried_jobs(left, not_left, changed, queues) if left and not_left is not None else None
-        redone: set[str] | None = None
+        view: SettledView[Record] = SettledView(left.settled, left.parked)
+        carried = self._carried_jobs(view, left.not_left, changed, queues) if view and left.not_left is not None \
+            else None
         if carried is not None:
-            # the last snapshot's job map, with only the jobs that changed or that the last session did not leave
-            # alone done again, the new ones appended in cache order: in place (a dict keeps a key's position),
-            # unless the last snapshot is still alive (a caller kept it), and then in a copy
-            last_jobs, redo, new, gone = carried
-            if self._jobs_lender.borrowed():
-                jobs = dict(last_jobs)
-            else:
-                jobs = last_jobs
-            clones = prev_clones  # the cache's own: in place
-            # from here the maps are half moved: if anything fails, the next snapshot starts afresh
-            self._last_jobs, self._clones = None, {}
-            for uid in gone:
-                del jobs[uid]
-                del clones[uid]
-            # the left-alone jobs but those that changed since: the memo's dicts are this snapshot's now (the
-            # session that made them is over), so the few that changed are taken out in place; the settled jobs
-            # are the two maps seen as one (what ``one`` finds settled again goes into ``settled_only``)
-            settled_only, parked = left_settled, parked_left
-            for uid in changed:
-                settled_only.pop(uid, None)
-                parked.pop(uid, None)
-            settled = left if parked else settled_only
-            self.reused += len(settled)
-            cur = self.jobs
-            for uid in redo:
-                one(uid, cur[uid])
-            for uid in new:
-                one(uid, cur[uid])
-            redone = {*redo, *new}
-            # the jobs not settled are among those done again (the others are left alone, settled): in map order
-            pos = self._pos
-            for uid in gone:
-                del pos[uid]
-            for uid in new:
-                pos[uid] = self._pos_next
-                self._pos_next += 1
-            unsettled = [jobs[uid] for uid in sorted((uid for uid in redone if uid not in settled), key=pos.__getitem__)]
+            got.carried(carried, left, changed)
         else:
-            for uid, job in self.jobs.items():
-                if left:
-                    rec = left.get(uid)
-                    if rec is not None:
-                        kept = prev_clones[uid]
-                        c = kept[1]
-                        cpg, jpg = c.podgroup, job.podgroup
-                        if (kept[0] is job and c.version == job.version and cpg is not None and jpg is not None
-                                and cpg.phase == jpg.phase and job.queue in queues):
-                            jobs[uid] = c
-                            clones[uid] = kept
-                            settled[uid] = rec
-                            self.reused += 1
-                            continue
-                one(uid, job)
-            unsettled = [c for uid, c in jobs.items() if uid not in settled]
-            self._pos = {uid: i for i, uid in enumerate(jobs)}
-            self._pos_next = len(jobs)
-            parked = {uid: rec for uid, rec in parked_left.items() if uid in settled} if parked_left else {}
-            if parked:  # the two maps seen as one, as on a carried map
-                settled_only = {uid: rec for uid, rec in settled.items() if uid not in parked}
-                settled = SettledView(settled_only, parked)
-            else:
-                settled_only = cast(dict[str, Any], settled)  # a plain map on a walk
-        if blocked or found_blocked:
-            blocked = [uid for uid in dict.fromkeys((*blocked, *found_blocked)) if uid in settled]
-        self._last_jobs = jobs if reuse and not skipped else None
+            got.walk(view, left)
+        jobs = got.jobs
+        blocked: list[str] = []
+        if left.blocked or got.found_blocked:
+            blocked = [uid for uid in dict.fromkeys((*left.blocked, *got.found_blocked)) if uid in got.settled]
+        self._last_jobs = jobs if self.reuse_clones and not got.skipped else None
         self._last_queues = frozenset(queues)
-        self._clones = clones
-        if not self.incremental_nodes:
-            arrays = self.rebuilt_nodes(jobs)
-        else:
-            arrays = ledger.copy_amounts()
-            if last is None or last.names is not ledger.names:
-                arrays.tasks = [self._node_map(name, jobs) for name in arrays.names]
-            else:
-                tasks = list(last.tasks)
-                touched = set(last.log)
-                pos = arrays.pos
-                touched.update(pos[n] for n in dirty if n in pos)
-                names = arrays.names
-                for i in touched:
-                    tasks[i] = self._node_map(names[i], jobs)
-                arrays.tasks = tasks
-            pos = arrays.pos
-            arrays.extra_at = {pos[n] for n in self._extra_on if n in pos}
-            arrays.constrained_at = {pos[n] for n in self._constrained_on if n in pos}
-            if reuse:
-                self._last_nodes = arrays
-        if self.memo is not None and len(self.memo.enqueue) + len(self.memo.allocate) > 2 * len(jobs) + 64:
-            self.memo.prune(jobs)
+        self._clones = got.clones
+        arrays = self._snapshot_nodes(jobs, ledger, last, dirty)
+        if state is not None:
+            state.prune(jobs)
+        carry = None if state is None else SnapshotCarry(
+            state, free_epoch=self.free_epoch, use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch,
+            room=(self.room_base, self.room_nodes, self.room_seq), seq=self._snap_seq, settled=got.settled,
+            settled_reg=state.settled_reg if self.reuse_clones else None, parked=got.parked,
+            settled_only=got.settled_only, blocked=blocked, parked_epoch=left.parked_epoch, unsettled=got.unsettled,
+            pos=self._pos if self._last_jobs is not None else None, redone=got.redone,
+            changed=changed if got.redone is not None else None)
         snap = Snapshot(
             res=self.res, nodes=arrays, jobs=jobs, queues=queues, priority_classes=dict(self.priority_classes),
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             numatopo=dict(self.numatopo),
-            skipped_jobs=skipped, skipped_pods=skipped_pods, now=self.now, has_clock=self.has_clock,
+            skipped_jobs=got.skipped, skipped_pods=got.skipped_pods, now=self.now, has_clock=self.has_clock,
             node_metrics=self.node_metrics, plugin_memory=self.plugin_memory,
-            topology=self.topology(arrays.specs, arrays.names), memo=self.memo, free_epoch=self.free_epoch,
-            use_epoch=self.use_epoch, alloc_epoch=self.alloc_epoch, room=(self.room_base, self.room_nodes, self.room_seq),
-            constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs},
-            settled=settled, settled_reg=settled_reg, seq=self._snap_seq, unsettled=unsettled, redone=redone,
-            parked=parked, parked_epoch=parked_epoch, settled_only=settled_only, blocked=blocked,
-            pos=self._pos if self._last_jobs is not None else None,
-            changed=changed if redone is not None else None,
-        )
+            topology=self.topology(arrays.specs, arrays.names),
+            constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs}, carry=carry)
         self._jobs_lender.lend(snap)
         return snap
+
+    def _snapshot_nodes(self, jobs: dict[str, JobInfo], ledger: NodeArrays, last: NodeArrays | None,
+                        dirty: set[str]) -> NodeArrays:
+        """The snapshot's node arrays: the ledger's amounts, each node's task map carried from the last snapshot
+        unless a pod on it changed (``dirty``) or the last session touched it (its ``NodeArrays.log``)."""
+        if not self.incremental_nodes:
+            return self.rebuilt_nodes(jobs)
+        arrays = ledger.copy_amounts()
+        if last is None or last.names is not ledger.names:
+            arrays.tasks = [self._node_map(name, jobs) for name in arrays.names]
+        else:
+            tasks = list(last.tasks)
+            touched = set(last.log)
+            pos = arrays.pos
+            touched.update(pos[n] for n in dirty if n in pos)
+            names = arrays.names
+            for i in touched:
+                tasks[i] = self._node_map(names[i], jobs)
+            arrays.tasks = tasks
+        pos = arrays.pos
+        arrays.extra_at = {pos[n] for n in self._extra_on if n in pos}
+        arrays.constrained_at = {pos[n] for n in self._constrained_on if n in pos}
+        if self.reuse_clones:
+            self._last_nodes = arrays
+        return arrays
 
     def warn_problems(self) -> None:
         for p in self.problems:
             print(f"pyvolcano: skipped: {p}", file=sys.stderr)
+
+
+class _Jobs:
+    """The job map of one snapshot, being built: each job's clone (reused or made afresh) or its reason for being
+    left out, and which clones are settled (handed over by the last session, or found by their settled record)."""
+
+    def __init__(self, cache: SchedulerCache, queues: dict[str, QueueInfo], nodes_carried: bool,
+                 dirty: set[str]) -> None:
+        self.cache, self.queues, self.nodes_carried, self.dirty = cache, queues, nodes_carried, dirty
+        self.jobs: dict[str, JobInfo] = {}
+        self.skipped: dict[str, str] = {}
+        self.skipped_pods: dict[str, str] = {}
+        self.prev_clones = cache._clones
+        self.clones: dict[str, tuple[JobInfo, JobInfo]] = {}
+        self.settled: MutableMapping[str, Record] = {}
+        self.settled_only: dict[str, Record] = {}
+        self.parked: dict[str, Record] = {}
+        self.found_blocked: list[str] = []
+        self.unsettled: list[JobInfo] = []
+        self.redone: set[str] | None = None
+
+    def one(self, uid: str, job: JobInfo) -> None:
+        """``job`` into the snapshot: its clone reused or made afresh, or the job left out with its reason."""
+        cache, queues = self.cache, self.queues
+        if job.podgroup is None or job.queue not in queues:
+            if job.podgroup is None:
+                group = uid.split("/", 1)[1]
+                self.skipped[uid] = (f"PodGroup {uid} does not exist "
+                                     f"(named by pod annotation {GROUP_NAME_ANNOTATION}={group})")
+            else:
+                self.skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
+            self.skipped_pods.update((t.uid, self.skipped[uid]) for t in job.tasks_in(TaskStatus.Pending))
+            if self.nodes_carried and uid in self.prev_clones:  # its nodes held the last session's clones
+                self.dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
+            return
+        reuse = cache.reuse_clones
+        prev = self.prev_clones.get(uid) if reuse else None
+        if prev is not None and prev[0] is job and prev[1].reuse(job):
+            c = prev[1]
+            cache.reused += 1
+            state = cache.incremental
+            rec = state.settled_record(job, c, reuse) if state is not None else None
+            if rec is not None:  # settled in the last session it was in and unchanged since
+                self.settled[uid] = rec
+                if rec[1].pending:  # settled with pods pending: blocked
+                    self.found_blocked.append(uid)
+        else:
+            c = job.clone()
+            if self.nodes_carried:  # its pods' nodes hold the old clones (or the cache's own pods)
+                self.dirty.update(t.node_name for t in job.tasks.values() if t.node_name)
+        self.jobs[uid] = c
+        if reuse:
+            self.clones[uid] = (job, c)
+
+    def carried(self, carried: tuple[dict[str, JobInfo], list[str], list[str], list[str]], left: LeftAlone,
+                changed: set[str]) -> None:
+        """The last snapshot's job map, with only the jobs that changed or that the last session did not leave
+        alone done again, the new ones appended in cache order: in place (a dict keeps a key's position), unless
+        the last snapshot is still alive (a caller kept it), and then in a copy."""
+        cache = self.cache
+        last_jobs, redo, new, gone = carried
+        jobs = self.jobs = dict(last_jobs) if cache._jobs_lender.borrowed() else last_jobs
+        clones = self.clones = self.prev_clones  # the cache's own: in place
+        # from here the maps are half moved: if anything fails, the next snapshot starts afresh
+        cache._last_jobs, cache._clones = None, {}
+        for uid in gone:
+            del jobs[uid]
+            del clones[uid]
+        # the left-alone jobs but those that changed since: the handed-over maps are this snapshot's now (the
+        # session that made them is over), so the few that changed are taken out in place; the settled jobs are
+        # the two maps seen as one (what ``one`` finds settled again goes into ``settled_only``)
+        settled_only, parked = self.settled_only, self.parked = left.settled, left.parked
+        for uid in changed:
+            settled_only.pop(uid, None)
+            parked.pop(uid, None)
+        self.settled = SettledView(settled_only, parked) if parked else settled_only
+        cache.reused += len(self.settled)
+        cur = cache.jobs
+        for uid in redo:
+            self.one(uid, cur[uid])
+        for uid in new:
+            self.one(uid, cur[uid])
+        redone = self.redone = {*redo, *new}
+        # the jobs not settled are among those done again (the others are left alone, settled): in map order
+        pos = cache._pos
+        for uid in gone:
+            del pos[uid]
+        for uid in new:
+            pos[uid] = cache._pos_next
+            cache._pos_next += 1
+        settled = self.settled
+        self.unsettled = [jobs[uid] for uid in sorted((uid for uid in redone if uid not in settled),
+                                                      key=pos.__getitem__)]
+
+    def walk(self, view: SettledView[Record], left: LeftAlone) -> None:
+        """Every job of the cache in order: a left-alone one whose cache job is unchanged keeps its clone as it
+        is; the others through ``one``."""
+        cache, queues, jobs, settled = self.cache, self.queues, self.jobs, self.settled
+        prev_clones, clones = self.prev_clones, self.clones
+        for uid, job in cache.jobs.items():
+            if view:
+                rec = view.get(uid)
+                if rec is not None:
+                    kept = prev_clones[uid]
+                    c = kept[1]
+                    cpg, jpg = c.podgroup, job.podgroup
+                    if (kept[0] is job and c.version == job.version and cpg is not None and jpg is not None
+                            and cpg.phase == jpg.phase and job.queue in queues):
+                        jobs[uid] = c
+                        clones[uid] = kept
+                        settled[uid] = rec
+                        cache.reused += 1
+                        continue
+            self.one(uid, job)
+        self.unsettled = [c for uid, c in jobs.items() if uid not in settled]
+        cache._pos = {uid: i for i, uid in enumerate(jobs)}
+        cache._pos_next = len(jobs)
+        parked = left.parked
+        self.parked = {uid: rec for uid, rec in parked.items() if uid in settled} if parked else {}
+        if self.parked:  # the two maps seen as one, as on a carried map
+            self.settled_only = {uid: rec for uid, rec in settled.items() if uid not in self.parked}
+            self.settled = SettledView(self.settled_only, self.parked)
+        else:
+            self.settled_only = cast(dict[str, Record], settled)  # a plain map on a walk
 
 
 def meta_ns(obj: dict[str, Any]) -> str:
@@ -1027,7 +999,7 @@ def _count(cache: SchedulerCache, t: TaskInfo, node: str, sign: int) -> None:
 
 def _consumes(old: PodGroup, new: PodGroup) -> bool:
     """A PodGroup change that gives no room back: re-sent unchanged, or admitted (Pending -> Inqueue), with the
-    same spec (see ``cache/memo.py``)."""
+    same spec (see ``framework/incremental/memo.py``)."""
     return _same_spec(old, new) and (old.phase == new.phase
                                      or (old.phase == PodGroupPhase.Pending and new.phase == PodGroupPhase.Inqueue))
 

@@ -12,7 +12,7 @@ A conf is treated as a value: a reload builds a new ``SchedulerConf`` (``kube/co
 and with it a new registration; a copy with other tiers (``model_copy(update={"tiers": ...})``) is resolved
 afresh because the registration remembers the tier list it was built from (``SchedulerConf.registration``).
 Changing a loaded conf's plugin options in place is not supported (nothing in pyvolcano does; the blocked-job
-memo, ``cache/memo.py``, makes the same assumption).
+memo, ``framework/incremental/memo.py``, makes the same assumption).
 """
 
 from __future__ import annotations

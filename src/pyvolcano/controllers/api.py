@@ -24,5 +24,8 @@ class ClusterAPI(Protocol):
     def update_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Replace the object's status."""
 
+    def patch_spec(self, kind: str, namespace: str, name: str, fields: dict[str, Any]) -> None:
+        """Set these fields of the object's spec (a merge: fields not named stay)."""
+
     def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
         """Record a Kubernetes Event about ``obj``."""

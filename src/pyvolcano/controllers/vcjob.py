@@ -31,6 +31,16 @@ What Volcano's job controller does, reduced to what scheduling outcomes depend o
   fails otherwise (or when a task with minAvailable has fewer successes), and goes back to Pending when more pods
   are pending than replicas - minAvailable.
 
+- updates Volcano's webhook lets through on a running job (``admit_job.go: validateJobUpdate``, checked by
+  ``api/job_validate.py: job_update_problems``): a task's replicas, a task's and the job's minAvailable and the
+  priority class.  ``update_job`` takes the new spec and syncs, as Volcano's ``updateJob`` handler (an OutOfSync
+  request, so a SyncJob) does: the PodGroup follows (``createOrUpdatePodGroup``/``shouldUpdateExistingPodGroup``:
+  minMember, minResources, minTaskMember, priority class), missing pods are created and the pods past a task's
+  replicas deleted once the PodGroup has left Pending;
+- ``delete_job``: a Job deleted (by its user, or by ``ttlSecondsAfterFinished``: Volcano's garbagecollector
+  controller, which the simulator runs on simulated time and ``kube/controller.py`` on the cluster's) takes its
+  pods and PodGroup with it.
+
 On a cluster, where deleted pods terminate gracefully, ``status.terminating`` counts them and the ending phases
 last until they are gone; the simulator deletes at once (``ClusterAPI.delete`` returns True), so it passes through
 them in the same step.
@@ -49,10 +59,14 @@ from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK
 from pyvolcano.controllers.api import ClusterAPI
 from pyvolcano.errors import ManifestError
 
+#: the pod annotation and label holding the pod's index in its task (``volcano.sh/apis batch/v1alpha1: TaskIndex``)
+TASK_INDEX_KEY = "volcano.sh/task-index"
 #: the pod label holding a partitioned task's partition (``volcano.sh/apis batch/v1alpha1: TaskPartitionID``)
 PARTITION_ID_LABEL = "volcano.sh/partition-id"
 
 FINAL = ("Completed", "Failed", "Aborted", "Terminated")
+#: the finished phases ``ttlSecondsAfterFinished`` applies to (garbagecollector.go: isJobFinished; not Aborted)
+TTL_PHASES = ("Completed", "Failed", "Terminated")
 #: the phase a job shows while the pods it killed are still terminating, and the one it reaches when they are gone
 ENDING = {"Aborted": "Aborting", "Terminated": "Terminating", "Completed": "Completing"}
 ENDED = {v: k for k, v in ENDING.items()}
@@ -98,6 +112,9 @@ class JobState:
     #: ``status.terminating`` as the last kill stored it: Volcano recounts it only when it syncs the pods, which it
     #: does not while the (re-created) PodGroup is Pending, so a Restarting job judges its restart by this number
     killed: int = 0
+    #: the spec changed (``update_job``): the next sync with an admitted PodGroup deletes the pods past a task's
+    #: replicas (Volcano's syncJob deletes every pod it did not expect)
+    resized: bool = False
 
     #: the job's tasks, each with its name, and their replicas in all, read once (``tasks``, ``replicas``): a Job's
     #: spec does not change under the controller, and every sync and pod event asks
@@ -152,10 +169,14 @@ class JobController:
         spec = tmpl.setdefault("spec", {})
         name = f"{jname}-{task['name']}-{index}"
         ann = dict(pmd.get("annotations") or {})
-        ann.update({GROUP_NAME_ANNOTATION: jname, TASK_SPEC_ANNOTATION: task["name"], JOB_NAME_ANNOTATION: jname,
-                    "volcano.sh/job-version": str(st.version), "volcano.sh/queue-name": self._queue(st.job)})
+        queue = self._queue(st.job)
+        ann.update({TASK_INDEX_KEY: str(index), TASK_SPEC_ANNOTATION: task["name"], GROUP_NAME_ANNOTATION: jname,
+                    JOB_NAME_ANNOTATION: jname, "volcano.sh/queue-name": queue,
+                    "volcano.sh/job-version": str(st.version), "volcano.sh/template-uid": f"{jname}-{task['name']}",
+                    "volcano.sh/job-retry-count": str(st.retries)})
         labels = dict(pmd.get("labels") or {})
-        labels.update({JOB_NAME_ANNOTATION: jname, "volcano.sh/job-namespace": ns, "volcano.sh/task-spec": task["name"]})
+        labels.update({TASK_INDEX_KEY: str(index), JOB_NAME_ANNOTATION: jname, "volcano.sh/task-spec": task["name"],
+                       "volcano.sh/job-namespace": ns, "volcano.sh/queue-name": queue})
         if isinstance(task.get("partitionPolicy"), dict):  # createJobPod: the pod's partition as a label
             labels[PARTITION_ID_LABEL] = str(partition_of(name, task["partitionPolicy"].get("partitionSize")))
         pmd.update({"name": name, "namespace": ns, "annotations": ann, "labels": labels,
@@ -164,10 +185,6 @@ class JobController:
         spec.setdefault("schedulerName", st.job["spec"].get("schedulerName") or "volcano")
         if st.job["spec"].get("priorityClassName") and not spec.get("priorityClassName"):
             spec["priorityClassName"] = st.job["spec"]["priorityClassName"]
-        for c in spec.get("containers") or []:
-            env = [e for e in c.get("env") or [] if e.get("name") != "VK_TASK_INDEX"]
-            env.append({"name": "VK_TASK_INDEX", "value": str(index)})
-            c["env"] = env
         tmpl.update({"apiVersion": "v1", "kind": "Pod", "status": {"phase": "Pending"}})
         return tmpl
 
@@ -225,7 +242,8 @@ class JobController:
         return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                 "metadata": {"name": md["name"], "namespace": md.get("namespace") or "default",
                              "creationTimestamp": md.get("creationTimestamp"),
-                             "annotations": dict(md.get("annotations") or {})},
+                             "annotations": dict(md.get("annotations") or {}),
+                             **({"labels": dict(md["labels"])} if md.get("labels") else {})},
                 "spec": pg_spec, "status": {"phase": "Pending"}}
 
     def _status(self, st: JobState) -> None:
@@ -292,6 +310,40 @@ class JobController:
         if st.phase not in FINAL:
             self._settle(st)
         self._status(st)
+
+    def update_job(self, job_key: str, job: dict[str, Any]) -> bool:
+        """A running Job's spec changed (the caller checked the change with ``job_update_problems``): take the new
+        spec, make the PodGroup follow and sync (Volcano's ``updateJob`` -> OutOfSync -> SyncJob ->
+        ``initOnJobUpdate``).  A finished or ending job only takes the spec.  False for an unknown job."""
+        st = self.jobs.get(job_key)
+        if st is None:
+            return False
+        st.job = job
+        st._tasks, st._replicas = None, -1
+        st.resized = True
+        if st.phase in FINAL or st.phase in ENDED:
+            return True
+        if self.pg_phase.get(st.key) is not None:
+            md = job["metadata"]
+            self.api.patch_spec("PodGroup", md.get("namespace") or "default", md["name"],
+                                self._podgroup(st)["spec"])
+        self._settle(st)
+        self._status(st)
+        return True
+
+    def delete_job(self, job_key: str) -> None:
+        """The Job is gone (deleted by its user or by ``ttlSecondsAfterFinished``): its pods and PodGroup go with
+        it (on a cluster Kubernetes' garbage collector does this through their owner references)."""
+        st = self.jobs.pop(job_key, None)
+        if st is None:
+            return
+        md = st.job["metadata"]
+        ns = md.get("namespace") or "default"
+        for name in list(st.pods):
+            self.api.delete("Pod", ns, name)
+        st.pods.clear()
+        self.pg_phase.pop(job_key, None)
+        self.api.delete("PodGroup", ns, md["name"])
 
     def _task_completed(self, st: JobState, task: str) -> bool:
         """Volcano's ``jobCache.TaskCompleted``: every replica of the task has a Succeeded pod."""
@@ -419,9 +471,18 @@ class JobController:
             return False
         if phase in ("", "Pending"):
             return False
+        if st.resized:  # scaled down: the pods past their task's replicas go (syncJob's podToDelete)
+            st.resized = False
+            self._delete_extra_pods(st, ns)
         if len(st.pods) < st.replicas:  # every pod there: nothing to create (the common case)
             self._create_pods(st)
         return True
+
+    def _delete_extra_pods(self, st: JobState, ns: str) -> None:
+        want = {f"{st.job['metadata']['name']}-{t['name']}-{i}" for t in st.tasks
+                for i in range(int(t.get("replicas", 1)))}
+        for name in [n for n in st.pods if n not in want]:
+            self._delete_pod(st, ns, name)
 
     @staticmethod
     def _replicas(job: dict[str, Any]) -> int:

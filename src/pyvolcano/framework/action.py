@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import NONE, Contracts
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -15,6 +16,9 @@ class Action:
     ``configurations`` entry of the same name."""
 
     name: ClassVar[str] = ""
+    #: what the incremental layer may rely on (``framework/incremental/contracts.py``, docs/extending.md): an action
+    #: that declares nothing gets the exact, slower path
+    contracts: ClassVar[Contracts] = NONE
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         self.arguments = arguments or Arguments({}, self.name)

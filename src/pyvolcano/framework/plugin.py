@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import NONE, Contracts
+from pyvolcano.framework.state import QueueShare, StateKey
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -19,6 +22,12 @@ class Plugin:
     """
 
     name: ClassVar[str] = ""
+    #: what the incremental layer may rely on (``framework/incremental/contracts.py``, docs/extending.md): a plugin
+    #: that declares nothing gets the exact, slower path
+    contracts: ClassVar[Contracts] = NONE
+    #: the state key under which it keeps each queue's fair share (``framework/state.py: QUEUE_SHARES``), which
+    #: ``Session.close`` copies into the queue statuses; None: it keeps none
+    queue_share: ClassVar[StateKey[Mapping[str, QueueShare]] | None] = None
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

@@ -131,10 +131,10 @@ class SessionResult:
     #: session carried statuses, a ``ChainMap`` of ``changed_podgroups`` over ``carried_podgroups``
     podgroups: MutableMapping[str, PodGroupStatus] = field(default_factory=dict)
     #: the statuses the session carried unchanged from the last one for the jobs it left alone (settled and parked
-    #: jobs, ``Session._settled_jobs``: the very objects the last session handed over), and the others; ``apply``
+    #: jobs, ``Plan.settled_jobs``: the very objects the last session handed over), and the others; ``apply``
     #: hands a writer that settles every status it writes (``ClusterWriter.settles_every_status``) only the others
     #: and those carried ones it did not write.  The carried map is the one the next session moves on: it is lent
-    #: to this result, and copied before it changes only while this result is alive (``cache/deltas.py``)
+    #: to this result, and copied before it changes only while this result is alive (``framework/incremental/deltas.py``)
     carried_podgroups: Mapping[str, PodGroupStatus] = field(default_factory=dict)
     changed_podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     #: job -> why it is not scheduled (the Unschedulable condition's message, why it was not enqueued, or the

@@ -88,9 +88,12 @@ class QueueShare(Protocol):
 
 # --- the keys the framework reads (the plugins write them) -----------------------------------------------------
 #: proportion's queue attributes by queue name
-PROPORTION_QUEUES: StateKey[Mapping[str, QueueShare]] = StateKey("proportion")
+PROPORTION_QUEUES: StateKey[Mapping[str, QueueShare]] = StateKey("proportion-queues")
 #: capacity's queue attributes by queue name
-CAPACITY_QUEUES: StateKey[Mapping[str, QueueShare]] = StateKey("capacity")
+CAPACITY_QUEUES: StateKey[Mapping[str, QueueShare]] = StateKey("capacity-queues")
+#: the queue shares ``Session.close`` copies into ``QueueStatus.fair``, first found first: a plugin names the one it
+#: keeps in ``Plugin.queue_share`` (capacity's before proportion's when a conf has both)
+QUEUE_SHARES: tuple[StateKey[Mapping[str, QueueShare]], ...] = (CAPACITY_QUEUES, PROPORTION_QUEUES)
 #: what the capacity plugin found wrong with the queue tree, fatal problems first
 QUEUE_PROBLEMS: StateKey[list[Problem]] = StateKey("capacity-problems")
 #: input a plugin could not use and left out, each naming the object and field (``SessionResult.warnings``); the

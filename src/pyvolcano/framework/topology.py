@@ -27,11 +27,14 @@ import numpy as np
 from pyvolcano.api.hypernode import NetworkTopology, Topology
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.types import ALLOCATED
+from pyvolcano.framework.incremental.state import CarryKey
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 #: what a gradient is searched for (Volcano's ``api.SearchPurpose``)
+#: (``SnapshotCarry.seq``, the uids of the jobs with a topology constraint) of the last session
+_CONSTRAINED: CarryKey[tuple[int, set[str]]] = CarryKey("topology-constrained")
 PURPOSE_ALLOCATE, PURPOSE_EVICT = "allocate", "evict"
 
 #: ``fn(job, search_root, purpose, highest_tier, allocated_hypernode, min_resources) -> [[hypernode index]]``:
@@ -131,19 +134,18 @@ class SessionTopology:
         # the jobs with a constraint of their own or on a sub-group: usually none, and then nothing below runs.
         # The snapshot's settled jobs are the last snapshot's clones, unchanged (``SchedulerCache.snapshot``): when
         # none of them had a constraint in the last session, only the others are looked at
-        snap = ssn.snapshot
-        memo = snap.memo  # ``Session.carry``: sessions with the memo carry what they can
+        carry = ssn.snapshot.carry  # sessions with the incremental layer carry what they can
         look: Iterable[JobInfo] = ssn.jobs.values()
-        if memo is not None and snap.settled and snap.seq >= 1:
-            last = memo.carried.get("topology-constrained")
-            settled = snap.settled  # ``set.isdisjoint(mapping)`` would walk every settled job: the few constrained
-            if last is not None and last[0] == snap.seq - 1 and not any(uid in settled for uid in last[1]):
-                look = snap.unsettled
+        if carry is not None and carry.settled and carry.seq >= 1:
+            last = carry.state.values.get(_CONSTRAINED)
+            settled = carry.settled  # ``set.isdisjoint(mapping)`` would walk every settled job: the few constrained
+            if last is not None and last[0] == carry.seq - 1 and not any(uid in settled for uid in last[1]):
+                look = carry.unsettled
         constrained = [job for job in look if (pg := job.podgroup) is not None and (
             pg.network_topology is not None
             or (pg.sub_group_policy and any(p.network_topology is not None for p in pg.sub_group_policy)))]
-        if memo is not None:
-            memo.carried["topology-constrained"] = (snap.seq, {job.uid for job in constrained})
+        if carry is not None:
+            carry.state.values.put(_CONSTRAINED, (carry.seq, {job.uid for job in constrained}))
         if not constrained:
             return st
         top_tier = int(topo.tier[topo.top])

@@ -68,4 +68,4 @@ def evict_victim(ssn: Session, task: TaskInfo, reason: str) -> None:
     job.update_task_status(task, TaskStatus.Releasing)
     ssn.touched.add(task.job)
     ssn._fire(task, False)
-    ssn._record_eviction(task, reason)
+    ssn.record_eviction(task, reason)

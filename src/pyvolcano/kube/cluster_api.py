@@ -17,15 +17,44 @@ from typing import Any
 
 from pyvolcano.kube import job_plugins
 from pyvolcano.kube.client import ApiError
-from pyvolcano.kube.objects import owner_ref
-from pyvolcano.kube.resources import CONFIGMAP, POD, PODGROUP, QUEUE, SERVICE, VCJOB, Resource
+from pyvolcano.kube.objects import now_iso, owner_ref
+from pyvolcano.kube.resources import (
+    CONFIGMAP,
+    CRONJOB,
+    JOBFLOW,
+    JOBTEMPLATE,
+    NETWORKPOLICY,
+    POD,
+    PODGROUP,
+    QUEUE,
+    SECRET,
+    SERVICE,
+    VCJOB,
+    Resource,
+)
 from pyvolcano.kube.writer import EventRecorder
 
 log = logging.getLogger(__name__)
 
 KINDS: dict[str, Resource] = {"Pod": POD, "PodGroup": PODGROUP, "Job": VCJOB, "Queue": QUEUE,
-                              "ConfigMap": CONFIGMAP, "Service": SERVICE}
-_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod"}
+                              "ConfigMap": CONFIGMAP, "Service": SERVICE, "Secret": SECRET,
+                              "NetworkPolicy": NETWORKPOLICY,
+                              "CronJob": CRONJOB, "JobFlow": JOBFLOW, "JobTemplate": JOBTEMPLATE}
+_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod", "CronJob", "JobFlow", "JobTemplate"}
+
+
+def _stamp_transition(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A Job status with ``state.lastTransitionTime``: now when the phase changes, else the time it had (Volcano's
+    syncJob stamps it; ``ttlSecondsAfterFinished`` counts from it)."""
+    state = dict(new.get("state") or {})
+    if state.get("lastTransitionTime"):
+        return new
+    before = old.get("state") or {}
+    if before.get("phase") == state.get("phase") and before.get("lastTransitionTime"):
+        state["lastTransitionTime"] = before["lastTransitionTime"]
+    else:
+        state["lastTransitionTime"] = now_iso()
+    return {**new, "state": state}
 
 
 class KubeClusterAPI:
@@ -142,6 +171,13 @@ class KubeClusterAPI:
                 return
             if obj.get("status") == status:
                 return
+            if kind == "Job":
+                status = _stamp_transition(obj.get("status") or {}, status)
+                controlled = job_plugins.controlled_resources(obj)
+                if controlled:  # the plugins' OnJobAdd records itself there
+                    status = {**status, "controlledResources": controlled}
+                if obj.get("status") == status:
+                    return
             obj["status"] = status
             try:
                 self.api.replace(res, obj, namespace, subresource=sub)
@@ -152,6 +188,14 @@ class KubeClusterAPI:
                 if not exc.conflict:
                     raise
         log.warning("status of %s %s/%s: gave up after repeated conflicts", kind, namespace, name)
+
+    def patch_spec(self, kind: str, namespace: str, name: str, fields: dict[str, Any]) -> None:
+        """A JSON merge patch of the spec (a map such as ``minTaskMember`` merges key by key)."""
+        try:
+            self.api.patch(self._res(kind), name, {"spec": fields}, namespace)
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
 
     def event(self, obj: dict[str, Any], etype: str, reason: str, message: str) -> None:
         self.recorder.event(obj, etype, reason, message)

@@ -14,8 +14,11 @@ What this layer adds to the job controller, because it only exists on a cluster:
   scheduler admits the PodGroup, as in Volcano);
 * ``bus.volcano.sh`` Commands for Jobs (``pyvolcano job suspend/resume``, vcctl's AbortJob / ResumeJob,
   RestartJob, TerminateJob, CompleteJob);
-* the ``env`` and ``svc`` job plugins (``kube/job_plugins.py``), and cleanup when a Job is deleted (a cluster
-  without a garbage collector would otherwise keep its pods).
+* Volcano's job plugins (``kube/job_plugins.py``: env, svc, ssh, mpi, pytorch, tensorflow, ray, hcclrank), and
+  cleanup when a Job is deleted (a cluster without a garbage collector would otherwise keep its pods);
+* updates of a running Job (``_update``): the changes Volcano's webhook allows (replicas, minAvailable) are applied,
+  the others refused with its message;
+* ``ttlSecondsAfterFinished``: a finished Job is deleted that long after it finished (Volcano's garbagecollector).
 """
 
 from __future__ import annotations
@@ -23,15 +26,17 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Any
 
-from pyvolcano.controllers.vcjob import ENDED, FINAL, JobController, JobState
+from pyvolcano.api.job_validate import job_update_problems
+from pyvolcano.controllers.vcjob import ENDED, FINAL, TTL_PHASES, JobController, JobState
 from pyvolcano.kube import job_plugins
 from pyvolcano.kube.client import ApiError
-from pyvolcano.kube.cluster_api import KubeClusterAPI
-from pyvolcano.kube.objects import key_of
+from pyvolcano.kube.cluster_api import KINDS, KubeClusterAPI
+from pyvolcano.kube.objects import key_of, parse_time
 from pyvolcano.kube.reflector import Reflector
-from pyvolcano.kube.resources import COMMAND, CONFIGMAP, POD, PODGROUP, QUEUE, SERVICE, VCJOB
+from pyvolcano.kube.resources import COMMAND, POD, PODGROUP, QUEUE, VCJOB, for_object
 from pyvolcano.kube.validation import validate_job
 from pyvolcano.kube.writer import EventRecorder
 
@@ -53,6 +58,12 @@ class JobRunner:
         self.pod_phase: dict[str, str] = {}
         self.evicted: set[str] = set()
         self.invalid: dict[str, str] = {}
+        #: the update of a running Job last refused (``job_update_problems``), by job key: reported once
+        self.refused: dict[str, str] = {}
+        #: scaled jobs whose svc hosts ConfigMap is rewritten once they are past Pending (``_refresh_hosts``)
+        self.stale_hosts: set[str] = set()
+        #: pending ``ttlSecondsAfterFinished`` checks by Job uid
+        self.ttl_timers: dict[str, threading.Timer] = {}
         self.events: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
         self.processed = 0
         self._stop = threading.Event()
@@ -83,6 +94,8 @@ class JobRunner:
 
     def stop(self) -> None:
         self._stop.set()
+        for timer in list(self.ttl_timers.values()):
+            timer.cancel()
         for r in self.reflectors:
             r.stop()
         self.events.put(None)
@@ -106,6 +119,11 @@ class JobRunner:
             except Exception:  # one bad object must not stop the controller
                 log.exception("handling %s %s failed", item[0] if item else "", key_of(item[2]) if item else "")
             finally:
+                if self.stale_hosts:
+                    try:
+                        self._refresh_hosts()
+                    except ApiError as exc:
+                        log.warning("rewriting a job's hosts ConfigMap: %s", exc)
                 self.processed += 1
                 self.events.task_done()
 
@@ -125,16 +143,131 @@ class JobRunner:
         if typ == "DELETED":
             self.jobs.pop(key, None)
             self.invalid.pop(key, None)
+            self.refused.pop(key, None)
+            timer = self.ttl_timers.pop(job["metadata"].get("uid", ""), None)
+            if timer is not None:
+                timer.cancel()
             if self.ctrl.jobs.pop(key, None) is not None:
                 self._cleanup(job)
             return
+        st = self.ctrl.jobs.get(key)
+        if st is not None and st.job["metadata"].get("uid") == job["metadata"].get("uid"):
+            self._update(st, job)
+        else:
+            self.jobs[key] = job
+            self._admit(job)
+        self._schedule_ttl(self.jobs.get(key) or job)
+
+    def _update(self, st: JobState, job: dict[str, Any]) -> None:
+        """A Job the controller runs changed.  A spec change Volcano's webhook allows (``job_update_problems``:
+        replicas, minAvailable, priority class) is applied (``JobController.update_job``: the PodGroup follows,
+        pods are created or deleted) and svc's hosts ConfigMap rewritten (``OnJobUpdate``); any other is refused
+        with Volcano's message (a Warning event ``FailedUpdate``, once) and the controller keeps the spec it runs."""
+        key = st.key
+        if job.get("spec") == st.job.get("spec"):
+            self.jobs[key] = job
+            self.refused.pop(key, None)
+            return
+        problems = job_update_problems(st.job, job)
+        if problems:
+            self.jobs[key] = {**job, "spec": st.job["spec"]}
+            msg = str(problems[0])
+            if self.refused.get(key) != msg:
+                self.refused[key] = msg
+                log.info("job %s: update refused: %s", key, msg)
+                self.recorder.event(job, "Warning", "FailedUpdate", msg)
+            return
+        self.refused.pop(key, None)
         self.jobs[key] = job
-        self._admit(job)
+        log.info("job %s updated", key)
+        self.ctrl.update_job(key, job)
+        if job_plugins.updated_objects(job):
+            self.stale_hosts.add(key)
+            self._refresh_hosts()
+
+    def _refresh_hosts(self) -> None:
+        """svc's ``OnJobUpdate`` rewrites the hosts ConfigMap of a scaled job, but Volcano's syncJob calls it only
+        for a job past Pending (``isInitiated``; a Pending job goes through ``initiateJob``, whose ``OnJobAdd`` sees
+        the plugin's objects made and does nothing): a scaled Pending job keeps its old hosts until it runs."""
+        for key in list(self.stale_hosts):
+            st = self.ctrl.jobs.get(key)
+            if st is None:
+                self.stale_hosts.discard(key)
+            elif st.phase not in ("", "Pending"):
+                self.stale_hosts.discard(key)
+                for obj in job_plugins.updated_objects(st.job):
+                    self._create_or_update(obj)
+
+    def _create_or_update(self, obj: dict[str, Any]) -> None:
+        """``CreateOrUpdateConfigMap``: create, or replace the data of the one there when it differs."""
+        res = for_object(obj)
+        md = obj["metadata"]
+        try:
+            cur = self.api.get(res, md["name"], md["namespace"])
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
+            self.capi.create(obj)
+            return
+        if cur.get("data") != obj.get("data"):
+            cur["data"] = obj.get("data")
+            self.api.replace(res, cur, md["namespace"])
+
+    # --- ttlSecondsAfterFinished (Volcano's garbagecollector controller) ---------------------------------------
+    def _schedule_ttl(self, job: dict[str, Any]) -> None:
+        """A finished (Completed, Failed, Terminated) Job with ``ttlSecondsAfterFinished`` is deleted that many
+        seconds after ``status.state.lastTransitionTime`` (garbagecollector.go: processTTL, timeLeft); a timer
+        puts the check on the worker's queue, where ``_on_ttl`` looks again."""
+        spec, state = job.get("spec") or {}, (job.get("status") or {}).get("state") or {}
+        ttl = spec.get("ttlSecondsAfterFinished")
+        uid = job["metadata"].get("uid", "")
+        if ttl is None or state.get("phase") not in TTL_PHASES or job["metadata"].get("deletionTimestamp") or \
+                uid in self.ttl_timers:
+            return
+        delay = self._ttl_left(job)
+        if delay is None:
+            return
+        timer = threading.Timer(max(delay, 0.0), lambda: self.events.put(("Ttl", "EXPIRED", job)))
+        timer.daemon = True
+        self.ttl_timers[uid] = timer
+        timer.start()
+
+    @staticmethod
+    def _ttl_left(job: dict[str, Any]) -> float | None:
+        """Seconds until the Job's TTL runs out (negative: past); None without a finish time."""
+        state = (job.get("status") or {}).get("state") or {}
+        try:
+            finished = parse_time(state.get("lastTransitionTime"))
+        except ValueError:
+            return None
+        if finished is None:
+            return None
+        return finished + float(job["spec"]["ttlSecondsAfterFinished"]) - time.time()
+
+    def _on_ttl(self, typ: str, job: dict[str, Any]) -> None:
+        key, uid = key_of(job), job["metadata"].get("uid", "")
+        self.ttl_timers.pop(uid, None)
+        cur = self.jobs.get(key)
+        if cur is None or cur["metadata"].get("uid") != uid:
+            return  # deleted, or another Job of that name
+        left = self._ttl_left(cur)
+        if ((cur.get("status") or {}).get("state") or {}).get("phase") not in TTL_PHASES or left is None:
+            return
+        if left > 0:  # the finish time moved (a restarted job finished again)
+            self._schedule_ttl(cur)
+            return
+        ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        log.info("job %s: ttlSecondsAfterFinished ran out, deleting it", key)
+        try:
+            self.api.delete(VCJOB, name, ns, propagation="Background", uid=uid)
+        except ApiError as exc:
+            if not (exc.not_found or exc.conflict):
+                raise
 
     def _admit(self, job: dict[str, Any]) -> None:
         key = key_of(job)
         if key in self.ctrl.jobs:
-            return  # running jobs are immutable here, as Volcano's webhook keeps their spec
+            return
         ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
         errs = validate_job(job, self.queues, job_plugins.SUPPORTED)
         if errs:
@@ -153,7 +286,7 @@ class JobRunner:
             self._recover(job, pods)
             return
         self.ctrl.add_job(job)
-        for obj in job_plugins.objects(job):
+        for obj in job_plugins.objects(job):  # OnJobAdd, before the PodGroup's pods exist
             self.capi.create(obj)
         pg = self.pg_phase.get(key)
         if pg and pg != "Pending":  # a PodGroup already admitted (it outlived a controller restart)
@@ -194,9 +327,9 @@ class JobRunner:
         for p in self._pods_of(ns, name):
             self.capi.delete("Pod", ns, p["metadata"]["name"])
         self.capi.delete("PodGroup", ns, name)
-        for res, n in ((SERVICE, name), (CONFIGMAP, f"{name}-svc")):
+        for kind, n in job_plugins.owned(job):  # OnJobDelete
             try:
-                self.api.delete(res, n, ns)
+                self.api.delete(KINDS[kind], n, ns)
             except ApiError as exc:
                 if not exc.not_found:
                     raise

@@ -15,6 +15,14 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(value: Any) -> float | None:
+    """An RFC 3339 time (``metav1.Time``) as seconds since the epoch; None when unset; ValueError when it does
+    not parse."""
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
 def name_of(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 

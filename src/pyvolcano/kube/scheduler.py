@@ -89,7 +89,7 @@ class SchedulerOptions:
     #: safe because ``apply`` is done with a session's jobs before the next snapshot: binds, evictions and status
     #: writes run in the background on plain values and raw objects, never on session clones
     reuse_clones: bool = True
-    #: blocked-job memo (``cache/memo.py``): a pending job that could not be admitted or placed is not
+    #: blocked-job memo (``framework/incremental/memo.py``): a pending job that could not be admitted or placed is not
     #: re-examined until something that could change its answer happens; every change reaches the cache through
     #: ``upsert``/``delete``/``set_task_status``/``set_podgroup_phase``, so its epochs are exact.  False: every
     #: pending job is examined every session (``pyvolcano scheduler --full-sessions``)

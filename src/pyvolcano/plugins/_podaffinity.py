@@ -34,7 +34,7 @@ from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.status import Status, reject_if
 from pyvolcano.api.types import TaskStatus
-from pyvolcano.framework.carry import carried
+from pyvolcano.framework.incremental.carry import carried
 from pyvolcano.framework.points import PredicateFn
 from pyvolcano.framework.scores import MAX_NODE_SCORE
 from pyvolcano.framework.session import EventHandler
@@ -269,7 +269,7 @@ ROLES = ("req_anti", "pref_aff", "pref_anti")
 
 def _constrained(job: JobInfo) -> bool:
     """Some pod of the job has pod-affinity terms or spread constraints (carried between sessions while the
-    job is unchanged, ``framework/carry.py``)."""
+    job is unchanged, ``framework/incremental/carry.py``)."""
     return any(t.uses_pod_constraints for t in job.tasks.values())
 
 

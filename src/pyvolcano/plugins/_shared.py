@@ -25,7 +25,8 @@ from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, is_empty, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
-from pyvolcano.cache import deltas
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.state import StateKey
 from pyvolcano.plugins._queue_res import deserved_share
@@ -143,7 +144,7 @@ class JobSums:
     A job's rows depend on its pods and PodGroup only.  A ledger entry is reused for a job when it was computed
     from the same object at the same ``version`` and PodGroup phase (the snapshot hands an unchanged job's clone
     on: ``JobInfo.reuse``), or from another unchanged clone of the same cache job (same ``derived`` dict, same
-    version) at the same phase -- the rule of ``framework/carry.py``.  Without carry each session syncs a new,
+    version) at the same phase -- the rule of ``framework/incremental/carry.py``.  Without carry each session syncs a new,
     empty ledger: the same code, every job new.  Sums of whole numbers are exact in any order (``_EXACT_BOUND``),
     so carried sums are the sums a fresh session computes; ``tests/test_carry.py`` checks them after random
     changes.
@@ -171,16 +172,16 @@ class JobSums:
         self.share_stale: set[str] = set()
         self._queue_order: list[str] | None = None
         self.jobs: dict[str, JobInfo] = {}
-        #: the ``Snapshot.seq`` of the last sync
+        #: the ``SnapshotCarry.seq`` of the last sync
         self.seq = -1
 
     def sync(self, jobs: dict[str, JobInfo], seq: int = -1, look: list[JobInfo] | None = None,
              unchanged: int = 0, changed: set[str] | None = None) -> None:
-        """Bring the ledger to the session's ``jobs``.  ``seq``: the snapshot's ``Snapshot.seq``.  ``look``: the
+        """Bring the ledger to the session's ``jobs``.  ``seq``: the snapshot's ``SnapshotCarry.seq``.  ``look``: the
         jobs to look at when the other ``unchanged`` ones are the very clones of the last snapshot, unchanged
-        (``Snapshot.settled``); used only if the ledger was synced to that last snapshot's jobs (``seq - 1``),
+        (``SnapshotCarry.settled``); used only if the ledger was synced to that last snapshot's jobs (``seq - 1``),
         where every one of them got its entry.  ``changed``: then, the jobs that changed in the cache since
-        (``Snapshot.changed``), among which are the only ones that can have gone."""
+        (``SnapshotCarry.changed``), among which are the only ones that can have gone."""
         entries = self.entries
         get = entries.get
         stale: list[JobInfo] = []
@@ -355,23 +356,26 @@ class JobSums:
 
 #: ``JobSums`` over every job of the session
 JOB_SUMS: StateKey[JobSums] = StateKey("job-sums")
+#: the ledger carried from one session to the next (``framework/incremental/state.py``)
+CARRIED_SUMS: CarryKey[JobSums] = CarryKey("job-sums")
 
 
 def session_sums(ssn: Session) -> JobSums:
     """``JobSums`` of the session, synced once per session (at open, before any plugin changes a job): the ledger
-    carried from the last session with carry (``BlockedMemo.carried``), a new one without."""
+    carried from the last session with carry (``Session.carried_values``), a new one without."""
     def make() -> JobSums:
-        memo = ssn.snapshot.memo if ssn.carry else None
-        sums = memo.carried.get("job-sums") if memo is not None else None
-        if not isinstance(sums, JobSums) or sums.size != ssn.res.size:
+        values = ssn.carried_values()
+        sums = values.get(CARRIED_SUMS) if values is not None else None
+        if sums is None or sums.size != ssn.res.size:
             sums = JobSums(ssn.res.size)
-            if memo is not None:
-                memo.carried["job-sums"] = sums
-        snap = ssn.snapshot
-        if memo is not None and snap.settled:
-            sums.sync(ssn.jobs, snap.seq, snap.unsettled, len(snap.settled), snap.changed)
+            if values is not None:
+                values.put(CARRIED_SUMS, sums)
+        carry = ssn.snapshot.carry
+        seq = carry.seq if carry is not None else 0
+        if values is not None and carry is not None and carry.settled:
+            sums.sync(ssn.jobs, seq, carry.unsettled, len(carry.settled), carry.changed)
         else:
-            sums.sync(ssn.jobs, snap.seq)
+            sums.sync(ssn.jobs, seq)
         return sums
     return ssn.state.read_or_init(JOB_SUMS, make)
 
@@ -404,6 +408,12 @@ class QueueAttr:
 #: A bound on deserved_loop's rounds, only against a pathological input: remaining shrinks geometrically, so
 #: real inputs end (everything but pods below 0.1) within about 70 rounds; Volcano's loop has no bound.
 _MAX_ROUNDS = 10_000
+
+
+#: per queue, (its QueueInfo, the total and all guarantees' bytes, its guarantee, capability and realCapability):
+#: carried from one session to the next while those are the same (``framework/incremental/state.py``)
+_Static = dict[str, tuple[QueueInfo, tuple[bytes, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]]]
+_CARRIED_STATIC: CarryKey[_Static] = CarryKey("proportion-queues")
 
 
 def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray | None = None) -> None:
@@ -570,9 +580,8 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     exact = sums.exact
     # a queue's guarantee, capability and realCapability depend on its spec (the cache replaces a QueueInfo on
     # every change), the total and all guarantees only: carried from the last session while those are the same
-    memo = ssn.snapshot.memo if ssn.carry else None
-    static: dict[str, tuple[QueueInfo, tuple[bytes, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]]] = (
-        memo.carried.setdefault("proportion-queues", {}) if memo is not None else {})
+    values = ssn.carried_values()
+    static: _Static = values.setdefault(_CARRIED_STATIC, dict) if values is not None else {}
     tkey = (total.tobytes(), total_guarantee.tobytes())
     for name in names:
         q = queues[name]

@@ -14,6 +14,7 @@ from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.resource import ResourceIndex
 from pyvolcano.conf.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
@@ -42,6 +43,7 @@ def _weights(a: Arguments, res: ResourceIndex) -> tuple[float, np.ndarray]:
 @register_plugin
 class Binpack(Plugin):
     name = "binpack"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         a, res = self.arguments, ssn.res

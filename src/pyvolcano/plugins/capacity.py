@@ -310,6 +310,7 @@ class Capacity(Plugin):
     or ``buildHierarchicalQueueAttrs``, which also register the queue orders), then register each callback."""
 
     name = "capacity"
+    queue_share = CAPACITY_QUEUES
 
     def on_session_open(self, ssn: Session) -> None:
         hierarchy = hierarchy_enabled(ssn, self.name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.types import SYSTEM_CRITICAL
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -19,6 +20,7 @@ def is_critical(task: TaskInfo) -> bool:
 @register_plugin
 class Conformance(Plugin):
     name = "conformance"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:

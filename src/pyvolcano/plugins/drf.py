@@ -20,6 +20,7 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import share
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
@@ -34,6 +35,7 @@ SHARE_DELTA = 1e-6
 @register_plugin
 class DRF(Plugin):
     name = "drf"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource  # shares over every dimension, pods too (drf.go: calculateShare): no mask

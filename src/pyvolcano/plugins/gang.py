@@ -5,14 +5,18 @@ jobValid drops jobs that cannot ever reach minMember (or a subGroupPolicy's minS
 jobStarving tell actions when a gang is complete (with every policy's minSubGroups sub-groups ready or pipelined);
 subJobReady/subJobPipelined/subJobOrder do the same for one sub-group (its subGroupSize), unready ones first;
 victims may only come from jobs that keep minMember afterwards; jobs not yet ready go first.
-At session close every job that is not ready gets an Unschedulable condition with the fit errors.
+At session close every job that is not ready gets an Unschedulable condition with the fit errors, except a job
+short only by pods still leaving their nodes (``releasing_keeps_gang``).
 """
 
 from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.status import Status, unschedulable
-from pyvolcano.framework.carry import carried
+from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.incremental.carry import carried
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
@@ -33,9 +37,28 @@ def _valid(job: JobInfo) -> Status | None:
     return None
 
 
+def releasing_keeps_gang(job: JobInfo) -> bool:
+    """Volcano's ``shouldSkipUnschedulableForReleasing`` (``gang.go``): a job below minMember only because some of
+    its pods are leaving their nodes (Releasing with a node: evicted in this session, or terminating) gets no
+    Unschedulable condition at close, as long as it has nothing pending or pipelined and its scheduled pods plus
+    those leaving still reach minMember.  Its phase then stays Running (``getPodGroupPhase`` counts such pods as
+    scheduled) instead of becoming Unknown: reclaim can leave a job so when gang's vote finds no victim and
+    the next tier's plugin picks one of its pods (the tiers' fall-through)."""
+    index = job.index
+    releasing = index.get(TaskStatus.Releasing)
+    if not releasing:
+        return False
+    on_node = sum(1 for t in releasing.values() if t.node_name)
+    if not on_node or index.get(TaskStatus.Pending) or index.get(TaskStatus.Pipelined):
+        return False
+    return job.count(SCHEDULED_STATUS) + on_node >= job.min_available
+
+
 @register_plugin
 class Gang(Plugin):
     name = "gang"
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.GANG_READINESS, Contract.VALID_BY_VERSION,
+                           Contract.READY_CONDITION})
 
     def on_session_open(self, ssn: Session) -> None:
         carry = ssn.carry
@@ -96,10 +119,10 @@ class Gang(Plugin):
         carry = ssn.carry
         conds = ssn.pg_conditions
         ready_cond: dict[str, object] | None = None
-        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Session._settled_jobs``)
+        for job in ssn.unsettled_jobs():  # a settled job keeps the status close carries (``Plan.settled_jobs``)
             # Volcano's close looks at minMember only, not per-spec minimums
             v = job.version
-            if carry and v == job.cloned_from >= 0:  # framework/carry.py: ``carried``
+            if carry and v == job.cloned_from >= 0:  # framework/incremental/carry.py: ``carried``
                 hit = job.derived.get("gang-ready")
                 if hit is not None and hit[0] == v:
                     ready = hit[1]
@@ -119,9 +142,11 @@ class Gang(Plugin):
                     else:
                         c[SCHEDULED] = ready_cond
                 continue
+            if releasing_keeps_gang(job):
+                continue
             # a waiting job with the same inputs as in the last session (same version, enqueue reason and the
             # very fit-error objects the blocked-job memo handed back) gets last session's condition again, with
-            # this session's transition id (``framework/carry.py``; the condition dict is this job's alone)
+            # this session's transition id (``framework/incremental/carry.py``; the condition dict is this job's alone)
             key = None
             if carry and v == job.cloned_from >= 0:
                 key = (v, job.enqueue_reason, tuple(job.nodes_fit_errors.items()))

@@ -36,6 +36,7 @@ import numpy as np
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.k8s_requests import GPU
 from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.scores import MAX_NODE_SCORE as K8S_MAX_NODE_SCORE
@@ -223,6 +224,7 @@ def balance_change(with_pod: np.ndarray, without: np.ndarray) -> np.ndarray:
 @register_plugin
 class NodeOrder(Plugin):
     name = "nodeorder"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         a = self.arguments

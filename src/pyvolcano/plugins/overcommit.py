@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.resource import EPS
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -17,6 +18,7 @@ from pyvolcano.plugins._shared import session_sums
 @register_plugin
 class Overcommit(Plugin):
     name = "overcommit"
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.ENQUEUE_VOTER})
 
     def on_session_open(self, ssn: Session) -> None:
         factor = self.arguments.get_float("overcommit-factor", 1.2)

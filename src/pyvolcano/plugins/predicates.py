@@ -26,6 +26,7 @@ from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.status import Code, Status, reject_if
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.node_select import PredicateReg
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PredicateFn, VectorPredicateFn
@@ -108,6 +109,7 @@ def refuse_every_placement(ssn: Session, plugin: str, args: Arguments) -> None:
 @register_plugin
 class Predicates(Plugin):
     name = "predicates"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         a = self.arguments

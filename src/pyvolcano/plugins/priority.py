@@ -5,6 +5,7 @@ while it has tasks that hold nothing."""
 from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import GANG_RECLAIM, PERMIT, EvictionContext, Vote
@@ -27,6 +28,7 @@ def _neg_task_priority(task: TaskInfo) -> int:
 @register_plugin
 class Priority(Plugin):
     name = "priority"
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         # keyed as the job order is: allocate's task heaps compare the value (framework/order.py)

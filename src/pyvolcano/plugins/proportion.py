@@ -30,6 +30,7 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import less_equal
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -42,6 +43,8 @@ from pyvolcano.plugins._shared import build_attrs, deserved_loop, queue_priority
 @register_plugin
 class Proportion(Plugin):
     name = "proportion"
+    queue_share = PROPORTION_QUEUES
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.ENQUEUE_VOTER, Contract.STATEFUL_PERMIT})
 
     def on_session_open(self, ssn: Session) -> None:
         attrs = build_attrs(ssn)

@@ -33,7 +33,7 @@ simulations against ``--full-sessions``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pyvolcano.api.job_info import JobInfo
 
@@ -53,7 +53,7 @@ def carried(job: JobInfo, name: str, key: Any, compute: Callable[[JobInfo], T], 
         return compute(job)
     hit = job.derived.get(name)
     if hit is not None and hit[0] == key:
-        return hit[1]
+        return cast(T, hit[1])  # stored by this function under ``name``: a ``T``
     value = compute(job)
     job.derived[name] = (key, value)
     return value

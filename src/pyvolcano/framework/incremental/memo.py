@@ -35,9 +35,9 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   *deserved*, which moves with every queue's demand (a new job in the same queue can raise it), so the key holds
   the queue's deserved vector as this session computed it.
 * **its own spec did not change**: the cache job's ``version`` (PodGroup and every pod of the job).
-* **the conf is the same object** (a reload makes a new one) and every plugin in it is one whose rules are
-  covered by the above (``SAFE_PLUGINS``); any other plugin (sla's time-based admission, tdm's windows, user
-  plugins) turns the memo off for the session.
+* **the conf is the same object** (a reload makes a new one) and every plugin in it declares that its rules are
+  covered by the above (``Contract.FINGERPRINTED``, ``contracts.py``); any other plugin (sla's time-based
+  admission, user plugins that declare nothing) turns the memo off for the session.
 * **greedy placement anomalies**: a gang of several pods placed greedily by score could succeed with less room
   (other nodes scored differently), so a job with more than one pod to place is keyed on
   ``SchedulerCache.use_epoch`` too (any change of node usage); a single pod fits somewhere or not, whatever
@@ -55,15 +55,16 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   ready, pipelined and best-effort pods plus, per pod template, as many pods as all nodes' idle resources can take
   one after another (``actions/allocate.py: pod_slots``) stay below ``minAvailable``: every placement takes at least
   its request from one node's idle whatever the order and the scores, and predicates and ``allocatable`` only refuse
-  more, so the turn would end in a discarded statement.  Gang must be what decides ``jobReady``/``jobPipelined`` (in
-  the memo's plugins nothing else registers them).  With ``deltas.CHECK`` the turn is taken and must place nothing.
+  more, so the turn would end in a discarded statement.  What decides ``jobReady``/``jobPipelined`` must do it as gang
+  does (``Contract.GANG_READINESS``; among the memo's plugins nothing else registers them).
+  With ``deltas.CHECK`` the turn is taken and must place nothing.
   The fit errors handed back are the last turn's: their node counts may lag until the job takes a turn again.
 * **no future idle**: pipelining onto Releasing resources depends on which jobs went first, so allocate neither
   records nor uses the memo in a session where any node has releasing resources; and a job with pod
   (anti-)affinity or topology spread constraints is never memoised (another pod's bind can satisfy them).
 
 A job skipped here is not even looked at by the session's other passes when the conf runs only enqueue, allocate
-and backfill: it is left alone as a *blocked* job (``Session._settled_jobs``), and allocate makes this same check
+and backfill: it is left alone as a *blocked* job (``Plan.settled_jobs``), and allocate makes this same check
 for it before any turn (``actions/allocate.py``), looking again at those it cannot keep blocked.
 
 ``--full-sessions`` (``SchedulerCache(memo=False)``) examines every job every session, as before;
@@ -79,17 +80,12 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano import registry
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import TaskStatus
-from pyvolcano.cache import deltas
-
-#: plugins whose rules the fingerprint covers (see the module docstring); any other plugin in the conf turns the
-#: memo off for the session
-SAFE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
-                          "nodeorder", "binpack"})
-#: jobEnqueueable voters that keep state on a permit (their permit must be the last vote of their tier)
-_STATEFUL_VOTERS = frozenset({"proportion"})
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import Contract, Contracts, conf_plugins, memo_off_by
 
 
 @dataclass
@@ -106,8 +102,8 @@ class _Entry:
 
 @dataclass
 class BlockedMemo:
-    """Per job uid: the fingerprint under which it was last found blocked, and the reason.  Lives in the
-    ``SchedulerCache`` between sessions; sessions reach it through their snapshot."""
+    """Per job uid: the fingerprint under which it was last found blocked, and the reason.  Kept between sessions
+    in the layer's ``IncrementalState`` (``state.py``); sessions reach it through their snapshot's carry."""
 
     enqueue: dict[str, _Entry] = field(default_factory=dict)
     allocate: dict[str, _Entry] = field(default_factory=dict)
@@ -115,41 +111,8 @@ class BlockedMemo:
     skipped: int = 0
     #: the conf the entries were recorded under (a reload makes a new object and forgets them all)
     conf: Any = None
-    #: values plugins carry from one session to the next as a whole, by name (``plugins/_shared.py: JobSums``,
-    #: exact whatever the conf)
-    carried: dict[str, Any] = field(default_factory=dict)
     #: whether that conf allows skipping in enqueue and in allocate (``_conf_ok``, worked out once per conf)
     conf_ok: tuple[bool, bool] = (False, False)
-    #: the conf registration under which the last session recorded jobs as settled (``Session._settled_jobs``)
-    settled_reg: Any = None
-    #: (``Snapshot.seq``, uid -> settled record) of the jobs the session of that snapshot left alone: not a field
-    #: it wrote on their clones (``Session.close``); the next snapshot hands those clones over as they are
-    left_alone: tuple[int, dict[str, Any]] = (-1, {})
-    #: (``Snapshot.seq``, uids) of the jobs of that session's map that it did *not* leave alone (neither in
-    #: ``left_alone`` nor in ``parked_left``; a uid may be listed twice): the next snapshot hands those over again
-    #: without comparing the whole map with the left-alone maps
-    not_left: tuple[int, list[str]] = (-1, [])
-    #: what close adds for the jobs the last session left alone, moved by the jobs that join or leave them
-    #: (``Session._settled_sums``)
-    settled_sums: Any = None
-    #: (``Snapshot.seq``, ``free_epoch``, uid -> record) of the *parked* jobs of that session: Pending jobs enqueue
-    #: refused under that epoch (``Session._settled_jobs``); the next snapshot leaves them alone only while the
-    #: epoch is the same
-    parked_left: tuple[int, int, dict[str, Any]] = (-1, -1, {})
-    #: (``Snapshot.seq``, uids) of the *blocked* jobs that session left alone (``Session._settled_jobs``: admitted
-    #: jobs whose allocate turn the memo skipped or recorded as blocked, parked among the settled ones): the next
-    #: snapshot lists those still settled in ``Snapshot.blocked``, and that session's allocate checks each against
-    #: its memo entry before any turn
-    blocked_left: tuple[int, list[str]] = (-1, [])
-    #: those parked jobs by (queue, minResources bytes, enqueue reason), each group's job-order keys sorted (the
-    #: key ends with the uid), kept by ``Session.close`` from one session to the next as jobs join and leave
-    #: (``park_where``: uid -> (group, key)); None: not kept (``Session.parked_groups``).  ``park_groups_seq``: the
-    #: ``Snapshot.seq`` of the session that left them
-    park_groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] | None = None
-    park_where: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
-    park_groups_seq: int = -1
-    #: the conf registration they were made under (the job-order key is the conf's)
-    park_groups_reg: Any = None
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):
@@ -157,16 +120,25 @@ class BlockedMemo:
                 del d[uid]
 
 
+def plugin_contracts(conf: Any) -> list[tuple[str, Contracts]]:
+    """Each plugin of the conf, in tier order, with the contracts its class declares (``contracts.py``)."""
+    return conf_plugins(([opt.name for opt in tier.plugins] for tier in conf.tiers),
+                        lambda name: registry.plugin_class(name).contracts)
+
+
 def _conf_ok(conf: Any, enqueue: bool) -> bool:
-    names = [opt.name for tier in conf.tiers for opt in tier.plugins]
-    if any(n not in SAFE_PLUGINS for n in names):
+    """Whether the conf allows skipping blocked jobs in enqueue (``enqueue``) or allocate: every plugin declares
+    ``Contract.FINGERPRINTED``, and for enqueue, in each tier, a voter that keeps state on a permit
+    (``Contract.STATEFUL_PERMIT``) is the last of the tier's enqueue voters."""
+    if memo_off_by(plugin_contracts(conf)) is not None:
         return False
     if enqueue:
         for tier in conf.tiers:
-            voters = [opt.name for opt in tier.plugins if opt.name in ("proportion", "overcommit")
+            voters = [registry.plugin_class(opt.name).contracts for opt in tier.plugins
+                      if Contract.ENQUEUE_VOTER in registry.plugin_class(opt.name).contracts
                       and opt.enabled("enableJobEnqueued")]
-            for i, n in enumerate(voters):
-                if n in _STATEFUL_VOTERS and i != len(voters) - 1:
+            for i, c in enumerate(voters):
+                if Contract.STATEFUL_PERMIT in c and i != len(voters) - 1:
                     return False
     return True
 

@@ -1,6 +1,6 @@
 """What carries the settled and parked jobs from one session to the next without walking them (issue 15).
 
-A session leaves most of a large backlog alone (``Session._settled_jobs``): settled jobs (nothing to do) and
+A session leaves most of a large backlog alone (``Plan.settled_jobs``): settled jobs (nothing to do) and
 parked jobs (refused by enqueue while no room came back).  The maps that hold them, their sums and their statuses
 are moved from one session to the next by the few jobs that join or leave them, in place, never copied or
 compared whole: at 7,000 live jobs a dozen such C-level passes cost 2-3 ms a session, more than the session's

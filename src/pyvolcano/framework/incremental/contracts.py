@@ -1,0 +1,78 @@
+"""What plugins and actions declare about themselves, so that the incremental layer can leave work undone.
+
+The blocked-job memo, the settled, parked and blocked jobs and the ordered hypernode trials all skip work whose
+answer is known without doing it.  Each of those shortcuts holds only for rules it knows; rather than a list of
+plugin and action names, every ``Plugin`` and ``Action`` class states in ``contracts`` which promises it keeps
+(``framework/plugin.py``, ``framework/action.py``).  A class that declares nothing keeps none: the session takes the
+exact, slower path (the memo off, every job looked at), and ``memo_off_by`` names the plugin that turned the memo
+off so that ``cycle -v`` and ``simulate`` can say so once.  docs/extending.md has the table of contracts, who relies
+on each and which built-in plugins declare it.
+
+Nothing here knows a plugin or an action by name (``tests/test_contracts.py`` checks that no registered name
+appears in cache/, framework/ or this package).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+
+
+class Contract(enum.Enum):
+    """One promise a plugin or an action makes (values are for messages and docs only)."""
+
+    #: plugin: every refusal it gives (jobEnqueueable vote, predicate, allocatable) holds again while the cluster
+    #: room only shrank, the job's queue deserved and the job's own spec are the same and the conf is the same
+    #: object -- the blocked-job memo's fingerprint (``memo.py``) covers its rules.  Its votes and predicates
+    #: read only the job's own fields, the requested dimensions against node usage and queue state, and cluster
+    #: objects whose changes move the cache's epochs; its job order depends only on the jobs' own fields.
+    FINGERPRINTED = "fingerprinted"
+    #: plugin: votes in jobEnqueueable (under ``enableJobEnqueued``); with ``STATEFUL_PERMIT`` the memo checks
+    #: its place among the tier's voters
+    ENQUEUE_VOTER = "enqueue-voter"
+    #: plugin: keeps state on an enqueue permit (it counts what it admits): for the memo's enqueue skips its
+    #: permit must be the last vote of its tier, so that a refusal after it cannot leave its state changed
+    STATEFUL_PERMIT = "stateful-permit"
+    #: plugin: decides jobReady / jobPipelined as gang does (enough ready, resp. pipelined, pods for
+    #: ``minAvailable``): the memo's gang bound and allocate's ordered hypernode trials rely on it
+    GANG_READINESS = "gang-readiness"
+    #: plugin: its jobValid answer is a function of the job's version alone (settled jobs skip jobValid)
+    VALID_BY_VERSION = "valid-by-version"
+    #: plugin: its close gives a ready job the Scheduled condition that a settled job's carried status holds
+    #: (without such a plugin in the conf no job is settled)
+    READY_CONDITION = "ready-condition"
+    #: action: admits Pending jobs and records its refusals in the memo (parked jobs need it; when it is the
+    #: first action it checks stale parked jobs group by group)
+    ADMITS = "admits"
+    #: action: checks the blocked jobs against the memo before any turn and looks again at those it cannot keep
+    CHECKS_BLOCKED = "checks-blocked"
+    #: action: looks at a blocked job (admitted, pods pending, memo-blocked) only through the memo check of a
+    #: ``CHECKS_BLOCKED`` action, or not at all (it reads Pending jobs only, or best-effort pods only)
+    LEAVES_BLOCKED = "leaves-blocked"
+
+
+Contracts = frozenset[Contract]
+NONE: Contracts = frozenset()
+
+
+def memo_off_by(plugins: Iterable[tuple[str, Contracts]]) -> str | None:
+    """The first plugin (conf name, its class's contracts) that turns the blocked-job memo off: one that does not
+    declare ``FINGERPRINTED``; None when every plugin does."""
+    for name, contracts in plugins:
+        if Contract.FINGERPRINTED not in contracts:
+            return name
+    return None
+
+
+def memo_note(plugins: Iterable[tuple[str, Contracts]]) -> str | None:
+    """The line ``cycle -v`` and ``simulate`` print once when a plugin turns the memo off, or None."""
+    off = memo_off_by(plugins)
+    if off is None:
+        return None
+    return (f"plugin {off!r} declares no memo contract ({Contract.FINGERPRINTED.value}): the blocked-job memo is off, "
+            "every pending job is examined every session (same decisions, slower; docs/extending.md, 'Contracts')")
+
+
+def conf_plugins(tiers: Iterable[Iterable[str]], contracts_of: Callable[[str], Contracts]) -> list[tuple[str, Contracts]]:
+    """Each plugin of a conf's tiers, in order, with its class's contracts (``contracts_of(name)``)."""
+    return [(name, contracts_of(name)) for tier in tiers for name in tier]
