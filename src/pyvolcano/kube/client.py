@@ -29,7 +29,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -602,15 +602,18 @@ class KubeClient:
             body["preconditions"] = {"uid": uid}
         self.request("DELETE", res.path(namespace, name), body=body)
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str,
+             annotations: Mapping[str, str] | None = None) -> None:
         """POST the pods/binding subresource.  The pod's uid is a precondition, so a pod deleted and recreated
         under the same name is not bound on the strength of a decision about its predecessor (409 instead).
 
         The request goes through the same ApiClient path as ``CoreV1Api.create_namespaced_pod_binding(...,
         _preload_content=False)`` but without that class: its module takes over a second to import, which a
-        restarted scheduler would otherwise spend before its first bind."""
+        restarted scheduler would otherwise spend before its first bind.  ``annotations``: the Binding's, which the
+        API server merges into the pod with its node (deviceshare's chosen GPUs, ``TaskInfo.pod_annotations``)."""
         body = {"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+                "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {}),
+                             **({"annotations": dict(annotations)} if annotations else {})},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         self.request("POST", POD.path(namespace, name, "binding"), body=body)
 
