@@ -20,7 +20,7 @@ from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import run_session
-from pyvolcano.framework.whatif import explain
+from pyvolcano.analysis.whatif import explain
 
 CONF = load_conf("""
 actions: "enqueue, allocate, backfill"
