@@ -92,6 +92,12 @@ def test_job_defaults_as_volcanos_mutating_webhook() -> None:
     task = p["/spec/tasks"]["value"][0]
     assert (task["name"], task["minAvailable"], task["maxRetry"]) == ("default0", 2, 3)
     assert p["/spec/plugins"]["value"] == {"mpi": [], "svc": [], "ssh": []}
+    for plugins, want in (({"pytorch": ["--port=1"]}, {"pytorch": ["--port=1"], "svc": []}),
+                          ({"mpi": [], "svc": ["--disable-network-policy"]},
+                           {"mpi": [], "svc": ["--disable-network-policy"], "ssh": []}),
+                          ({"env": []}, {"env": []})):
+        p = {op["path"]: op for op in admission.mutate_job(job(plugins=plugins))}
+        assert p["/spec/plugins"]["value"] == want
     # nothing to default: no patch at all
     full = job(queue="q", schedulerName="s", maxRetry=1, minAvailable=1)
     full["spec"]["tasks"][0].update(name="w", minAvailable=1, maxRetry=1)
@@ -131,8 +137,74 @@ def test_podgroup_pod_hypernode_and_queue_delete_rules() -> None:
     bad_rx = {"spec": {"members": [{"selector": {"regexMatch": {"pattern": "node-("}}}]}}
     assert "member regexMatch pattern is invalid" in admission.validate_hypernode(bad_rx)
     assert admission.validate_queue_delete("default", {}) == "`default` queue can not be deleted"
-    assert admission.validate_queue_delete("p", {"c": {"spec": {"parent": "p"}}}) == \
+    assert admission.validate_queue_delete("p", {"p": {"spec": {}}, "c": {"spec": {"parent": "p"}}}) == \
         "queue p can not be deleted because it has 1 child queues: c"
+
+
+def qobj(name: str, parent: str = "", pods: str | None = None, **spec: object) -> dict:
+    out: dict = {"metadata": {"name": name}, "spec": {"weight": 1, **({"parent": parent} if parent else {}), **spec},
+                 "status": {"state": "Open"}}
+    if pods is not None:
+        out["status"]["allocated"] = {"cpu": "1", "pods": pods}
+    return out
+
+
+def test_queue_delete_with_allocated_pods_as_volcanos_flag() -> None:
+    """``validateQueueDeleting``: the allocated-pods check only with --enable-queue-allocated-pods-check; the
+    request's oldObject is the queue (an informer that has not seen it does not refuse)."""
+    busy = qobj("busy", pods="2")
+    on = admission.QueueRules(allocated_pods_check=True)
+    assert admission.validate_queue_delete("busy", {}, busy, on) == \
+        "queue busy cannot be deleted because it has allocated Pods: 2"
+    assert admission.validate_queue_delete("busy", {}, busy) == ""  # Volcano's default: off
+    assert admission.validate_queue_delete("busy", {}, qobj("busy", pods="0"), on) == ""
+    assert admission.validate_queue_delete("busy", {}, qobj("busy", pods="lots"), on) == ""  # unreadable: no pods
+    assert admission.validate_queue_delete("gone", {}) == 'queue.scheduling.volcano.sh "gone" not found'
+    a = Admission(Queues(busy="Open"), queue_rules=on)
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "operation": "DELETE", "name": "busy", "oldObject": busy}}
+    resp = a.review("/queues/validate", json.dumps(body).encode())["response"]
+    assert resp["status"]["message"] == "queue busy cannot be deleted because it has allocated Pods: 2"
+
+
+def test_queue_create_and_update_rules_of_volcanos_validate_queue() -> None:
+    """``AdmitQueues``: state, hierarchy annotations, own parent, depth, a leaf parent holding pods, root
+    protection, and the tree's resource rules only when something they read changed."""
+    rules = admission.QueueRules()
+    qs = {"a": qobj("a"), "b": qobj("b", "a"), "c": qobj("c", "b"), "d": qobj("d", "c"), "leaf": qobj("leaf", pods="3")}
+
+    def change(q: dict, old: dict | None = None, op: str = "CREATE") -> str:
+        return admission.validate_queue_change(op, q, old, {**qs, q["metadata"]["name"]: q}, rules)[0]
+
+    bad_state = qobj("s")
+    bad_state["status"]["state"] = "Closing"
+    assert change(bad_state) == 'requestBody.spec.state: Invalid value: "Closing": queue state must be in [Open Closed]'
+    ann = qobj("h")
+    ann["metadata"]["annotations"] = {"volcano.sh/hierarchy": "root/x", "volcano.sh/hierarchy-weights": "1"}
+    assert "volcano.sh/hierarchy must have the same length with volcano.sh/hierarchy-weights" in change(ann)
+    ann["metadata"]["annotations"]["volcano.sh/hierarchy-weights"] = "1/zero"
+    assert "zero in the 1/zero is invalid number" in change(ann)
+    ann["metadata"]["annotations"]["volcano.sh/hierarchy-weights"] = "1/0"
+    assert "0 in the 1/0 must be larger than 0" in change(ann)
+    assert change(qobj("self", "self")) == "queue self cannot use itself as parent"
+    assert change(qobj("e", "d")) == ""  # depth 5: a b c d e
+    assert change(qobj("f", "e"), None) == ""  # e does not exist yet: the parent rule of validate_queue says so
+    deep = {**qs, "e": qobj("e", "d")}
+    assert admission.validate_queue_change("CREATE", qobj("f", "e"), None, deep, rules)[0] == \
+        "queue f exceeds the maximum allowed depth of 5"
+    assert change(qobj("kid", "leaf")) == \
+        "queue leaf cannot be the parent queue of queue kid because it has allocated Pods: 3"
+    root, root2 = qobj("root", capability={"cpu": "4"}), qobj("root", capability={"cpu": "4000m"})
+    assert admission.validate_queue_change("UPDATE", root2, root, qs, rules) == ("", False)  # same value
+    root2["spec"]["capability"] = {"cpu": "8"}
+    assert admission.validate_queue_change("UPDATE", root2, root, qs, rules)[0] == \
+        "root queue's resource attributes (capability, deserved, guarantee) cannot be modified"
+    assert admission.validate_queue_change("UPDATE", root2, root, qs, admission.QueueRules(root_protection=False)) \
+        == ("", False)
+    b2 = qobj("b", "a", capability={"cpu": "1"})
+    assert admission.validate_queue_change("UPDATE", qs["b"], qs["b"], qs, rules) == ("", False)
+    assert admission.validate_queue_change("UPDATE", b2, qs["b"], qs, rules) == ("", True)
+    assert admission.validate_queue_change("CREATE", qobj("new"), None, qs, rules) == ("", True)
 
 
 def test_webhook_paths_call_the_shared_job_and_queue_validators() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pyvolcano.controllers.cronjob import end_timestamp
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CRONJOB, JOBFLOW, JOBTEMPLATE, VCJOB
 from tests.kube import cluster
@@ -75,3 +76,15 @@ def test_a_jobflow_starts_the_dependent_job_after_the_first_completes(api: KubeC
     st = wait(lambda: (api.get(JOBFLOW, "flow", env.ns).get("status") or {}).get("completedJobs"), 15,
               "the JobFlow's status")
     assert st == ["flow-prep"]
+    # the job controller writes runningDuration with each status (syncJob); the JobFlow's endTimestamp is the Job's
+    # creation time plus it (getAllJobStatus)
+    train = wait(lambda: (api.get(VCJOB, "flow-train", env.ns).get("status") or {}).get("runningDuration")
+                 and api.get(VCJOB, "flow-train", env.ns), 30, "the job controller's runningDuration")
+    want = end_timestamp(train["metadata"]["creationTimestamp"], train["status"]["runningDuration"])
+
+    def flow_entry() -> dict | None:
+        jf = api.get(JOBFLOW, "flow", env.ns).get("status") or {}
+        entry = next((s for s in jf.get("jobStatusList") or [] if s["name"] == "flow-train"), None)
+        return entry if entry and entry.get("endTimestamp") else None
+
+    assert want is not None and wait(flow_entry, 30, "the JobFlow's endTimestamp")["endTimestamp"] == want

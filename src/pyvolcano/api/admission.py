@@ -12,9 +12,13 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyvolcano.api.cron import CronError, parse, time_zone_problems
+from pyvolcano.api.job_plugin_args import default_plugins
+from pyvolcano.api.resource import amount
+from pyvolcano.errors import UserError
 
 Patch = list[dict[str, Any]]
 
@@ -88,13 +92,8 @@ def mutate_job(job: Mapping[str, Any], scheduler_name: str = "volcano") -> Patch
         total: int = sum(_int(t.get("minAvailable"), _int(t.get("replicas"))) for t in tasks if isinstance(t, dict))
         patch.append({"op": "add", "path": "/spec/minAvailable", "value": total})
     plugins = spec.get("plugins")
-    if isinstance(plugins, dict):
-        merged = dict(plugins)
-        if {"tensorflow", "mpi", "pytorch", "ray"} & set(plugins):
-            merged.setdefault("svc", [])
-        if "mpi" in plugins:
-            merged.setdefault("ssh", [])
-        patch.append({"op": "replace", "path": "/spec/plugins", "value": merged})
+    if isinstance(plugins, dict):  # Volcano replaces the plugins whenever the Job has any (even unchanged)
+        patch.append({"op": "replace", "path": "/spec/plugins", "value": default_plugins(plugins)})
     return patch
 
 
@@ -119,15 +118,165 @@ def mutate_queue(queue: Mapping[str, Any]) -> Patch:
     return patch
 
 
-def validate_queue_delete(name: str, queues: Mapping[str, Mapping[str, Any]]) -> str:
-    """``queues/validate/validate_queue.go: validateQueueDeleting``: ``default`` and ``root`` stay; a queue with
-    child queues cannot go (the allocated-pods check needs the scheduler's numbers and is left to it)."""
+@dataclass(frozen=True)
+class QueueRules:
+    """The queue webhook's options (``cmd/webhook-manager/app/options/options.go``), with Volcano's defaults:
+    ``--enable-queue-allocated-pods-check`` (off), ``--max-queue-depth`` (5), ``--enable-root-queue-protection``
+    (on)."""
+
+    allocated_pods_check: bool = False
+    max_depth: int = 5
+    root_protection: bool = True
+
+
+def _spec(q: Mapping[str, Any] | None) -> dict[str, Any]:
+    spec = (q or {}).get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _allocated_pods(q: Mapping[str, Any] | None) -> int:
+    """``status.allocated.pods`` of a queue (0 when absent or not a quantity: nothing to protect)."""
+    status = (q or {}).get("status")
+    alloc = status.get("allocated") if isinstance(status, dict) else None
+    if not isinstance(alloc, dict) or alloc.get("pods") is None:
+        return 0
+    try:
+        return int(amount("pods", alloc["pods"]))
+    except (ValueError, TypeError, UserError):
+        return 0
+
+
+def _resources(rl: Any) -> dict[str, float] | None:
+    """A resource list by value (Kubernetes' ``equality.Semantic``: ``1`` equals ``1000m``); None if unreadable."""
+    if not rl:
+        return {}
+    if not isinstance(rl, dict):
+        return None
+    try:
+        return {str(k): amount(str(k), v) for k, v in rl.items()}
+    except (ValueError, TypeError, UserError):
+        return None
+
+
+def _queue_resources(q: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    spec = _spec(q)
+    guarantee = spec.get("guarantee")
+    return (_resources(spec.get("capability")), _resources(spec.get("deserved")),
+            _resources(guarantee.get("resource") if isinstance(guarantee, dict) else None))
+
+
+def _children(name: str, queues: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return sorted(n for n, q in queues.items() if (_spec(q).get("parent") or "") == name and n != name)
+
+
+def validate_queue_delete(name: str, queues: Mapping[str, Mapping[str, Any]],
+                          old: Mapping[str, Any] | None = None, rules: QueueRules = QueueRules()) -> str:
+    """``queues/validate/validate_queue.go: validateQueueDeleting``: ``default`` and ``root`` stay; with
+    ``--enable-queue-allocated-pods-check``, a queue whose ``status.allocated`` still counts pods stays; a queue
+    with child queues cannot go.  The queue is the request's ``oldObject`` (the API server's current copy),
+    else the informer's: Volcano reads only its lister and refuses the delete of a queue its informer has not
+    seen yet (docs/volcano-differences.md)."""
     if name in ("default", "root"):
         return f"`{name}` queue can not be deleted"
-    children = sorted(n for n, q in queues.items() if ((q.get("spec") or {}).get("parent") or "") == name)
+    queue = old if isinstance(old, Mapping) and old else queues.get(name)
+    if queue is None:
+        return f'queue.scheduling.volcano.sh "{name}" not found'
+    if rules.allocated_pods_check:
+        pods = _allocated_pods(queue)
+        if pods:
+            return f"queue {name} cannot be deleted because it has allocated Pods: {pods}"
+    children = _children(name, queues)
     if children:
         return f"queue {name} can not be deleted because it has {len(children)} child queues: {', '.join(children)}"
     return ""
+
+
+def _hierarchy_annotations(queue: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]) -> str:
+    """``validate_queue.go: validateHierarchicalAttributes``: ``volcano.sh/hierarchy`` and
+    ``volcano.sh/hierarchy-weights`` have as many ``/``-separated parts, each weight a number > 0, and no other
+    queue's hierarchy lies under this one's path."""
+    md = queue.get("metadata") if isinstance(queue.get("metadata"), dict) else {}
+    assert isinstance(md, dict)
+    ann = md.get("annotations") if isinstance(md.get("annotations"), dict) else {}
+    assert isinstance(ann, dict)
+    hierarchy, weights = str(ann.get(HIERARCHY) or ""), str(ann.get(HIERARCHY_WEIGHTS) or "")
+    if not hierarchy and not weights:
+        return ""
+    where = "requestBody.metadata.annotations"
+    if len(hierarchy.split("/")) != len(weights.split("/")):
+        return (f'{where}: Invalid value: "{hierarchy}": {HIERARCHY} must have the same length with '
+                f"{HIERARCHY_WEIGHTS}")
+    for w in weights.split("/"):
+        try:
+            value = float(w)
+        except ValueError:
+            return (f'{where}: Invalid value: "{weights}": {w} in the {weights} is invalid number: '
+                    f'strconv.ParseFloat: parsing "{w}": invalid syntax')
+        if not value > 0:
+            return f'{where}: Invalid value: "{weights}": {w} in the {weights} must be larger than 0'
+    name = md.get("name")
+    for other_name in sorted(queues):
+        other = queues[other_name].get("metadata") or {}
+        in_tree = str((other.get("annotations") or {}).get(HIERARCHY) or "") if isinstance(other, dict) else ""
+        if in_tree and other_name != name and in_tree.startswith(hierarchy + "/"):
+            return (f'{where}: Invalid value: "{hierarchy}": {hierarchy} is not allowed to be in the sub path of '
+                    f"{in_tree} of queue {other_name}")
+    return ""
+
+
+def _hierarchical_queue(queue: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]], rules: QueueRules) -> str:
+    """``validate_queue.go: validateHierarchicalQueue`` (on create, or when the parent changes): not its own
+    parent, at most ``--max-queue-depth`` levels below root, and a leaf parent holding pods cannot take a child
+    (its pods would sit in a non-leaf queue)."""
+    name = str((queue.get("metadata") or {}).get("name") or "")
+    parent = str(_spec(queue).get("parent") or "")
+    if parent in ("", "root"):
+        return ""
+    if parent == name:
+        return f"queue {name} cannot use itself as parent"
+    depth, up, seen = 1, parent, {name}
+    while up not in ("", "root"):
+        depth += 1
+        if depth > rules.max_depth:
+            return f"queue {name} exceeds the maximum allowed depth of {rules.max_depth}"
+        if up in seen or up not in queues:
+            break  # a missing parent or a cycle is reported by the queue rules (kube/validation.py)
+        seen.add(up)
+        up = str(_spec(queues[up]).get("parent") or "")
+    parent_q = queues.get(parent)
+    if parent_q is not None and not _children(parent, {k: v for k, v in queues.items() if k != name}):
+        pods = _allocated_pods(parent_q)
+        if pods:
+            return f"queue {parent} cannot be the parent queue of queue {name} because it has allocated Pods: {pods}"
+    return ""
+
+
+def validate_queue_change(op: str, queue: Mapping[str, Any], old: Mapping[str, Any] | None,
+                          queues: Mapping[str, Mapping[str, Any]], rules: QueueRules = QueueRules()) -> tuple[str, bool]:
+    """The rules of ``validate_queue.go: AdmitQueues`` on CREATE and UPDATE that ``kube/validation.validate_queue``
+    (shape, weight, guarantee <= deserved <= capability, parent) does not hold: the queue state (``Open`` or
+    ``Closed``), the hierarchy annotations, the hierarchical parent (on create or a parent change), the root
+    queue's resources (``--enable-root-queue-protection``).  Returns the message and whether the tree's resource
+    rules apply (``needsValidateHierarchicalQueue``: not for root; on update only when the parent or a resource
+    list changed)."""
+    name = str((queue.get("metadata") or {}).get("name") or "")
+    status = queue.get("status") if isinstance(queue.get("status"), dict) else {}
+    assert isinstance(status, dict)
+    state = status.get("state")
+    if state not in (None, "", "Open", "Closed"):
+        return f'requestBody.spec.state: Invalid value: "{state}": queue state must be in [Open Closed]', False
+    msg = _hierarchy_annotations(queue, queues)
+    if msg:
+        return msg, False
+    parent_changed = old is not None and (_spec(old).get("parent") or "") != (_spec(queue).get("parent") or "")
+    if op == "CREATE" or parent_changed:
+        msg = _hierarchical_queue(queue, queues, rules)
+        if msg:
+            return msg, False
+    resources_changed = old is not None and _queue_resources(old) != _queue_resources(queue)
+    if rules.root_protection and op == "UPDATE" and name == "root" and resources_changed:
+        return "root queue's resource attributes (capability, deserved, guarantee) cannot be modified", False
+    return "", name != "root" and (op == "CREATE" or parent_changed or resources_changed)
 
 
 # --- PodGroups ---------------------------------------------------------------------------------------------------

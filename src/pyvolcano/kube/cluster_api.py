@@ -15,6 +15,7 @@ import logging
 import threading
 from typing import Any
 
+from pyvolcano.controllers.cronjob import running_duration
 from pyvolcano.kube import job_plugins
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.objects import now_iso, owner_ref
@@ -43,18 +44,22 @@ KINDS: dict[str, Resource] = {"Pod": POD, "PodGroup": PODGROUP, "Job": VCJOB, "Q
 _STATUS_SUBRESOURCE = {"Job", "Queue", "Pod", "CronJob", "JobFlow", "JobTemplate"}
 
 
-def _stamp_transition(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def _stamp_transition(old: dict[str, Any], new: dict[str, Any], created: Any = None) -> dict[str, Any]:
     """A Job status with ``state.lastTransitionTime``: now when the phase changes, else the time it had (Volcano's
-    syncJob stamps it; ``ttlSecondsAfterFinished`` counts from it)."""
+    syncJob stamps it; ``ttlSecondsAfterFinished`` counts from it), and ``runningDuration``, that time minus the
+    Job's ``creationTimestamp`` (syncJob writes it on every sync; JobFlows read it)."""
     state = dict(new.get("state") or {})
-    if state.get("lastTransitionTime"):
-        return new
-    before = old.get("state") or {}
-    if before.get("phase") == state.get("phase") and before.get("lastTransitionTime"):
-        state["lastTransitionTime"] = before["lastTransitionTime"]
-    else:
-        state["lastTransitionTime"] = now_iso()
-    return {**new, "state": state}
+    if not state.get("lastTransitionTime"):
+        before = old.get("state") or {}
+        if before.get("phase") == state.get("phase") and before.get("lastTransitionTime"):
+            state["lastTransitionTime"] = before["lastTransitionTime"]
+        else:
+            state["lastTransitionTime"] = now_iso()
+    out = {**new, "state": state}
+    duration = running_duration(created, state["lastTransitionTime"])
+    if duration is not None:
+        out["runningDuration"] = duration
+    return out
 
 
 class KubeClusterAPI:
@@ -172,7 +177,8 @@ class KubeClusterAPI:
             if obj.get("status") == status:
                 return
             if kind == "Job":
-                status = _stamp_transition(obj.get("status") or {}, status)
+                status = _stamp_transition(obj.get("status") or {}, status,
+                                           (obj.get("metadata") or {}).get("creationTimestamp"))
                 controlled = job_plugins.controlled_resources(obj)
                 if controlled:  # the plugins' OnJobAdd records itself there
                     status = {**status, "controlledResources": controlled}

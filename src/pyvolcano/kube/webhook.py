@@ -176,9 +176,11 @@ class Rejected(Exception):
 class Admission:
     """Answers AdmissionReviews with the project's rules (no I/O but ``cluster``'s look-ups)."""
 
-    def __init__(self, cluster: Cluster | None = None, scheduler_names: tuple[str, ...] = ("volcano",)) -> None:
+    def __init__(self, cluster: Cluster | None = None, scheduler_names: tuple[str, ...] = ("volcano",),
+                 queue_rules: admission.QueueRules | None = None) -> None:
         self.cluster = cluster or Cluster()
         self.scheduler_names = scheduler_names
+        self.queue_rules = queue_rules or admission.QueueRules()
 
     def review(self, path: str, body: bytes) -> dict[str, Any]:
         """The AdmissionReview answering ``body`` on ``path``; never raises."""
@@ -255,9 +257,16 @@ class Admission:
             queues = dict(self.cluster.queues())
             name = str(obj["metadata"].get("name") or "")
             if op == "DELETE":
-                return admission.validate_queue_delete(name, queues)
+                return admission.validate_queue_delete(name, queues, obj, self.queue_rules)
+            old = req.get("oldObject") if op == "UPDATE" else None
+            if op == "UPDATE" and not isinstance(old, dict):
+                raise Rejected("the UPDATE request for queues carries no oldObject")
             queues[name] = obj
-            return "; ".join(validate_queue(obj, queues) + validate_queue_tree(name, queues))
+            errs = validate_queue(obj, queues)
+            if errs:
+                return "; ".join(errs)
+            msg, tree = admission.validate_queue_change(op, obj, old, queues, self.queue_rules)
+            return msg or ("; ".join(validate_queue_tree(name, queues)) if tree else "")
         if hook.plural == "podgroups":
             return admission.validate_podgroup(obj, self.cluster.queues())
         if hook.plural == "pods":
