@@ -128,9 +128,16 @@ def test_podgroup_pod_hypernode_and_queue_delete_rules() -> None:
     assert "must not specify 'highestTierAllowed' and 'highestTierName'" in admission.validate_podgroup(both, qs)
     pod = {"metadata": {"annotations": {"volcano.sh/jdb-min-available": "0"}}, "spec": {"schedulerName": "volcano"}}
     assert admission.validate_pod(pod) == \
-        "invalid value <'0'> for volcano.sh/jdb-min-available, it must be a positive integer"
+        'invalid value <"0"> for volcano.sh/jdb-min-available, it must be a positive integer'
     pod["metadata"]["annotations"] = {"volcano.sh/jdb-min-available": "150%"}
     assert "between 1% ~ 99%" in admission.validate_pod(pod)
+    pod["metadata"]["annotations"] = {"volcano.sh/jdb-max-unavailable": "1_0"}  # Atoi refuses what int() takes
+    assert admission.validate_pod(pod) == \
+        'invalid value strconv.Atoi: parsing "1_0": invalid syntax for volcano.sh/jdb-max-unavailable'
+    pod["metadata"]["annotations"] = {"volcano.sh/jdb-max-unavailable": "+2"}
+    assert admission.validate_pod(pod) == ""
+    lookahead = {"spec": {"members": [{"selector": {"regexMatch": {"pattern": "node-(?=1)"}}}]}}
+    assert "member regexMatch pattern is invalid" in admission.validate_hypernode(lookahead)  # RE2, as Go
     pod["spec"]["schedulerName"] = "default-scheduler"
     assert admission.validate_pod(pod) == ""
     assert "member must have at least one member" in admission.validate_hypernode({"spec": {"members": []}})
@@ -302,3 +309,55 @@ def test_job_updates_are_checked_with_volcanos_update_rule() -> None:
     resp = review("/jobs/validate", moved, op="UPDATE", oldObject=old)
     assert not resp["allowed"] and "job updates may not change fields other than" in resp["status"]["message"]
     assert "carries no oldObject" in review("/jobs/validate", old, op="UPDATE")["status"]["message"]
+
+
+def test_job_rules_only_volcanos_webhook_checks() -> None:
+    """``validateJobCreate``'s rules beyond the shared Job validator: pod names, whole CPUs under a topology
+    policy, volumes, root and non-leaf queues, task dependencies forming a DAG."""
+    qs = {"root": qobj("root"), "parent": qobj("parent"), "kid": qobj("kid", "parent"), "default": qobj("default")}
+
+    def problems(**spec: object) -> list[str]:
+        j = job(**spec)
+        return admission.job_create_problems(j, qs)
+
+    assert problems(queue="default") == [] and problems(queue="kid") == []
+    assert problems(queue="root") == ["can not submit job to root queue;"]
+    assert problems(queue="parent") == ["can only submit job to leaf queue, queue `parent` has 1 child queues;"]
+    long = job()
+    long["spec"]["tasks"][0]["name"] = "t" * 60
+    (msg,) = admission.job_create_problems(long, None)
+    assert msg.startswith(f"create pod with name j-{'t' * 60}-0 validate failed [name part must be no more than 63")
+    topo = job()
+    topo["spec"]["tasks"][0].update(topologyPolicy="single-numa-node")
+    topo["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1500m"}}
+    assert admission.job_create_problems(topo, None) == ["the cpu request isn't an integer in spec.task[0] container[0]."]
+    topo["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2"}}
+    assert admission.job_create_problems(topo, None) == []
+    assert problems(volumes=[{"volumeClaimName": "x"}]) == ["mountPath is required;"]
+    assert problems(volumes=[{"mountPath": "/a", "volumeClaimName": "x"}, {"mountPath": "/a", "volumeClaimName": "y"}]) \
+        == ["duplicated mountPath: /a;"]
+    assert problems(volumes=[{"mountPath": "/a"}]) == ["either VolumeClaim or VolumeClaimName must be specified;"]
+    assert problems(volumes=[{"mountPath": "/a", "volumeClaimName": "x", "volumeClaim": {"a": 1}}])[0].startswith(
+        "conflict: If you want to use an existing PVC")
+    assert problems(volumes=[{"mountPath": "/a", "volumeClaimName": "Bad_Name"}])[0].startswith(
+        "invalid VolumeClaimName Bad_Name")
+
+    def deps(*pairs: tuple[str, list[str]]) -> dict:
+        j = job()
+        base = j["spec"]["tasks"][0]
+        j["spec"]["tasks"] = [{**copy.deepcopy(base), "name": n, **({"dependsOn": {"name": d}} if d else {})}
+                              for n, d in pairs]
+        return j
+
+    dag_msg = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG);"
+    assert admission.job_create_problems(deps(("a", []), ("b", ["a"])), None) == []
+    assert admission.job_create_problems(deps(("a", ["b"]), ("b", ["a"])), None) == [dag_msg]
+    assert admission.job_create_problems(deps(("a", []), ("b", ["zz"])), None) == [dag_msg]  # as Volcano's topoSort
+    weird = {"metadata": {"name": "j"}, "spec": {"tasks": [{"dependsOn": "x", "topologyPolicy": "best-effort",
+                                                            "template": "no"}], "volumes": "none"}}
+    assert admission.job_create_problems(weird, {}) == []  # nothing to read: no rule of these applies, no crash
+    weird["spec"]["tasks"][0]["template"] = {"spec": {"containers": 5, "initContainers": ["x"]}}
+    assert admission.job_create_problems(weird, {}) == [
+        "the cpu request isn't an integer in spec.task[0] container[0]."]
+    resp = review("/jobs/validate", job(queue="root"), cluster=Queues(default="Open", root="Open"))
+    assert not resp["allowed"] and "can not submit job to root queue;" in resp["status"]["message"]

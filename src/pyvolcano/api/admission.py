@@ -10,6 +10,7 @@ each rule).
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any
 
 from pyvolcano.api.cron import CronError, parse, time_zone_problems
 from pyvolcano.api.job_plugin_args import default_plugins
+from pyvolcano.api.regex import compile_input
 from pyvolcano.api.resource import amount
 from pyvolcano.errors import UserError
 
@@ -30,7 +32,10 @@ HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+#: what Go's ``strconv.Atoi`` accepts (ASCII digits, one optional sign)
+_ATOI = re.compile(r"[+-]?[0-9]+\Z")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 
 
 def _int(v: Any, default: int = 0) -> int:
@@ -95,6 +100,137 @@ def mutate_job(job: Mapping[str, Any], scheduler_name: str = "volcano") -> Patch
     if isinstance(plugins, dict):  # Volcano replaces the plugins whenever the Job has any (even unchanged)
         patch.append({"op": "replace", "path": "/spec/plugins", "value": default_plugins(plugins)})
     return patch
+
+
+# --- Jobs (validating: the webhook's rules that api/job_validate.py does not hold) ------------------------------
+_QUALIFIED_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                  "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                  "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
+def _qualified_name_errors(name: str) -> list[str]:
+    """apimachinery's ``validation.IsQualifiedName`` for a name without a prefix."""
+    errs = []
+    if len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME.match(name):
+        errs.append(_QUALIFIED_MSG)
+    return errs
+
+
+def _volumes_problem(volumes: Any) -> str:
+    """``jobs/validate/util.go: validateIO``: each volume has a mountPath, no two the same, and either a
+    ``volumeClaim`` (a PVC the controller makes) or a ``volumeClaimName`` (an existing one, a valid name), not
+    both."""
+    seen: set[str] = set()
+    for vol in volumes if isinstance(volumes, list) else []:
+        if not isinstance(vol, dict):
+            continue
+        mount = str(vol.get("mountPath") or "")
+        if not mount:
+            return "mountPath is required;"
+        if mount in seen:
+            return f"duplicated mountPath: {mount};"
+        claim, claim_name = vol.get("volumeClaim"), str(vol.get("volumeClaimName") or "")
+        if not claim and not claim_name:
+            return "either VolumeClaim or VolumeClaimName must be specified;"
+        if claim_name:
+            if claim:
+                return ("conflict: If you want to use an existing PVC, just specify VolumeClaimName.If you want to "
+                        "create a new PVC, you do not need to specify VolumeClaimName")
+            if len(claim_name) > 253 or not _DNS1123_SUBDOMAIN.match(claim_name):
+                return (f"invalid VolumeClaimName {claim_name} : [a lowercase RFC 1123 subdomain must consist of lower "
+                        "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+                        "character]")
+        seen.add(mount)
+    return ""
+
+
+def _tasks_form_a_dag(tasks: list[dict[str, Any]]) -> bool:
+    """``jobs/validate/util.go: topoSort``: Kahn's sort of the tasks over their ``dependsOn.name`` edges reaches
+    every task.  As in Volcano, a task that depends on a name that is no task, or names one task twice (its
+    in-degree counts each mention, the edge is one), is never reached."""
+    graph: dict[str, set[str]] = {}
+    names = [str(t.get("name") or "") for t in tasks]
+    indegree = dict.fromkeys(names, 0)
+    for t, name in zip(tasks, names, strict=True):
+        dep = t.get("dependsOn") if isinstance(t.get("dependsOn"), dict) else None
+        before_names = (dep or {}).get("name")
+        for before in before_names if isinstance(before_names, list) else []:
+            graph.setdefault(str(before), set()).add(name)
+            indegree[name] += 1
+    ready = [n for n, d in indegree.items() if d == 0]
+    done = 0
+    while ready:
+        n = ready.pop()
+        done += 1
+        for m in graph.get(n, ()):
+            indegree[m] -= 1
+            if indegree[m] == 0:
+                ready.append(m)
+    return done == len(names)
+
+
+def _whole_cpus(container: Any) -> bool:
+    """``admit_job.go: guaranteedCPUs`` is not 0: the cpu request (the limit when there are no requests) is a whole,
+    non-zero number of CPUs."""
+    res = container.get("resources") if isinstance(container, dict) else None
+    res = res if isinstance(res, dict) else {}
+    requests = res.get("requests") or res.get("limits") or {}
+    cpu = requests.get("cpu") if isinstance(requests, dict) else None
+    if cpu is None:
+        return False
+    try:
+        milli = amount("cpu", cpu)
+    except (ValueError, TypeError, UserError):
+        return False
+    return milli >= 1000 and milli % 1000 == 0
+
+
+def job_create_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The rules of ``jobs/validate/admit_job.go: validateJobCreate`` that the shared Job validator
+    (``api/job_validate.py``, also the controller's and the simulator's) does not hold, in Volcano's words: each
+    pod name ``<job>-<task>-<index>`` a qualified name (``validateK8sPodNameLength``), whole CPUs for a task with a
+    ``topologyPolicy`` (``validateTaskTopoPolicy``), the volumes (``validateIO``), no job in the ``root`` queue or
+    in a queue with child queues, and task dependencies that form a DAG.  Volcano checks these only at
+    admission, so they are the webhook's alone."""
+    spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    name = str((job.get("metadata") or {}).get("name") or "")
+    tasks = [t for t in (spec.get("tasks") or []) if isinstance(t, dict)] if isinstance(spec.get("tasks"), list) \
+        else []
+    out: list[str] = []
+    for index, task in enumerate(tasks):
+        pod = f"{name}-{task.get('name') or ''}-{index}"
+        errs = _qualified_name_errors(pod)
+        if errs:
+            out.append(f"create pod with name {pod} validate failed [{' '.join(errs)}];")
+        policy = task.get("topologyPolicy")
+        if policy and policy != "none":
+            tmpl = task.get("template")
+            pod_spec = tmpl.get("spec") if isinstance(tmpl, dict) else None
+            containers: list[Any] = []
+            for key in ("containers", "initContainers"):
+                listed = pod_spec.get(key) if isinstance(pod_spec, dict) else None
+                containers += listed if isinstance(listed, list) else []
+            for cid, c in enumerate(containers):
+                if not _whole_cpus(c):
+                    out.append(f"the cpu request isn't an integer in spec.task[{index}] container[{cid}].")
+                    break
+    msg = _volumes_problem(spec.get("volumes"))
+    if msg:
+        out.append(msg)
+    qname = str(spec.get("queue") or "")
+    if queues is not None and qname in queues:
+        if qname == "root":
+            out.append("can not submit job to root queue;")
+        else:
+            children = _children(qname, queues)
+            if children:
+                out.append(f"can only submit job to leaf queue, queue `{qname}` has {len(children)} child queues;")
+    if any(isinstance(t.get("dependsOn"), dict) for t in tasks) and not _tasks_form_a_dag(tasks):
+        out.append("job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG);")
+    return out
 
 
 # --- Queues ------------------------------------------------------------------------------------------------------
@@ -326,20 +462,18 @@ def validate_podgroup(pg: Mapping[str, Any], queues: Mapping[str, Mapping[str, A
 
 # --- Pods --------------------------------------------------------------------------------------------------------
 def _int_or_percent(key: str, value: str) -> str:
-    """``pods/validate/admit_pod.go: validateIntPercentageStr`` (intstr.Parse: an integer, else a string)."""
-    try:
-        n = int(value)
-    except ValueError:
-        s = value.replace("%", "")
-        try:
-            v = int(s)
-        except ValueError:
-            return f'invalid value strconv.Atoi: parsing "{s}": invalid syntax for {key}'
-        if v <= 0 or v >= 100:
-            return f"invalid value <{value!r}> for {key}, it must be a valid percentage which between 1% ~ 99%"
+    """``pods/validate/admit_pod.go: validateIntPercentageStr`` (intstr.Parse: an integer as ``strconv.Atoi``
+    reads it, else a string; values quoted as Go's ``%q``)."""
+    if _ATOI.match(value):
+        if int(value) <= 0:
+            return f"invalid value <{json.dumps(value)}> for {key}, it must be a positive integer"
         return ""
-    if n <= 0:
-        return f"invalid value <{value!r}> for {key}, it must be a positive integer"
+    s = value.replace("%", "")
+    if not _ATOI.match(s):
+        return f"invalid value strconv.Atoi: parsing {json.dumps(s)}: invalid syntax for {key}"
+    v = int(s)
+    if v <= 0 or v >= 100:
+        return f"invalid value <{json.dumps(value)}> for {key}, it must be a valid percentage which between 1% ~ 99%"
     return ""
 
 
@@ -365,7 +499,8 @@ def validate_pod(pod: Mapping[str, Any], scheduler_names: tuple[str, ...] = ("vo
 # --- HyperNodes --------------------------------------------------------------------------------------------------
 def validate_hypernode(hn: Mapping[str, Any]) -> str:
     """``hypernodes/validate/admit_hypernode.go: validateHyperNode``: at least one member; each member's
-    ``regexMatch.pattern`` compiles (with Python's ``re``, as the HyperNode controller matches members with it)."""
+    ``regexMatch.pattern`` compiles with RE2 (``api/regex.py``: Go's regexp syntax, the one the HyperNode
+    controller matches members with)."""
     spec = hn.get("spec") if isinstance(hn.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     members = spec.get("members") or []
@@ -377,8 +512,8 @@ def validate_hypernode(hn: Mapping[str, Any]) -> str:
             else None
         if pattern:
             try:
-                re.compile(str(pattern))
-            except re.error as exc:
+                compile_input(str(pattern))
+            except ValueError as exc:
                 errs.append(f'spec.members.selector.regexMatch.pattern: Invalid value: "{pattern}": member regexMatch '
                             f"pattern is invalid: {exc}")
     if len(errs) > 1:

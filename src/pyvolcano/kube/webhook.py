@@ -252,7 +252,9 @@ class Admission:
                 if not isinstance(old, dict):
                     raise Rejected("the UPDATE request for jobs carries no oldObject")
                 return "; ".join(str(p) for p in job_update_problems(old, obj))
-            return "; ".join(validate_job(obj, self.cluster.queues(), job_plugins.SUPPORTED))
+            queues = self.cluster.queues()
+            return "; ".join(validate_job(obj, queues, job_plugins.SUPPORTED)
+                             + admission.job_create_problems(obj, queues))
         if hook.plural == "queues":
             queues = dict(self.cluster.queues())
             name = str(obj["metadata"].get("name") or "")
