@@ -208,12 +208,25 @@ def test_jobflow_end_timestamp_is_creation_plus_the_jobs_running_duration() -> N
     assert st["conditions"]["jf-a"]["runningDuration"] == "3m0s"
 
 
-def test_the_job_controller_writes_running_duration_with_the_transition_time() -> None:
-    """On a cluster every Job status write carries ``runningDuration`` (``syncJob``), from the same
-    ``lastTransitionTime`` it stamps."""
+def test_the_job_controller_writes_running_duration_as_volcanos() -> None:
+    """``runningDuration`` (``job_controller_actions.go``): a kill's write (``killPods``: an ending phase,
+    Completed after Completing, any write of a finished Job, Pending after Restarting) sets lastTransitionTime -
+    creationTimestamp; syncJob with an admitted PodGroup writes a status without it; syncJob's write while the
+    PodGroup is Pending keeps the old one."""
     from pyvolcano.kube.cluster_api import _stamp_transition
 
-    old = {"state": {"phase": "Running", "lastTransitionTime": "2026-01-01T00:01:40Z"}}
-    out = _stamp_transition(old, {"state": {"phase": "Running"}}, "2026-01-01T00:00:00Z")
-    assert out["state"]["lastTransitionTime"] == "2026-01-01T00:01:40Z" and out["runningDuration"] == "1m40s"
-    assert "runningDuration" not in _stamp_transition(old, {"state": {"phase": "Running"}}, None)
+    created = "2026-01-01T00:00:00Z"
+    old = {"state": {"phase": "Running", "lastTransitionTime": "2026-01-01T00:01:40Z"}, "runningDuration": "9s"}
+    run = {"state": {"phase": "Running"}}
+    assert "runningDuration" not in _stamp_transition(old, run, created, lambda: True)
+    out = _stamp_transition(old, run, created, lambda: False)
+    assert out["state"]["lastTransitionTime"] == "2026-01-01T00:01:40Z" and out["runningDuration"] == "9s"
+    assert "runningDuration" not in _stamp_transition({}, {"state": {"phase": "Pending"}}, created, lambda: False)
+    for phase, was in (("Aborting", "Running"), ("Completed", "Completing"), ("Completed", "Completed"),
+                       ("Failed", "Restarting"), ("Pending", "Restarting")):
+        before = {"state": {"phase": was, "lastTransitionTime": "2026-01-01T00:00:05Z"}}
+        out = _stamp_transition(before, {"state": {"phase": phase}}, created, lambda: True)
+        want = "5s" if phase == was else None
+        assert out.get("runningDuration", "") != "" and (want is None or out["runningDuration"] == want), (phase, was)
+    # finished through syncJob (its pods all done): no runningDuration until a later kill's write
+    assert "runningDuration" not in _stamp_transition(old, {"state": {"phase": "Completed"}}, created, lambda: True)
