@@ -183,6 +183,9 @@ def test_queue_create_and_update_rules_of_volcanos_validate_queue() -> None:
     def change(q: dict, old: dict | None = None, op: str = "CREATE") -> str:
         return admission.validate_queue_change(op, q, old, {**qs, q["metadata"]["name"]: q}, rules)[0]
 
+    assert change(qobj("g", guarantee={"resource": {"cpu": "2"}})) == \
+        'requestBody.spec.deserved.cpu: Invalid value: "<nil>": deserved[cpu] must be >= guarantee[cpu]=2'
+    assert change(qobj("g", guarantee={"resource": {"cpu": "2"}}, deserved={"cpu": "3"})) == ""
     bad_state = qobj("s")
     bad_state["status"]["state"] = "Closing"
     assert change(bad_state) == 'requestBody.spec.state: Invalid value: "Closing": queue state must be in [Open Closed]'

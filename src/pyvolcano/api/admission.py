@@ -387,15 +387,31 @@ def _hierarchical_queue(queue: Mapping[str, Any], queues: Mapping[str, Mapping[s
     return ""
 
 
+def _guarantee_needs_deserved(queue: Mapping[str, Any]) -> str:
+    """``validate_queue.go: validateResourceQuantityOfQueue``: every resource of ``guarantee.resource`` needs a
+    ``deserved`` amount too (the amounts themselves are compared by ``kube/validation.validate_queue``)."""
+    spec = _spec(queue)
+    guarantee = spec.get("guarantee") if isinstance(spec.get("guarantee"), dict) else {}
+    resources = (guarantee or {}).get("resource")
+    deserved = spec.get("deserved") if isinstance(spec.get("deserved"), dict) else {}
+    errs = [f'requestBody.spec.deserved.{r}: Invalid value: "<nil>": deserved[{r}] must be >= guarantee[{r}]={q}'
+            for r, q in (resources.items() if isinstance(resources, dict) else ()) if r not in (deserved or {})]
+    return errs[0] if len(errs) == 1 else ("[" + ", ".join(errs) + "]" if errs else "")
+
+
 def validate_queue_change(op: str, queue: Mapping[str, Any], old: Mapping[str, Any] | None,
                           queues: Mapping[str, Mapping[str, Any]], rules: QueueRules = QueueRules()) -> tuple[str, bool]:
     """The rules of ``validate_queue.go: AdmitQueues`` on CREATE and UPDATE that ``kube/validation.validate_queue``
-    (shape, weight, guarantee <= deserved <= capability, parent) does not hold: the queue state (``Open`` or
+    (shape, weight, guarantee <= deserved <= capability, parent) does not hold: a ``deserved`` amount for each
+    guaranteed resource, the queue state (``Open`` or
     ``Closed``), the hierarchy annotations, the hierarchical parent (on create or a parent change), the root
     queue's resources (``--enable-root-queue-protection``).  Returns the message and whether the tree's resource
     rules apply (``needsValidateHierarchicalQueue``: not for root; on update only when the parent or a resource
     list changed)."""
     name = str((queue.get("metadata") or {}).get("name") or "")
+    msg = _guarantee_needs_deserved(queue)
+    if msg:
+        return msg, False
     status = queue.get("status") if isinstance(queue.get("status"), dict) else {}
     assert isinstance(status, dict)
     state = status.get("state")
