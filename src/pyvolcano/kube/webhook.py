@@ -3,8 +3,10 @@
 An ``admission.k8s.io/v1`` AdmissionReview comes in on one of Volcano's paths (``pkg/webhooks/router``), an
 AdmissionReview goes out: ``allowed`` with Volcano's message when refused, a JSON patch for the mutating paths.
 The rules are the project's one rule set: ``api/job_validate.py`` (``kube/validation.validate_job`` on create,
-``job_update_problems`` on update) for Jobs, ``kube/validation.validate_queue``/``validate_queue_tree`` for
-Queues, ``api/admission.py`` for the other kinds and every mutating default.  A body that is not an
+``job_update_problems`` on update) for Jobs, with ``api/admission.job_create_problems`` for the rules Volcano
+checks only at admission; ``kube/validation.validate_queue``/``validate_queue_tree`` for Queues, with
+``api/admission.validate_queue_change``/``validate_queue_delete`` (``QueueRules``: Volcano's queue flags);
+``api/admission.py`` for the other kinds and every mutating default.  A body that is not an
 AdmissionReview is answered with ``allowed: false`` and the reason (Volcano's ``serve``:
 ``ToAdmissionResponse(err)``), and any error inside a rule refuses the request with its message: the server never
 dies on a request.
