@@ -314,3 +314,20 @@ def proxied_kubeconfig(tmp: Path) -> tuple[str, CutProxy]:
     out = tmp / "proxied-kubeconfig"
     out.write_text(yaml.safe_dump(cfg))
     return str(out), proxy
+
+
+def complete_job(api: KubeClient, ns: str, name: str) -> None:
+    """Set a Job's phase to Completed, once the job controller wrote its own first status (else that write could
+    land after this one and undo it); a conflict with another write is retried."""
+    wait(lambda: ((api.get(VCJOB, name, ns).get("status") or {}).get("state") or {}).get("phase"), 30,
+         f"the job controller's status of {ns}/{name}")
+    for _ in range(20):
+        job = api.get(VCJOB, name, ns)
+        job["status"] = {"state": {"phase": "Completed"}}
+        try:
+            api.replace(VCJOB, job, ns, subresource="status")
+            return
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+    raise AssertionError(f"could not complete Job {ns}/{name}")

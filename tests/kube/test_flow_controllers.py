@@ -6,33 +6,16 @@ from __future__ import annotations
 import pytest
 
 from pyvolcano.controllers.cronjob import end_timestamp
-from pyvolcano.kube.client import ApiError, KubeClient
+from pyvolcano.kube.client import KubeClient
 from pyvolcano.kube.resources import CRONJOB, JOBFLOW, JOBTEMPLATE, VCJOB
 from tests.kube import cluster
-from tests.kube.cluster import Env, wait
+from tests.kube.cluster import Env, complete_job, wait
 
 pytestmark = pytest.mark.kube
 
 # a queue nobody creates: the job controller leaves these Jobs Pending (Invalid), so the test sets their phase
 SPEC = {"queue": "no-such-queue-flow-test", "minAvailable": 1,
         "tasks": [{"name": "t", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}]}
-
-
-def complete(api: KubeClient, ns: str, name: str) -> None:
-    """Set a Job's phase to Completed, once the job controller wrote its own first status (else that write could
-    land after this one and undo it); a conflict with another write is retried."""
-    wait(lambda: ((api.get(VCJOB, name, ns).get("status") or {}).get("state") or {}).get("phase"), 30,
-         f"the job controller's status of {ns}/{name}")
-    for _ in range(20):
-        job = api.get(VCJOB, name, ns)
-        job["status"] = {"state": {"phase": "Completed"}}
-        try:
-            api.replace(VCJOB, job, ns, subresource="status")
-            return
-        except ApiError as exc:
-            if not exc.conflict:
-                raise
-    raise AssertionError(f"could not complete Job {ns}/{name}")
 
 
 def _jobs(api: KubeClient, ns: str) -> dict[str, dict]:
@@ -68,7 +51,7 @@ def test_a_jobflow_starts_the_dependent_job_after_the_first_completes(api: KubeC
     assert "flow-train" not in _jobs(api, env.ns)
     prep = api.get(VCJOB, "flow-prep", env.ns)
     assert prep["metadata"]["labels"]["volcano.sh/createdByJobFlow"] == f"{env.ns}.flow"
-    complete(api, env.ns, "flow-prep")
+    complete_job(api, env.ns, "flow-prep")
     wait(lambda: "flow-train" in _jobs(api, env.ns), 30, "the dependent Job")
     jt = wait(lambda: (api.get(JOBTEMPLATE, "prep", env.ns).get("status") or {}).get("jobDependsOnList"), 15,
               "the JobTemplate's status")

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from pyvolcano.controllers.cronjob import end_timestamp
-from pyvolcano.kube.client import ApiError, KubeClient
+from pyvolcano.kube.client import KubeClient
 from pyvolcano.kube.resources import CRONJOB, JOBFLOW, JOBTEMPLATE, NAMESPACE, VCJOB
 from tests.kube import cluster, kubeserver
-from tests.kube.cluster import wait
+from tests.kube.cluster import complete_job, wait
 
 pytestmark = [pytest.mark.slow, pytest.mark.kube]
 
@@ -29,23 +29,6 @@ VOLCANO_UP = kubeserver.TOOLS / "volcano" / "volcano-up"
 VOLCANO_DOWN = kubeserver.TOOLS / "volcano" / "volcano-down"
 SPEC = {"queue": "default", "minAvailable": 1, "schedulerName": "nobody",
         "tasks": [{"name": "t", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}]}
-
-
-def complete(api: KubeClient, ns: str, name: str) -> None:
-    """Set a Job's phase to Completed, once the job controller wrote its own first status (else that write could
-    land after this one and undo it); a conflict with another write is retried."""
-    wait(lambda: ((api.get(VCJOB, name, ns).get("status") or {}).get("state") or {}).get("phase"), 30,
-         f"the job controller's status of {ns}/{name}")
-    for _ in range(20):
-        job = api.get(VCJOB, name, ns)
-        job["status"] = {"state": {"phase": "Completed"}}
-        try:
-            api.replace(VCJOB, job, ns, subresource="status")
-            return
-        except ApiError as exc:
-            if not exc.conflict:
-                raise
-    raise AssertionError(f"could not complete Job {ns}/{name}")
 
 
 def create_objects(api: KubeClient, ns: str) -> None:
@@ -70,7 +53,7 @@ def drive(api: KubeClient, ns: str) -> dict[str, Any]:
         return {j["metadata"]["name"] for j in api.list(VCJOB, ns)[0]}
 
     wait(lambda: any(n.startswith("tick-") for n in names()) and "flow-prep" in names(), 60, f"the first Jobs in {ns}")
-    complete(api, ns, "flow-prep")
+    complete_job(api, ns, "flow-prep")
     wait(lambda: "flow-train" in names(), 60, f"the dependent Job in {ns}")
     wait(lambda: (api.get(JOBFLOW, "flow", ns).get("status") or {}).get("completedJobs") and
          (api.get(JOBTEMPLATE, "prep", ns).get("status") or {}).get("jobDependsOnList") and
