@@ -54,6 +54,7 @@ from datetime import date
 from typing import Any
 
 from pyvolcano.api.convert import pod_requests
+from pyvolcano.api.job_model import Job
 from pyvolcano.api.job_validate import job_problems, policy_events
 from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
 from pyvolcano.controllers.api import ClusterAPI
@@ -82,10 +83,11 @@ RETAIN_SOFT: frozenset[str] = frozenset({"Succeeded", "Failed"})
 DEFAULT_MAX_RETRY = 3
 
 
-def validate_job(job: dict[str, Any], queues: set[str] | None = None) -> None:
-    """Volcano's admission checks (``api.job_validate``, shared with the controller and ``pyvolcano job run``);
-    raises ManifestError naming the Job and the field of the first problem."""
-    problems = job_problems(job, queues)
+def validate_job(job: dict[str, Any], queues: set[str] | None = None, model: type[Job] = Job) -> None:
+    """The typed boundary (``model``: ``api/job_model.py: Job`` or the simulator's ``WorkloadJob``) and Volcano's
+    admission checks (``api.job_validate``, shared with the controller and ``pyvolcano job run``); raises
+    ManifestError naming the Job and the field of the first problem."""
+    problems = job_problems(job, queues, model=model)
     if problems:
         p = problems[0]
         raise ManifestError(p.ref, p.field, p.problem)
