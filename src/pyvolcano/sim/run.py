@@ -16,7 +16,7 @@ from pyvolcano.errors import UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import SimResult, Simulator
-from pyvolcano.sim.workload import Workload, seconds
+from pyvolcano.sim.workload import Workload
 
 
 @dataclass
