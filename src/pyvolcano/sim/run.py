@@ -143,7 +143,7 @@ def parse_failures(arg: str | None) -> list[tuple[float, str, float]]:
             if len(fields) != 3 or not fields[1].strip():
                 raise UserError(f"--node-failures: {part.strip()!r}: expected TIME:NODE:DOWNTIME")
             try:
-                out.append((seconds(fields[0]), fields[1].strip(), seconds(fields[2])))
+                out.append((models.seconds(fields[0]), fields[1].strip(), models.seconds(fields[2])))
             except ValueError as exc:
                 raise UserError(f"--node-failures: {part.strip()!r}: {exc} (expected TIME:NODE:DOWNTIME, times in "
                                 "seconds)") from None
@@ -160,7 +160,7 @@ def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
             if not key or key.endswith("/") or key.startswith("/"):
                 raise UserError(f"--cancel: {part.strip()!r}: expected TIME:[NAMESPACE/]JOB")
             try:
-                out.append((seconds(t), key if "/" in key else f"default/{key}"))
+                out.append((models.seconds(t), key if "/" in key else f"default/{key}"))
             except ValueError as exc:
                 raise UserError(f"--cancel: {part.strip()!r}: {exc} (expected TIME:[NAMESPACE/]JOB, the time in "
                                 "seconds)") from None
