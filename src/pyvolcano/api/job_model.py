@@ -39,6 +39,8 @@ from pyvolcano.api.models import (
 #: the simulator's annotations (docs/simulator.md): a Job's arrival, a task template's run time, in seconds
 ARRIVAL = "pyvolcano.io/arrival"
 DURATION = "pyvolcano.io/duration"
+#: a CronJob's last tick in the simulator (simulated seconds; ``sim/flows.py``)
+UNTIL = "pyvolcano.io/until"
 
 
 class _J(BaseModel):
@@ -158,6 +160,30 @@ class _TemplateAnnotations(_J):
     __pydantic_extra__: dict[str, Scalar] = Field(init=False)
 
 
+class _FlowAnnotations(_J):
+    arrival: AnnotationSeconds = Field(default=None, alias="pyvolcano.io/arrival")
+    until: AnnotationSeconds = Field(default=None, alias="pyvolcano.io/until")
+    __pydantic_extra__: dict[str, Scalar] = Field(init=False)
+
+
+class _FlowMeta(Metadata):
+    annotations: _FlowAnnotations | None = None  # type: ignore[assignment]
+
+
+class WorkloadFlow(_J):
+    """A CronJob, JobFlow or JobTemplate of a simulator workload (``sim/flows.py``): named, with a spec, and its
+    ``pyvolcano.io/arrival`` and ``pyvolcano.io/until`` annotations as seconds >= 0.  Volcano's admission rules of
+    the kinds are ``api/admission.py``."""
+
+    metadata: _FlowMeta
+    spec: dict[str, Any]
+
+    @property
+    def arrival(self) -> float:
+        ann = self.metadata.annotations
+        return (ann.arrival if ann is not None else None) or 0.0
+
+
 class _WorkloadMeta(Metadata):
     annotations: _JobAnnotations | None = None  # type: ignore[assignment]
 
@@ -194,7 +220,7 @@ class WorkloadJob(Job):
 def field_path(path: str) -> str:
     """A field path from ``api/models.py: first_error`` with an annotation key written as Kubernetes writes a map
     key that is not a name (``metadata.annotations[pyvolcano.io/arrival]``)."""
-    for key in (ARRIVAL, DURATION):
+    for key in (ARRIVAL, DURATION, UNTIL):
         path = path.replace(f".{key}", f"[{key}]")
     return path
 

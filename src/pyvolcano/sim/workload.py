@@ -19,13 +19,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano.api import models
-from pyvolcano.api.job_model import ARRIVAL, DURATION, WorkloadJob
+from pyvolcano.api.job_model import ARRIVAL, DURATION, WorkloadFlow, WorkloadJob, field_path
 from pyvolcano.api.job_validate import JobProblem, typed_job
 from pyvolcano.api.models import _integer, seconds
 from pyvolcano.errors import ManifestError, UserError
 
-#: a CronJob's last tick in the simulator (simulated seconds; ``sim/flows.py``)
-UNTIL = "pyvolcano.io/until"
 FLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
 CSV_COLUMNS = ("id", "submit", "queue", "priority", "tasks", "min_available", "cpu", "memory", "gpu", "duration")
 
@@ -99,10 +97,6 @@ def from_specs(specs: Iterable[JobSpec], problems: list[str] | None = None) -> W
     return Workload(jobs, pcs, problems)
 
 
-#: the largest time or duration a workload or option may name (``api/models.py: MAX_TIME``, about 3,170 years):
-#: an arrival plus a duration stays within what ``datetime`` formats
-MAX_SECONDS = models.MAX_TIME
-
 
 def job_ref(job: dict[str, Any]) -> str:
     meta = job.get("metadata")
@@ -170,19 +164,10 @@ def _flow_object(o: dict[str, Any]) -> tuple[float, str | None]:
     md = o.get("metadata")
     ref = f"{o['kind']} {(md or {}).get('namespace') or 'default'}/{(md or {}).get('name') or '<unnamed>'}" \
         if isinstance(md, dict) else f"{o['kind']} <unnamed>"
-    if not isinstance(md, dict) or not md.get("name"):
-        return 0.0, f"{ref}: field metadata.name: is required"
-    if not isinstance(o.get("spec"), dict):
-        return 0.0, f"{ref}: field spec: must be a mapping"
-    ann = md.get("annotations") or {}
-    if not isinstance(ann, dict):
-        return 0.0, f"{ref}: field metadata.annotations: must be a mapping"
     try:
-        t = seconds(ann.get(ARRIVAL, 0))
-        if ann.get(UNTIL) not in (None, ""):
-            seconds(ann[UNTIL])
-    except ValueError as exc:
-        return 0.0, f"{ref}: field metadata.annotations: {exc} (expected seconds >= 0)"
+        t = models.validate_model(WorkloadFlow, o, ref).arrival
+    except ManifestError as exc:
+        return 0.0, f"{ref}: field {field_path(exc.field)}: {exc.problem}"
     msg = validate_cronjob(o) if o["kind"] == "CronJob" else validate_jobflow(o) if o["kind"] == "JobFlow" else ""
     return t, (f"{ref}: {msg}" if msg else None)
 
