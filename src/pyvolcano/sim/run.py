@@ -12,7 +12,7 @@ from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
-from pyvolcano.errors import UserError
+from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import SimResult, Simulator
@@ -81,10 +81,12 @@ def queue_weights(arg: str | None) -> dict[str, int] | None:
         for o in load_objects(arg):
             if o.get("kind") != "Queue":
                 continue
-            name = (o.get("metadata") or {}).get("name")
-            w = (o.get("spec") or {}).get("weight", 1)
-            if name:
-                weights[str(name)] = w if isinstance(w, int) and not isinstance(w, bool) and w > 0 else 1
+            try:  # the typed Queue (api/models.py): a weight of "x", 2.5 or -5 is refused, not read as 1
+                q = models.validate_model(models.Queue, o, models.ref(o))
+            except ManifestError as exc:
+                raise UserError(f"--queues {arg}: {exc}") from None
+            # no weight (or 0, which deserves nothing under proportion) reads as 1, as this option always did
+            weights[q.metadata.name] = (q.spec.weight if q.spec is not None else None) or 1
         if not weights:
             raise UserError(f"--queues {arg}: no Queue objects")
         return weights
