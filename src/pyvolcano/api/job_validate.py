@@ -7,6 +7,11 @@ and ``util.go``: validatePolicies with its ``policyEventMap`` / ``policyActionMa
 ``volcano.sh/apis`` (``pkg/apis/bus/v1alpha1/events.go``, ``actions.go``); messages use the webhook's words.
 ``_plugins`` checks ``spec.plugins`` (names, Go-flag arguments: ``api/job_plugin_args.py``);
 ``job_update_problems`` is the webhook's validateJobUpdate, for a change to a running Job.
+
+Every rule here reads a typed Job (``api/job_model.py``, through ``typed_job``): a wrong type (``replicas: true``,
+an ``event`` given as a list, plugin arguments that are not strings) is the one problem, naming the field, as the
+API server's OpenAPI schema refuses it before the webhook runs; what is left here are Volcano's own rules, in
+Volcano's words.
 """
 
 from __future__ import annotations
