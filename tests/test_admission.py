@@ -92,6 +92,12 @@ def test_job_defaults_as_volcanos_mutating_webhook() -> None:
     task = p["/spec/tasks"]["value"][0]
     assert (task["name"], task["minAvailable"], task["maxRetry"]) == ("default0", 2, 3)
     assert p["/spec/plugins"]["value"] == {"mpi": [], "svc": [], "ssh": []}
+    for plugins, want in (({"pytorch": ["--port=1"]}, {"pytorch": ["--port=1"], "svc": []}),
+                          ({"mpi": [], "svc": ["--disable-network-policy"]},
+                           {"mpi": [], "svc": ["--disable-network-policy"], "ssh": []}),
+                          ({"env": []}, {"env": []})):
+        p = {op["path"]: op for op in admission.mutate_job(job(plugins=plugins))}
+        assert p["/spec/plugins"]["value"] == want
     # nothing to default: no patch at all
     full = job(queue="q", schedulerName="s", maxRetry=1, minAvailable=1)
     full["spec"]["tasks"][0].update(name="w", minAvailable=1, maxRetry=1)
@@ -122,17 +128,93 @@ def test_podgroup_pod_hypernode_and_queue_delete_rules() -> None:
     assert "must not specify 'highestTierAllowed' and 'highestTierName'" in admission.validate_podgroup(both, qs)
     pod = {"metadata": {"annotations": {"volcano.sh/jdb-min-available": "0"}}, "spec": {"schedulerName": "volcano"}}
     assert admission.validate_pod(pod) == \
-        "invalid value <'0'> for volcano.sh/jdb-min-available, it must be a positive integer"
+        'invalid value <"0"> for volcano.sh/jdb-min-available, it must be a positive integer'
     pod["metadata"]["annotations"] = {"volcano.sh/jdb-min-available": "150%"}
     assert "between 1% ~ 99%" in admission.validate_pod(pod)
+    pod["metadata"]["annotations"] = {"volcano.sh/jdb-max-unavailable": "1_0"}  # Atoi refuses what int() takes
+    assert admission.validate_pod(pod) == \
+        'invalid value strconv.Atoi: parsing "1_0": invalid syntax for volcano.sh/jdb-max-unavailable'
+    pod["metadata"]["annotations"] = {"volcano.sh/jdb-max-unavailable": "+2"}
+    assert admission.validate_pod(pod) == ""
+    lookahead = {"spec": {"members": [{"selector": {"regexMatch": {"pattern": "node-(?=1)"}}}]}}
+    assert "member regexMatch pattern is invalid" in admission.validate_hypernode(lookahead)  # RE2, as Go
     pod["spec"]["schedulerName"] = "default-scheduler"
     assert admission.validate_pod(pod) == ""
     assert "member must have at least one member" in admission.validate_hypernode({"spec": {"members": []}})
     bad_rx = {"spec": {"members": [{"selector": {"regexMatch": {"pattern": "node-("}}}]}}
     assert "member regexMatch pattern is invalid" in admission.validate_hypernode(bad_rx)
     assert admission.validate_queue_delete("default", {}) == "`default` queue can not be deleted"
-    assert admission.validate_queue_delete("p", {"c": {"spec": {"parent": "p"}}}) == \
+    assert admission.validate_queue_delete("p", {"p": {"spec": {}}, "c": {"spec": {"parent": "p"}}}) == \
         "queue p can not be deleted because it has 1 child queues: c"
+
+
+def qobj(name: str, parent: str = "", pods: str | None = None, **spec: object) -> dict:
+    out: dict = {"metadata": {"name": name}, "spec": {"weight": 1, **({"parent": parent} if parent else {}), **spec},
+                 "status": {"state": "Open"}}
+    if pods is not None:
+        out["status"]["allocated"] = {"cpu": "1", "pods": pods}
+    return out
+
+
+def test_queue_delete_with_allocated_pods_as_volcanos_flag() -> None:
+    """``validateQueueDeleting``: the allocated-pods check only with --enable-queue-allocated-pods-check; the
+    request's oldObject is the queue (an informer that has not seen it does not refuse)."""
+    busy = qobj("busy", pods="2")
+    on = admission.QueueRules(allocated_pods_check=True)
+    assert admission.validate_queue_delete("busy", {}, busy, on) == \
+        "queue busy cannot be deleted because it has allocated Pods: 2"
+    assert admission.validate_queue_delete("busy", {}, busy) == ""  # Volcano's default: off
+    assert admission.validate_queue_delete("busy", {}, qobj("busy", pods="0"), on) == ""
+    assert admission.validate_queue_delete("busy", {}, qobj("busy", pods="lots"), on) == ""  # unreadable: no pods
+    assert admission.validate_queue_delete("gone", {}) == 'queue.scheduling.volcano.sh "gone" not found'
+    a = Admission(Queues(busy="Open"), queue_rules=on)
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "operation": "DELETE", "name": "busy", "oldObject": busy}}
+    resp = a.review("/queues/validate", json.dumps(body).encode())["response"]
+    assert resp["status"]["message"] == "queue busy cannot be deleted because it has allocated Pods: 2"
+
+
+def test_queue_create_and_update_rules_of_volcanos_validate_queue() -> None:
+    """``AdmitQueues``: state, hierarchy annotations, own parent, depth, a leaf parent holding pods, root
+    protection, and the tree's resource rules only when something they read changed."""
+    rules = admission.QueueRules()
+    qs = {"a": qobj("a"), "b": qobj("b", "a"), "c": qobj("c", "b"), "d": qobj("d", "c"), "leaf": qobj("leaf", pods="3")}
+
+    def change(q: dict, old: dict | None = None, op: str = "CREATE") -> str:
+        return admission.validate_queue_change(op, q, old, {**qs, q["metadata"]["name"]: q}, rules)[0]
+
+    assert change(qobj("g", guarantee={"resource": {"cpu": "2"}})) == \
+        'requestBody.spec.deserved.cpu: Invalid value: "<nil>": deserved[cpu] must be >= guarantee[cpu]=2'
+    assert change(qobj("g", guarantee={"resource": {"cpu": "2"}}, deserved={"cpu": "3"})) == ""
+    bad_state = qobj("s")
+    bad_state["status"]["state"] = "Closing"
+    assert change(bad_state) == 'requestBody.spec.state: Invalid value: "Closing": queue state must be in [Open Closed]'
+    ann = qobj("h")
+    ann["metadata"]["annotations"] = {"volcano.sh/hierarchy": "root/x", "volcano.sh/hierarchy-weights": "1"}
+    assert "volcano.sh/hierarchy must have the same length with volcano.sh/hierarchy-weights" in change(ann)
+    ann["metadata"]["annotations"]["volcano.sh/hierarchy-weights"] = "1/zero"
+    assert "zero in the 1/zero is invalid number" in change(ann)
+    ann["metadata"]["annotations"]["volcano.sh/hierarchy-weights"] = "1/0"
+    assert "0 in the 1/0 must be larger than 0" in change(ann)
+    assert change(qobj("self", "self")) == "queue self cannot use itself as parent"
+    assert change(qobj("e", "d")) == ""  # depth 5: a b c d e
+    assert change(qobj("f", "e"), None) == ""  # e does not exist yet: the parent rule of validate_queue says so
+    deep = {**qs, "e": qobj("e", "d")}
+    assert admission.validate_queue_change("CREATE", qobj("f", "e"), None, deep, rules)[0] == \
+        "queue f exceeds the maximum allowed depth of 5"
+    assert change(qobj("kid", "leaf")) == \
+        "queue leaf cannot be the parent queue of queue kid because it has allocated Pods: 3"
+    root, root2 = qobj("root", capability={"cpu": "4"}), qobj("root", capability={"cpu": "4000m"})
+    assert admission.validate_queue_change("UPDATE", root2, root, qs, rules) == ("", False)  # same value
+    root2["spec"]["capability"] = {"cpu": "8"}
+    assert admission.validate_queue_change("UPDATE", root2, root, qs, rules)[0] == \
+        "root queue's resource attributes (capability, deserved, guarantee) cannot be modified"
+    assert admission.validate_queue_change("UPDATE", root2, root, qs, admission.QueueRules(root_protection=False)) \
+        == ("", False)
+    b2 = qobj("b", "a", capability={"cpu": "1"})
+    assert admission.validate_queue_change("UPDATE", qs["b"], qs["b"], qs, rules) == ("", False)
+    assert admission.validate_queue_change("UPDATE", b2, qs["b"], qs, rules) == ("", True)
+    assert admission.validate_queue_change("CREATE", qobj("new"), None, qs, rules) == ("", True)
 
 
 def test_webhook_paths_call_the_shared_job_and_queue_validators() -> None:
@@ -230,3 +312,55 @@ def test_job_updates_are_checked_with_volcanos_update_rule() -> None:
     resp = review("/jobs/validate", moved, op="UPDATE", oldObject=old)
     assert not resp["allowed"] and "job updates may not change fields other than" in resp["status"]["message"]
     assert "carries no oldObject" in review("/jobs/validate", old, op="UPDATE")["status"]["message"]
+
+
+def test_job_rules_only_volcanos_webhook_checks() -> None:
+    """``validateJobCreate``'s rules beyond the shared Job validator: pod names, whole CPUs under a topology
+    policy, volumes, root and non-leaf queues, task dependencies forming a DAG."""
+    qs = {"root": qobj("root"), "parent": qobj("parent"), "kid": qobj("kid", "parent"), "default": qobj("default")}
+
+    def problems(**spec: object) -> list[str]:
+        j = job(**spec)
+        return admission.job_create_problems(j, qs)
+
+    assert problems(queue="default") == [] and problems(queue="kid") == []
+    assert problems(queue="root") == ["can not submit job to root queue;"]
+    assert problems(queue="parent") == ["can only submit job to leaf queue, queue `parent` has 1 child queues;"]
+    long = job()
+    long["spec"]["tasks"][0]["name"] = "t" * 60
+    (msg,) = admission.job_create_problems(long, None)
+    assert msg.startswith(f"create pod with name j-{'t' * 60}-0 validate failed [name part must be no more than 63")
+    topo = job()
+    topo["spec"]["tasks"][0].update(topologyPolicy="single-numa-node")
+    topo["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1500m"}}
+    assert admission.job_create_problems(topo, None) == ["the cpu request isn't an integer in spec.task[0] container[0]."]
+    topo["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2"}}
+    assert admission.job_create_problems(topo, None) == []
+    assert problems(volumes=[{"volumeClaimName": "x"}]) == ["mountPath is required;"]
+    assert problems(volumes=[{"mountPath": "/a", "volumeClaimName": "x"}, {"mountPath": "/a", "volumeClaimName": "y"}]) \
+        == ["duplicated mountPath: /a;"]
+    assert problems(volumes=[{"mountPath": "/a"}]) == ["either VolumeClaim or VolumeClaimName must be specified;"]
+    assert problems(volumes=[{"mountPath": "/a", "volumeClaimName": "x", "volumeClaim": {"a": 1}}])[0].startswith(
+        "conflict: If you want to use an existing PVC")
+    assert problems(volumes=[{"mountPath": "/a", "volumeClaimName": "Bad_Name"}])[0].startswith(
+        "invalid VolumeClaimName Bad_Name")
+
+    def deps(*pairs: tuple[str, list[str]]) -> dict:
+        j = job()
+        base = j["spec"]["tasks"][0]
+        j["spec"]["tasks"] = [{**copy.deepcopy(base), "name": n, **({"dependsOn": {"name": d}} if d else {})}
+                              for n, d in pairs]
+        return j
+
+    dag_msg = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG);"
+    assert admission.job_create_problems(deps(("a", []), ("b", ["a"])), None) == []
+    assert admission.job_create_problems(deps(("a", ["b"]), ("b", ["a"])), None) == [dag_msg]
+    assert admission.job_create_problems(deps(("a", []), ("b", ["zz"])), None) == [dag_msg]  # as Volcano's topoSort
+    weird = {"metadata": {"name": "j"}, "spec": {"tasks": [{"dependsOn": "x", "topologyPolicy": "best-effort",
+                                                            "template": "no"}], "volumes": "none"}}
+    assert admission.job_create_problems(weird, {}) == []  # nothing to read: no rule of these applies, no crash
+    weird["spec"]["tasks"][0]["template"] = {"spec": {"containers": 5, "initContainers": ["x"]}}
+    assert admission.job_create_problems(weird, {}) == [
+        "the cpu request isn't an integer in spec.task[0] container[0]."]
+    resp = review("/jobs/validate", job(queue="root"), cluster=Queues(default="Open", root="Open"))
+    assert not resp["allowed"] and "can not submit job to root queue;" in resp["status"]["message"]

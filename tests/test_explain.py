@@ -13,6 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from pyvolcano.analysis.whatif import explain
 from pyvolcano.cache.cache import KINDS, SchedulerCache
 from pyvolcano.cache.manifests import unused_kinds
 from pyvolcano.cli import main
@@ -20,7 +21,6 @@ from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.errors import UserError
 from pyvolcano.framework.cycle import run_session
-from pyvolcano.framework.whatif import explain
 
 CONF = load_conf("""
 actions: "enqueue, allocate, backfill"

@@ -7,7 +7,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pyvolcano.controllers.cronjob import CronJobController
+from pyvolcano.controllers.cronjob import CronJobController, end_timestamp, fmt_duration, running_duration
 from pyvolcano.controllers.jobflow import JobFlowController, template_status
 
 T0 = datetime(2026, 1, 1, 0, 0, tzinfo=UTC)
@@ -183,3 +183,50 @@ def test_a_failed_job_fails_the_flow_and_a_cycle_or_missing_template_never_crash
     flow_sync(api, ctrl)
     assert api.jobs() == []  # c has no template; a and b wait on each other forever
     assert ("FailedCreate", "jobtemplate.flow.volcano.sh 'c' not found") in api.events
+
+
+def test_jobflow_end_timestamp_is_creation_plus_the_jobs_running_duration() -> None:
+    """``getAllJobStatus``: ``endTimestamp`` = the Job's creationTimestamp + ``status.runningDuration`` (which the
+    job controller's syncJob writes: lastTransitionTime - creationTimestamp, a Go duration); none without it."""
+    assert [fmt_duration(s) for s in (0, 42, 90, 3605, -5)] == ["0s", "42s", "1m30s", "1h0m5s", "-5s"]
+    assert running_duration("2026-01-01T00:00:00Z", "2026-01-01T01:02:03Z") == "1h2m3s"
+    assert running_duration(None, "2026-01-01T01:02:03Z") is None
+    assert end_timestamp("2026-01-01T00:00:00Z", "1h2m3.5s") == "2026-01-01T01:02:03Z"
+    assert end_timestamp("2026-01-01T00:00:00Z", "soon") is None and end_timestamp("x", "1s") is None
+    api = Memory()
+    template(api, "a")
+    jobflow(api, [("a", [])], retain="retain")
+    ctrl = JobFlowController(api)
+    st = flow_sync(api, ctrl)
+    assert "endTimestamp" not in st["jobStatusList"][0]  # no runningDuration yet
+    api.now = T0 + timedelta(minutes=3)
+    api.set_phase("jf-a", "Completed")
+    api.objs[("Job", "ns", "jf-a")]["status"]["runningDuration"] = "3m0s"
+    st = flow_sync(api, ctrl)
+    (entry,) = st["jobStatusList"]
+    assert entry["startTimestamp"] == "2026-01-01T00:00:00Z" and entry["endTimestamp"] == "2026-01-01T00:03:00Z"
+    assert st["conditions"]["jf-a"]["runningDuration"] == "3m0s"
+
+
+def test_the_job_controller_writes_running_duration_as_volcanos() -> None:
+    """``runningDuration`` (``job_controller_actions.go``): a kill's write (``killPods``: an ending phase,
+    Completed after Completing, any write of a finished Job, Pending after Restarting) sets lastTransitionTime -
+    creationTimestamp; syncJob with an admitted PodGroup writes a status without it; syncJob's write while the
+    PodGroup is Pending keeps the old one."""
+    from pyvolcano.kube.cluster_api import _stamp_transition
+
+    created = "2026-01-01T00:00:00Z"
+    old = {"state": {"phase": "Running", "lastTransitionTime": "2026-01-01T00:01:40Z"}, "runningDuration": "9s"}
+    run = {"state": {"phase": "Running"}}
+    assert "runningDuration" not in _stamp_transition(old, run, created, lambda: True)
+    out = _stamp_transition(old, run, created, lambda: False)
+    assert out["state"]["lastTransitionTime"] == "2026-01-01T00:01:40Z" and out["runningDuration"] == "9s"
+    assert "runningDuration" not in _stamp_transition({}, {"state": {"phase": "Pending"}}, created, lambda: False)
+    for phase, was in (("Aborting", "Running"), ("Completed", "Completing"), ("Completed", "Completed"),
+                       ("Failed", "Restarting"), ("Pending", "Restarting")):
+        before = {"state": {"phase": was, "lastTransitionTime": "2026-01-01T00:00:05Z"}}
+        out = _stamp_transition(before, {"state": {"phase": phase}}, created, lambda: True)
+        want = "5s" if phase == was else None
+        assert out.get("runningDuration", "") != "" and (want is None or out["runningDuration"] == want), (phase, was)
+    # finished through syncJob (its pods all done): no runningDuration until a later kill's write
+    assert "runningDuration" not in _stamp_transition(old, {"state": {"phase": "Completed"}}, created, lambda: True)

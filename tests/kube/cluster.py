@@ -97,6 +97,14 @@ class Proc:
             self.p.kill()
         self.p.wait(10)
 
+    def restart(self) -> None:
+        """Stop the process and start the same command again, logging to the same file (a test that froze a
+        shared process for a while: a controller that lost its Lease meanwhile exits, as Volcano's does)."""
+        self.stop()
+        self._f = self.log.open("ab")
+        self.p = subprocess.Popen(self.cmd, stdout=self._f, stderr=subprocess.STDOUT,
+                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
     def stop(self) -> int:
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pyvolcano.controllers.cronjob import end_timestamp
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CRONJOB, JOBFLOW, JOBTEMPLATE, VCJOB
 from tests.kube import cluster
@@ -75,3 +76,15 @@ def test_a_jobflow_starts_the_dependent_job_after_the_first_completes(api: KubeC
     st = wait(lambda: (api.get(JOBFLOW, "flow", env.ns).get("status") or {}).get("completedJobs"), 15,
               "the JobFlow's status")
     assert st == ["flow-prep"]
+    # each jobStatusList entry's endTimestamp is its Job's creation time plus its runningDuration, none without one
+    # (getAllJobStatus); flow-train's PodGroup is never admitted, so its status has none (syncJob's early write)
+    def consistent() -> bool:
+        jobs = _jobs(api, env.ns)
+        entries = (api.get(JOBFLOW, "flow", env.ns).get("status") or {}).get("jobStatusList") or []
+        return {e["name"] for e in entries} == {"flow-prep", "flow-train"} and all(
+            e.get("endTimestamp") == end_timestamp(jobs[e["name"]]["metadata"]["creationTimestamp"],
+                                                   (jobs[e["name"]].get("status") or {}).get("runningDuration"))
+            for e in entries)
+
+    wait(consistent, 30, "the JobFlow's endTimestamps to follow the Jobs' runningDuration")
+    assert "runningDuration" not in (api.get(VCJOB, "flow-train", env.ns).get("status") or {})

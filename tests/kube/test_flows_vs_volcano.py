@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pyvolcano.controllers.cronjob import end_timestamp
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import CRONJOB, JOBFLOW, JOBTEMPLATE, NAMESPACE, VCJOB
 from tests.kube import cluster, kubeserver
@@ -78,6 +79,10 @@ def drive(api: KubeClient, ns: str) -> dict[str, Any]:
             "jobflow": api.get(JOBFLOW, "flow", ns), "template": api.get(JOBTEMPLATE, "prep", ns)}
 
 
+def _entry(jobflow: dict[str, Any], job: str) -> dict[str, Any] | None:
+    return next((e for e in (jobflow.get("status") or {}).get("jobStatusList") or [] if e.get("name") == job), None)
+
+
 def pruned(v: Any) -> Any:
     """Without empty mappings: Go writes a struct's zero value (``metadata: {}``, ``resources: {}``) where the
     template had none."""
@@ -110,6 +115,11 @@ def canon(snap: dict[str, Any], ns: str) -> dict[str, Any]:
             "flow": {k: jf.get(k) for k in ("completedJobs", "failedJobs", "terminatedJobs")},
             "flow_phase": (jf.get("state") or {}).get("phase"),
             "flow_list": sorted(s["name"] for s in jf.get("jobStatusList") or []),
+            # getAllJobStatus: endTimestamp = the Job's creation time + its runningDuration (a Go duration); flow-train
+            # has none on either side (its status comes from syncJob, not from a kill)
+            "train_end": (lambda e, c: (bool(e.get("endTimestamp")), e.get("endTimestamp") == end_timestamp(
+                e.get("startTimestamp"), c.get("runningDuration"))))(
+                _entry(snap["jobflow"], "flow-train") or {}, (jf.get("conditions") or {}).get("flow-train") or {}),
             "template": snap["template"]["status"]}
 
 

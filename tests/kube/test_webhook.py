@@ -45,7 +45,8 @@ def webhook(api: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     port = _free_port()
     p = cluster.Proc(["webhook", "--listen", f"127.0.0.1:{port}", "--register", "--tls-cert-file", str(certs.cert),
                       "--tls-private-key-file", str(certs.key), "--ca-cert-file", str(certs.ca),
-                      "--enabled-admission", ",".join(PATHS)], Path(tmp / "webhook.log"))
+                      "--enabled-admission", ",".join(PATHS), "--enable-queue-allocated-pods-check"],
+                     Path(tmp / "webhook.log"))
     try:
         wait(lambda: "webhook serving" in p.text() or p.p.poll() is not None, 30, "the webhook to start")
         assert p.p.poll() is None, p.text()[-3000:]
@@ -102,6 +103,34 @@ def test_a_job_without_a_queue_gets_default_and_volcanos_defaults(api: KubeClien
     assert spec["tasks"][0]["name"] == "default0" and spec["tasks"][0]["minAvailable"] == 1
     q = api.get(QUEUE, "default")
     assert q["spec"]["weight"] == 1
+
+
+def test_an_mpi_job_gets_the_svc_and_ssh_plugins_it_needs(api: KubeClient, env: Env, webhook: cluster.Proc) -> None:
+    """Volcano's ``patchDefaultPlugins``: a Job listing only ``mpi`` (or ``pytorch``) is stored with ``svc`` (and
+    ``ssh`` for mpi), so the classic examples start; arguments given stay."""
+    wait(lambda: _mutated(api, env), 20, "the job webhook to mutate")
+    api.create(VCJOB, _job("mpi", env.ns, plugins={"mpi": ["--master=default0"]}), env.ns)
+    assert api.get(VCJOB, "mpi", env.ns)["spec"]["plugins"] == {"mpi": ["--master=default0"], "svc": [], "ssh": []}
+    api.create(VCJOB, _job("torch", env.ns, plugins={"pytorch": [], "svc": ["--disable-network-policy"]}), env.ns)
+    assert api.get(VCJOB, "torch", env.ns)["spec"]["plugins"] == {"pytorch": [], "svc": ["--disable-network-policy"]}
+
+
+def test_a_queue_with_allocated_pods_is_not_deleted(api: KubeClient, env: Env, webhook: cluster.Proc) -> None:
+    """``validateQueueDeleting`` with ``--enable-queue-allocated-pods-check``: the queue's ``status.allocated``
+    (the scheduler's) still counts pods; once it does not, the delete goes through."""
+    name = f"busy-{env.id}"
+    api.create(QUEUE, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                       "spec": {"weight": 1}})
+    try:
+        api.patch(QUEUE, name, {"status": {"allocated": {"cpu": "2", "pods": "2"}}}, subresource="status")
+        msg = _refused(lambda: api.delete(QUEUE, name))
+        assert f"queue {name} cannot be deleted because it has allocated Pods: 2" in msg
+        api.patch(QUEUE, name, {"status": {"allocated": {"cpu": "0", "pods": "0"}}}, subresource="status")
+        api.delete(QUEUE, name)
+    finally:
+        with contextlib.suppress(ApiError):
+            api.patch(QUEUE, name, {"status": {"allocated": {}}}, subresource="status")
+            api.delete(QUEUE, name)
 
 
 def _mutated(api: KubeClient, env: Env) -> bool:

@@ -117,7 +117,7 @@ def test_counters_and_cost(summary: dict) -> None:
 def test_jobs_csv_writes_every_row(tmp_path: Path) -> None:
     metrics.write(tmp_path, result(), "hand")
     lines = (tmp_path / "jobs.csv").read_text().splitlines()
-    assert lines[0].split(",") == list(metrics.JOB_COLUMNS) and len(lines) == 8
+    assert lines[0].split(",") == [*metrics.JOB_COLUMNS, metrics.WHY_COLUMN] and len(lines) == 8
     assert lines[4] == "default/d,q2,1,1,Aborted,20.0,,,,30,,,0,0,"  # never started: empty wait (and why: it ended)
 
 

@@ -277,7 +277,7 @@ def test_simulate_cli_compares_constraints(tmp_path: Path) -> None:
     assert data[1]["topology"]["hard_violations"] == 0
     out = tmp_path / "out"
     head = (out / "run1-hard-leaf" / "jobs.csv").read_text().splitlines()[0]
-    assert head.endswith(",preempted,network_topology,lca_tier,max_lca_tier")
+    assert head.endswith(",preempted,network_topology,lca_tier,max_lca_tier,why")
     assert (out / "run0-none" / "jobs.csv").is_file()
     page = (out / "compare.html").read_text()
     assert "Network topology: spread vs wait" in page and "hard:leaf" in page

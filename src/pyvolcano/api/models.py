@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from pyvolcano.api import devices
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import ManifestError, QuantityError
 
@@ -234,7 +235,23 @@ class Node(_Obj):
     def _has_resources(self) -> Node:
         if not (self.status and (self.status.allocatable or self.status.capacity)):
             raise ValueError("status.allocatable: is required (no resources to schedule on)")
+        _device_annotations(self.metadata.annotations, (
+            (devices.VGPU_REGISTER, devices.parse_vgpu_register),
+            (devices.UNHEALTHY_GPU_IDS, devices.parse_unhealthy_ids)))
         return self
+
+
+def _device_annotations(ann: dict[str, Any] | None, parsers: tuple[tuple[str, Any], ...]) -> None:
+    """The GPU device annotations Volcano's deviceshare reads (``api/devices.py``) must parse: Volcano would drop
+    the node's devices, or leave a pod's device use uncounted (so its GPU is given twice)."""
+    if not ann:
+        return
+    for key, parse in parsers:
+        if key in ann and ann[key] is not None:
+            try:
+                parse(str(ann[key]))
+            except ValueError as exc:
+                raise ValueError(f"metadata.annotations.{key}: {exc}") from None
 
 
 # --- Pod ----------------------------------------------------------------------------------------------
@@ -368,6 +385,19 @@ class PodStatus(_M):
 class Pod(_Obj):
     spec: PodSpec
     status: PodStatus | None = None
+
+    @model_validator(mode="after")
+    def _device_requests(self) -> Pod:
+        """A device annotation that does not parse, and a ``volcano.sh/vgpu-number`` of 0 (Volcano would place the
+        pod on no GPU at all, ``devices.ExtractResourceRequest``), are refused, naming the field."""
+        _device_annotations(self.metadata.annotations, (
+            (devices.VGPU_IDS, devices.decode_pod_devices), (devices.GPU_INDEX, devices.parse_gpu_index)))
+        for k, c in enumerate(self.spec.containers):
+            lim = c.resources.limits if c.resources else None
+            if lim and devices.VGPU_NUMBER in lim and parse_quantity(lim[devices.VGPU_NUMBER]) < 1:
+                raise ValueError(f"spec.containers[{k}].resources.limits.{devices.VGPU_NUMBER}: must be at least 1, "
+                                 f"got {lim[devices.VGPU_NUMBER]!r}")
+        return self
 
 
 # --- Volcano: PodGroup, Queue -------------------------------------------------------------------------

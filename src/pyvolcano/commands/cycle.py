@@ -55,8 +55,8 @@ WIDE_BUDGET = 10.0
 def short_reasons(snap: SnapshotFile, conf: SchedulerConf, result: SessionResult, scheduler_name: str,
                   pace: float) -> dict[str, str]:
     """For ``-o wide``: per waiting PodGroup, the short reason and the best verified fix
-    (``framework/whatif.py``), each search bounded; past ``WIDE_EXPLAIN`` groups, a pointer to ``explain``."""
-    from pyvolcano.framework.whatif import explain
+    (``analysis/whatif.py``), each search bounded; past ``WIDE_EXPLAIN`` groups, a pointer to ``explain``."""
+    from pyvolcano.analysis.whatif import explain
 
     out: dict[str, str] = {}
     waiting = [uid for uid, pg in sorted(result.podgroups.items()) if pg.reason]

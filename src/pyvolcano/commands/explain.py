@@ -6,9 +6,9 @@ import textwrap
 
 import click
 
+from pyvolcano.analysis.whatif import Explanation, explain
 from pyvolcano.commands._output import emit
 from pyvolcano.framework.explain import RESOURCES
-from pyvolcano.framework.whatif import Explanation, explain
 
 #: lines are wrapped to this width (an 80-column terminal), continuation lines indented
 WIDTH = 80

@@ -50,14 +50,23 @@ def register(group: click.Group) -> None:
                   help="Comma-separated admission paths to serve and register.")
     @click.option("--scheduler-name", "scheduler_names", multiple=True, default=["volcano"], show_default=True,
                   help="Schedulers whose pods are checked; the first is the default of a Job's schedulerName.")
+    @click.option("--enable-queue-allocated-pods-check", "queue_pods_check", is_flag=True, default=False,
+                  help="Refuse to delete a queue whose status.allocated still counts pods (Volcano's flag; off by "
+                  "default, as Volcano's).")
+    @click.option("--max-queue-depth", type=click.IntRange(min=1), default=5, show_default=True,
+                  help="The most levels of hierarchical queues below root.")
+    @click.option("--enable-root-queue-protection/--disable-root-queue-protection", "root_protection",
+                  default=True, show_default=True,
+                  help="Refuse updates of the root queue's capability, deserved and guarantee.")
     @click.option("-v", "--verbose", count=True, help="Debug logging.")
     def webhook(kubeconfig: str | None, master: str | None, context: str | None, listen: str,
                 tls_cert_file: str | None, tls_private_key_file: str | None, ca_cert_file: str | None,
                 cert_dir: str | None, cert_hosts: tuple[str, ...], do_register: bool, webhook_url: str | None,
                 webhook_service: str | None, enabled_admission: str, scheduler_names: tuple[str, ...],
-                verbose: int) -> None:
+                queue_pods_check: bool, max_queue_depth: int, root_protection: bool, verbose: int) -> None:
         """Serve Volcano's validating and mutating admission webhooks (jobs, pods, podgroups, queues, hypernodes,
         cronjobs, jobflows)."""
+        from pyvolcano.api.admission import QueueRules
         from pyvolcano.kube import webhook as wh
 
         setup_logging(verbose)
@@ -86,7 +95,8 @@ def register(group: click.Group) -> None:
         if not lookups.start():
             raise UserError("webhook: the queue informer did not sync")
         try:
-            server = wh.WebhookServer(wh.Admission(lookups, tuple(scheduler_names)), host, port, certs).start()
+            rules = QueueRules(queue_pods_check, max_queue_depth, root_protection)
+            server = wh.WebhookServer(wh.Admission(lookups, tuple(scheduler_names), rules), host, port, certs).start()
         except (OSError, ValueError) as exc:
             raise UserError(f"--listen {listen}: {exc}") from None
         if do_register:

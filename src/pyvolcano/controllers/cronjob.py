@@ -45,6 +45,42 @@ def fmt_time(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def fmt_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String`` of whole seconds (``0s``, ``42s``, ``1m30s``, ``2h0m5s``), the form a
+    ``metav1.Duration`` takes in JSON."""
+    total = round(seconds)
+    sign, total = ("-", -total) if total < 0 else ("", total)
+    h, rest = divmod(total, 3600)
+    m, sec = divmod(rest, 60)
+    if h:
+        return f"{sign}{h}h{m}m{sec}s"
+    if m:
+        return f"{sign}{m}m{sec}s"
+    return f"{sign}{sec}s"
+
+
+def running_duration(created: Any, transitioned: Any) -> str | None:
+    """A Job's ``status.runningDuration``: its ``state.lastTransitionTime`` minus its ``creationTimestamp``
+    (``pkg/controllers/job/job_controller_actions.go: syncJob``); None when either time is unknown."""
+    c, t = parse_time(created), parse_time(transitioned)
+    return None if c is None or t is None else fmt_duration((t - c).total_seconds())
+
+
+def end_timestamp(created: Any, duration: Any) -> str | None:
+    """A JobFlow's ``jobStatusList[].endTimestamp``: the Job's ``creationTimestamp`` plus its
+    ``status.runningDuration`` (``jobflow_controller_action.go: getAllJobStatus``); None without both (Volcano
+    writes a zero time then)."""
+    from pyvolcano.conf.arguments import parse_duration
+
+    c = parse_time(created)
+    if c is None or not duration:
+        return None
+    try:
+        return fmt_time(c + timedelta(seconds=parse_duration(str(duration))))
+    except (ValueError, OverflowError):
+        return None
+
+
 def job_phase(job: dict[str, Any]) -> str:
     return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
 

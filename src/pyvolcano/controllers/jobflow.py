@@ -25,7 +25,7 @@ from typing import Any
 
 from pyvolcano.api.admission import validate_jobflow
 from pyvolcano.controllers.api import ClusterAPI
-from pyvolcano.controllers.cronjob import fmt_time, job_phase
+from pyvolcano.controllers.cronjob import end_timestamp, fmt_time, job_phase
 
 CREATED_BY_JOBFLOW = "volcano.sh/createdByJobFlow"
 CREATED_BY_JOBTEMPLATE = "volcano.sh/createdByJobTemplate"
@@ -144,6 +144,9 @@ class JobFlowController:
                 runs.append({"startTimestamp": fmt_time(now), "state": phase})
             entry: dict[str, Any] = {"name": jname, "state": phase,
                                      "startTimestamp": j["metadata"].get("creationTimestamp"), "runningHistories": runs}
+            end = end_timestamp(j["metadata"].get("creationTimestamp"), jst.get("runningDuration"))
+            if end is not None:
+                entry["endTimestamp"] = end
             if jst.get("retryCount"):
                 entry["restartCount"] = int(jst["retryCount"])
             idx = next((i for i, s in enumerate(out_list) if s.get("name") == jname), None)

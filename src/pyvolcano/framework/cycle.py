@@ -64,7 +64,7 @@ def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, schedu
 
 def result_json(result: SessionResult) -> dict[str, Any]:
     """The ``pyvolcano cycle --output json`` contract (shared/scenarios/README.md)."""
-    return {
+    out = {
         "binds": dict(sorted(result.binds.items())),
         "evictions": sorted(e.task.uid for e in result.evictions),
         "pipelined": dict(sorted(result.pipelined.items())),
@@ -73,3 +73,6 @@ def result_json(result: SessionResult) -> dict[str, Any]:
         # pods whose status.nominatedNodeName the session writes (pipelined after evictions)
         "nominated": dict(sorted(result.nominated.items())),
     }
+    if result.bind_annotations:  # the annotations bound pods carry (deviceshare's GPUs), only when there are any
+        out["annotations"] = dict(sorted(result.bind_annotations.items()))
+    return out

@@ -3,8 +3,10 @@
 An ``admission.k8s.io/v1`` AdmissionReview comes in on one of Volcano's paths (``pkg/webhooks/router``), an
 AdmissionReview goes out: ``allowed`` with Volcano's message when refused, a JSON patch for the mutating paths.
 The rules are the project's one rule set: ``api/job_validate.py`` (``kube/validation.validate_job`` on create,
-``job_update_problems`` on update) for Jobs, ``kube/validation.validate_queue``/``validate_queue_tree`` for
-Queues, ``api/admission.py`` for the other kinds and every mutating default.  A body that is not an
+``job_update_problems`` on update) for Jobs, with ``api/admission.job_create_problems`` for the rules Volcano
+checks only at admission; ``kube/validation.validate_queue``/``validate_queue_tree`` for Queues, with
+``api/admission.validate_queue_change``/``validate_queue_delete`` (``QueueRules``: Volcano's queue flags);
+``api/admission.py`` for the other kinds and every mutating default.  A body that is not an
 AdmissionReview is answered with ``allowed: false`` and the reason (Volcano's ``serve``:
 ``ToAdmissionResponse(err)``), and any error inside a rule refuses the request with its message: the server never
 dies on a request.
@@ -176,9 +178,11 @@ class Rejected(Exception):
 class Admission:
     """Answers AdmissionReviews with the project's rules (no I/O but ``cluster``'s look-ups)."""
 
-    def __init__(self, cluster: Cluster | None = None, scheduler_names: tuple[str, ...] = ("volcano",)) -> None:
+    def __init__(self, cluster: Cluster | None = None, scheduler_names: tuple[str, ...] = ("volcano",),
+                 queue_rules: admission.QueueRules | None = None) -> None:
         self.cluster = cluster or Cluster()
         self.scheduler_names = scheduler_names
+        self.queue_rules = queue_rules or admission.QueueRules()
 
     def review(self, path: str, body: bytes) -> dict[str, Any]:
         """The AdmissionReview answering ``body`` on ``path``; never raises."""
@@ -250,14 +254,23 @@ class Admission:
                 if not isinstance(old, dict):
                     raise Rejected("the UPDATE request for jobs carries no oldObject")
                 return "; ".join(str(p) for p in job_update_problems(old, obj))
-            return "; ".join(validate_job(obj, self.cluster.queues(), job_plugins.SUPPORTED))
+            queues = self.cluster.queues()
+            return "; ".join(validate_job(obj, queues, job_plugins.SUPPORTED)
+                             + admission.job_create_problems(obj, queues))
         if hook.plural == "queues":
             queues = dict(self.cluster.queues())
             name = str(obj["metadata"].get("name") or "")
             if op == "DELETE":
-                return admission.validate_queue_delete(name, queues)
+                return admission.validate_queue_delete(name, queues, obj, self.queue_rules)
+            old = req.get("oldObject") if op == "UPDATE" else None
+            if op == "UPDATE" and not isinstance(old, dict):
+                raise Rejected("the UPDATE request for queues carries no oldObject")
             queues[name] = obj
-            return "; ".join(validate_queue(obj, queues) + validate_queue_tree(name, queues))
+            errs = validate_queue(obj, queues)
+            if errs:
+                return "; ".join(errs)
+            msg, tree = admission.validate_queue_change(op, obj, old, queues, self.queue_rules)
+            return msg or ("; ".join(validate_queue_tree(name, queues)) if tree else "")
         if hook.plural == "podgroups":
             return admission.validate_podgroup(obj, self.cluster.queues())
         if hook.plural == "pods":

@@ -855,11 +855,11 @@ class Simulator:
 
     def why_waiting(self) -> None:
         """For jobs whose gang never started and that still wait when the run ends, the short reason and the
-        best verified fix (``framework/whatif.py``) on the cluster as the run left it, into ``JobRecord.why``
+        best verified fix (``analysis/whatif.py``) on the cluster as the run left it, into ``JobRecord.why``
         (the ``why`` column of jobs.csv); called by ``sim/run.py: run_one`` after the run, outside its timing.
         Bounded: ``WHY_JOBS`` jobs, ``WHY_RUNS`` re-runs each, one shared
         session on the final state; the others keep an empty ``why``."""
-        from pyvolcano.framework.whatif import explain
+        from pyvolcano.analysis.whatif import explain
 
         waiting = [r for r in sorted(self.records.values(), key=lambda r: (r.submit, r.key))
                    if r.all_started is None and r.finished is None]

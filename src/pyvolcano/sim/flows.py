@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job_model import UNTIL
-from pyvolcano.controllers.cronjob import NEXT_DELTA, CronJobController, fmt_time
+from pyvolcano.controllers.cronjob import NEXT_DELTA, CronJobController, fmt_time, running_duration
 from pyvolcano.controllers.jobflow import JobFlowController, owned_by_flow
 from pyvolcano.controllers.vcjob import FINAL
 
@@ -90,9 +90,11 @@ class SimFlowAPI:
         if rec is not None:
             md["creationTimestamp"] = fmt_time(clock(rec.submit))
         state: dict[str, Any] = {"phase": st.phase if st is not None else "Pending"}
+        status: dict[str, Any] = {"state": state}
         if rec is not None and rec.finished is not None:
             state["lastTransitionTime"] = fmt_time(clock(rec.finished))
-        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": md, "status": {"state": state}}
+            status["runningDuration"] = running_duration(md.get("creationTimestamp"), state["lastTransitionTime"])
+        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": md, "status": status}
 
     def namespace_jobs(self, ns: str) -> list[dict[str, Any]]:
         return [self.job_view(k) for k in self.jobs if k not in self.deleted and k.split("/", 1)[0] == ns]
