@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyvolcano.api.job_validate import JobProblem, job_problems, job_update_problems
 from tests.fuzzing import BAD_TEXTS, CONFS, SCENARIOS, check, invoke, mutated, run_guarded
 
 FAST = settings(max_examples=12, deadline=None, derandomize=True,
@@ -41,6 +43,38 @@ spec:
 """
 CSV = (b"id,submit,queue,priority,tasks,min_available,cpu,memory,gpu,duration\n"
        b"j1,0,default,0,2,2,1,1Gi,0,30\nj2,5,default,10,1,1,2,2Gi,0,60\n")
+#: a vcjob with every field the typed boundary reads (api/job_model.py): policies of the job and of a task, plugins
+#: and their arguments, volumes, maxRetry, ttlSecondsAfterFinished, networkTopology, a partition policy, dependsOn
+VCJOB = b"""\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: rich, namespace: default, annotations: {pyvolcano.io/arrival: '1'}}
+spec:
+  minAvailable: 4
+  schedulerName: volcano
+  queue: default
+  maxRetry: 2
+  ttlSecondsAfterFinished: 60
+  policies: [{event: PodEvicted, action: RestartJob}, {exitCode: 3, action: AbortJob}]
+  plugins: {svc: ['--publish-not-ready-addresses=true'], env: [], ssh: []}
+  volumes: [{mountPath: /data, volumeClaimName: data}]
+  networkTopology: {mode: soft}
+  tasks:
+  - name: ps
+    replicas: 1
+    policies: [{events: [TaskCompleted], action: CompleteJob}]
+    template:
+      metadata: {annotations: {pyvolcano.io/duration: '20'}}
+      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1', memory: 1Gi}}}]}
+  - name: worker
+    replicas: 4
+    minAvailable: 3
+    dependsOn: {name: [ps], iteration: any}
+    partitionPolicy: {totalPartitions: 2, partitionSize: 2, networkTopology: {mode: hard, highestTierAllowed: 1}}
+    template:
+      metadata: {annotations: {pyvolcano.io/duration: '30'}}
+      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1', memory: 1Gi}}}]}
+"""
 #: a sweep of one tiny point: every knob of the grid is a simulate option (sim/options.py)
 SWEEP = b"""\
 name: fuzz
@@ -284,6 +318,23 @@ def sim_case(draw: st.DrawFn) -> tuple[bytes, bytes, bool]:
     return CLUSTER, b"\n".join(lines), True
 
 
+def _vcjob_case(tmp_path: Path, data: bytes) -> None:
+    """A mutated vcjob through the simulator (``simulate --workload``) and through the admission rules the job
+    controller, the webhook and ``job run`` apply (``job_problems``; ``job_update_problems`` from the seed):
+    exit 0 or 2, and problems returned, never raised."""
+    _sim_case(tmp_path, CLUSTER, data)
+    try:
+        docs = list(yaml.safe_load_all(data))
+    except Exception:  # PyYAML's own errors too (a KeyError for "!!bool maybe")
+        return  # the simulator's run above reported the file it cannot read
+    seed = yaml.safe_load(VCJOB)
+    for doc in docs:
+        if isinstance(doc, dict):
+            problems = job_problems(doc, {"default"})
+            assert all(isinstance(p, JobProblem) and p.field for p in problems), problems
+            job_update_problems(seed, doc)
+
+
 def _sweep_case(tmp_path: Path, data: bytes) -> None:
     """A sweep file is read and planned in-process (``--list``: every value checked, nothing run); when that
     accepts it, the sweep runs in a child process with an address-space and a time bound (its worker processes
@@ -326,6 +377,23 @@ def test_fuzz_sweeps(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> N
     _sweep_case(tmp_path_factory.mktemp("f"), data)
 
 
+@settings(FAST, max_examples=5)
+@given(data=mutated(VCJOB))
+def test_fuzz_vcjobs(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    _vcjob_case(tmp_path_factory.mktemp("f"), data)
+
+
+def test_the_seed_vcjob_runs(tmp_path: Path) -> None:
+    """The vcjob fuzzer's seed is a good Job: admitted and run to the end (so mutations start from a working
+    file)."""
+    assert job_problems(yaml.safe_load(VCJOB), {"default"}) == []
+    (tmp_path / "cluster.yaml").write_bytes(CLUSTER)
+    (tmp_path / "w.yaml").write_bytes(VCJOB)
+    out = invoke(["simulate", "--cluster", str(tmp_path / "cluster.yaml"), "--workload", str(tmp_path / "w.yaml"),
+                  "--no-progress", "--until", "2000", "--out", str(tmp_path / "out")], seconds=40)
+    assert out.exit_code == 0, out.output
+
+
 def test_the_seed_sweep_runs(tmp_path: Path) -> None:
     """The fuzzer's seed is a good sweep: its point runs (so mutations start from a working file)."""
     f = tmp_path / "s.yaml"
@@ -361,3 +429,10 @@ def test_fuzz_confs_many(tmp_path_factory: pytest.TempPathFactory, data: bytes) 
 @given(case=sim_case())
 def test_fuzz_simulate_many(tmp_path_factory: pytest.TempPathFactory, case: tuple[bytes, bytes, bool]) -> None:
     _sim_case(tmp_path_factory.mktemp("f"), *case)
+
+
+@pytest.mark.slow
+@settings(SLOW, max_examples=200)
+@given(data=mutated(VCJOB))
+def test_fuzz_vcjobs_many(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    _vcjob_case(tmp_path_factory.mktemp("f"), data)

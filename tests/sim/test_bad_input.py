@@ -274,3 +274,16 @@ def test_cli_compare_several_confs(tmp_path: Path, form: str) -> None:
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
         ["compare.html", "run0-default", "run1-reclaim-preempt", "run2-b"]
     assert "b.conf" in r.stdout
+
+
+def test_a_queue_file_with_a_bad_weight_is_refused_naming_the_field(tmp_path: Path) -> None:
+    """``--queues FILE``: each Queue through the typed model (api/models.py: Queue); a weight of "x" was read as 1."""
+    from pyvolcano.errors import UserError
+    from pyvolcano.sim.run import queue_weights
+
+    f = tmp_path / "q.yaml"
+    f.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: a}\nspec: {weight: x}\n")
+    with pytest.raises(UserError, match=r"Queue a: field spec\.weight: 'x' is not an integer"):
+        queue_weights(str(f))
+    f.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: a}\nspec: {weight: 3}\n")
+    assert queue_weights(str(f)) == {"a": 3}

@@ -63,6 +63,25 @@ def ascii_int(text: str) -> int:
     return int(t, 10)
 
 
+def seconds(value: object) -> float:
+    """A duration or time in seconds, as a workload, a CSV row or an annotation writes one: a finite number >= 0
+    and at most ``MAX_TIME`` (beyond it float time stops advancing by a second), ASCII digits only; ValueError
+    naming the value otherwise."""
+    if isinstance(value, bool) or (isinstance(value, str) and (not value.isascii() or "_" in value)):
+        raise ValueError(f"{str(value)[:80]!r} is not a number of seconds (ASCII digits)")
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{value!r} is not a finite number of seconds")
+    if x < 0:
+        raise ValueError(f"{value!r} is negative")
+    if x > MAX_TIME:
+        raise ValueError(f"{value!r} is more than {MAX_TIME:g} seconds")
+    return x
+
+
 def _quantity(v: Any) -> Any:
     """A resource quantity: a number or a string apimachinery's ParseQuantity accepts, finite and >= 0
     (apimachinery's ``ValidateNonnegativeQuantity``: requests, limits, allocatable, quotas are never negative)."""

@@ -25,6 +25,7 @@ import numpy as np
 from pyvolcano.api import models
 from pyvolcano.api.convert import pod_requests
 from pyvolcano.api.job_info import PREEMPTION_BY_SCHEDULER, TaskInfo
+from pyvolcano.api.job_model import WorkloadJob
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import EPS
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION
@@ -45,7 +46,7 @@ from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
 from pyvolcano.sim.flows import SimFlows
 from pyvolcano.sim.topology import SpreadLog, build_topology, sub_group_of
 from pyvolcano.sim.usage import UsageLedger
-from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
+from pyvolcano.sim.workload import DURATION, Workload, job_ref
 
 #: the taint Kubernetes' node lifecycle controller puts on a node whose kubelet is not Ready
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -543,12 +544,9 @@ class Simulator:
         hold (more of a resource than the largest node has, a resource no node has, or a combination no single
         node has)."""
         try:
-            validate_job(job, self.queue_names)
+            validate_job(job, self.queue_names, WorkloadJob)
         except UserError as exc:
             return str(exc)
-        bad = duration_problem(job)
-        if bad:
-            return bad
         ref = job_ref(job)
         for i, t in enumerate(job["spec"]["tasks"]):
             if int(t.get("replicas", 1)) == 0:

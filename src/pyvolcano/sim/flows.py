@@ -15,10 +15,10 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pyvolcano.api.job_model import UNTIL
 from pyvolcano.controllers.cronjob import NEXT_DELTA, CronJobController, fmt_time, running_duration
 from pyvolcano.controllers.jobflow import JobFlowController, owned_by_flow
 from pyvolcano.controllers.vcjob import FINAL
-from pyvolcano.sim.workload import UNTIL
 
 if TYPE_CHECKING:
     from pyvolcano.sim.engine import Simulator

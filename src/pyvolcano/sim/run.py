@@ -12,11 +12,11 @@ from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
-from pyvolcano.errors import UserError
+from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import SimResult, Simulator
-from pyvolcano.sim.workload import Workload, seconds
+from pyvolcano.sim.workload import Workload
 
 
 @dataclass
@@ -81,10 +81,12 @@ def queue_weights(arg: str | None) -> dict[str, int] | None:
         for o in load_objects(arg):
             if o.get("kind") != "Queue":
                 continue
-            name = (o.get("metadata") or {}).get("name")
-            w = (o.get("spec") or {}).get("weight", 1)
-            if name:
-                weights[str(name)] = w if isinstance(w, int) and not isinstance(w, bool) and w > 0 else 1
+            try:  # the typed Queue (api/models.py): a weight of "x", 2.5 or -5 is refused, not read as 1
+                q = models.validate_model(models.Queue, o, models.ref(o))
+            except ManifestError as exc:
+                raise UserError(f"--queues {arg}: {exc}") from None
+            # no weight (or 0, which deserves nothing under proportion) reads as 1, as this option always did
+            weights[q.metadata.name] = (q.spec.weight if q.spec is not None else None) or 1
         if not weights:
             raise UserError(f"--queues {arg}: no Queue objects")
         return weights
@@ -143,7 +145,7 @@ def parse_failures(arg: str | None) -> list[tuple[float, str, float]]:
             if len(fields) != 3 or not fields[1].strip():
                 raise UserError(f"--node-failures: {part.strip()!r}: expected TIME:NODE:DOWNTIME")
             try:
-                out.append((seconds(fields[0]), fields[1].strip(), seconds(fields[2])))
+                out.append((models.seconds(fields[0]), fields[1].strip(), models.seconds(fields[2])))
             except ValueError as exc:
                 raise UserError(f"--node-failures: {part.strip()!r}: {exc} (expected TIME:NODE:DOWNTIME, times in "
                                 "seconds)") from None
@@ -160,7 +162,7 @@ def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
             if not key or key.endswith("/") or key.startswith("/"):
                 raise UserError(f"--cancel: {part.strip()!r}: expected TIME:[NAMESPACE/]JOB")
             try:
-                out.append((seconds(t), key if "/" in key else f"default/{key}"))
+                out.append((models.seconds(t), key if "/" in key else f"default/{key}"))
             except ValueError as exc:
                 raise UserError(f"--cancel: {part.strip()!r}: {exc} (expected TIME:[NAMESPACE/]JOB, the time in "
                                 "seconds)") from None

@@ -225,12 +225,14 @@ def parse_constraint(arg: str, where: str | None = None) -> Constraint:
 
 
 def gang_size(job: Mapping[str, Any]) -> int:
-    """A vcjob's minAvailable (all its pods when unset)."""
+    """A vcjob's minAvailable (all its pods when unset); the Job passed the typed boundary when it was read
+    (``sim/workload.py: from_manifests``, ``api/job_model.py``), so its counts are integers (perhaps written as
+    ``"3"``), read here without checking again."""
     spec = job.get("spec") or {}
     tasks = spec.get("tasks") or []
-    total = sum(int(t.get("replicas", 1)) for t in tasks if isinstance(t, dict))
+    total = sum(int(t.get("replicas", 1)) for t in tasks)
     ma = spec.get("minAvailable")
-    return int(ma) if isinstance(ma, int) and not isinstance(ma, bool) else total
+    return int(ma) if ma is not None else total
 
 
 def constrained_gangs(jobs: Sequence[tuple[float, dict[str, Any]]], fraction: float, seed: int) -> set[str]:
@@ -328,10 +330,10 @@ def with_partitions(jobs: Sequence[tuple[float, dict[str, Any]]], parts: Partiti
     for t, job in jobs:
         spec = job.get("spec") or {}
         tasks = spec.get("tasks") or []
-        total = sum(int(x.get("replicas", 1)) for x in tasks if isinstance(x, dict))
+        total = sum(int(x.get("replicas", 1)) for x in tasks)
         gang = gang_size(job)
         fit = [i for i, x in enumerate(tasks)
-               if isinstance(x, dict) and gang > 1 and gang == total and "partitionPolicy" not in x
+               if gang > 1 and gang == total and "partitionPolicy" not in x
                and (x.get("minAvailable") is None or int(x["minAvailable"]) == int(x.get("replicas", 1)))
                and int(x.get("replicas", 1)) % parts.size == 0 and int(x.get("replicas", 1)) >= 2 * parts.size]
         if not fit:
@@ -357,11 +359,11 @@ def partition_labels(job: Mapping[str, Any]) -> dict[str, str]:
     ``networkTopology`` as :func:`constraint_label` reads it; empty for a job without sub-groups."""
     tasks = (job.get("spec") or {}).get("tasks") or []
     return {str(t.get("name") or f"task{i}"): _nt_label(t["partitionPolicy"].get("networkTopology"))
-            for i, t in enumerate(tasks) if isinstance(t, dict) and isinstance(t.get("partitionPolicy"), dict)}
+            for i, t in enumerate(tasks) if t.get("partitionPolicy") is not None}
 
 
-def _nt_label(nt: Any) -> str:
-    if not isinstance(nt, dict):
+def _nt_label(nt: Mapping[str, Any] | None) -> str:
+    if nt is None:
         return "none"
     mode = str(nt.get("mode") or "hard")
     if mode == "soft":

@@ -14,19 +14,17 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano.api import models
-from pyvolcano.api.models import LifecyclePolicy, Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
+from pyvolcano.api.job_model import ARRIVAL, DURATION, WorkloadFlow, WorkloadJob, field_path
+from pyvolcano.api.job_validate import JobProblem, typed_job
+from pyvolcano.api.models import _integer, seconds
 from pyvolcano.errors import ManifestError, UserError
 
-ARRIVAL = "pyvolcano.io/arrival"
-#: a CronJob's last tick in the simulator (simulated seconds; ``sim/flows.py``)
-UNTIL = "pyvolcano.io/until"
 FLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
-DURATION = "pyvolcano.io/duration"
 CSV_COLUMNS = ("id", "submit", "queue", "priority", "tasks", "min_available", "cpu", "memory", "gpu", "duration")
 
 
@@ -99,27 +97,6 @@ def from_specs(specs: Iterable[JobSpec], problems: list[str] | None = None) -> W
     return Workload(jobs, pcs, problems)
 
 
-#: the largest time or duration a workload or option may name (``api/models.py: MAX_TIME``, about 3,170 years):
-#: an arrival plus a duration stays within what ``datetime`` formats
-MAX_SECONDS = models.MAX_TIME
-
-
-def seconds(value: object) -> float:
-    """A duration or time in seconds: a finite number >= 0 (ValueError naming the value otherwise)."""
-    if isinstance(value, bool) or (isinstance(value, str) and (not value.isascii() or "_" in value)):
-        raise ValueError(f"{str(value)[:80]!r} is not a number of seconds (ASCII digits)")
-    try:
-        x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(x):
-        raise ValueError(f"{value!r} is not a finite number of seconds")
-    if x < 0:
-        raise ValueError(f"{value!r} is negative")
-    if x > MAX_SECONDS:  # beyond it float time stops advancing by a second (t + 1 == t) and runs lose meaning
-        raise ValueError(f"{value!r} is more than {MAX_SECONDS:g} seconds")
-    return x
-
 
 def job_ref(job: dict[str, Any]) -> str:
     meta = job.get("metadata")
@@ -127,117 +104,28 @@ def job_ref(job: dict[str, Any]) -> str:
     return f"Job {md.get('namespace') or 'default'}/{md.get('name') or '<unnamed>'}"
 
 
-def duration_problem(job: dict[str, Any]) -> str | None:
-    """The first task template whose ``pyvolcano.io/duration`` annotation is not a number of seconds >= 0, as a
-    message naming the job and the field; None when every duration is good (a missing one means 0 s)."""
-    tasks = (job.get("spec") or {}).get("tasks") if isinstance(job.get("spec"), dict) else None
-    for i, t in enumerate(tasks if isinstance(tasks, list) else []):
-        tmpl = t.get("template") if isinstance(t, dict) else None
-        md = tmpl.get("metadata") if isinstance(tmpl, dict) else None
-        ann = md.get("annotations") if isinstance(md, dict) else None
-        if not isinstance(ann, dict) or ann.get(DURATION) in (None, ""):
-            continue
-        try:
-            seconds(ann[DURATION])
-        except ValueError as exc:
-            return (f"{job_ref(job)}: field spec.tasks[{i}].template.metadata.annotations[{DURATION}]: {exc} "
-                    f"(expected seconds >= 0)")
-    return None
-
-
 #: pods one simulated Job may ask for; ``replicas: 100000000`` would otherwise build that many pod manifests
 MAX_JOB_PODS = 100_000
 
 
-class _TemplateMeta(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    labels: StringMap | None = None
-    annotations: StringMap | None = None
-
-
-class _Template(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    metadata: _TemplateMeta | None = None
-    spec: PodSpec
-
-
-class _SimPartitionPolicy(BaseModel):
-    """A task's ``partitionPolicy`` (Volcano's vcjob ``PartitionPolicySpec``), typed: whole numbers within the
-    simulator's job size (``1e30`` or ``.inf`` is refused here, naming the field) and a valid ``networkTopology``.
-    Volcano's own rules (replicas = totalPartitions x partitionSize, ...) stay in ``api/job_validate.py``, which
-    words them as Volcano's webhook does."""
-
-    model_config = ConfigDict(extra="allow")
-    totalPartitions: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    partitionSize: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    minPartitions: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    networkTopology: NetworkTopologySpec | None = None
-
-
-class _DependsOn(BaseModel):
-    """A task's ``dependsOn`` (``batch/v1alpha1 DependsOn``): task names and ``any`` or ``all``."""
-
-    model_config = ConfigDict(extra="allow")
-    name: list[Annotated[str, Field(strict=True)]] | None = None
-    iteration: Literal["any", "all", ""] | None = None
-
-
-class _SimTask(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    name: str | None = None
-    replicas: Annotated[int, _integer(0, MAX_JOB_PODS)] = 1
-    minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    template: _Template
-    policies: list[LifecyclePolicy] | None = None
-    dependsOn: _DependsOn | None = None
-    #: Volcano's ``partitionPolicy``: the job controller makes one PodGroup sub-group per partition
-    partitionPolicy: _SimPartitionPolicy | None = None
-
-
-class _SimJobSpec(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    tasks: list[_SimTask] = Field(min_length=1)
-    minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    queue: str | None = None
-    schedulerName: str | None = None
-    priorityClassName: str | None = None
-    maxRetry: Annotated[int, _integer(0, 1000)] | None = None
-    policies: list[LifecyclePolicy] | None = None
-    #: job plugins and their arguments (``map[string][]string``)
-    plugins: dict[str, list[str]] | None = None
-    volumes: list[dict[str, Any]] | None = None
-    #: Volcano's vcjob ``spec.networkTopology`` (mode, highestTierAllowed or highestTierName), which the job
-    #: controller copies to the PodGroup
-    networkTopology: NetworkTopologySpec | None = None
-
-
-class _SimJob(BaseModel):
-    """The shape of a Volcano Job read from a workload file: what the simulator's job controller
-    (``controllers/vcjob.py``) reads, typed, so a wrong type is refused here naming the field; Volcano's own
-    admission rules (minAvailable <= replicas, known queue, policies) stay in ``vcjob.validate_job``."""
-
-    model_config = ConfigDict(extra="allow")
-    metadata: Metadata
-    spec: _SimJobSpec
-
-
-def size_problem(job: dict[str, Any]) -> str | None:
-    """What is wrong with the shape or the sizes of a Job read from a workload file (``_SimJob``), naming the
-    job and the field: not ``1e30`` or ``.inf`` replicas, not a count that would build millions of pods."""
-    try:
-        m = _SimJob.model_validate(job)
-    except ValidationError as exc:
-        where, msg = models.first_error(exc)
-        return f"{job_ref(job)}: field {where}: {msg}"
-    total = sum(t.replicas for t in m.spec.tasks)
+def _typed(job: dict[str, Any]) -> WorkloadJob | str:
+    """A Job of a workload through the boundary (``api/job_model.py: WorkloadJob``: the Job's types, its arrival
+    and its templates' durations as seconds), plus the simulator's own bound on its size: not a count that would
+    build millions of pod manifests.  The typed Job, or the problem naming the Job and the field."""
+    typed = typed_job(job, WorkloadJob)
+    if isinstance(typed, JobProblem):
+        return f"{typed.ref}: field {typed.field}: {typed.problem}"
+    assert isinstance(typed, WorkloadJob)
+    total = sum(max(0, t.replicas) for t in typed.spec.tasks or [])
     if total > MAX_JOB_PODS:
         return f"{job_ref(job)}: field spec.tasks: {total} replicas in all, more than {MAX_JOB_PODS} pods"
-    return None
+    return typed
 
 
 def from_manifests(objects: list[dict[str, Any]]) -> Workload:
-    """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job whose arrival
-    or duration annotation is not a number of seconds >= 0 is reported in ``problems`` and left out."""
+    """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job the boundary
+    refuses (``_typed``: a wrong type, an arrival or duration that is not a number of seconds >= 0) is reported in
+    ``problems`` and left out; Volcano's admission rules are checked when the Job arrives (``Simulator.job_problem``)."""
     jobs, pcs, problems, flows = [], [], [], []
     for o in objects:
         if o.get("kind") == "PriorityClass":
@@ -248,24 +136,14 @@ def from_manifests(objects: list[dict[str, Any]]) -> Workload:
                 continue
             pcs.append(o)
         elif o.get("kind") == "Job":
-            md = o.get("metadata")
-            if not isinstance(md, dict):
-                problems.append(f"{job_ref(o)}: field metadata: must be a mapping; job skipped")
+            typed = _typed(o)
+            if isinstance(typed, str):
+                problems.append(f"{typed}; job skipped")
                 continue
-            ann = md.get("annotations") or {}
-            try:
-                t = seconds(ann.get(ARRIVAL, 0) if isinstance(ann, dict) else 0)
-            except ValueError as exc:
-                problems.append(f"{job_ref(o)}: field metadata.annotations[{ARRIVAL}]: {exc} "
-                                f"(expected seconds >= 0); job skipped")
-                continue
-            bad = size_problem(o) or duration_problem(o)
-            if bad:
-                problems.append(f"{bad}; job skipped")
-                continue
+            md = o["metadata"]
             if not md.get("namespace"):  # the API server puts a namespaced object without one (or with null or
                 md["namespace"] = "default"  # "") in the request's namespace, kubectl's "default"
-            jobs.append((t, o))
+            jobs.append((typed.arrival, o))
         elif o.get("kind") in FLOW_KINDS:
             t_flow, bad = _flow_object(o)
             if bad:
@@ -286,19 +164,10 @@ def _flow_object(o: dict[str, Any]) -> tuple[float, str | None]:
     md = o.get("metadata")
     ref = f"{o['kind']} {(md or {}).get('namespace') or 'default'}/{(md or {}).get('name') or '<unnamed>'}" \
         if isinstance(md, dict) else f"{o['kind']} <unnamed>"
-    if not isinstance(md, dict) or not md.get("name"):
-        return 0.0, f"{ref}: field metadata.name: is required"
-    if not isinstance(o.get("spec"), dict):
-        return 0.0, f"{ref}: field spec: must be a mapping"
-    ann = md.get("annotations") or {}
-    if not isinstance(ann, dict):
-        return 0.0, f"{ref}: field metadata.annotations: must be a mapping"
     try:
-        t = seconds(ann.get(ARRIVAL, 0))
-        if ann.get(UNTIL) not in (None, ""):
-            seconds(ann[UNTIL])
-    except ValueError as exc:
-        return 0.0, f"{ref}: field metadata.annotations: {exc} (expected seconds >= 0)"
+        t = models.validate_model(WorkloadFlow, o, ref).arrival
+    except ManifestError as exc:
+        return 0.0, f"{ref}: field {field_path(exc.field)}: {exc.problem}"
     msg = validate_cronjob(o) if o["kind"] == "CronJob" else validate_jobflow(o) if o["kind"] == "JobFlow" else ""
     return t, (f"{ref}: {msg}" if msg else None)
 
