@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -68,10 +69,12 @@ def register(group: click.Group) -> None:
                   help="How far ahead to simulate (a duration such as 72h or seconds).")
     @click.option("--default-duration", type=Number(0.0, lo_open=True), default=3600.0, show_default=True,
                   help="Seconds a pod runs when the snapshot has nothing to estimate it from.")
+    @click.option("--arrivals/--no-arrivals", default=True, show_default=True,
+                  help="Draw new jobs like those the snapshot shows, at their rate per queue (needs 10 jobs seen).")
     @click.option("--scheduler-name", default="volcano", show_default=True)
     def forecast(snapshot: str | None, filename: str | None, kubeconfig: str | None, master: str | None,
                  context: str | None, config: str | None, output: str, runs: int, seed: int, now_arg: str | None,
-                 horizon: str, default_duration: float, scheduler_name: str) -> None:
+                 horizon: str, default_duration: float, arrivals: bool, scheduler_name: str) -> None:
         """Predict when each pending job of SNAPSHOT (or of the cluster of --kubeconfig) starts: the simulator runs
         forward from it RUNS times, with pod durations from their pyvolcano.io/duration annotation or drawn from the
         snapshot's finished and running pods, and prints each job's median start and 90 % range.
@@ -94,9 +97,13 @@ def register(group: click.Group) -> None:
             raise UserError("give a SNAPSHOT file (or -f FILE, - for stdin) or --kubeconfig")
         conf = load_conf(embedded, f"{source} (config:)") if config is None and embedded else load_conf_file(config)
         if now_arg is not None:
-            now = fc._time(now_arg)
-            if now is None:
+            try:
+                given: float | None = float(now_arg)
+            except ValueError:
+                given = fc._time(now_arg)
+            if given is None or not math.isfinite(given):
                 raise UserError(f"--now: {now_arg!r} is not a time (RFC 3339, e.g. 2026-01-02T03:04:05Z, or seconds)")
+            now = given
         elif path is None:
             now = time.time()
         else:
@@ -106,7 +113,7 @@ def register(group: click.Group) -> None:
         if not 0 < ahead < float("inf"):
             raise UserError(f"--horizon: {horizon!r} must be a positive, finite duration")
         result = fc.forecast(objects, conf, now, runs=runs, seed=seed, horizon=ahead,
-                             default_duration=default_duration, scheduler_name=scheduler_name)
+                             default_duration=default_duration, scheduler_name=scheduler_name, arrivals=arrivals)
         if output in ("json", "yaml"):
             emit(result.as_dict(), output)
             for line in result.notes + [f"skipped {p}" for p in result.problems]:
@@ -117,7 +124,7 @@ def register(group: click.Group) -> None:
         from rich.table import Table
 
         if not result.jobs:
-            c.print(f"no pending job in {escape(source)}: nothing to forecast", highlight=False)
+            click.echo(f"no pending job in {source}: nothing to forecast")
         else:
             t = Table(title=f"forecast: {len(result.jobs)} pending job(s), {result.runs} run(s), from "
                             f"{fc.stamp(now)}")
@@ -128,7 +135,7 @@ def register(group: click.Group) -> None:
                 d = j.as_dict(now)
                 lo, hi = d["start_p5_s"], d["start_p95_s"]
                 rng = "-" if lo is None else f">{human(lo)}" if hi is None else \
-                    f"exactly" if human(lo) == human(hi) else f"{human(lo)}-{human(hi)}"
+                    "exactly" if human(lo) == human(hi) else f"{human(lo)}-{human(hi)}"
                 start = human(d["start_median_s"]) if d["start_median_s"] is not None else \
                     f"not in {human(result.horizon)}"
                 row = [escape(j.podgroup), escape(j.queue), start, rng]

@@ -39,7 +39,7 @@ from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.controllers.vcjob import ENDED, FINAL, JobState
 from pyvolcano.errors import UserError
-from pyvolcano.sim.engine import JobRecord, PodFinish, PodRunning, Simulator
+from pyvolcano.sim.engine import Arrive, JobRecord, PodFinish, PodRunning, Simulator
 from pyvolcano.sim.workload import DURATION, Workload
 
 #: seconds a pod is taken to run when the snapshot shows nothing to estimate from (no annotation, no finished or
@@ -211,7 +211,25 @@ class ForecastSim(Simulator):
         self.drawn = 0
         #: the PodGroups whose start is forecast and that have not started yet (the run stops when none is left)
         self.waiting: set[str] = set()
+        #: new jobs drawn as the run goes (``push_arrival``), and how many so far
+        self.future: Arrivals | None = None
+        self.arrived = 0
         super().__init__(nodes, queues, Workload([]), conf, **kw)
+
+    def push_arrival(self, queue: str, after: float) -> None:
+        """Draw the next new job of ``queue`` (one at a time: each arrival draws the next)."""
+        if self.future is None or self.arrived >= MAX_ARRIVALS * self.future.seen:
+            return
+        t, job = self.future.next(queue, after, self.rng, self.arrived)
+        self.arrived += 1
+        self.drawn += 1
+        self._push(t, Arrive(job))
+
+    def _arrive(self, job: dict[str, Any]) -> None:
+        super()._arrive(job)
+        queue = (job["metadata"].get("annotations") or {}).get(ARRIVAL_QUEUE)
+        if queue is not None:
+            self.push_arrival(queue, self.now)
 
     def _job_of(self, pod: dict[str, Any]) -> tuple[str, str]:
         md = pod["metadata"]
@@ -234,6 +252,90 @@ class ForecastSim(Simulator):
                 self.waiting.discard(job)
                 if not self.waiting:
                     self.stop = True
+
+
+#: the most new jobs one run draws, as a multiple of the jobs the snapshot shows (a job that never starts would
+#: otherwise keep a run drawing until the horizon)
+MAX_ARRIVALS = 2
+#: the fewest jobs a snapshot must show for new ones to be drawn like them (fewer say little about a rate)
+MIN_SEEN = 10
+#: the name prefix of a drawn new job, and the annotation naming the queue it was drawn for
+ARRIVAL_PREFIX = "forecast-new-"
+ARRIVAL_QUEUE = "pyvolcano.io/forecast-queue"
+_OWN_KEYS = ("volcano.sh/", "scheduling.k8s.io/group-name", DURATION)
+
+
+def _template(pod: dict[str, Any]) -> dict[str, Any]:
+    """A pod as a Job task's template: its spec without the node, labels and annotations without Volcano's own."""
+    md = _md(pod)
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k not in ("nodeName", "priority")}
+    keep = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith(_OWN_KEYS)}
+    labels = {k: v for k, v in (md.get("labels") or {}).items() if not k.startswith(_OWN_KEYS)}
+    return {"metadata": {"annotations": keep, "labels": labels}, "spec": copy.deepcopy(spec)}
+
+
+@dataclass
+class Arrivals:
+    """New jobs like the snapshot's: per queue, the jobs seen (live or finished) as Volcano Job manifests, and their
+    rate over the time the snapshot covers (first job seen to now).  Each run draws a Poisson stream of copies of
+    them (:meth:`draw`): a forecast that ignores them would let every future high-priority or fairer-queue job
+    jump ahead unseen."""
+
+    jobs: dict[str, list[dict[str, Any]]]
+    rate: dict[str, float]
+    window: float
+
+    @property
+    def seen(self) -> int:
+        return sum(len(v) for v in self.jobs.values())
+
+    def next(self, queue: str, after: float, rng: np.random.Generator, n: int) -> tuple[float, dict[str, Any]]:
+        """The next new job of ``queue`` after time ``after`` (the ``n``-th drawn: its name)."""
+        t = after + float(rng.exponential(1 / self.rate[queue]))
+        pool = self.jobs[queue]
+        job = copy.deepcopy(pool[rng.integers(len(pool))])
+        job["metadata"]["name"] = f"{ARRIVAL_PREFIX}{n}"
+        job["metadata"]["annotations"] = {ARRIVAL_QUEUE: queue}
+        return t, job
+
+    def note(self) -> str:
+        per = ", ".join(f"{q} {r * 3600:.3g}/h" for q, r in sorted(self.rate.items()))
+        return (f"new jobs drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
+                f"{self.window:.0f} s: {per}")
+
+
+def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
+    """The snapshot's jobs (pods grouped by :func:`group_of`, submitted at their PodGroup's creation or else their
+    first pod's), as Job manifests per queue with their arrival rates; None with fewer than ``MIN_SEEN`` jobs seen."""
+    pgs = {_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for p in objects:
+        if p.get("kind") == "Pod" and not _md(p).get("deletionTimestamp"):
+            groups.setdefault(group_of(p), []).append(p)
+    queue_of_group = {k: str((pg.get("spec") or {}).get("queue") or "default") for k, pg in pgs.items()}
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    first = now
+    for g, pods in groups.items():
+        pg = pgs.get(g)
+        created = [t for t in (_time(_md(x).get("creationTimestamp")) for x in ([pg] if pg else pods)) if t is not None]
+        if created:
+            first = min(first, min(created))
+        q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
+        mm = int(((pg or {}).get("spec") or {}).get("minMember") or 1) if pg else 1
+        pods = sorted(pods, key=lambda x: str(_md(x).get("name")))
+        spec0 = pods[0].get("spec") or {}
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "", "namespace":
+               _md(pods[0]).get("namespace") or "default"},
+               "spec": {"queue": q, "minAvailable": min(mm, len(pods)),
+                        "schedulerName": spec0.get("schedulerName") or "volcano",
+                        **({"priorityClassName": spec0["priorityClassName"]} if spec0.get("priorityClassName") else {}),
+                        "tasks": [{"name": f"t{i}", "replicas": 1, "template": _template(x)}
+                                  for i, x in enumerate(pods)]}}
+        jobs.setdefault(q, []).append(job)
+    window = now - first
+    if sum(len(v) for v in jobs.values()) < MIN_SEEN or window <= 0:
+        return None
+    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window)
 
 
 @dataclass
@@ -392,7 +494,8 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
 
 def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 30, seed: int = 0,
              horizon: float = DEFAULT_HORIZON, period: float = 1.0, start_latency: float = 0.0,
-             default_duration: float = DEFAULT_DURATION, scheduler_name: str = "volcano") -> Forecast:
+             default_duration: float = DEFAULT_DURATION, scheduler_name: str = "volcano",
+             arrivals: bool = True) -> Forecast:
     """Each pending job's start after ``now`` (seconds since the epoch, the snapshot's time) over ``runs`` seeded
     simulations of ``objects``.  UserError when the snapshot has no node."""
     if runs < 1:
@@ -405,12 +508,17 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
         raise UserError("nothing to forecast on: the snapshot has no Node objects")
     plan = _plan(objects, scheduler_name)
     durations = durations_of(objects, now, default_duration)
+    future = arrivals_of(objects, now) if arrivals else None
     starts: dict[str, list[float]] = {k: [] for k in plan.waiting}
     problems: list[str] = []
     done = 0
     for i in range(runs):
         rng = np.random.default_rng([seed, i])
         sim = _build(plan, conf, now, durations, rng, period=period, start_latency=start_latency)
+        if future is not None:
+            sim.future = future
+            for q in sorted(future.rate):
+                sim.push_arrival(q, now)
         if i == 0:
             problems = list(sim.problems)
         sim.run(until=now + horizon)
@@ -423,7 +531,8 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
             break
     jobs = [JobForecast(k, plan.queue_of_group.get(k, "default"), plan.waiting[k], v) for k, v in starts.items()]
     jobs.sort(key=lambda j: (j.quantile(0.5) is None, j.quantile(0.5) or 0.0, j.podgroup))
-    return Forecast(now, done, seed, horizon, jobs, list(durations.notes), problems)
+    notes = list(durations.notes) + ([future.note()] if future is not None else [])
+    return Forecast(now, done, seed, horizon, jobs, notes, problems)
 
 
 def snapshot_time(objects: Iterable[dict[str, Any]]) -> float | None:
@@ -495,7 +604,7 @@ def export(sim: RecordingSim, *, durations: bool = False) -> list[dict[str, Any]
                 continue  # written below, with its container's times
         out.append(o)
     out.extend(copy.deepcopy(p) for p in sim.finished_pods)
-    for key, st in sim.controller.jobs.items():
+    for st in sim.controller.jobs.values():
         if st.phase in FINAL:
             continue
         job = copy.deepcopy(st.job)
@@ -552,7 +661,7 @@ class Accuracy:
 
 def measure(nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload, conf: SchedulerConf, *,
             at: Iterable[float], runs: int = 20, seed: int = 0, period: float = 1.0, start_latency: float = 1.0,
-            grace: float = 5.0, durations: bool = False) -> Accuracy:
+            grace: float = 5.0, durations: bool = False, arrivals: bool = True) -> Accuracy:
     """Run ``workload`` once, stopping at each time of ``at`` to forecast from a snapshot of the run (its duration
     annotations dropped unless ``durations``), then compare each forecast with when its jobs started in the run."""
     acc = Accuracy()
@@ -564,7 +673,8 @@ def measure(nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload:
         sim.run(until=t)
         sim.now = max(sim.now, t)
         snap = export(sim, durations=durations)
-        taken.append(forecast(snap, conf, sim.now, runs=runs, seed=seed, period=period, start_latency=start_latency))
+        taken.append(forecast(snap, conf, sim.now, runs=runs, seed=seed, period=period, start_latency=start_latency,
+                              arrivals=arrivals))
     sim.run()
     for fc in taken:
         acc.add(fc, sim.records)
