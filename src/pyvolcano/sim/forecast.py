@@ -4,8 +4,8 @@
 controller and kubelet) from a snapshot's objects: nodes, queues, priority classes and HyperNodes as they are;
 running pods keep their node and run for their remaining time; pending pods and PodGroups enter as they are; Volcano
 Jobs whose pods are not created yet are handed to the job controller, which creates them once the scheduler admits
-their PodGroup.  No new job arrives.  The first time at which at least ``minMember`` pods of a pending PodGroup run
-is its predicted start (``JobRecord.all_started``, what the simulator's wait metric ends at).
+their PodGroup.  The first time at which at least ``minMember`` pods of a pending PodGroup run is its predicted start
+(``JobRecord.all_started``, where the simulator's wait metric ends).
 
 How long a pod runs is read from its ``pyvolcano.io/duration`` annotation (seconds; a running pod has run for
 ``now - status.startTime`` of it) and otherwise drawn from what the snapshot shows (:class:`Durations`): the run
@@ -13,11 +13,16 @@ times of the finished pods of the same queue (``status.startTime`` to the last c
 every queue; with no finished pod at all, twice the ages of the running pods (a pod seen running at a random moment
 is on average half way through: the renewal-theory estimate); with nothing at all, ``DEFAULT_DURATION``.  A running
 pod's remaining time is a drawn duration longer than its age, minus its age; one older than every finished pod gets
-an exponential remaining time with its age as mean (the memoryless guess).
+an exponential remaining time with its age as mean (the memoryless guess).  One duration is drawn per job (per job
+and start time for running pods): a gang's pods do the same work and end together.
 
-Durations are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is reproducible); a job's
-predicted start is the median over the runs and its 90 % range the 5th to 95th percentile.  When nothing was drawn
-(every duration annotated), one run is exact and the range collapses to a point.
+New jobs keep arriving while a job waits, and a higher-priority or fairer-queue one goes first: when the snapshot
+shows at least ``MIN_SEEN`` jobs (live or finished), new ones are drawn like them (:class:`Arrivals`: copies of a
+random seen job of the queue, at the queue's rate over the time the snapshot covers, as a Poisson stream).
+
+Durations and arrivals are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is
+reproducible); a job's predicted start is the median over the runs and its 90 % range the 5th to 95th percentile.
+When nothing was drawn (every duration annotated, no arrivals), one run is exact and the range is a point.
 
 ``RecordingSim`` and :func:`export` turn a simulation part-way into such a snapshot (pod start times, finished pods
 with their container times), and :func:`measure` checks the forecast against what the same run did next.
@@ -141,7 +146,7 @@ class Durations:
             return self.every
         if len(self.ages):
             self._tell("", f"no finished pod in the snapshot: durations drawn as twice the ages of the "
-                           f"{len(self.ages)} running pods")
+                           f"{len(self.ages)} running pod(s)")
             return 2 * self.ages
         self._tell("", f"no finished or running pod to estimate durations from: pods without a {DURATION} "
                        f"annotation are taken to run {self.default:g} s")
@@ -213,6 +218,8 @@ class ForecastSim(Simulator):
         self.waiting: set[str] = set()
         #: new jobs drawn as the run goes (``push_arrival``), and how many so far
         self.future: Arrivals | None = None
+        #: the duration drawn for each job's pods (a gang's pods run as long as each other)
+        self.job_duration: dict[str, float] = {}
         self.arrived = 0
         super().__init__(nodes, queues, Workload([]), conf, **kw)
 
@@ -242,8 +249,11 @@ class ForecastSim(Simulator):
             md = pod["metadata"]
             if not isinstance(md.get("annotations"), dict):
                 md["annotations"] = {}
-            md["annotations"][DURATION] = repr(self.durations.total(pod_queue(pod, self.queue_of_group), self.rng))
-            self.drawn += 1
+            job = group_of(pod)
+            if job not in self.job_duration:  # one draw per job: a job's pods end together as its work does
+                self.job_duration[job] = self.durations.total(pod_queue(pod, self.queue_of_group), self.rng)
+                self.drawn += 1
+            md["annotations"][DURATION] = repr(self.job_duration[job])
         super()._running(key, uid)
         if pod is not None:
             job = group_of(pod)
@@ -420,7 +430,7 @@ def _plan(objects: list[dict[str, Any]], scheduler_name: str) -> _Plan:
 
 
 def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, rng: np.random.Generator, *,
-           period: float, start_latency: float) -> ForecastSim:
+           period: float, start_latency: float, scheduler_name: str = "volcano") -> ForecastSim:
     """One simulator at ``now`` holding ``plan``'s objects (copies), running pods finishing at their remaining time."""
     cluster = copy.deepcopy(plan.cluster)
     nodes = [o for o in cluster if o["kind"] == "Node"]
@@ -429,6 +439,7 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
     sim = ForecastSim(nodes, queues, conf, durations, rng, plan.queue_of_group, period=period,
                       start_latency=start_latency)
     sim.now = now
+    sim.cache.scheduler_name = scheduler_name  # before any pod enters: it picks the pods this scheduler places
     for o in others:
         sim.api.create(o, trusted=False)
     pods = copy.deepcopy(plan.pods)
@@ -459,6 +470,7 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
             tasks = sum(int(t.get("replicas", 1)) for t in spec["tasks"])
             sim.records[key] = JobRecord(key, str(spec.get("queue") or "default"), tasks,
                                          int(spec.get("minAvailable", tasks)), parse_time(_md(job).get("creationTimestamp")))
+    left_of: dict[tuple[str, int], float] = {}
     for p in pods:
         g = group_of(p)
         if g not in sim.records:
@@ -480,9 +492,12 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
             age = max(now - begun, 0.0) if begun is not None else 0.0
             if d is not None:
                 left = max(d - age, 0.0)
-            else:
-                left = durations.remaining(pod_queue(p, plan.queue_of_group), age, rng)
-                sim.drawn += 1
+            else:  # one draw per job and start: pods started together end together
+                mark = (g, round(begun or now))
+                if mark not in left_of:
+                    left_of[mark] = durations.remaining(pod_queue(p, plan.queue_of_group), age, rng)
+                    sim.drawn += 1
+                left = left_of[mark]
             sim._push(now + left, PodFinish(_key(p), _md(p)["uid"]))
         elif node:  # bound, not running yet
             sim._push(now + start_latency, PodRunning(_key(p), _md(p)["uid"]))
@@ -514,7 +529,8 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
     done = 0
     for i in range(runs):
         rng = np.random.default_rng([seed, i])
-        sim = _build(plan, conf, now, durations, rng, period=period, start_latency=start_latency)
+        sim = _build(plan, conf, now, durations, rng, period=period, start_latency=start_latency,
+                     scheduler_name=scheduler_name)
         if future is not None:
             sim.future = future
             for q in sorted(future.rate):
