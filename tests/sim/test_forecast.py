@@ -100,6 +100,19 @@ def test_durations_estimated_from_finished_pods_of_the_queue() -> None:
     assert fc.durations_of(objs, T0 + 100).finished == {"default": pytest.approx([300.0, 300.0, 300.0])}
 
 
+def test_survival_counts_running_pods_as_at_least_their_age() -> None:
+    """Kaplan-Meier by hand: ends at 10 and 30, one pod still running at 20.  S(10) = 1 - 1/3, S(30) = S(10) *
+    (1 - 1/1) = 0: a pod aged 15 ends at 30, and a third of fresh draws end at 10 (1 - S(10))."""
+    import numpy as np
+
+    km = fc.Survival([10.0, 30.0], [20.0])
+    assert km.survival(10) == pytest.approx(2 / 3) and km.survival(30) == 0.0
+    rng = np.random.default_rng(0)
+    assert {km.draw(rng, 15.0) for _ in range(20)} == {30.0}
+    draws = [km.draw(rng) for _ in range(3000)]
+    assert abs(draws.count(10.0) / 3000 - 1 / 3) < 0.03
+
+
 def test_no_history_uses_the_stated_default() -> None:
     """Nothing to estimate from (no annotation, no start time, no finished pod): the default duration, said."""
     objs = [node(), QUEUE, group("run", "Running", T0), pod("run-0", "run", "3", T0, node="n1", phase="Running"),

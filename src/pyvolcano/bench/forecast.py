@@ -18,7 +18,7 @@ from pyvolcano.sim.workload import synthetic
 #: is what ``bench --forecast`` and the unit test run, "realistic" a cluster kept near full for hours
 CASES = {"tiny": (40, 2, 0.02, 8), "realistic": (300, 8, 0.06, 12)}
 #: where each run is snapshotted, as fractions of the workload's arrival span
-AT = (0.35, 0.65)
+AT = (0.2, 0.35, 0.5, 0.65, 0.8)
 
 
 def synthetic_case(case: str = "tiny", seed: int = 1) -> dict[str, Any]:

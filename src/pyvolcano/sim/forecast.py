@@ -8,13 +8,13 @@ their PodGroup.  The first time at which at least ``minMember`` pods of a pendin
 (``JobRecord.all_started``, where the simulator's wait metric ends).
 
 How long a pod runs is read from its ``pyvolcano.io/duration`` annotation (seconds; a running pod has run for
-``now - status.startTime`` of it) and otherwise drawn from what the snapshot shows (:class:`Durations`): the run
-times of the finished pods of the same queue (``status.startTime`` to the last container's ``finishedAt``), else of
-every queue; with no finished pod at all, twice the ages of the running pods (a pod seen running at a random moment
-is on average half way through: the renewal-theory estimate); with nothing at all, ``DEFAULT_DURATION``.  A running
-pod's remaining time is a drawn duration longer than its age, minus its age; one older than every finished pod gets
-an exponential remaining time with its age as mean (the memoryless guess).  One duration is drawn per job (per job
-and start time for running pods): a gang's pods do the same work and end together.
+``now - status.startTime`` of it) and otherwise drawn from what the snapshot shows (:class:`Durations`): the
+Kaplan-Meier estimate (:class:`Survival`) over the finished pods of the same queue (``status.startTime`` to the last
+container's ``finishedAt``) with its running pods' ages as "at least this long" (else over every queue); with no
+finished pod at all, twice the ages of the running pods (a pod seen running at a random moment is on average half
+way through: the renewal-theory estimate); with nothing at all, ``DEFAULT_DURATION``.  A running pod's remaining
+time is a duration drawn given its age, minus its age.  One duration is drawn per job (per job and start time for
+running pods): a gang's pods do the same work and end together.
 
 New jobs keep arriving while a job waits, and a higher-priority or fairer-queue one goes first: when the snapshot
 shows at least ``MIN_SEEN`` jobs (live or finished), new ones are drawn like them (:class:`Arrivals`: copies of a
@@ -125,61 +125,95 @@ def finished_at(pod: dict[str, Any]) -> float | None:
     return max(known) if known else None
 
 
+class Survival:
+    """How long pods run, as the Kaplan-Meier estimate over finished pods' run times (observed ends) and running
+    pods' ages (ends not seen yet: censored).  Counting only the finished ones would favour short pods, as the long
+    ones of the same period are still running; the running ones count as "at least this long".  Past the last end
+    seen, the rest of the probability is spread as ``base * (1 + Exp(1))``, ``base`` the longest time seen (or the
+    age asked about, if longer)."""
+
+    def __init__(self, done: Iterable[float], alive: Iterable[float]) -> None:
+        d = np.sort(np.array(list(done), dtype=float))
+        c = np.sort(np.array(list(alive), dtype=float))
+        ts, ss, surv = [], [], 1.0
+        for t in np.unique(d):
+            at_risk = (len(d) - np.searchsorted(d, t, "left")) + (len(c) - np.searchsorted(c, t, "left"))
+            ended = np.searchsorted(d, t, "right") - np.searchsorted(d, t, "left")
+            surv *= 1.0 - ended / at_risk
+            ts.append(float(t))
+            ss.append(surv)
+        self.t, self.s = np.array(ts), np.array(ss)
+        self.longest = float(max(d[-1] if len(d) else 0.0, c[-1] if len(c) else 0.0))
+        self.ended = len(d)
+
+    def survival(self, age: float) -> float:
+        i = int(np.searchsorted(self.t, age, "right"))
+        return float(self.s[i - 1]) if i else 1.0
+
+    def draw(self, rng: np.random.Generator, age: float = 0.0) -> float:
+        """A run time, given that the pod has run ``age`` seconds already."""
+        u = float(rng.uniform(0.0, self.survival(age)))
+        i = int(np.searchsorted(-self.s, -u, "left"))  # the first end time at which survival has fallen to u
+        if i < len(self.t):
+            return max(float(self.t[i]), age)
+        base = max(self.longest, age, 1.0)
+        return base * (1.0 + float(rng.exponential(1.0)))
+
+
 class Durations:
     """How long pods run, estimated from a snapshot (the module docstring gives the rule); ``notes`` says what each
     queue's estimate rests on."""
 
-    def __init__(self, finished: dict[str, list[float]], ages: list[float], default: float = DEFAULT_DURATION) -> None:
-        self.finished = {q: np.array(sorted(v)) for q, v in finished.items() if v}
-        self.every = np.array(sorted(d for v in finished.values() for d in v))
-        self.ages = np.array(sorted(a for a in ages if a > 0))
+    def __init__(self, finished: dict[str, list[float]], ages: dict[str, list[float]],
+                 default: float = DEFAULT_DURATION) -> None:
+        self.finished = {q: v for q, v in finished.items() if v}
+        self.ages = {q: [a for a in v if a > 0] for q, v in ages.items()}
+        every_age = [a for v in self.ages.values() for a in v]
+        self.all = Survival([d for v in self.finished.values() for d in v], every_age)
+        self.per_queue = {q: Survival(v, self.ages.get(q, [])) for q, v in self.finished.items()}
+        self.running_only = np.array(sorted(every_age))
         self.default = default
         self.notes: list[str] = []
         self._told: set[str] = set()
-
-    def pool(self, queue: str) -> np.ndarray:
-        if queue in self.finished:
-            return self.finished[queue]
-        if len(self.every):
-            self._tell(queue, f"queue {queue}: no finished pod; durations drawn from all queues' "
-                              f"{len(self.every)} finished pods")
-            return self.every
-        if len(self.ages):
-            self._tell("", f"no finished pod in the snapshot: durations drawn as twice the ages of the "
-                           f"{len(self.ages)} running pod(s)")
-            return 2 * self.ages
-        self._tell("", f"no finished or running pod to estimate durations from: pods without a {DURATION} "
-                       f"annotation are taken to run {self.default:g} s")
-        return np.array([self.default])
 
     def _tell(self, key: str, note: str) -> None:
         if key not in self._told:
             self._told.add(key)
             self.notes.append(note)
 
+    def draw(self, queue: str, age: float, rng: np.random.Generator) -> float:
+        """A run time of a pod of ``queue`` that has run ``age`` seconds."""
+        if queue in self.per_queue:
+            return self.per_queue[queue].draw(rng, age)
+        if self.all.ended:
+            self._tell(queue, f"queue {queue}: no finished pod; durations drawn from all queues' "
+                              f"{self.all.ended} finished pods")
+            return self.all.draw(rng, age)
+        if len(self.running_only):
+            self._tell("", f"no finished pod in the snapshot: durations drawn as twice the ages of the "
+                           f"{len(self.running_only)} running pod(s)")
+            longer = self.running_only[self.running_only * 2 > age]
+            if len(longer):
+                return max(2 * float(longer[rng.integers(len(longer))]), age)
+            return age * (1.0 + float(rng.exponential(1.0)))
+        self._tell("", f"no finished or running pod to estimate durations from: pods without a {DURATION} "
+                       f"annotation are taken to run {self.default:g} s")
+        return max(self.default, age)
+
     def total(self, queue: str, rng: np.random.Generator) -> float:
-        pool = self.pool(queue)
-        return float(pool[rng.integers(len(pool))])
+        return self.draw(queue, 0.0, rng)
 
     def remaining(self, queue: str, age: float, rng: np.random.Generator) -> float:
-        pool = self.pool(queue)
-        longer = pool[np.searchsorted(pool, age, side="right"):]
-        if len(longer):
-            return float(longer[rng.integers(len(longer))]) - age
-        return float(rng.exponential(max(age, 1.0)))
-
-    @property
-    def deterministic(self) -> bool:
-        return len(self.finished) == 0 and not len(self.every) and not len(self.ages)
+        return self.draw(queue, age, rng) - age
 
 
 def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float = DEFAULT_DURATION) -> Durations:
-    """The finished pods' run times per queue and the running pods' ages in ``objects`` at ``now``."""
+    """The finished pods' run times and the running pods' ages per queue in ``objects`` at ``now``."""
     objs = list(objects)
     queue_of_group = {_key(o): str((o.get("spec") or {}).get("queue") or "default")
                       for o in objs if o.get("kind") == "PodGroup"}
     finished: dict[str, list[float]] = {}
-    ages: list[float] = []
+    ages: dict[str, list[float]] = {}
     for p in objs:
         if p.get("kind") != "Pod":
             continue
@@ -191,10 +225,10 @@ def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float =
                 d = e - s if s is not None and e is not None and e >= s else None
             if d is not None:
                 finished.setdefault(q, []).append(d)
-        elif _phase(p) == "Running":
+        elif _phase(p) == "Running" and not _md(p).get("deletionTimestamp"):
             s = started_at(p)
             if s is not None:
-                ages.append(max(now - s, 0.0))
+                ages.setdefault(q, []).append(max(now - s, 0.0))
     return Durations(finished, ages, default)
 
 
@@ -643,9 +677,9 @@ def export(sim: RecordingSim, *, durations: bool = False) -> list[dict[str, Any]
 @dataclass
 class Accuracy:
     """A forecast checked against the run it was taken from: per job, (forecast median, 5th and 95th percentile,
-    actual start), seconds after the snapshot."""
+    actual start, the job's whole wait), seconds after the snapshot (the wait: from its submission to its start)."""
 
-    pairs: list[tuple[float | None, float | None, float | None, float]] = field(default_factory=list)
+    pairs: list[tuple[float | None, float | None, float | None, float, float]] = field(default_factory=list)
     #: forecast jobs that never started in the run (left out of the figures)
     never: int = 0
     snapshots: int = 0
@@ -657,21 +691,29 @@ class Accuracy:
             if rec is None or rec.all_started is None:
                 self.never += 1
                 continue
-            self.pairs.append((j.quantile(0.5), j.quantile(0.05), j.quantile(0.95), rec.all_started - fc.now))
+            self.pairs.append((j.quantile(0.5), j.quantile(0.05), j.quantile(0.95), rec.all_started - fc.now,
+                               rec.all_started - rec.submit))
 
     def as_dict(self) -> dict[str, Any]:
-        """``median_abs_error_ratio``: the median over jobs of |forecast median - actual| / actual wait (the wait
-        after the snapshot, at least one second); ``coverage90``: the share of actual starts inside the 90 % range.
-        A job the forecast did not see start counts as an infinite error outside its range."""
-        ratios, inside = [], 0
-        for med, lo, hi, actual in self.pairs:
-            ratios.append(abs(med - actual) / max(actual, 1.0) if med is not None else math.inf)
+        """``median_abs_error_ratio``: the median over jobs of |forecast median - actual start| / the job's actual
+        wait (submission to start, at least one second); ``..._remaining``: the same over the wait still ahead at
+        the snapshot (stricter: the part already waited is not counted); ``coverage90``: the share of actual starts
+        inside the 90 % range.  A job the forecast did not see start counts as an infinite error outside its
+        range."""
+        whole, ahead, inside = [], [], 0
+        for med, lo, hi, actual, wait in self.pairs:
+            err = abs(med - actual) if med is not None else math.inf
+            whole.append(err / max(wait, 1.0))
+            ahead.append(err / max(actual, 1.0))
             if lo is not None and hi is not None and lo - 1e-6 <= actual <= hi + 1e-6:
                 inside += 1
         n = len(self.pairs)
-        med_ratio = float(np.quantile(np.array(ratios), 0.5, method="inverted_cdf")) if n else None
-        return {"jobs": n, "median_abs_error_ratio": round(med_ratio, 4) if med_ratio is not None else None,
-                "coverage90": round(inside / n, 4) if n else None, "snapshots": self.snapshots,
+
+        def median(v: list[float]) -> float | None:
+            return round(float(np.quantile(np.array(v), 0.5, method="inverted_cdf")), 4) if v else None
+
+        return {"jobs": n, "median_abs_error_ratio": median(whole), "coverage90": round(inside / n, 4) if n else None,
+                "median_abs_error_ratio_remaining": median(ahead), "snapshots": self.snapshots,
                 "never_started": self.never}
 
 
