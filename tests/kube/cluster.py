@@ -20,7 +20,18 @@ from urllib.parse import urlparse
 import yaml
 
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import COMMAND, NAMESPACE, NODE, POD, PODGROUP, SERVICEACCOUNT, VCJOB
+from pyvolcano.kube.resources import (
+    COMMAND,
+    CRONJOB,
+    JOBFLOW,
+    JOBTEMPLATE,
+    NAMESPACE,
+    NODE,
+    POD,
+    PODGROUP,
+    SERVICEACCOUNT,
+    VCJOB,
+)
 
 KUBECONFIG = os.environ.get("PYVOLCANO_KUBECONFIG", "")
 
@@ -154,7 +165,7 @@ class Env:
 
 def clean_namespace(api: KubeClient, ns: str) -> None:
     """Delete what a test left (there is no namespace controller or garbage collector to do it)."""
-    for res in (VCJOB, PODGROUP, POD, COMMAND):
+    for res in (CRONJOB, JOBFLOW, JOBTEMPLATE, VCJOB, PODGROUP, POD, COMMAND):  # owners first: nothing re-creates
         with contextlib.suppress(ApiError):  # one deletecollection rather than a request per object
             api.request("DELETE", res.path(ns), {"gracePeriodSeconds": 0})
 

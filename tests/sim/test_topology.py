@@ -324,7 +324,7 @@ def sweep_file(tmp_path: Path, **over: Any) -> Path:
     ({"hypernodes": "hn.yaml"}, "not both"),
     ({"topology": None}, "grid.network_topology: 'hard:1' needs a topology"),
     ({"grid": {"network_topology": ["soft:2"]}}, "grid.network_topology 'soft:2': soft mode takes no tier"),
-    ({"grid": {"network_topology_fraction": [1.5]}}, "not a share between 0 and 1"),
+    ({"grid": {"network_topology_fraction": [1.5]}}, "grid.network_topology_fraction: 1.5 must be <= 1"),
 ])
 def test_bad_topology_in_sweep_files(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     from pyvolcano.sim import sweep as sw

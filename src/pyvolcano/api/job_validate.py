@@ -11,16 +11,21 @@ and ``util.go``: validatePolicies with its ``policyEventMap`` / ``policyActionMa
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from pyvolcano.api.job_plugin_args import VOLCANO_PLUGINS, parse
+from pyvolcano.api.models import LifecyclePolicy, ascii_int, first_error
 from pyvolcano.api.resource import amount
 from pyvolcano.errors import QuantityError
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 #: every lifecycle event of Volcano's bus API -> whether a Job may name it in a policy (``policyEventMap``)
 POLICY_EVENTS: dict[str, bool] = {
@@ -53,12 +58,20 @@ class JobProblem:
 
 
 def _int(v: Any) -> int | None:
+    """An integer field as the API server reads it (``api/models.py: _integer`` without bounds): an int, an
+    integral finite float (YAML ``1e3``) or ASCII digits; None for anything else (``true``, ``2.5``, ``"٣"``)."""
     if isinstance(v, bool):
         return None
-    try:
-        return int(v)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float (YAML ``.inf``)
-        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return int(v) if math.isfinite(v) and v == int(v) else None
+    if isinstance(v, str):
+        try:
+            return ascii_int(v)
+        except ValueError:
+            return None
+    return None
 
 
 def policy_events(policy: Mapping[str, Any]) -> list[str]:
@@ -71,7 +84,9 @@ def policy_events(policy: Mapping[str, Any]) -> list[str]:
 
 
 def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
-    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does."""
+    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does.  Each entry is first typed
+    by ``api/models.py: LifecyclePolicy`` (an ``event`` given as a list, an ``exitCode`` of ``true`` is refused
+    there, naming the field)."""
     if policies in (None, []):
         return []
     if not isinstance(policies, list):
@@ -81,10 +96,13 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
     codes: set[int] = set()
     for i, p in enumerate(policies):
         at = f"{where}.policies[{i}]"
-        if not isinstance(p, dict):
-            return [*out, JobProblem(ref, at, "must be a mapping")]
+        try:
+            m = LifecyclePolicy.model_validate(p)
+        except ValidationError as exc:
+            sub, msg = first_error(exc)
+            return [*out, JobProblem(ref, f"{at}.{sub}".rstrip(".").replace(".[", "["), msg)]
         events = policy_events(p)
-        code = p.get("exitCode")
+        code = m.exitCode
         if events and code is not None:
             return [*out, JobProblem(ref, at, "must not specify event and exitCode simultaneously")]
         if not events and code is None:
@@ -94,20 +112,19 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
                 if not POLICY_EVENTS.get(e, False):
                     return [*out, JobProblem(ref, f"{at}.event", f"invalid policy event {e!r} (allowed: "
                                                                    f"{', '.join(ALLOWED_EVENTS)})")]
-                action = p.get("action")
+                action = m.action
                 if not POLICY_ACTIONS.get(str(action), False):
                     return [*out, JobProblem(ref, f"{at}.action", f"invalid policy action {action!r} (allowed: "
                                                                     f"{', '.join(ALLOWED_ACTIONS)})")]
                 if e in seen:
                     return [*out, JobProblem(ref, f"{at}.event", f"duplicate event {e!r} across different policy")]
                 seen.add(e)
-        else:
-            c = _int(code)
-            if c is None or c == 0:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
-            if c in codes:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {c}")]
-            codes.add(c)
+        elif code == 0:
+            return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
+        elif code is not None:
+            if code in codes:
+                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {code}")]
+            codes.add(code)
     if "*" in seen and len(seen) > 1:
         out.append(JobProblem(ref, f"{where}.policies", "if there's * here, no other policy should be here"))
     return out
@@ -135,7 +152,7 @@ def _network_topology(ref: str, at: str, nt: Any) -> list[JobProblem]:
     return out
 
 
-def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int) -> list[JobProblem]:
+def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int, job_name: str) -> list[JobProblem]:
     """A task's ``partitionPolicy``: the CRD's minimums (totalPartitions and partitionSize >= 1, minPartitions >=
     0) and the webhook's ``validatePartitionPolicy``, which stops at the first of: totalPartitions and
     partitionSize positive, replicas = totalPartitions * partitionSize, and (when minPartitions is set)
@@ -163,6 +180,14 @@ def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int)
     elif replicas != total * size:
         out.append(JobProblem(ref, f"{where}", f"'Replicas' ({replicas}) are not equal to TotalPartitions*"
                                                f"PartitionSize ({total}*{size}) in task: {name}"))
+    elif tmin is None and min_parts > 0 and min_parts * size > replicas:
+        # the job webhook's mutateSpec sets a task's missing minAvailable to minPartitions * partitionSize, and
+        # validateJobCreate then refuses a minAvailable above the replicas (admit_job.go); without it the
+        # PodGroup would ask for more partitions than exist and pend forever
+        out.append(JobProblem(ref, f"{where}.minPartitions", f"'minAvailable' is greater than 'replicas' in task: "
+                                                             f"{name}, job: {job_name} (minAvailable defaults to "
+                                                             f"MinPartitions*PartitionSize = {min_parts}*{size}, "
+                                                             f"replicas are {replicas})"))
     elif tmin is not None and min_parts > 0 and min_parts * size != tmin:
         out.append(JobProblem(ref, f"{where}.minPartitions", f"'MinAvailable' ({tmin}) is not equal to "
                                                              f"MinPartitions*PartitionSize ({min_parts}*{size}) in "
@@ -229,7 +254,7 @@ def job_update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
             if tmin > replicas:
                 return [JobProblem(ref, f"{at}.minAvailable", f"'minAvailable' must be <= 'replicas' in task: "
                                                               f"{name}")]
-        partition = _partition_policy(ref, at, t, replicas)
+        partition = _partition_policy(ref, at, t, replicas, str((new.get("metadata") or {}).get("name") or ""))
         if partition:
             return partition[:1]
         total += replicas
@@ -278,6 +303,12 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
     meta = job.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name"):
         return [JobProblem(ref, "metadata.name", "is required")]
+    name = meta["name"]
+    if not isinstance(name, str) or len(name) > 63 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        # the API server's object name rule (a DNS-1123 subdomain) and the webhook's validateJobName
+        # (IsQualifiedName: at most 63 characters), both in one message
+        return [JobProblem(ref, "metadata.name", f"create job with name {str(name)[:80]!r} validate failed: a "
+                                                 "lower case DNS-1123 name of at most 63 characters is required")]
     spec = job.get("spec")
     if not isinstance(spec, dict):
         return [JobProblem(ref, "spec", "is required")]
@@ -302,7 +333,7 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
             continue
         name = t.get("name") or ""
         if name:
-            if not isinstance(name, str) or not _DNS1123_LABEL.match(name) or len(name) > 63:
+            if not isinstance(name, str) or not _DNS1123_LABEL.fullmatch(name) or len(name) > 63:
                 out.append(JobProblem(ref, f"{at}.name", f"{name!r} must be a DNS-1123 label (lower case letters, "
                                                          "digits and '-')"))
             elif name in names:
@@ -334,7 +365,7 @@ def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
                         except QuantityError as exc:
                             out.append(JobProblem(ref, f"{at}.template.spec.containers[{ci}].resources.{kind}."
                                                        f"{rname}", str(exc)))
-        out += _partition_policy(ref, at, t, replicas)
+        out += _partition_policy(ref, at, t, replicas, str(meta["name"]))
         out += _policies(ref, at, t.get("policies"))
     if min_available is not None and min_available > total:
         out.append(JobProblem(ref, "spec.minAvailable", f"({min_available}) should not be greater than total "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
@@ -33,6 +34,32 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 PRIORITY_MAX = 2_000_001_000
 #: counts (minMember, replicas, minTaskMember) above this are a mistake, not a workload
 MAX_COUNT = 1_000_000
+#: the largest time in seconds (either side of 1970) an object or option may name: about the year 5138, so that
+#: every accepted time, and a time plus an accepted duration (``sim/options.py``), stays within what ``datetime``
+#: formats (the year 9999, 2.5e11 s) and a report can print it
+MAX_TIME = 1e11
+
+#: an integer as Go's ``strconv.Atoi`` and apimachinery read one: ASCII digits with an optional sign.  Python's
+#: ``int`` also takes any Unicode digit (``int("٣") == 3``) and underscores (``int("1_0") == 10``), which no
+#: Kubernetes field accepts
+_ASCII_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def go_int(text: object) -> int | None:
+    """``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it (ASCII digits, an optional sign, no blanks,
+    within int64), or None: how Kubernetes reads a node label for a ``Gt``/``Lt`` selector."""
+    if not isinstance(text, str) or not _ASCII_INT.fullmatch(text):
+        return None
+    n = int(text, 10)
+    return n if -(2**63) <= n < 2**63 else None
+
+
+def ascii_int(text: str) -> int:
+    """``text`` (surrounding blanks allowed) as an integer of ASCII digits; ValueError naming it otherwise."""
+    t = text.strip()
+    if not _ASCII_INT.fullmatch(t):
+        raise ValueError(f"{text[:80]!r} is not an integer")
+    return int(t, 10)
 
 
 def _quantity(v: Any) -> Any:
@@ -76,10 +103,7 @@ def _integer(lo: int, hi: int) -> Any:
         elif isinstance(v, int):
             n = v
         elif isinstance(v, str):
-            try:
-                n = int(v.strip(), 10)
-            except ValueError:
-                raise ValueError(f"{v!r} is not an integer") from None
+            n = ascii_int(v)
         else:
             raise ValueError(f"{v!r} is not an integer")
         if not lo <= n <= hi:
@@ -104,14 +128,14 @@ def _time(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError(f"{v!r} is not an RFC 3339 time")
     if isinstance(v, int | float):
-        if not math.isfinite(v) or abs(v) > 1e11:
+        if not math.isfinite(v) or abs(v) > MAX_TIME:
             raise ValueError(f"{v!r} is not a time")
         return v
     if isinstance(v, str):
         try:
-            datetime.fromisoformat(v.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{v!r} is not an RFC 3339 time") from None
+            datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError):  # OverflowError: year 1 with a positive offset
+            raise ValueError(f"{v[:80]!r} is not an RFC 3339 time") from None
         return v
     raise ValueError(f"{v!r} is not an RFC 3339 time")
 
@@ -123,15 +147,23 @@ Count = Annotated[int, _integer(0, MAX_COUNT)]
 Scalar = Annotated[Any, BeforeValidator(_scalar)]
 StringMap = dict[str, Scalar]
 Time = Annotated[Any, BeforeValidator(_time)]
+#: true or false as JSON has them: not 1, not "yes" (pydantic's lax mode reads both as true; the API server does not)
+Bool = Annotated[bool, Field(strict=True)]
+#: a string as JSON has one: not a number YAML wrote unquoted
+Text = Annotated[str, Field(strict=True)]
 
 
 class _M(BaseModel):
     model_config = ConfigDict(extra="allow", strict=False, populate_by_name=True)
 
 
+#: a namespace's name: a DNS-1123 label (apimachinery's ``ValidateNamespaceName``); null or "" is the default one
+NamespaceName = Annotated[str, Field(max_length=63, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$")]
+
+
 class Metadata(_M):
     name: str = Field(min_length=1)
-    namespace: str | None = None
+    namespace: NamespaceName | None = None
     labels: StringMap | None = None
     annotations: StringMap | None = None
     creationTimestamp: Time = None
@@ -166,7 +198,7 @@ class PodConditionM(_M):
 
 class NodeSpecM(_M):
     taints: list[Taint] | None = None
-    unschedulable: bool | None = None
+    unschedulable: Bool | None = None
 
 
 class NodeStatus(_M):
@@ -199,7 +231,7 @@ class Requirement(_M):
     def _values_fit_operator(self) -> Requirement:
         values = self.values or []
         if self.operator in ("Gt", "Lt"):
-            if len(values) != 1 or not str(values[0]).lstrip("-").isdigit() or not str(values[0]).isascii():
+            if len(values) != 1 or isinstance(values[0], bool) or go_int(str(values[0])) is None:
                 raise ValueError(f"values: {self.operator} needs exactly one integer value")
         elif self.operator in ("In", "NotIn") and not values:
             raise ValueError(f"values: {self.operator} needs at least one value")
@@ -373,15 +405,35 @@ class Guarantee(_M):
     resource: ResourceList | None = None
 
 
+#: a node group's name: the value of a node's ``volcano.sh/nodegroup-name`` label (a label value: at most 63
+#: characters), never null, a number or an empty string
+NodeGroupName = Annotated[str, Field(strict=True, min_length=1, max_length=63)]
+
+
+class NodeGroupTerms(_M):
+    """One side of a Queue's node-group affinity (the Queue CRD's ``nodeGroupAffinity`` /
+    ``nodeGroupAntiAffinity``, ``volcano.sh/apis scheduling/v1beta1 NodeGroupAffinity``): lists of group names."""
+
+    requiredDuringSchedulingIgnoredDuringExecution: list[NodeGroupName] | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[NodeGroupName] | None = None
+
+
+class QueueAffinity(_M):
+    """A Queue's ``spec.affinity`` (``scheduling/v1beta1 Affinity``), read by the nodegroup plugin."""
+
+    nodeGroupAffinity: NodeGroupTerms | None = None
+    nodeGroupAntiAffinity: NodeGroupTerms | None = None
+
+
 class QueueSpec(_M):
     weight: Annotated[int, _integer(0, MAX_COUNT)] | None = None
     capability: ResourceList | None = None
     deserved: ResourceList | None = None
     guarantee: Guarantee | None = None
-    reclaimable: bool | None = None
+    reclaimable: Bool | None = None
     parent: str | None = None
     priority: Int32 | None = None
-    affinity: dict[str, Any] | None = None
+    affinity: QueueAffinity | None = None
     state: Literal["Open", "Closed", "Closing", "Unknown", ""] | None = None
 
 
@@ -394,10 +446,26 @@ class Queue(_Obj):
     status: QueueStatus | None = None
 
 
+# --- Volcano: a vcjob's lifecycle policies ------------------------------------------------------------
+
+
+class LifecyclePolicy(_M):
+    """One entry of a vcjob's ``spec.policies`` or a task's ``policies`` (``volcano.sh/apis batch/v1alpha1
+    LifecyclePolicy``): ``event`` and ``events`` are event names (strings), ``action`` an action name,
+    ``exitCode`` an int32, ``timeout`` a duration string.  Which names and combinations are allowed is the job
+    webhook's ``validatePolicies`` (``api/job_validate.py``), which reads this typed entry."""
+
+    event: Text | None = None
+    events: list[Text] | None = None
+    action: Text | None = None
+    exitCode: Int32 | None = None
+    timeout: Text | None = None
+
+
 # --- PriorityClass, PodDisruptionBudget, ResourceQuota ------------------------------------------------
 class PriorityClass(_Obj):
     value: Annotated[int, _integer(INT32_MIN, PRIORITY_MAX)] = 0
-    globalDefault: bool | None = None
+    globalDefault: Bool | None = None
 
 
 class PDBSpec(_M):
@@ -502,6 +570,13 @@ class LabelDiscoverySource(_M):
     networkTopologyTypes: dict[str, list[NodeLabel]] | None = None
 
 
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """The first mistake pydantic found: the field's path (``spec.tasks[0].replicas``, "" for the object itself)
+    and the project's message for it."""
+    err = exc.errors(include_url=False)[0]
+    return _path(tuple(err["loc"])), _message(err)
+
+
 def validate_model(model: type[BaseModel], data: Any, where: str, prefix: str = "") -> Any:
     """``model.model_validate(data)``; a mistake is a ManifestError naming ``where`` and the field."""
     try:
@@ -575,6 +650,8 @@ def _message(err: Any) -> str:
     if kind in _WANT:
         got = err.get("input")
         return f"must be {_WANT[kind]}, got {type(got).__name__ if isinstance(got, dict | list) else repr(got)[:80]}"
+    if kind == "string_pattern_mismatch":
+        return f"{str(err.get('input'))[:80]!r} does not match {err.get('ctx', {}).get('pattern', '?')}"
     if kind == "literal_error":
         return f"{err.get('input')!r} is not one of {err.get('ctx', {}).get('expected', '?')}"
     return str(err["msg"]).removeprefix("Value error, ")[:300]

@@ -20,6 +20,9 @@ from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.objects import now_iso, owner_ref
 from pyvolcano.kube.resources import (
     CONFIGMAP,
+    CRONJOB,
+    JOBFLOW,
+    JOBTEMPLATE,
     NETWORKPOLICY,
     POD,
     PODGROUP,
@@ -35,8 +38,9 @@ log = logging.getLogger(__name__)
 
 KINDS: dict[str, Resource] = {"Pod": POD, "PodGroup": PODGROUP, "Job": VCJOB, "Queue": QUEUE,
                               "ConfigMap": CONFIGMAP, "Service": SERVICE, "Secret": SECRET,
-                              "NetworkPolicy": NETWORKPOLICY}
-_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod"}
+                              "NetworkPolicy": NETWORKPOLICY,
+                              "CronJob": CRONJOB, "JobFlow": JOBFLOW, "JobTemplate": JOBTEMPLATE}
+_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod", "CronJob", "JobFlow", "JobTemplate"}
 
 
 def _stamp_transition(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

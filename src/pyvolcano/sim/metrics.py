@@ -22,7 +22,7 @@ from pyvolcano.sim.engine import SimResult
 from pyvolcano.sim.figures import outcomes
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
-               "finished", "wait", "jct", "restarts", "preempted")
+               "finished", "wait", "jct", "restarts", "preempted", "why")
 #: the columns jobs.csv adds for a cluster with a network topology (``sim/topology.py: job_columns``; with
 #: sub-groups in the workload also ``topology.SUB_COLUMNS``)
 TOPOLOGY_COLUMNS = ("network_topology", "lca_tier", "max_lca_tier")
@@ -36,7 +36,7 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
         rows.append({"job": r.key, "queue": r.queue, "tasks": r.tasks, "min_available": r.min_available,
                      "phase": r.phase, "submit": r.submit, "enqueued": r.enqueued, "first_start": r.first_start,
                      "all_started": r.all_started, "finished": r.finished, "wait": wait, "jct": jct,
-                     "restarts": r.restarts, "preempted": r.preempted,
+                     "restarts": r.restarts, "preempted": r.preempted, "why": r.why,
                      **topology.job_columns(result.spread, r.key)})
     return rows
 

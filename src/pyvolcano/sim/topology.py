@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
+from pyvolcano.api.models import ascii_int
 from pyvolcano.errors import ManifestError, UserError
 
 #: tiers a compact spec may describe (Volcano's deployments use 2 or 3)
@@ -55,12 +56,12 @@ def parse_topology_spec(spec: str) -> list[tuple[str, int]]:
         what = "nodes per hypernode" if i == 0 else f"tier-{i} hypernodes per hypernode"
         if not eq or not name:
             raise UserError(f"{where}: {part!r}: expected NAME=COUNT (tier {i + 1}: {what})")
-        if not _NAME.match(name) or len(name) > 50:
+        if not _NAME.fullmatch(name) or len(name) > 50:
             raise UserError(f"{where}: {part!r}: the tier name must be a lowercase DNS label such as leaf or spine")
         if any(n == name for n, _ in out):
             raise UserError(f"{where}: tier name {name!r} is used twice")
         try:
-            n = int(count)
+            n = ascii_int(count)  # ASCII digits: int("٣") is 3 in Python
         except ValueError:
             raise UserError(f"{where}: {part!r}: {count!r} is not an integer ({what})") from None
         if n < 1:
@@ -214,7 +215,7 @@ def parse_constraint(arg: str, where: str | None = None) -> Constraint:
         raise UserError(f"{where}: expected none, soft, hard:TIER (e.g. hard:1) or "
                         "hard:TIERNAME (e.g. hard:leaf)")
     tier = tier.strip()
-    if tier.lstrip("-").isdigit():
+    if tier.lstrip("-").isascii() and tier.lstrip("-").isdigit():  # "٣" is a tier name, not tier 3
         if int(tier) < 0 or int(tier) > 1_000:
             raise UserError(f"{where}: the tier must be between 0 and 1000")
         return Constraint("hard", int(tier))
@@ -303,7 +304,7 @@ def parse_partitions(arg: str) -> Partitions:
     where = f"--partitions {arg!r}"
     size, _, rest = arg.strip().partition(":")
     try:
-        n = int(size.strip())
+        n = ascii_int(size)
     except ValueError:
         raise UserError(f"{where}: expected SIZE[:CONSTRAINT], e.g. 4 or 4:hard:leaf (SIZE: pods per partition, "
                         f"an integer; {size.strip()!r} is not)") from None
@@ -467,7 +468,7 @@ class SpreadLog:
         mode, _, tier = label.partition(":")
         if mode != "hard" or not tier:
             return None
-        return int(tier) if tier.isdigit() else self.topo.tier_names().get(tier)
+        return int(tier) if tier.isascii() and tier.isdigit() else self.topo.tier_names().get(tier)
 
     def arrived(self, job: str, manifest: Mapping[str, Any]) -> None:
         self.constraint[job] = constraint_label(manifest)

@@ -11,19 +11,21 @@ from __future__ import annotations
 import csv
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano.api import models
-from pyvolcano.api.models import Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
-from pyvolcano.api.quantity import parse_quantity
-from pyvolcano.errors import ManifestError, QuantityError, UserError
+from pyvolcano.api.models import LifecyclePolicy, Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
+from pyvolcano.errors import ManifestError, UserError
 
 ARRIVAL = "pyvolcano.io/arrival"
+#: a CronJob's last tick in the simulator (simulated seconds; ``sim/flows.py``)
+UNTIL = "pyvolcano.io/until"
+FLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
 DURATION = "pyvolcano.io/duration"
 CSV_COLUMNS = ("id", "submit", "queue", "priority", "tasks", "min_available", "cpu", "memory", "gpu", "duration")
 
@@ -49,6 +51,8 @@ class Workload:
     jobs: list[tuple[float, dict[str, Any]]]  # (arrival, vcjob manifest), sorted
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: (arrival, CronJob / JobFlow / JobTemplate manifest), sorted (``sim/flows.py``)
+    flows: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def queues(self) -> set[str]:
@@ -95,14 +99,15 @@ def from_specs(specs: Iterable[JobSpec], problems: list[str] | None = None) -> W
     return Workload(jobs, pcs, problems)
 
 
-#: the largest time or duration a workload or option may name (about 31,700 years)
-MAX_SECONDS = 1e12
+#: the largest time or duration a workload or option may name (``api/models.py: MAX_TIME``, about 3,170 years):
+#: an arrival plus a duration stays within what ``datetime`` formats
+MAX_SECONDS = models.MAX_TIME
 
 
 def seconds(value: object) -> float:
     """A duration or time in seconds: a finite number >= 0 (ValueError naming the value otherwise)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a number of seconds")
+    if isinstance(value, bool) or (isinstance(value, str) and (not value.isascii() or "_" in value)):
+        raise ValueError(f"{str(value)[:80]!r} is not a number of seconds (ASCII digits)")
     try:
         x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -169,13 +174,22 @@ class _SimPartitionPolicy(BaseModel):
     networkTopology: NetworkTopologySpec | None = None
 
 
+class _DependsOn(BaseModel):
+    """A task's ``dependsOn`` (``batch/v1alpha1 DependsOn``): task names and ``any`` or ``all``."""
+
+    model_config = ConfigDict(extra="allow")
+    name: list[Annotated[str, Field(strict=True)]] | None = None
+    iteration: Literal["any", "all", ""] | None = None
+
+
 class _SimTask(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str | None = None
     replicas: Annotated[int, _integer(0, MAX_JOB_PODS)] = 1
     minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
     template: _Template
-    policies: list[dict[str, Any]] | None = None
+    policies: list[LifecyclePolicy] | None = None
+    dependsOn: _DependsOn | None = None
     #: Volcano's ``partitionPolicy``: the job controller makes one PodGroup sub-group per partition
     partitionPolicy: _SimPartitionPolicy | None = None
 
@@ -188,7 +202,10 @@ class _SimJobSpec(BaseModel):
     schedulerName: str | None = None
     priorityClassName: str | None = None
     maxRetry: Annotated[int, _integer(0, 1000)] | None = None
-    policies: list[dict[str, Any]] | None = None
+    policies: list[LifecyclePolicy] | None = None
+    #: job plugins and their arguments (``map[string][]string``)
+    plugins: dict[str, list[str]] | None = None
+    volumes: list[dict[str, Any]] | None = None
     #: Volcano's vcjob ``spec.networkTopology`` (mode, highestTierAllowed or highestTierName), which the job
     #: controller copies to the PodGroup
     networkTopology: NetworkTopologySpec | None = None
@@ -210,10 +227,8 @@ def size_problem(job: dict[str, Any]) -> str | None:
     try:
         m = _SimJob.model_validate(job)
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]
-                        if "(" not in str(x)).lstrip(".")
-        return f"{job_ref(job)}: field {where}: {str(err['msg']).removeprefix('Value error, ')}"
+        where, msg = models.first_error(exc)
+        return f"{job_ref(job)}: field {where}: {msg}"
     total = sum(t.replicas for t in m.spec.tasks)
     if total > MAX_JOB_PODS:
         return f"{job_ref(job)}: field spec.tasks: {total} replicas in all, more than {MAX_JOB_PODS} pods"
@@ -223,7 +238,7 @@ def size_problem(job: dict[str, Any]) -> str | None:
 def from_manifests(objects: list[dict[str, Any]]) -> Workload:
     """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job whose arrival
     or duration annotation is not a number of seconds >= 0 is reported in ``problems`` and left out."""
-    jobs, pcs, problems = [], [], []
+    jobs, pcs, problems, flows = [], [], [], []
     for o in objects:
         if o.get("kind") == "PriorityClass":
             try:
@@ -248,44 +263,96 @@ def from_manifests(objects: list[dict[str, Any]]) -> Workload:
             if bad:
                 problems.append(f"{bad}; job skipped")
                 continue
+            if not md.get("namespace"):  # the API server puts a namespaced object without one (or with null or
+                md["namespace"] = "default"  # "") in the request's namespace, kubectl's "default"
             jobs.append((t, o))
+        elif o.get("kind") in FLOW_KINDS:
+            t_flow, bad = _flow_object(o)
+            if bad:
+                problems.append(f"{bad}; skipped")
+                continue
+            flows.append((t_flow, o))
     jobs.sort(key=lambda x: (x[0], str(x[1].get("metadata", {}).get("name"))))
-    return Workload(jobs, pcs, problems)
+    # templates before the flows that name them at the same arrival time
+    flows.sort(key=lambda x: (x[0], x[1]["kind"] != "JobTemplate", str(x[1]["metadata"].get("name"))))
+    return Workload(jobs, pcs, problems, flows)
 
 
-class _RowError(ValueError):
-    pass
+def _flow_object(o: dict[str, Any]) -> tuple[float, str | None]:
+    """A CronJob, JobFlow or JobTemplate of a workload: its arrival, or why it is refused (Volcano's admission
+    rules of ``api/admission.py``, the simulator's annotations)."""
+    from pyvolcano.api.admission import validate_cronjob, validate_jobflow
 
-
-def _cell(r: dict[str, Any], col: str, conv: Callable[[str], Any], default: str | None = None) -> Any:
-    raw = r.get(col)
-    raw = "" if raw is None else str(raw).strip()
-    if raw == "" and default is not None:
-        raw = default
-    if raw == "":
-        raise _RowError(f"field {col}: is empty")
+    md = o.get("metadata")
+    ref = f"{o['kind']} {(md or {}).get('namespace') or 'default'}/{(md or {}).get('name') or '<unnamed>'}" \
+        if isinstance(md, dict) else f"{o['kind']} <unnamed>"
+    if not isinstance(md, dict) or not md.get("name"):
+        return 0.0, f"{ref}: field metadata.name: is required"
+    if not isinstance(o.get("spec"), dict):
+        return 0.0, f"{ref}: field spec: must be a mapping"
+    ann = md.get("annotations") or {}
+    if not isinstance(ann, dict):
+        return 0.0, f"{ref}: field metadata.annotations: must be a mapping"
     try:
-        return conv(raw)
+        t = seconds(ann.get(ARRIVAL, 0))
+        if ann.get(UNTIL) not in (None, ""):
+            seconds(ann[UNTIL])
     except ValueError as exc:
-        raise _RowError(f"field {col}: {exc}") from None
+        return 0.0, f"{ref}: field metadata.annotations: {exc} (expected seconds >= 0)"
+    msg = validate_cronjob(o) if o["kind"] == "CronJob" else validate_jobflow(o) if o["kind"] == "JobFlow" else ""
+    return t, (f"{ref}: {msg}" if msg else None)
 
 
-def _int(raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{raw!r} is not an integer") from None
+#: a job's name (the CSV ``id``, lower-cased, ``_`` as ``-``): a DNS-1123 label, as Volcano's job webhook
+#: requires (``validateJobName``); a queue's: a DNS-1123 subdomain, as every Kubernetes object name
+_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
-def _quantity(raw: str) -> str:
-    """A Kubernetes quantity >= 0, kept as written."""
-    try:
-        q = parse_quantity(raw)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if q < 0:
-        raise ValueError(f"{raw!r} is negative")
-    return raw
+def _seconds(v: Any) -> float:
+    return seconds(v)
+
+
+def _row_quantity(v: Any) -> Any:
+    """A quantity as the models check one (finite, >= 0, not absurd), kept as written (a string)."""
+    models._quantity(v)
+    return str(v)
+
+
+class JobRow(BaseModel):
+    """One job of a workload the simulator generates or reads as rows (``JobSpec``: a CSV row, a synthetic or an
+    Alibaba job), typed: the CSV's columns are its fields, so a bad cell is refused naming the column."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Annotated[str, Field(max_length=63, pattern=_LABEL)]
+    submit: Annotated[float, BeforeValidator(_seconds)]
+    queue: Annotated[str, Field(max_length=253, pattern=_SUBDOMAIN)]
+    #: a PriorityClass value (``api/models.py: PriorityClass``): the simulator makes one per priority
+    priority: Annotated[int, _integer(models.INT32_MIN, models.PRIORITY_MAX)]
+    tasks: Annotated[int, _integer(1, MAX_JOB_PODS)]
+    min_available: Annotated[int, _integer(0, MAX_JOB_PODS)]
+    cpu: Annotated[str, BeforeValidator(_row_quantity)]
+    memory: Annotated[str, BeforeValidator(_row_quantity)]
+    gpu: Annotated[str, BeforeValidator(_row_quantity)]
+    duration: Annotated[float, BeforeValidator(_seconds)]
+
+    @model_validator(mode="after")
+    def _gang_fits(self) -> JobRow:
+        if self.min_available > self.tasks:
+            raise ValueError(f"min_available: {self.min_available} must be between 0 and tasks {self.tasks}")
+        return self
+
+
+def _row_problem(exc: ValidationError) -> str:
+    """``field COLUMN: why`` for the first mistake of a row."""
+    where, msg = models.first_error(exc)
+    if not where and ": " in msg:  # the row-level check names its column
+        where, msg = msg.split(": ", 1)
+    return f"field {where}: {msg}"
+
+
+#: columns that may be left empty, and what an empty cell means
+_DEFAULTS = {"priority": "0", "gpu": "0", "queue": "default"}
 
 
 def load_csv(path: str) -> Workload:
@@ -304,44 +371,32 @@ def load_csv(path: str) -> Workload:
     specs, problems = [], []
     for r in rows:
         n = rows.line_num
-        name = str(r.get("id") or "").strip().lower().replace("_", "-")
-        where = f"{path}: line {n}" + (f" (job {name})" if name else "")
+        cells = {c: str(r.get(c) or "").strip() or _DEFAULTS.get(c, "") for c in CSV_COLUMNS}
+        cells["id"] = cells["id"].lower().replace("_", "-")
+        where = f"{path}: line {n}" + (f" (job {cells['id'][:63]})" if cells["id"] else "")
+        empty = next((c for c in CSV_COLUMNS if not cells[c]), None)
+        if empty is not None:
+            problems.append(f"{where}: field {empty}: is empty; row skipped")
+            continue
         try:
-            if not name:
-                raise _RowError("field id: is empty")
-            js = JobSpec(name=name, arrival=_cell(r, "submit", seconds),
-                         queue=str(r.get("queue") or "").strip() or "default",
-                         priority=_cell(r, "priority", _int, "0"), tasks=_cell(r, "tasks", _int),
-                         min_available=_cell(r, "min_available", _int), cpu=_cell(r, "cpu", _quantity),
-                         memory=_cell(r, "memory", _quantity), gpu=_cell(r, "gpu", _quantity, "0"),
-                         duration=_cell(r, "duration", seconds))
-        except _RowError as exc:
-            problems.append(f"{where}: {exc}; row skipped")
+            m = JobRow.model_validate(cells)
+        except ValidationError as exc:
+            problems.append(f"{where}: {_row_problem(exc)}; row skipped")
             continue
-        bad = check_spec(js)
-        if bad:
-            problems.append(f"{where}: {bad}; row skipped")
-            continue
-        specs.append(js)
+        specs.append(JobSpec(name=m.id, arrival=m.submit, queue=m.queue, priority=m.priority, tasks=m.tasks,
+                             min_available=m.min_available, cpu=m.cpu, memory=m.memory, gpu=m.gpu,
+                             duration=m.duration))
     return from_specs(specs, problems)
 
 
 def check_spec(js: JobSpec) -> str | None:
-    """What is wrong with a JobSpec (naming the field), or None."""
-    for col, v in (("duration", js.duration), ("submit", js.arrival)):
-        try:
-            seconds(v)
-        except ValueError as exc:
-            return f"field {col}: {exc}"
-    if not 1 <= js.tasks <= MAX_JOB_PODS:
-        return f"field tasks: must be between 1 and {MAX_JOB_PODS}, got {js.tasks}"
-    if not 0 <= js.min_available <= js.tasks:
-        return f"field min_available: {js.min_available} must be between 0 and tasks {js.tasks}"
-    for col, q in (("cpu", js.cpu), ("memory", js.memory), ("gpu", js.gpu)):
-        try:
-            _quantity(q)
-        except ValueError as exc:
-            return f"field {col}: {exc}"
+    """What is wrong with a JobSpec (naming the field), or None: the ``JobRow`` model, as a CSV row is checked."""
+    try:
+        JobRow.model_validate({"id": js.name, "submit": js.arrival, "queue": js.queue, "priority": js.priority,
+                               "tasks": js.tasks, "min_available": js.min_available, "cpu": js.cpu,
+                               "memory": js.memory, "gpu": js.gpu, "duration": js.duration})
+    except ValidationError as exc:
+        return _row_problem(exc)
     return None
 
 
