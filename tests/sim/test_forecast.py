@@ -160,10 +160,10 @@ def test_export_of_a_simulation_part_way() -> None:
 
 
 def test_accuracy_measurement_on_a_tiny_workload() -> None:
-    from pyvolcano.bench.forecast import synthetic_case
+    from pyvolcano.bench.forecast import AT, synthetic_case
 
     r = synthetic_case("tiny")
-    assert r["jobs"] > 0 and r["snapshots"] == 2
+    assert r["jobs"] > 0 and r["snapshots"] == len(AT)
     assert 0.0 <= r["coverage90"] <= 1.0 and r["median_abs_error_ratio"] >= 0.0
 
 
@@ -209,6 +209,7 @@ def test_cli_no_pending_job(tmp_path: Path) -> None:
     (("SNAP", "--now", "yesterday"), "--now: 'yesterday' is not a time"),
     (("SNAP", "--now", "nan"), "--now: 'nan' is not a time"),
     (("SNAP", "--horizon", "0"), "--horizon"),
+    (("SNAP", "--default-duration", "nan"), "--default-duration"),
     (("NONODE",), "no Node objects"),
 ])
 def test_cli_bad_input(tmp_path: Path, args: tuple[str, ...], text: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from pyvolcano.commands._kube import api_errors, kube_options, make_client, parse_duration
-from pyvolcano.commands._output import Number, console, emit, output_option
+from pyvolcano.commands._output import console, emit, output_option
 from pyvolcano.errors import UserError
 
 #: what ``forecast --kubeconfig`` lists: the kinds the scheduler cache reads, and Volcano Jobs (a Job whose pods are
@@ -67,7 +67,7 @@ def register(group: click.Group) -> None:
                        "--kubeconfig, else the latest time the snapshot records).")
     @click.option("--horizon", default="720h", show_default=True,
                   help="How far ahead to simulate (a duration such as 72h or seconds).")
-    @click.option("--default-duration", type=Number(0.0, lo_open=True), default=3600.0, show_default=True,
+    @click.option("--default-duration", type=click.FloatRange(0.0, 1e9, min_open=True), default=3600.0, show_default=True,
                   help="Seconds a pod runs when the snapshot has nothing to estimate it from.")
     @click.option("--arrivals/--no-arrivals", default=True, show_default=True,
                   help="Draw new jobs like those the snapshot shows, at their rate per queue (needs 10 jobs seen).")
@@ -84,6 +84,8 @@ def register(group: click.Group) -> None:
         from pyvolcano.conf.loader import load_conf, load_conf_file
         from pyvolcano.sim import forecast as fc
 
+        if not math.isfinite(default_duration):
+            raise UserError(f"--default-duration: {default_duration!r} is not a finite number of seconds")
         path = filename or snapshot
         if snapshot and filename:
             raise UserError("give the snapshot once: as an argument or with -f, not both")
