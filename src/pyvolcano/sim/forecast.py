@@ -129,8 +129,8 @@ class Survival:
     """How long pods run, as the Kaplan-Meier estimate over finished pods' run times (observed ends) and running
     pods' ages (ends not seen yet: censored).  Counting only the finished ones would favour short pods, as the long
     ones of the same period are still running; the running ones count as "at least this long".  Past the last end
-    seen, the rest of the probability is spread as ``base * (1 + Exp(1))``, ``base`` the longest time seen (or the
-    age asked about, if longer)."""
+    seen, the rest of the probability is an exponential tail: that end (or the age asked about, if later) plus an
+    exponential draw with the censored-data mean (all seconds seen run, finished or not, over the ends seen)."""
 
     def __init__(self, done: Iterable[float], alive: Iterable[float]) -> None:
         d = np.sort(np.array(list(done), dtype=float))
@@ -145,6 +145,9 @@ class Survival:
         self.t, self.s = np.array(ts), np.array(ss)
         self.longest = float(max(d[-1] if len(d) else 0.0, c[-1] if len(c) else 0.0))
         self.ended = len(d)
+        #: the mean run time if run times were exponential: every second seen run, over the ends seen (the
+        #: estimate for censored data), for the tail past the last end seen
+        self.mean = float((d.sum() + c.sum()) / len(d)) if len(d) else self.longest
 
     def survival(self, age: float) -> float:
         i = int(np.searchsorted(self.t, age, "right"))
@@ -156,8 +159,8 @@ class Survival:
         i = int(np.searchsorted(-self.s, -u, "left"))  # the first end time at which survival has fallen to u
         if i < len(self.t):
             return max(float(self.t[i]), age)
-        base = max(self.longest, age, 1.0)
-        return base * (1.0 + float(rng.exponential(1.0)))
+        base = max(float(self.t[-1]) if len(self.t) else 0.0, age)
+        return base + float(rng.exponential(max(self.mean, 1.0)))
 
 
 class Durations:
