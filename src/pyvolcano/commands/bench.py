@@ -40,11 +40,23 @@ def register(group: click.Group) -> None:
                        "vc-oracle, e.g. ../shared/tools/volcano/vc-oracle); can take hours at full size.")
     @click.option("--oracle-timeout", type=float, default=3600.0, show_default=True,
                   help="Seconds after which the oracle run is stopped and reported unfinished.")
+    @click.option("--forecast", "forecast_", is_flag=True,
+                  help="Measure `pyvolcano forecast`'s accuracy on a small synthetic workload instead (snapshots "
+                       "of a simulated run part-way, compared with when each job then started; docs/forecast.md).")
     @click.option("--output", "-o", type=click.Choice(["json", "table"]), default="table", show_default=True)
     def bench(nodes: int, pods: int, gang: int, queues: int, running: int, actions: str | None, config: str | None,
               engine: str, compare_engines: bool, force: bool, seed: int, topology: bool, gangs: int,
-              oracle: str | None, oracle_timeout: float, output: str) -> None:
+              oracle: str | None, oracle_timeout: float, forecast_: bool, output: str) -> None:
         """Build N nodes and P pending pods in gangs of G across Q queues, run one session, time each action."""
+        if forecast_:
+            from pyvolcano.bench.forecast import synthetic_case
+
+            res = synthetic_case("tiny", seed=seed if _given("seed") else 1)
+            fields = ("jobs", "median_abs_error_ratio", "coverage90")
+            click.echo(json.dumps({k: res[k] for k in fields}) if output == "json" else
+                       f"forecast accuracy on {res['jobs']} jobs: median |error| {res['median_abs_error_ratio']} of "
+                       f"the actual wait, {res['coverage90']} of starts inside the 90 % range")
+            return
         if topology:
             _topology_bench(nodes, gangs, pods, seed, oracle, oracle_timeout, engine, output,
                             pods_given=_given("pods"))

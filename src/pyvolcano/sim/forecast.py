@@ -1,0 +1,742 @@
+"""When will a pending job start: the simulator run forward from a snapshot, many times over.
+
+``forecast`` starts a :class:`ForecastSim` (the discrete-event ``Simulator`` with its real scheduler, Volcano's job
+controller and kubelet) from a snapshot's objects: nodes, queues, priority classes and HyperNodes as they are;
+running pods keep their node and run for their remaining time; pending pods and PodGroups enter as they are; Volcano
+Jobs whose pods are not created yet are handed to the job controller, which creates them once the scheduler admits
+their PodGroup.  The first time at which at least ``minMember`` pods of a pending PodGroup run is its predicted start
+(``JobRecord.all_started``, where the simulator's wait metric ends).
+
+How long a pod runs is read from its ``pyvolcano.io/duration`` annotation (seconds; a running pod has run for
+``now - status.startTime`` of it) and otherwise drawn from what the snapshot shows (:class:`Durations`): the
+Kaplan-Meier estimate (:class:`Survival`) over the finished pods of the same queue (``status.startTime`` to the last
+container's ``finishedAt``) with its running pods' ages as "at least this long" (else over every queue); with no
+finished pod at all, twice the ages of the running pods (a pod seen running at a random moment is on average half
+way through: the renewal-theory estimate); with nothing at all, ``DEFAULT_DURATION``.  A running pod's remaining
+time is a duration drawn given its age, minus its age.  One duration is drawn per job (per job and start time for
+running pods): a gang's pods do the same work and end together.
+
+New jobs keep arriving while a job waits, and a higher-priority or fairer-queue one goes first: when the snapshot
+shows at least ``MIN_SEEN`` jobs (live or finished), new ones are drawn like them (:class:`Arrivals`: copies of a
+random seen job of the queue, at the queue's rate over the time the snapshot covers, as a Poisson stream).
+
+Durations and arrivals are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is
+reproducible); a job's predicted start is the median over the runs and its 90 % range the 5th to 95th percentile.
+When nothing was drawn (every duration annotated, no arrivals), one run is exact and the range is a point.
+
+``RecordingSim`` and :func:`export` turn a simulation part-way into such a snapshot (pod start times, finished pods
+with their container times), and :func:`measure` checks the forecast against what the same run did next.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.convert import parse_time
+from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
+from pyvolcano.conf.loader import SchedulerConf
+from pyvolcano.controllers.vcjob import ENDED, FINAL, JobState
+from pyvolcano.errors import UserError
+from pyvolcano.sim.engine import Arrive, JobRecord, PodFinish, PodRunning, Simulator
+from pyvolcano.sim.workload import DURATION, Workload
+
+#: seconds a pod is taken to run when the snapshot shows nothing to estimate from (no annotation, no finished or
+#: running pod)
+DEFAULT_DURATION = 3600.0
+#: how far ahead a forecast simulates (seconds): a job not started by then has no predicted start
+DEFAULT_HORIZON = 30 * 86400.0
+#: PodGroup phases of a job still waiting to start
+_WAITING = ("", "Pending", "Inqueue")
+_CLUSTER_KINDS = ("Node", "Queue", "PriorityClass", "HyperNode", "Numatopology")
+
+
+def stamp(t: float) -> str:
+    """``t`` (seconds since the epoch) as an RFC 3339 time, to the second."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _time(v: Any) -> float | None:
+    if v in (None, ""):
+        return None
+    try:
+        return parse_time(v)
+    except (ValueError, TypeError):
+        return None
+
+
+def _md(obj: dict[str, Any]) -> dict[str, Any]:
+    md = obj.get("metadata")
+    return md if isinstance(md, dict) else {}
+
+
+def _key(obj: dict[str, Any]) -> str:
+    md = _md(obj)
+    return f"{md.get('namespace') or 'default'}/{md.get('name')}"
+
+
+def group_of(pod: dict[str, Any]) -> str:
+    """The job a pod belongs to, as ``namespace/name``: its vcjob (the ``volcano.sh/job-name`` label, which is also
+    its PodGroup's name here), else its PodGroup (``scheduling.k8s.io/group-name``), else the pod itself (Volcano
+    gives a pod without a group a PodGroup of its own: ``cache/event_handlers.go: createShadowPodGroup``)."""
+    md = _md(pod)
+    ns = md.get("namespace") or "default"
+    group = (md.get("labels") or {}).get(JOB_NAME_ANNOTATION) or (md.get("annotations") or {}).get(
+        GROUP_NAME_ANNOTATION)
+    return f"{ns}/{group or md.get('name')}"
+
+
+def _phase(obj: dict[str, Any]) -> str:
+    st = obj.get("status")
+    return str((st or {}).get("phase") or "") if isinstance(st, dict) else ""
+
+
+def _annotated(pod: dict[str, Any]) -> float | None:
+    v = (_md(pod).get("annotations") or {}).get(DURATION)
+    try:
+        d = float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+    return d if d is not None and math.isfinite(d) and d >= 0 else None
+
+
+def started_at(pod: dict[str, Any]) -> float | None:
+    """When a pod started running: ``status.startTime``, else its PodScheduled condition's time."""
+    st = pod.get("status") or {}
+    t = _time(st.get("startTime"))
+    if t is None:
+        for c in st.get("conditions") or ():
+            if isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("status") == "True":
+                t = _time(c.get("lastTransitionTime"))
+    return t
+
+
+def finished_at(pod: dict[str, Any]) -> float | None:
+    """When a finished pod's last container ended (``containerStatuses[].state.terminated.finishedAt``)."""
+    ends = [_time(((cs.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+            for cs in (pod.get("status") or {}).get("containerStatuses") or () if isinstance(cs, dict)]
+    known = [t for t in ends if t is not None]
+    return max(known) if known else None
+
+
+class Survival:
+    """How long pods run, as the Kaplan-Meier estimate over finished pods' run times (observed ends) and running
+    pods' ages (ends not seen yet: censored).  Counting only the finished ones would favour short pods, as the long
+    ones of the same period are still running; the running ones count as "at least this long".  Past the last end
+    seen, the rest of the probability is an exponential tail: that end (or the age asked about, if later) plus an
+    exponential draw with the censored-data mean (all seconds seen run, finished or not, over the ends seen)."""
+
+    def __init__(self, done: Iterable[float], alive: Iterable[float]) -> None:
+        d = np.sort(np.array(list(done), dtype=float))
+        c = np.sort(np.array(list(alive), dtype=float))
+        ts, ss, surv = [], [], 1.0
+        for t in np.unique(d):
+            at_risk = (len(d) - np.searchsorted(d, t, "left")) + (len(c) - np.searchsorted(c, t, "left"))
+            ended = np.searchsorted(d, t, "right") - np.searchsorted(d, t, "left")
+            surv *= 1.0 - ended / at_risk
+            ts.append(float(t))
+            ss.append(surv)
+        self.t, self.s = np.array(ts), np.array(ss)
+        self.longest = float(max(d[-1] if len(d) else 0.0, c[-1] if len(c) else 0.0))
+        self.ended = len(d)
+        #: the mean run time if run times were exponential: every second seen run, over the ends seen (the
+        #: estimate for censored data), for the tail past the last end seen
+        self.mean = float((d.sum() + c.sum()) / len(d)) if len(d) else self.longest
+
+    def survival(self, age: float) -> float:
+        i = int(np.searchsorted(self.t, age, "right"))
+        return float(self.s[i - 1]) if i else 1.0
+
+    def draw(self, rng: np.random.Generator, age: float = 0.0) -> float:
+        """A run time, given that the pod has run ``age`` seconds already."""
+        u = float(rng.uniform(0.0, self.survival(age)))
+        i = int(np.searchsorted(-self.s, -u, "left"))  # the first end time at which survival has fallen to u
+        if i < len(self.t):
+            return max(float(self.t[i]), age)
+        base = max(float(self.t[-1]) if len(self.t) else 0.0, age)
+        return base + float(rng.exponential(max(self.mean, 1.0)))
+
+
+class Durations:
+    """How long pods run, estimated from a snapshot (the module docstring gives the rule); ``notes`` says what each
+    queue's estimate rests on."""
+
+    def __init__(self, finished: dict[str, list[float]], ages: dict[str, list[float]],
+                 default: float = DEFAULT_DURATION) -> None:
+        self.finished = {q: v for q, v in finished.items() if v}
+        self.ages = {q: [a for a in v if a > 0] for q, v in ages.items()}
+        every_age = [a for v in self.ages.values() for a in v]
+        self.all = Survival([d for v in self.finished.values() for d in v], every_age)
+        self.per_queue = {q: Survival(v, self.ages.get(q, [])) for q, v in self.finished.items()}
+        self.running_only = np.array(sorted(every_age))
+        self.default = default
+        self.notes: list[str] = []
+        self._told: set[str] = set()
+
+    def _tell(self, key: str, note: str) -> None:
+        if key not in self._told:
+            self._told.add(key)
+            self.notes.append(note)
+
+    def draw(self, queue: str, age: float, rng: np.random.Generator) -> float:
+        """A run time of a pod of ``queue`` that has run ``age`` seconds."""
+        if queue in self.per_queue:
+            return self.per_queue[queue].draw(rng, age)
+        if self.all.ended:
+            self._tell(queue, f"queue {queue}: no finished pod; durations drawn from all queues' "
+                              f"{self.all.ended} finished pods")
+            return self.all.draw(rng, age)
+        if len(self.running_only):
+            self._tell("", f"no finished pod in the snapshot: durations drawn as twice the ages of the "
+                           f"{len(self.running_only)} running pod(s)")
+            longer = self.running_only[self.running_only * 2 > age]
+            if len(longer):
+                return max(2 * float(longer[rng.integers(len(longer))]), age)
+            return age * (1.0 + float(rng.exponential(1.0)))
+        self._tell("", f"no finished or running pod to estimate durations from: pods without a {DURATION} "
+                       f"annotation are taken to run {self.default:g} s")
+        return max(self.default, age)
+
+    def total(self, queue: str, rng: np.random.Generator) -> float:
+        return self.draw(queue, 0.0, rng)
+
+    def remaining(self, queue: str, age: float, rng: np.random.Generator) -> float:
+        return self.draw(queue, age, rng) - age
+
+
+def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float = DEFAULT_DURATION) -> Durations:
+    """The finished pods' run times and the running pods' ages per queue in ``objects`` at ``now``."""
+    objs = list(objects)
+    queue_of_group = {_key(o): str((o.get("spec") or {}).get("queue") or "default")
+                      for o in objs if o.get("kind") == "PodGroup"}
+    finished: dict[str, list[float]] = {}
+    ages: dict[str, list[float]] = {}
+    for p in objs:
+        if p.get("kind") != "Pod":
+            continue
+        q = pod_queue(p, queue_of_group)
+        if _phase(p) == "Succeeded":
+            d = _annotated(p)
+            if d is None:
+                s, e = started_at(p), finished_at(p)
+                d = e - s if s is not None and e is not None and e >= s else None
+            if d is not None:
+                finished.setdefault(q, []).append(d)
+        elif _phase(p) == "Running" and not _md(p).get("deletionTimestamp"):
+            s = started_at(p)
+            if s is not None:
+                ages.setdefault(q, []).append(max(now - s, 0.0))
+    return Durations(finished, ages, default)
+
+
+def pod_queue(pod: dict[str, Any], queue_of_group: dict[str, str]) -> str:
+    q = queue_of_group.get(group_of(pod))
+    return q or str((_md(pod).get("annotations") or {}).get("volcano.sh/queue-name") or "default")
+
+
+class ForecastSim(Simulator):
+    """The simulator over a snapshot's jobs: a pod's job is :func:`group_of` (snapshot pods need not come from the
+    job controller), and a pod that starts without a duration annotation gets one drawn from ``durations``."""
+
+    def __init__(self, nodes: list[dict[str, Any]], queues: list[dict[str, Any]], conf: SchedulerConf,
+                 durations: Durations, rng: np.random.Generator, queue_of_group: dict[str, str], **kw: Any) -> None:
+        self.durations = durations
+        self.rng = rng
+        self.queue_of_group = queue_of_group
+        #: durations drawn in this run (none: the run is exact)
+        self.drawn = 0
+        #: the PodGroups whose start is forecast and that have not started yet (the run stops when none is left)
+        self.waiting: set[str] = set()
+        #: new jobs drawn as the run goes (``push_arrival``), and how many so far
+        self.future: Arrivals | None = None
+        #: the duration drawn for each job's pods (a gang's pods run as long as each other)
+        self.job_duration: dict[str, float] = {}
+        self.arrived = 0
+        super().__init__(nodes, queues, Workload([]), conf, **kw)
+
+    def push_arrival(self, queue: str, after: float) -> None:
+        """Draw the next new job of ``queue`` (one at a time: each arrival draws the next)."""
+        if self.future is None or self.arrived >= MAX_ARRIVALS * self.future.seen:
+            return
+        t, job = self.future.next(queue, after, self.rng, self.arrived)
+        self.arrived += 1
+        self.drawn += 1
+        self._push(t, Arrive(job))
+
+    def _arrive(self, job: dict[str, Any]) -> None:
+        super()._arrive(job)
+        queue = (job["metadata"].get("annotations") or {}).get(ARRIVAL_QUEUE)
+        if queue is not None:
+            self.push_arrival(queue, self.now)
+
+    def _job_of(self, pod: dict[str, Any]) -> tuple[str, str]:
+        md = pod["metadata"]
+        return group_of(pod), str((md.get("annotations") or {}).get(TASK_SPEC_ANNOTATION)
+                                  or (md.get("labels") or {}).get("volcano.sh/task-spec") or "")
+
+    def _running(self, key: str, uid: str) -> None:
+        pod = self._pod(key)
+        if pod is not None and pod["metadata"]["uid"] == uid and _annotated(pod) is None:
+            md = pod["metadata"]
+            if not isinstance(md.get("annotations"), dict):
+                md["annotations"] = {}
+            job = group_of(pod)
+            if job not in self.job_duration:  # one draw per job: a job's pods end together as its work does
+                self.job_duration[job] = self.durations.total(pod_queue(pod, self.queue_of_group), self.rng)
+                self.drawn += 1
+            md["annotations"][DURATION] = repr(self.job_duration[job])
+        super()._running(key, uid)
+        if pod is not None:
+            job = group_of(pod)
+            rec = self.records.get(job)
+            if job in self.waiting and rec is not None and rec.all_started is not None:
+                self.waiting.discard(job)
+                if not self.waiting:
+                    self.stop = True
+
+
+#: the most new jobs one run draws, as a multiple of the jobs the snapshot shows (a job that never starts would
+#: otherwise keep a run drawing until the horizon)
+MAX_ARRIVALS = 2
+#: the fewest jobs a snapshot must show for new ones to be drawn like them (fewer say little about a rate)
+MIN_SEEN = 10
+#: the name prefix of a drawn new job, and the annotation naming the queue it was drawn for
+ARRIVAL_PREFIX = "forecast-new-"
+ARRIVAL_QUEUE = "pyvolcano.io/forecast-queue"
+_OWN_KEYS = ("volcano.sh/", "scheduling.k8s.io/group-name", DURATION)
+
+
+def _template(pod: dict[str, Any]) -> dict[str, Any]:
+    """A pod as a Job task's template: its spec without the node, labels and annotations without Volcano's own."""
+    md = _md(pod)
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k not in ("nodeName", "priority")}
+    keep = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith(_OWN_KEYS)}
+    labels = {k: v for k, v in (md.get("labels") or {}).items() if not k.startswith(_OWN_KEYS)}
+    return {"metadata": {"annotations": keep, "labels": labels}, "spec": copy.deepcopy(spec)}
+
+
+@dataclass
+class Arrivals:
+    """New jobs like the snapshot's: per queue, the jobs seen (live or finished) as Volcano Job manifests, and their
+    rate over the time the snapshot covers (first job seen to now).  Each run draws a Poisson stream of copies of
+    them (:meth:`draw`): a forecast that ignores them would let every future high-priority or fairer-queue job
+    jump ahead unseen."""
+
+    jobs: dict[str, list[dict[str, Any]]]
+    rate: dict[str, float]
+    window: float
+
+    @property
+    def seen(self) -> int:
+        return sum(len(v) for v in self.jobs.values())
+
+    def next(self, queue: str, after: float, rng: np.random.Generator, n: int) -> tuple[float, dict[str, Any]]:
+        """The next new job of ``queue`` after time ``after`` (the ``n``-th drawn: its name)."""
+        t = after + float(rng.exponential(1 / self.rate[queue]))
+        pool = self.jobs[queue]
+        job = copy.deepcopy(pool[rng.integers(len(pool))])
+        job["metadata"]["name"] = f"{ARRIVAL_PREFIX}{n}"
+        job["metadata"]["annotations"] = {ARRIVAL_QUEUE: queue}
+        return t, job
+
+    def note(self) -> str:
+        per = ", ".join(f"{q} {r * 3600:.3g}/h" for q, r in sorted(self.rate.items()))
+        return (f"new jobs drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
+                f"{self.window:.0f} s: {per}")
+
+
+def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
+    """The snapshot's jobs (pods grouped by :func:`group_of`, submitted at their PodGroup's creation or else their
+    first pod's), as Job manifests per queue with their arrival rates; None with fewer than ``MIN_SEEN`` jobs seen."""
+    pgs = {_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for p in objects:
+        if p.get("kind") == "Pod" and not _md(p).get("deletionTimestamp"):
+            groups.setdefault(group_of(p), []).append(p)
+    queue_of_group = {k: str((pg.get("spec") or {}).get("queue") or "default") for k, pg in pgs.items()}
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    first = now
+    for g, pods in groups.items():
+        pg = pgs.get(g)
+        created = [t for t in (_time(_md(x).get("creationTimestamp")) for x in ([pg] if pg else pods)) if t is not None]
+        if created:
+            first = min(first, min(created))
+        q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
+        mm = int(((pg or {}).get("spec") or {}).get("minMember") or 1) if pg else 1
+        pods = sorted(pods, key=lambda x: str(_md(x).get("name")))
+        spec0 = pods[0].get("spec") or {}
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "", "namespace":
+               _md(pods[0]).get("namespace") or "default"},
+               "spec": {"queue": q, "minAvailable": min(mm, len(pods)),
+                        "schedulerName": spec0.get("schedulerName") or "volcano",
+                        **({"priorityClassName": spec0["priorityClassName"]} if spec0.get("priorityClassName") else {}),
+                        "tasks": [{"name": f"t{i}", "replicas": 1, "template": _template(x)}
+                                  for i, x in enumerate(pods)]}}
+        jobs.setdefault(q, []).append(job)
+    window = now - first
+    if sum(len(v) for v in jobs.values()) < MIN_SEEN or window <= 0:
+        return None
+    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window)
+
+
+@dataclass
+class JobForecast:
+    podgroup: str
+    queue: str
+    min_member: int
+    #: when it started in each run, seconds after now (inf: not within the horizon)
+    starts: list[float]
+
+    def quantile(self, q: float) -> float | None:
+        v = float(np.quantile(np.array(self.starts), q, method="inverted_cdf"))
+        return v if math.isfinite(v) else None
+
+    def as_dict(self, now: float) -> dict[str, Any]:
+        med, lo, hi = self.quantile(0.5), self.quantile(0.05), self.quantile(0.95)
+        return {"podgroup": self.podgroup, "queue": self.queue, "minMember": self.min_member,
+                "start_median_s": med, "start_p5_s": lo, "start_p95_s": hi,
+                "start_median_time": stamp(now + med) if med is not None else None,
+                "started_runs": sum(1 for s in self.starts if math.isfinite(s)), "runs": len(self.starts)}
+
+
+@dataclass
+class Forecast:
+    now: float
+    runs: int
+    seed: int
+    horizon: float
+    jobs: list[JobForecast]
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"now": stamp(self.now), "runs": self.runs, "seed": self.seed, "horizon_s": self.horizon,
+                "jobs": [j.as_dict(self.now) for j in self.jobs], "notes": self.notes, "problems": self.problems}
+
+
+@dataclass
+class _Plan:
+    """A snapshot sorted for :func:`_build`: what each run starts from."""
+
+    cluster: list[dict[str, Any]]
+    podgroups: dict[str, dict[str, Any]]
+    pods: list[dict[str, Any]]
+    jobs: dict[str, dict[str, Any]]
+    waiting: dict[str, int]  # PodGroup -> minMember, for the jobs whose start is forecast
+    queue_of_group: dict[str, str]
+
+
+def _plan(objects: list[dict[str, Any]], scheduler_name: str) -> _Plan:
+    cluster = [o for o in objects if o.get("kind") in _CLUSTER_KINDS]
+    podgroups = {_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    pods = [o for o in objects if o.get("kind") == "Pod" and not _md(o).get("deletionTimestamp")
+            and _phase(o) not in ("Succeeded", "Failed")]
+    jobs = {_key(o): o for o in objects if o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith(
+        "batch.volcano.sh") and str(((o.get("status") or {}).get("state") or {}).get("phase") or "Pending")
+        not in (*FINAL, *ENDED)}
+    queue_of_group = {k: str((pg.get("spec") or {}).get("queue") or "default") for k, pg in podgroups.items()}
+    for k, j in jobs.items():
+        queue_of_group.setdefault(k, str((j.get("spec") or {}).get("queue") or "default"))
+    started: dict[str, int] = {}
+    for p in objects:
+        if p.get("kind") == "Pod" and _phase(p) in ("Running", "Succeeded") and not _md(p).get("deletionTimestamp"):
+            started[group_of(p)] = started.get(group_of(p), 0) + 1
+    waiting: dict[str, int] = {}
+    for k, pg in podgroups.items():
+        mm = int((pg.get("spec") or {}).get("minMember") or 1)
+        if _phase(pg) in _WAITING and started.get(k, 0) < mm:
+            waiting[k] = mm
+    for k, j in jobs.items():
+        if k not in podgroups:
+            spec = j.get("spec") or {}
+            total = sum(int(t.get("replicas", 1)) for t in spec.get("tasks") or () if isinstance(t, dict))
+            waiting[k] = int(spec.get("minAvailable", total) or 1)
+    for p in pods:  # a pod of no PodGroup is a one-pod job of its own
+        g = group_of(p)
+        if g not in podgroups and g not in jobs and _phase(p) in ("", "Pending") and \
+                not (p.get("spec") or {}).get("nodeName") and \
+                ((p.get("spec") or {}).get("schedulerName") or "default-scheduler") == scheduler_name:
+            waiting[g] = 1
+    return _Plan(cluster, podgroups, pods, jobs, waiting, queue_of_group)
+
+
+def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, rng: np.random.Generator, *,
+           period: float, start_latency: float, scheduler_name: str = "volcano") -> ForecastSim:
+    """One simulator at ``now`` holding ``plan``'s objects (copies), running pods finishing at their remaining time."""
+    cluster = copy.deepcopy(plan.cluster)
+    nodes = [o for o in cluster if o["kind"] == "Node"]
+    queues = [o for o in cluster if o["kind"] == "Queue"]
+    others = [o for o in cluster if o["kind"] not in ("Node", "Queue")]
+    sim = ForecastSim(nodes, queues, conf, durations, rng, plan.queue_of_group, period=period,
+                      start_latency=start_latency)
+    sim.now = now
+    sim.cache.scheduler_name = scheduler_name  # before any pod enters: it picks the pods this scheduler places
+    for o in others:
+        sim.api.create(o, trusted=False)
+    pods = copy.deepcopy(plan.pods)
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for p in pods:
+        by_group.setdefault(group_of(p), []).append(p)
+    for key, pg in plan.podgroups.items():
+        pg = copy.deepcopy(pg)
+        spec = pg.get("spec") or {}
+        members = by_group.get(key, [])
+        mm = int(spec.get("minMember") or 1)
+        sim.records[key] = JobRecord(key, str(spec.get("queue") or "default"), max(len(members), mm), mm,
+                                     parse_time(_md(pg).get("creationTimestamp")))
+        sim.api.create(pg, trusted=False)
+    for key, job in plan.jobs.items():
+        job = copy.deepcopy(job)
+        job["metadata"].setdefault("namespace", "default")
+        st_body = job.get("status") or {}
+        if key in plan.podgroups:
+            st = JobState(job, phase=str((st_body.get("state") or {}).get("phase") or "Pending"),
+                          retries=int(st_body.get("retryCount") or 0), version=int(st_body.get("version") or 0))
+            st.pods = {_md(p)["name"]: _phase(p) or "Pending" for p in by_group.get(key, [])}
+            sim.controller.jobs[key] = st
+            sim.controller.on_podgroup(key, _phase(plan.podgroups[key]) or "Pending")  # admitted: its pods come
+        else:  # not admitted yet: its PodGroup is made as the controller makes it
+            sim.controller.add_job(job)
+            spec = job["spec"]
+            tasks = sum(int(t.get("replicas", 1)) for t in spec["tasks"])
+            sim.records[key] = JobRecord(key, str(spec.get("queue") or "default"), tasks,
+                                         int(spec.get("minAvailable", tasks)), parse_time(_md(job).get("creationTimestamp")))
+    left_of: dict[tuple[str, int], float] = {}
+    for p in pods:
+        g = group_of(p)
+        if g not in sim.records:
+            sim.records[g] = JobRecord(g, pod_queue(p, plan.queue_of_group), 1, 1,
+                                       parse_time(_md(p).get("creationTimestamp")))
+        sim.api.create(p, trusted=False)
+        if sim._pod(_key(p)) is None:  # refused by the cache's validation (a problem is recorded)
+            continue
+        node = (p.get("spec") or {}).get("nodeName")
+        rec = sim.records[g]
+        if _phase(p) == "Running":
+            rec.running += 1
+            if rec.first_start is None:
+                rec.first_start = started_at(p) or now
+            if rec.running >= max(rec.min_available, 1) and rec.all_started is None:
+                rec.all_started = started_at(p) or now
+            d = _annotated(p)
+            begun = started_at(p)
+            age = max(now - begun, 0.0) if begun is not None else 0.0
+            if d is not None:
+                left = max(d - age, 0.0)
+            else:  # one draw per job and start: pods started together end together
+                mark = (g, round(begun or now))
+                if mark not in left_of:
+                    left_of[mark] = durations.remaining(pod_queue(p, plan.queue_of_group), age, rng)
+                    sim.drawn += 1
+                left = left_of[mark]
+            sim._push(now + left, PodFinish(_key(p), _md(p)["uid"]))
+        elif node:  # bound, not running yet
+            sim._push(now + start_latency, PodRunning(_key(p), _md(p)["uid"]))
+    sim.problems.extend(sim.cache.problems)
+    sim.cache.problems.clear()
+    sim.waiting = {k for k in plan.waiting if k in sim.records}
+    return sim
+
+
+def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 30, seed: int = 0,
+             horizon: float = DEFAULT_HORIZON, period: float = 1.0, start_latency: float = 0.0,
+             default_duration: float = DEFAULT_DURATION, scheduler_name: str = "volcano",
+             arrivals: bool = True) -> Forecast:
+    """Each pending job's start after ``now`` (seconds since the epoch, the snapshot's time) over ``runs`` seeded
+    simulations of ``objects``.  UserError when the snapshot has no node."""
+    if runs < 1:
+        raise UserError("--runs must be at least 1")
+    for o in objects:  # uids tell a pod's events apart; a snapshot written by hand may have none
+        md = _md(o)
+        if md and o.get("kind") in ("Pod", "PodGroup") and not md.get("uid"):
+            md["uid"] = f"snap-{_key(o)}"
+    if not any(o.get("kind") == "Node" for o in objects):
+        raise UserError("nothing to forecast on: the snapshot has no Node objects")
+    plan = _plan(objects, scheduler_name)
+    durations = durations_of(objects, now, default_duration)
+    future = arrivals_of(objects, now) if arrivals else None
+    starts: dict[str, list[float]] = {k: [] for k in plan.waiting}
+    problems: list[str] = []
+    done = 0
+    for i in range(runs):
+        rng = np.random.default_rng([seed, i])
+        sim = _build(plan, conf, now, durations, rng, period=period, start_latency=start_latency,
+                     scheduler_name=scheduler_name)
+        if future is not None:
+            sim.future = future
+            for q in sorted(future.rate):
+                sim.push_arrival(q, now)
+        if i == 0:
+            problems = list(sim.problems)
+        sim.run(until=now + horizon)
+        for k in starts:
+            rec = sim.records.get(k)
+            t = rec.all_started if rec is not None else None
+            starts[k].append(t - now if t is not None and t >= now else (0.0 if t is not None else math.inf))
+        done += 1
+        if sim.drawn == 0:  # nothing was drawn: every run would be this one
+            break
+    jobs = [JobForecast(k, plan.queue_of_group.get(k, "default"), plan.waiting[k], v) for k, v in starts.items()]
+    jobs.sort(key=lambda j: (j.quantile(0.5) is None, j.quantile(0.5) or 0.0, j.podgroup))
+    notes = list(durations.notes) + ([future.note()] if future is not None else [])
+    return Forecast(now, done, seed, horizon, jobs, notes, problems)
+
+
+def snapshot_time(objects: Iterable[dict[str, Any]]) -> float | None:
+    """The latest time a snapshot's objects record (creation, start, finish, condition changes): a lower bound of
+    when it was taken, for a snapshot file that does not say."""
+    best: float | None = None
+
+    def see(v: Any) -> None:
+        nonlocal best
+        t = _time(v)
+        if t is not None and (best is None or t > best):
+            best = t
+
+    for o in objects:
+        see(_md(o).get("creationTimestamp"))
+        st = o.get("status")
+        if not isinstance(st, dict):
+            continue
+        see(st.get("startTime"))
+        for c in st.get("conditions") or ():
+            if isinstance(c, dict):
+                see(c.get("lastTransitionTime"))
+        if o.get("kind") == "Pod":
+            see(finished_at(o))
+    return best
+
+
+# --- a simulation part-way, as a snapshot ---------------------------------------------------------------------
+class RecordingSim(Simulator):
+    """The simulator, keeping what a snapshot of it needs: each pod's start time (``status.startTime``, as the
+    kubelet writes it) and every finished pod with its container's start and finish (a cluster keeps finished pods
+    of a running or completed Job)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.finished_pods: list[dict[str, Any]] = []
+
+    def _running(self, key: str, uid: str) -> None:
+        super()._running(key, uid)
+        pod = self._pod(key)
+        if pod is not None and pod["metadata"]["uid"] == uid and _phase(pod) == "Running":
+            pod["status"]["startTime"] = self.now
+
+    def _finish(self, key: str, uid: str) -> None:
+        pod = self._pod(key)
+        start = (pod.get("status") or {}).get("startTime") if pod is not None else None
+        super()._finish(key, uid)
+        if pod is not None and pod["metadata"]["uid"] == uid and start is not None and _phase(pod) == "Succeeded":
+            done = copy.deepcopy(pod)
+            done["status"] = {"phase": "Succeeded", "startTime": start, "containerStatuses": [
+                {"name": "main", "state": {"terminated": {"startedAt": start, "finishedAt": self.now}}}]}
+            self.finished_pods.append(done)
+
+
+def export(sim: RecordingSim, *, durations: bool = False) -> list[dict[str, Any]]:
+    """The simulation's objects now, as a snapshot: the cluster, every pod and PodGroup the API holds, the Volcano
+    Jobs not finished (with their controller's phase), and the finished pods.  Times are seconds (the simulator's
+    clock).  ``durations`` False drops the ``pyvolcano.io/duration`` annotations (a real cluster's pods carry none),
+    so a forecast must estimate them."""
+    out: list[dict[str, Any]] = []
+    live: set[str] = set()
+    for (kind, _), obj in sim.api.objects.items():
+        if kind in ("Job",):
+            continue
+        o = copy.deepcopy(obj)
+        if kind == "Pod":
+            live.add(o["metadata"]["uid"])
+            if _phase(o) == "Succeeded":
+                continue  # written below, with its container's times
+        out.append(o)
+    out.extend(copy.deepcopy(p) for p in sim.finished_pods)
+    for st in sim.controller.jobs.values():
+        if st.phase in FINAL:
+            continue
+        job = copy.deepcopy(st.job)
+        job.setdefault("apiVersion", "batch.volcano.sh/v1alpha1")
+        job.setdefault("kind", "Job")
+        job["status"] = {"state": {"phase": st.phase}, "retryCount": st.retries, "version": st.version}
+        out.append(job)
+    if not durations:
+        for o in out:
+            ann = _md(o).get("annotations")
+            if isinstance(ann, dict):
+                ann.pop(DURATION, None)
+            for t in ((o.get("spec") or {}).get("tasks") or []) if o.get("kind") == "Job" else []:
+                tann = _md(t.get("template") or {}).get("annotations")
+                if isinstance(tann, dict):
+                    tann.pop(DURATION, None)
+    return out
+
+
+@dataclass
+class Accuracy:
+    """A forecast checked against the run it was taken from: per job, (forecast median, 5th and 95th percentile,
+    actual start, the job's whole wait), seconds after the snapshot (the wait: from its submission to its start)."""
+
+    pairs: list[tuple[float | None, float | None, float | None, float, float]] = field(default_factory=list)
+    #: forecast jobs that never started in the run (left out of the figures)
+    never: int = 0
+    snapshots: int = 0
+
+    def add(self, fc: Forecast, records: dict[str, JobRecord]) -> None:
+        self.snapshots += 1
+        for j in fc.jobs:
+            rec = records.get(j.podgroup)
+            if rec is None or rec.all_started is None:
+                self.never += 1
+                continue
+            self.pairs.append((j.quantile(0.5), j.quantile(0.05), j.quantile(0.95), rec.all_started - fc.now,
+                               rec.all_started - rec.submit))
+
+    def as_dict(self) -> dict[str, Any]:
+        """``median_abs_error_ratio``: the median over jobs of |forecast median - actual start| / the job's actual
+        wait (submission to start, at least one second); ``..._remaining``: the same over the wait still ahead at
+        the snapshot (stricter: the part already waited is not counted); ``coverage90``: the share of actual starts
+        inside the 90 % range.  A job the forecast did not see start counts as an infinite error outside its
+        range."""
+        whole, ahead, inside = [], [], 0
+        for med, lo, hi, actual, wait in self.pairs:
+            err = abs(med - actual) if med is not None else math.inf
+            whole.append(err / max(wait, 1.0))
+            ahead.append(err / max(actual, 1.0))
+            if lo is not None and hi is not None and lo - 1e-6 <= actual <= hi + 1e-6:
+                inside += 1
+        n = len(self.pairs)
+
+        def median(v: list[float]) -> float | None:
+            return round(float(np.quantile(np.array(v), 0.5, method="inverted_cdf")), 4) if v else None
+
+        return {"jobs": n, "median_abs_error_ratio": median(whole), "coverage90": round(inside / n, 4) if n else None,
+                "median_abs_error_ratio_remaining": median(ahead), "snapshots": self.snapshots,
+                "never_started": self.never}
+
+
+def measure(nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload, conf: SchedulerConf, *,
+            at: Iterable[float], runs: int = 20, seed: int = 0, period: float = 1.0, start_latency: float = 1.0,
+            grace: float = 5.0, durations: bool = False, arrivals: bool = True) -> Accuracy:
+    """Run ``workload`` once, stopping at each time of ``at`` to forecast from a snapshot of the run (its duration
+    annotations dropped unless ``durations``), then compare each forecast with when its jobs started in the run."""
+    acc = Accuracy()
+    sim = RecordingSim(copy.deepcopy(nodes), copy.deepcopy(queues),
+                       Workload(copy.deepcopy(workload.jobs), workload.priority_classes, list(workload.problems)),
+                       conf, period=period, start_latency=start_latency, grace=grace)
+    taken: list[Forecast] = []
+    for t in sorted(at):
+        sim.run(until=t)
+        sim.now = max(sim.now, t)
+        snap = export(sim, durations=durations)
+        taken.append(forecast(snap, conf, sim.now, runs=runs, seed=seed, period=period, start_latency=start_latency,
+                              arrivals=arrivals))
+    sim.run()
+    for fc in taken:
+        acc.add(fc, sim.records)
+    return acc

@@ -1,0 +1,228 @@
+"""``pyvolcano forecast`` (issue 30 item 2): hand-computed starts, collapsing ranges, estimated durations, the
+snapshot of a simulation part-way, the accuracy measurement on a tiny workload, the CLI and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from pyvolcano.cli import main
+from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.sim import forecast as fc
+from pyvolcano.sim.cluster import parse_cluster_spec
+from pyvolcano.sim.run import load_queues
+from pyvolcano.sim.workload import synthetic
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+Obj = dict[str, Any]
+
+
+def node(name: str = "n1", cpu: str = "4") -> Obj:
+    alloc = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": alloc, "capacity": alloc}}
+
+
+QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+         "spec": {"weight": 1}, "status": {"state": "Open"}}
+
+
+def group(name: str, phase: str, created: float, min_member: int = 1) -> Obj:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "creationTimestamp": fc.stamp(created)},
+            "spec": {"minMember": min_member, "queue": "default"}, "status": {"phase": phase}}
+
+
+def pod(name: str, pg: str, cpu: str, created: float, *, node: str | None = None, phase: str = "Pending",
+        start: float | None = None, end: float | None = None, duration: float | None = None) -> Obj:
+    ann = {"scheduling.k8s.io/group-name": pg}
+    if duration is not None:
+        ann["pyvolcano.io/duration"] = f"{duration:g}"
+    status: Obj = {"phase": phase}
+    if start is not None:
+        status["startTime"] = fc.stamp(start)
+    if end is not None:
+        status["containerStatuses"] = [{"name": "c", "state": {"terminated": {"finishedAt": fc.stamp(end)}}}]
+    spec: Obj = {"schedulerName": "volcano",
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default",
+                                                            "creationTimestamp": fc.stamp(created),
+                                                            "annotations": ann}, "spec": spec, "status": status}
+
+
+def one_running_one_pending(duration: float | None = 600) -> list[Obj]:
+    """One 4-cpu node; a 3-cpu pod started at T0 (running 600 s when annotated); a 2-cpu job pending since T0+100."""
+    return [node(), QUEUE, group("run", "Running", T0),
+            pod("run-0", "run", "3", T0, node="n1", phase="Running", start=T0, duration=duration),
+            group("wait", "Pending", T0 + 100), pod("wait-0", "wait", "2", T0 + 100, duration=60)]
+
+
+def test_start_is_the_running_pods_remaining_time() -> None:
+    """At T0+100 the running pod has 500 s left; the pending job fits once it is gone: it starts in exactly 500 s,
+    and with every duration annotated one run is exact (the range is that one point)."""
+    f = fc.forecast(one_running_one_pending(), load_conf_file(None), T0 + 100, runs=30)
+    assert f.runs == 1
+    [j] = f.jobs
+    assert j.podgroup == "default/wait"
+    assert (j.quantile(0.5), j.quantile(0.05), j.quantile(0.95)) == (500.0, 500.0, 500.0)
+
+
+def test_deterministic_durations_queue_behind_each_other() -> None:
+    """Two pending 3-cpu jobs of 60 s behind the running pod: the first starts at 500 s, the second once the first
+    has finished, at 560 s; the ranges collapse."""
+    objs = [*one_running_one_pending()[:4],
+            group("w1", "Pending", T0 + 10), pod("w1-0", "w1", "3", T0 + 10, duration=60),
+            group("w2", "Pending", T0 + 20), pod("w2-0", "w2", "3", T0 + 20, duration=60)]
+    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=10)
+    got = {j.podgroup: (j.quantile(0.05), j.quantile(0.5), j.quantile(0.95)) for j in f.jobs}
+    assert got == {"default/w1": (500.0, 500.0, 500.0), "default/w2": (560.0, 560.0, 560.0)}
+    assert f.as_dict()["jobs"][0]["start_median_time"] == "2026-01-01T00:10:00Z"
+
+
+def test_durations_estimated_from_finished_pods_of_the_queue() -> None:
+    """No annotation: the running pod (age 100 s) gets a drawn duration longer than its age from the finished pods
+    (all ran 300 s), so 200 s remain; new jobs are not drawn here."""
+    objs = [node(), QUEUE, group("run", "Running", T0),
+            pod("run-0", "run", "3", T0, node="n1", phase="Running", start=T0),
+            *[pod(f"old-{i}", "old", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 900 + i,
+                  end=T0 - 600 + i) for i in range(3)],
+            group("wait", "Pending", T0 + 50), pod("wait-0", "wait", "2", T0 + 50)]
+    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=5, arrivals=False)
+    [j] = f.jobs
+    assert (j.quantile(0.05), j.quantile(0.5), j.quantile(0.95)) == (200.0, 200.0, 200.0)
+    assert fc.durations_of(objs, T0 + 100).finished == {"default": pytest.approx([300.0, 300.0, 300.0])}
+
+
+def test_survival_counts_running_pods_as_at_least_their_age() -> None:
+    """Kaplan-Meier by hand: ends at 10 and 30, one pod still running at 20.  S(10) = 1 - 1/3, S(30) = S(10) *
+    (1 - 1/1) = 0: a pod aged 15 ends at 30, and a third of fresh draws end at 10 (1 - S(10))."""
+    import numpy as np
+
+    km = fc.Survival([10.0, 30.0], [20.0])
+    assert km.survival(10) == pytest.approx(2 / 3) and km.survival(30) == 0.0
+    rng = np.random.default_rng(0)
+    assert {km.draw(rng, 15.0) for _ in range(20)} == {30.0}
+    draws = [km.draw(rng) for _ in range(3000)]
+    assert abs(draws.count(10.0) / 3000 - 1 / 3) < 0.03
+
+
+def test_no_history_uses_the_stated_default() -> None:
+    """Nothing to estimate from (no annotation, no start time, no finished pod): the default duration, said."""
+    objs = [node(), QUEUE, group("run", "Running", T0), pod("run-0", "run", "3", T0, node="n1", phase="Running"),
+            group("wait", "Pending", T0), pod("wait-0", "wait", "2", T0)]
+    f = fc.forecast(objs, load_conf_file(None), T0, runs=3, default_duration=900)
+    assert [j.quantile(0.5) for j in f.jobs] == [900.0]
+    assert any("no finished or running pod" in n and "900 s" in n for n in f.notes)
+
+
+def test_forecast_is_seeded() -> None:
+    objs = [node(cpu="8"), QUEUE, group("run", "Running", T0),
+            *[pod(f"run-{i}", "run", "2", T0, node="n1", phase="Running", start=T0 + 10 * i) for i in range(4)],
+            *[pod(f"old-{i}", "old", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 900,
+                  end=T0 - 900 + 60 * (i + 1)) for i in range(8)],
+            *[x for k in range(3) for x in (group(f"w{k}", "Pending", T0 + k), pod(f"w{k}-0", f"w{k}", "4", T0 + k))]]
+    a = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=8, seed=3).as_dict()
+    b = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=8, seed=3).as_dict()
+    assert a == b and a["runs"] == 8
+    lo, hi = a["jobs"][-1]["start_p5_s"], a["jobs"][-1]["start_p95_s"]
+    assert lo is not None and hi is not None and lo < hi  # drawn durations: a real range
+
+
+def small_sim_snapshot() -> tuple[fc.RecordingSim, list[Obj]]:
+    wl = synthetic(seed=2, jobs=30, rate=0.05, queues={"a": 2, "b": 1})
+    nodes = parse_cluster_spec("1x{cpu: 32, memory: 256Gi, nvidia.com/gpu: 8}")
+    sim = fc.RecordingSim(nodes, load_queues("a:2,b:1", wl), wl, load_conf_file(None))
+    sim.run(until=1000)
+    sim.now = 1000.0
+    return sim, fc.export(sim)
+
+
+def test_export_of_a_simulation_part_way() -> None:
+    """The snapshot holds running pods with their start, finished pods with their container times, unfinished Jobs,
+    and no duration annotation; forecasting it names the pending jobs."""
+    sim, snap = small_sim_snapshot()
+    pods = [o for o in snap if o["kind"] == "Pod"]
+    assert all(fc.started_at(p) is not None for p in pods if p["status"]["phase"] in ("Running", "Succeeded"))
+    assert any(fc.finished_at(p) is not None for p in pods)
+    assert not any("pyvolcano.io/duration" in (p["metadata"].get("annotations") or {}) for p in pods)
+    assert {o["kind"] for o in snap} >= {"Node", "Queue", "PodGroup", "Pod", "Job"}
+    f = fc.forecast(snap, load_conf_file(None), 1000.0, runs=4)
+    waiting = {k for k, r in sim.records.items() if r.all_started is None}
+    assert {j.podgroup for j in f.jobs} == waiting and waiting
+    assert any(n.startswith("new jobs drawn like") for n in f.notes)
+
+
+def test_accuracy_measurement_on_a_tiny_workload() -> None:
+    from pyvolcano.bench.forecast import AT, synthetic_case
+
+    r = synthetic_case("tiny")
+    assert r["jobs"] > 0 and r["snapshots"] == len(AT)
+    assert 0.0 <= r["coverage90"] <= 1.0 and r["median_abs_error_ratio"] >= 0.0
+
+
+def cli(*args: str, input: str | None = None) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args), input=input, env={"COLUMNS": "80", "KUBECONFIG": None})
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    return r.exit_code, r.output
+
+
+def test_cli_json_and_tables_in_80_columns(tmp_path: Path) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump_all(one_running_one_pending()))
+    code, out = cli("forecast", str(path), "-o", "json", "--now", "2026-01-01T00:01:40Z")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["jobs"][0]["podgroup"] == "default/wait" and data["jobs"][0]["start_median_s"] == 500.0
+    for fmt in ("table", "wide"):
+        code, out = cli("forecast", str(path), "-o", fmt)  # now: the latest time the snapshot records (T0+100)
+        assert code == 0, out
+        assert "default/wait" in out and "8m20s" in out and "exactly" in out
+        assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
+def test_cli_snapshot_of_a_simulation(tmp_path: Path) -> None:
+    _, snap = small_sim_snapshot()
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": snap}))
+    code, out = cli("forecast", str(path), "--now", "1000", "--runs", "3", "-o", "wide")
+    assert code == 0, out
+    assert "pending job(s), 3 run(s)" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_cli_no_pending_job(tmp_path: Path) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump_all(one_running_one_pending()[:4]))
+    code, out = cli("forecast", str(path))
+    assert code == 0 and "no pending job" in out and "nothing to forecast" in out
+
+
+@pytest.mark.parametrize(("args", "text"), [
+    ((), "give a SNAPSHOT file"),
+    (("missing.yaml",), "missing.yaml"),
+    (("SNAP", "--now", "yesterday"), "--now: 'yesterday' is not a time"),
+    (("SNAP", "--now", "nan"), "--now: 'nan' is not a time"),
+    (("SNAP", "--horizon", "0"), "--horizon"),
+    (("SNAP", "--default-duration", "nan"), "--default-duration"),
+    (("NONODE",), "no Node objects"),
+])
+def test_cli_bad_input(tmp_path: Path, args: tuple[str, ...], text: str) -> None:
+    snap, nonode = tmp_path / "snap.yaml", tmp_path / "nonode.yaml"
+    snap.write_text(yaml.safe_dump_all(one_running_one_pending()))
+    nonode.write_text(yaml.safe_dump_all(one_running_one_pending()[1:]))
+    args = tuple({"SNAP": str(snap), "NONODE": str(nonode)}.get(a, a) for a in args)
+    code, out = cli("forecast", *args)
+    assert code == 2 and text in out and "Traceback" not in out, out
+
+
+def test_bench_forecast_json() -> None:
+    code, out = cli("bench", "--forecast", "-o", "json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert set(data) == {"jobs", "median_abs_error_ratio", "coverage90"} and data["jobs"] > 0
