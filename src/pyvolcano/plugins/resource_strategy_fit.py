@@ -43,6 +43,8 @@ from pyvolcano.api.resource import CPU, EPS, MEMORY, ResourceIndex
 from pyvolcano.api.status import Code, Status
 from pyvolcano.errors import ConfigError
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import NONE as NO_CONTRACTS
+from pyvolcano.framework.incremental.contracts import Contract, Contracts
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
@@ -237,6 +239,20 @@ def plan_of(task: TaskInfo, cfg: Config, res: ResourceIndex) -> Plan:
 @register_plugin
 class ResourceStrategyFit(Plugin):
     name = NAME
+    # Scores only, which no memo rule reads (one pod fits somewhere or not; a gang is keyed on node usage), and
+    # they read node allocatable and used and the pod: no time, nothing of other jobs.  The ``proportional``
+    # filter is another matter: it refuses a node whose idle cpu/memory would not cover the node's *idle* GPUs
+    # times a rate, so a node refused now passes once other pods take its GPUs -- a refusal that does not hold
+    # while room only shrinks.  With it on, the plugin keeps no contract (``contracts_for``).
+    contracts = frozenset({Contract.FINGERPRINTED})
+
+    @classmethod
+    def contracts_for(cls, arguments: Arguments) -> Contracts:
+        try:
+            proportional = Config.of(arguments).proportional is not None
+        except ConfigError:
+            return NO_CONTRACTS  # the session reports the argument when the plugin reads it
+        return NO_CONTRACTS if proportional else cls.contracts
 
     def on_session_open(self, ssn: Session) -> None:
         cfg = Config.of(self.arguments)

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class Contract(enum.Enum):
@@ -73,6 +76,7 @@ def memo_note(plugins: Iterable[tuple[str, Contracts]]) -> str | None:
             "every pending job is examined every session (same decisions, slower; docs/extending.md, 'Contracts')")
 
 
-def conf_plugins(tiers: Iterable[Iterable[str]], contracts_of: Callable[[str], Contracts]) -> list[tuple[str, Contracts]]:
-    """Each plugin of a conf's tiers, in order, with its class's contracts (``contracts_of(name)``)."""
-    return [(name, contracts_of(name)) for tier in tiers for name in tier]
+def conf_plugins(tiers: Iterable[Iterable[tuple[str, T]]], contracts_of: Callable[[T], Contracts]
+                 ) -> list[tuple[str, Contracts]]:
+    """Each plugin of a conf's tiers, in order: (its name, the contracts ``contracts_of`` gives for its entry)."""
+    return [(name, contracts_of(entry)) for tier in tiers for name, entry in tier]
