@@ -3,7 +3,8 @@
 The blocked-job memo, the settled, parked and blocked jobs and the ordered hypernode trials all skip work whose
 answer is known without doing it.  Each of those shortcuts holds only for rules it knows; rather than a list of
 plugin and action names, every ``Plugin`` and ``Action`` class states in ``contracts`` which promises it keeps
-(``framework/plugin.py``, ``framework/action.py``).  A class that declares nothing keeps none: the session takes the
+(``framework/plugin.py``, ``framework/action.py``; a plugin whose rules depend on its arguments answers
+``Plugin.contracts_for(arguments)`` instead).  A class that declares nothing keeps none: the session takes the
 exact, slower path (the memo off, every job looked at), and ``memo_off_by`` names the plugin that turned the memo
 off so that ``cycle -v`` and ``simulate`` can say so once.  docs/extending.md has the table of contracts, who relies
 on each and which built-in plugins declare it.
