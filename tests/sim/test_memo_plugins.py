@@ -45,6 +45,8 @@ class Case:
     actions: str = "enqueue, allocate, preempt, reclaim, backfill"
     first: str = ""
     second: str = ""
+    #: label the nodes with two node groups and give the queues node-group affinities (nodegroup)
+    groups: bool = False
 
     def conf(self) -> str:
         t1 = "".join(f"  - name: {n}\n" for n in TIER1) + self.first.lstrip("\n")
@@ -57,7 +59,8 @@ CASES = [
     Case("resource-strategy-fit-settled", actions="enqueue, allocate, backfill", second=RSF),
     Case("cdp", first="  - name: cdp\n"),
     Case("pdb", first="  - name: pdb\n"),
-    Case("nodegroup", second="  - name: nodegroup\n    arguments: {strict: false}\n"),
+    # queue a may use group g1 only, b both (g2 preferred): a's jobs wait for half the nodes
+    Case("nodegroup", second="  - name: nodegroup\n", groups=True),
     # shuffle declares LEAVES_BLOCKED: blocked jobs stay left alone with it in the actions
     Case("rescheduling+shuffle", actions="enqueue, allocate, backfill, shuffle",
          first="  - name: rescheduling\n    arguments: {interval: 30s, metricsPeriod: 10m}\n"),
@@ -69,7 +72,14 @@ def _run(case: Case, full: bool, seed: int, gangs: tuple[int, ...], nodes: int) 
               for q, w in (("a", 1), ("b", 3))]
     wl = synthetic(seed=seed, jobs=45, rate=1.0, queues={"a": 1, "b": 3}, gang_sizes=gangs, mean_duration=150,
                    gpu_fraction=0.5)
-    sim = Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}}"), queues, wl,
+    cluster = parse_cluster_spec(f"{nodes}x{{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}}")
+    if case.groups:
+        req, pref = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
+        for i, node in enumerate(cluster):
+            node["metadata"].setdefault("labels", {})["volcano.sh/nodegroup-name"] = f"g{i % 2 + 1}"
+        queues[0]["spec"]["affinity"] = {"nodeGroupAffinity": {req: ["g1"]}}
+        queues[1]["spec"]["affinity"] = {"nodeGroupAffinity": {req: ["g1"], pref: ["g2"]}}
+    sim = Simulator(cluster, queues, wl,
                     load_conf(case.conf()), full_sessions=full,
                     node_failures=[(40.0, "node-0000", 90.0)])
     res = sim.run()
