@@ -115,3 +115,30 @@ def test_declared_plugins_give_the_same_outcome_with_the_memo(case: Case, seed: 
     finally:
         deltas.CHECK = was
     assert skipping[:3] == full[:3]
+
+
+def test_resourcequota_would_break_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why resourcequota stays exact (docs/extending.md): its vote counts a job it admitted only in that session,
+    so a refusal lifts in the next one with no change the cache's epochs see.  Declared, the memo skips jobs the
+    exact path admits: outcomes differ."""
+    from pyvolcano.framework.incremental.contracts import Contract
+    from pyvolcano.plugins.resourcequota import ResourceQuota
+
+    case = Case("resourcequota", actions="enqueue, allocate, backfill", first="  - name: resourcequota\n")
+
+    def run(full: bool) -> tuple[Any, ...]:
+        queues = [{"kind": "Queue", "metadata": {"name": "a"}, "spec": {"weight": 1}}]
+        wl = synthetic(seed=7, jobs=45, rate=1.0, queues={"a": 1}, gang_sizes=(1, 1, 2, 4), mean_duration=150,
+                       gpu_fraction=0.5)
+        sim = Simulator(parse_cluster_spec("3x{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}"), queues, wl,
+                        load_conf(case.conf()), full_sessions=full)
+        sim.api.create({"kind": "ResourceQuota", "metadata": {"name": "quota", "namespace": "default"},
+                        "spec": {"hard": {"cpu": "20"}}}, trusted=False)
+        return tuple(metrics.job_rows(sim.run()))
+
+    assert Contract.FINGERPRINTED not in ResourceQuota.contracts
+    exact = run(False)
+    assert exact == run(True)
+    monkeypatch.setattr(ResourceQuota, "contracts", frozenset({Contract.FINGERPRINTED, Contract.ENQUEUE_VOTER,
+                                                                Contract.STATEFUL_PERMIT}))
+    assert run(False) != exact
