@@ -9,8 +9,11 @@ garbage bytes, bad YAML scalars, deep brackets).
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import signal
+import subprocess
+import sys
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,7 +35,7 @@ CONFS = sorted((ROOT / "examples" / "confs").glob("*.conf"))
 BAD_VALUES: list[Any] = [
     None, 5, -8, 0, 1e30, -1e30, 10**40, float("nan"), float("inf"), float("-inf"), True, "abc", "", "-8",
     "²", "nan", "1e400", "-1Gi", [], {}, [None], [5], {"a": None}, {"x": [None, 5]}, "2020-13-45", 3.5,
-    "9" * 5000,
+    "9" * 5000, "\u0663", "1_0", 1e12, -1e12, 1e8, "1e8", "(a+)+$", "(?=a)", "\\1",
 ]
 
 #: scalars the YAML constructor raises plain Python exceptions for
@@ -179,3 +182,27 @@ def check(out: Outcome, what: str) -> None:
     assert out.error is None, f"{what}: exception escaped:\n{out.error}"
     assert out.exit_code in (0, 2), f"{what}: exit {out.exit_code}\n{out.output[-2000:]}"
     assert "Traceback" not in out.output, f"{what}:\n{out.output[-2000:]}"
+
+
+def run_guarded(args: list[str], seconds: int = 90, address_space: int = 3 * 2**30) -> Outcome:
+    """``pyvolcano ARGS`` in a child process (and its own session, so that a sweep's workers go with it) with
+    RLIMIT_AS at ``address_space`` bytes (an allocation beyond it is a MemoryError, reported as a traceback) and a
+    wall-clock bound: past ``seconds`` the whole process group is killed and the outcome is a time limit.  For
+    commands that start worker processes, which an in-process SIGALRM would leave behind."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "pyvolcano.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, preexec_fn=limit, start_new_session=True, env=env)
+    try:
+        out, _ = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return Outcome(-1, "", f"TimeLimit: took more than {seconds} s")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # no worker outlives the command
+    text = out.decode("utf-8", "replace")
+    return Outcome(proc.returncode, text, text if "Traceback (most recent call last)" in text else None)

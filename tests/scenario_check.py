@@ -4,10 +4,14 @@ Extra keys our own scenarios may use, beyond shared/scenarios/README.md:
 ``unschedulable: {ns/pg: "substring"}`` (the job's unschedulable message contains it),
 ``schedulable: [ns/pg]`` (no unschedulable message), ``pipelinedCount``, ``bindsMaybe: {ns/pod: node}`` (pods
 that Volcano binds in some runs and not in others, from Go map order; when bound, on that node or one of a list),
-``oracleCannot: "why"`` (the oracle cannot express the file, e.g. measured node usage: it is confirmed by
-reading Volcano's source, as its ``notes`` say), ``oracleEnv: {NAME: value}`` (environment for the oracle only,
-e.g. ``PANIC_ON_ERROR: "false"``),
-``pipelinedMaybe`` (the same for pipelined pods),
+``pipelinedMaybe`` (the same for pipelined pods), ``oracleCannot: "why"`` (the oracle cannot express the file,
+e.g. measured node usage: it is confirmed by reading Volcano's source or against vc-scheduler, as its ``notes``
+say), ``volcanoExpect: {...}`` (keys of
+``expect`` that Volcano's own vc-scheduler decides otherwise, where pyvolcano does not follow a Volcano bug,
+docs/volcano-differences.md; read by the tests against vc-scheduler), ``oracleEnv: {NAME: value}`` (environment
+for the oracle only, e.g. ``PANIC_ON_ERROR: "false"``),
+``annotations: {ns/pod: {key: value}}`` (the bound pod's Binding carries these annotations, e.g. deviceshare's
+``volcano.sh/vgpu-ids-new``: ``SessionResult.bind_annotations``; a list: any one of its values),
 ``nominated: {ns/pod: node}`` (exactly the pods whose ``status.nominatedNodeName`` the session writes; the oracle's
 log shows Volcano's writes, ``tests/oracle.py``), and ``args: [...]`` (extra CLI options such as
 ``--scheduler-name``).
@@ -76,6 +80,11 @@ def check(result: dict[str, Any], expect: dict[str, Any]) -> list[str]:
                              {p: n for p, n in maybe.items() if p in pipelined}, "pipelinedMaybe")
     if "pipelinedCount" in expect and len(pipelined) != expect["pipelinedCount"]:
         errs.append(f"pipelinedCount: got {len(pipelined)}, want {expect['pipelinedCount']}")
+    for pod, want in (expect.get("annotations") or {}).items():
+        got = (result.get("annotations") or {}).get(pod) or {}
+        for key, value in want.items():
+            if got.get(key) not in (value if isinstance(value, list) else [value]):
+                errs.append(f"annotations: {pod} {key} is {got.get(key)!r}, want {value!r}")
     if "nominated" in expect:
         errs += _match_nodes(result.get("nominated") or {}, expect["nominated"] or {}, "nominated")
     for pg, phase in (expect.get("podgroupPhases") or {}).items():

@@ -276,6 +276,11 @@ def test_configmap_errors_point_into_the_configmap_file() -> None:
               {"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["²"]}]}]}}}}},
      "matchExpressions[0].values"),
     ({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+      "spec": {"containers": [{"name": "c"}], "affinity": {"nodeAffinity": {
+          "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+              {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["\u0663"]}]}]}}}}},
+     "matchExpressions[0].values"),
+    ({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
       "spec": {"containers": [{"name": "c"}], "affinity": {"podAntiAffinity": {
           "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {
               "matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]}}]}}}},
@@ -304,6 +309,20 @@ def test_unquoted_label_and_selector_values_are_read_as_kubernetes_strings() -> 
     result, cache = cycle_objects([n, podgroup("pg"), p], load_conf(CONF))
     assert cache.problems == []
     assert result_json(result)["binds"] == {"ns/p": "n1"}
+
+
+@pytest.mark.parametrize(("label", "fits"), [("16", True), ("\u0661\u0666", False), (" 16", False), ("+16", True)])
+def test_gt_reads_node_labels_as_go_integers(label: str, fits: bool) -> None:
+    """A Gt/Lt selector reads the node's label with Go's ParseInt: "١٦" (Arabic-Indic 16) or " 16" is no number,
+    so the node does not match (Python's int() read both as 16)."""
+    n = node("n1")
+    n["metadata"]["labels"] = {"cores": label}
+    p = pod("p", group="pg")
+    p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["8"]}]}]}}}
+    result, cache = cycle_objects([n, podgroup("pg"), p], load_conf(CONF))
+    assert cache.problems == []
+    assert result_json(result)["binds"] == ({"ns/p": "n1"} if fits else {})
 
 
 def test_snapshot_documents_that_are_not_objects() -> None:

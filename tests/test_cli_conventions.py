@@ -82,7 +82,7 @@ def test_cycle_verbose_shows_plugin_scores() -> None:
     assert [b["node"] for b in best] == ["n1", "n2"]
     assert best[0]["plugins"]["binpack"] == best[0]["total"] > best[1]["total"]
     code, out = run("cycle", str(SCENARIO), "-v")
-    assert code == 0 and "binpack" in out and "passing the predicates" in out
+    assert code == 0 and "binpack" in out and "passing every predicate" in out
 
 
 def test_simulate_output_formats(tmp_path: Path) -> None:

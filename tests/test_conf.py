@@ -121,6 +121,12 @@ def test_arguments_typed_getters() -> None:
     for getter in (a.get_float, a.get_int, a.get_bool):
         with pytest.raises(ConfigError, match="plugin p: argument 'bad'"):
             getter("bad", 0)  # type: ignore[operator]
+    # a bool is no number (Volcano's GetInt/GetFloat64 take int and float64 only); digits are ASCII
+    odd = Arguments({"t": True, "u": "\u0663", "us": "1_0"}, "plugin p")
+    for key in ("t", "u", "us"):
+        for num in (odd.get_float, odd.get_int):
+            with pytest.raises(ConfigError, match=f"plugin p: argument '{key}'"):
+                num(key, 0)
     with pytest.raises(ConfigError, match="duration"):
         a.get_duration("bad", None)
 

@@ -119,15 +119,21 @@ def test_a_hypernode_with_two_parents_or_a_cycle_makes_the_topology_not_ready() 
     (hn("s", -1, node("n0")), "spec.tier"),
     (hn("s", 1), "spec.members"),
     (hn("s", 1, {"type": "Node", "selector": {"exactMatch": {"name": "n0"}, "regexMatch": {"pattern": "n"}}}),
-     "spec.members.0.selector"),
-    (hn("s", 1, {"type": "Node", "selector": {}}), "spec.members.0.selector"),
-    (hn("s", 1, {"type": "HyperNode", "selector": {"regexMatch": {"pattern": "s.*"}}}), "spec.members.0"),
-    (hn("s", 1, regex("n[0-")), "spec.members.0.selector.regexMatch.pattern"),
-    (hn("s", 1, {"type": "Switch", "selector": {"exactMatch": {"name": "n0"}}}), "spec.members.0.type"),
+     "spec.members[0].selector"),
+    (hn("s", 1, {"type": "Node", "selector": {}}), "spec.members[0].selector"),
+    (hn("s", 1, {"type": "HyperNode", "selector": {"regexMatch": {"pattern": "s.*"}}}), "spec.members[0]"),
+    (hn("s", 1, regex("n[0-")), "spec.members[0].selector.regexMatch.pattern"),
+    (hn("s", 1, {"type": "Switch", "selector": {"exactMatch": {"name": "n0"}}}), "spec.members[0].type"),
     (hn("s", 1, {"type": "Node", "selector": {"labelMatch": {"matchExpressions": [
-        {"key": "rack", "operator": "In"}]}}}), "spec.members.0.selector.labelMatch.matchExpressions.0"),
+        {"key": "rack", "operator": "In"}]}}}), "spec.members[0].selector.labelMatch.matchExpressions[0]"),
     (hn("s", "high", node("n0")), "spec.tier"),  # type: ignore[arg-type]
+    # an integer, as the CRD's schema types it: YAML's true is not tier 1
+    (hn("s", True, node("n0")), "spec.tier"),
+    # RE2 (Go's regexp) has no backreferences or lookaround: refused, never run by a backtracking engine
+    (hn("s", 1, regex(r"(a)\1")), "spec.members[0].selector.regexMatch.pattern"),
+    (hn("s", 1, regex("n(?=0)")), "spec.members[0].selector.regexMatch.pattern"),
     (hn("S_1", 1, node("n0")), "metadata.name"),
+    (hn("s\n", 1, node("n0")), "metadata.name"),  # Python's $ matches before a final newline; fullmatch does not
     ({"kind": "HyperNode", "metadata": {"name": "s"}, "spec": 5}, "spec"),
 ])
 def test_malformed_hypernodes_name_the_field(obj: dict[str, Any], field: str) -> None:
@@ -135,3 +141,18 @@ def test_malformed_hypernodes_name_the_field(obj: dict[str, Any], field: str) ->
         parse_hypernode(obj)
     assert err.value.field == field, str(err.value)
     assert str(err.value).startswith("HyperNode ")
+
+
+def test_a_backtracking_pattern_runs_in_linear_time() -> None:
+    """``(a+)+$`` takes exponential time in Python's ``re`` on ``aaa...b``; RE2, as Go's regexp, is linear: the
+    topology over nodes with long such names builds at once (a hang otherwise, well past any test timeout)."""
+    names = ["a" * 40 + "b", "a" * 5000 + "b", "aaa"]
+    t = Topology.build([parse_hypernode(hn("s", 1, regex("(a+)+$")))], names, [{} for _ in names])
+    assert [names[i] for i in t.nodes_of(t.idx("s"))] == ["aaa"]
+
+
+def test_a_pattern_matches_as_gos_regexp() -> None:
+    """RE2's ``\\d`` is ASCII only, as Go's; a Unicode digit in a node name is not a digit."""
+    names = ["node-3", "node-\u0663"]
+    t = Topology.build([parse_hypernode(hn("s", 1, regex(r"node-\d$")))], names, [{} for _ in names])
+    assert [names[i] for i in t.nodes_of(t.idx("s"))] == ["node-3"]

@@ -189,13 +189,13 @@ NODES = {"master": {}, "node1": {"zone": "east"}, "node2": {"zone": "east"}, "no
     ([{"labelMatch": {}}, {"regexMatch": {"pattern": "de4"}}], 1),
 ])
 def test_node_count_is_volcanos_member_count(sels: list[dict[str, Any]], count: int) -> None:
-    assert member_count(hypernode("h", *sels), NODES) == count
+    assert member_count(parse_hypernode(hypernode("h", *sels)), NODES) == count
 
 
 def test_node_count_of_hypernode_members_counts_the_members() -> None:
     spine = hypernode("spine", {"exactMatch": {"name": "leaf-a"}}, {"exactMatch": {"name": "leaf-b"}},
                       mtype="HyperNode")
-    assert member_count(spine, NODES) == 2
+    assert member_count(parse_hypernode(spine), NODES) == 2
 
 
 # --- the controller ------------------------------------------------------------------------------------

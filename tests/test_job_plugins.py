@@ -98,8 +98,10 @@ def test_admission_refuses_unknown_plugins_bad_arguments_and_missing_roles() -> 
         "Job ns/j: spec.plugins.mpi: The specified mpi master task was not found"]
     assert problems(job({"ray": []})) == ["Job ns/j: spec.plugins.ray: job j doesn't have head task head"]
     assert problems(job({"ray": []}, task("head", 1), task("worker", 1))) == []
-    assert problems(job(["svc"])) == [  # type: ignore[arg-type]
-        "Job ns/j: spec.plugins: must be a mapping of plugin name to its list of arguments"]
+    # wrong types are refused by the typed boundary (api/job_model.py), naming the field
+    assert problems(job(["svc"])) == ["Job ns/j: spec.plugins: must be a mapping, got list"]  # type: ignore[arg-type]
+    assert problems(job({"mpi": ["--port", 22]})) == [
+        "Job ns/j: spec.plugins.mpi[1]: must be a string, got 22"]
 
 
 # --- what each plugin does to a pod ----------------------------------------------------------------------------

@@ -53,11 +53,40 @@ def test_every_event_volcano_admits_is_accepted_everywhere(event: str) -> None:
     ([{"exitCode": 0, "action": "AbortJob"}], "is not a valid error code"),
     ([{"event": "PodFailed", "exitCode": 3, "action": "AbortJob"}], "must not specify event and exitCode"),
     ([{"action": "AbortJob"}], "either event and exitCode should be specified"),
+    # typed entries (api/models.py: LifecyclePolicy): an event given as a list was a TypeError traceback
+    ([{"event": ["PodFailed"], "action": "AbortJob"}], "must be a string"),
+    ([{"events": "PodFailed", "action": "AbortJob"}], "must be a list"),
+    ([{"exitCode": True, "action": "AbortJob"}], "True is not an integer"),
+    ([{"exitCode": "\u0663", "action": "AbortJob"}], "is not an integer"),
+    ([5], "must be a mapping"),
 ])
 def test_bad_policies_are_refused_everywhere_with_the_field(policies: list[dict[str, Any]], words: str) -> None:
     errs, sim = both(job(policies=policies))
     assert errs and words in errs[0] and errs[0].startswith("Job ns/j: spec.policies")
     assert sim is not None and words in sim and sim.startswith("Job ns/j: field spec.policies")
+
+
+@pytest.mark.parametrize("replicas", [True, 2.5, "\u0662", "1_0", float("inf")])
+def test_counts_are_integers_as_the_api_server_reads_them(replicas: Any) -> None:
+    j = job()
+    j["spec"]["tasks"][0]["replicas"] = replicas
+    errs, sim = both(j)
+    assert errs and errs[0].startswith("Job ns/j: spec.tasks[0].replicas"), errs
+    assert sim is not None and "spec.tasks[0].replicas" in sim
+
+
+def test_min_partitions_above_the_replicas_is_refused_with_volcanos_words() -> None:
+    """The job webhook's mutateSpec makes a missing task minAvailable minPartitions * partitionSize; validateJobCreate
+    then says "'minAvailable' is greater than 'replicas'": refused here too, in admission and in the simulator."""
+    j = job(minAvailable=4)
+    j["spec"]["tasks"][0].update(replicas=4, partitionPolicy={"totalPartitions": 2, "partitionSize": 2,
+                                                                "minPartitions": 3})
+    errs, sim = both(j)
+    assert errs and "'minAvailable' is greater than 'replicas' in task: " in errs[0], errs
+    assert errs[0].startswith("Job ns/j: spec.tasks[0].partitionPolicy.minPartitions")
+    assert sim is not None and "'minAvailable' is greater than 'replicas'" in sim
+    j["spec"]["tasks"][0]["partitionPolicy"]["minPartitions"] = 2  # 2 * 2 = 4 replicas: accepted
+    assert both(j) == ([], None)
 
 
 def test_the_simulator_and_admission_agree_on_the_first_problem() -> None:

@@ -42,6 +42,11 @@ def test_parse() -> None:
     (("cpuDetail", "3", "core"), 1.5, "spec.cpuDetail.3.core"),
     (("resReserved", "cpu"), "lots", "spec.resReserved.cpu"),
     (("policies", "CPUManagerPolicy"), 3, "spec.policies.CPUManagerPolicy"),
+    # the typed model (api/numatopology.py): ASCII digits only, CPU ids bounded (no set of a billion ids)
+    (("numares", "cpu", "allocatable"), "0-\u0663", "spec.numares.cpu.allocatable"),
+    (("numares", "cpu", "allocatable"), "0-999999999", "spec.numares.cpu.allocatable"),
+    (("numares", "cpu", "capacity"), True, "spec.numares.cpu.capacity"),
+    (("podAllocations",), [{"uid": ["x"]}], "spec.podAllocations[0].uid"),
 ])
 def test_bad_numatopology_names_object_and_field(path: tuple[str, ...], value: Any, field: str) -> None:
     obj = copy.deepcopy(NT)

@@ -91,7 +91,8 @@ def _pod(name: str, node: str | None, cpu: str, ann: dict[str, str] | None = Non
 
 
 def scores(args: dict[str, Any], ann: dict[str, str] | None = None, engine: str = "vector") -> dict[str, float]:
-    """The plugin's score of each node for a 2-cpu pod, no predicates (so an overfull node is scored too)."""
+    """The plugin's score of each node for a 2-cpu pod, no predicates.  n2 (1 cpu idle) has no room for it:
+    ``cycle -v`` ranks only nodes the pod fits (``framework/explain.py``), so n2 is never among them."""
     objects = [_node("n1", "8"), _node("n2", "4"), _node("n3", "8", gpu="2"),
                _pod("busy", "n2", "3"), _pod("half", "n1", "4"),
                {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
@@ -106,18 +107,18 @@ def scores(args: dict[str, Any], ann: dict[str, str] | None = None, engine: str 
 @pytest.mark.parametrize("engine", ["vector", "scalar"])
 def test_scores(engine: str) -> None:
     most = {"resources": {"cpu": {"type": "MostAllocated", "weight": 2}}, "resourceStrategyFitWeight": 1}
-    # n1 (4+2)/8, n3 2/8; n2 would hold 5 > 4 cpu: 0 outright
-    assert scores(most, engine=engine) == pytest.approx({"n1": 75.0, "n2": 0.0, "n3": 25.0})
+    # n1 (4+2)/8, n3 2/8; n2 would hold 5 > 4 cpu: not a candidate
+    assert scores(most, engine=engine) == pytest.approx({"n1": 75.0, "n3": 25.0})
     # the pod's own strategy: LeastAllocated on cpu with the plugin weight 10
     own = {"volcano.sh/resource-strategy-scoring-type": "LeastAllocated",
            "volcano.sh/resource-strategy-weight": '{"cpu": 3}'}
-    assert scores({}, own, engine) == pytest.approx({"n1": 250.0, "n2": 0.0, "n3": 750.0})
+    assert scores({}, own, engine) == pytest.approx({"n1": 250.0, "n3": 750.0})
     # a weight annotation that Go's json.Unmarshal refuses scores 0 everywhere
     bad = {**own, "volcano.sh/resource-strategy-weight": '{"cpu": 1.5}'}
-    assert scores({}, bad, engine) == {"n1": 0.0, "n2": 0.0, "n3": 0.0}
+    assert scores({}, bad, engine) == {"n1": 0.0, "n3": 0.0}
     # sra alone: the GPU node scores 0, the others 100 x 2
     sra = {"resourceStrategyFitWeight": 0, "sra": {"enable": True, "resources": "nvidia.com/gpu", "weight": 2}}
-    assert scores(sra, engine=engine) == pytest.approx({"n1": 200.0, "n2": 200.0, "n3": 0.0})
+    assert scores(sra, engine=engine) == pytest.approx({"n1": 200.0, "n3": 0.0})
 
 
 def test_a_pods_own_strategy_is_part_of_its_template() -> None:

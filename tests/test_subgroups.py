@@ -210,7 +210,8 @@ def test_vcjob_without_min_partitions_keeps_no_task_minimum() -> None:
     ({"totalPartitions": 3, "partitionSize": 2,
       "networkTopology": {"highestTierAllowed": 1, "highestTierName": "leaf"}}, {},
      "must not specify 'highestTierAllowed' and 'highestTierName'"),
-    ({"totalPartitions": 3, "partitionSize": 2, "networkTopology": {"mode": "close"}}, {}, "must be hard or soft"),
+    ({"totalPartitions": 3, "partitionSize": 2, "networkTopology": {"mode": "close"}}, {},
+         "'close' is not one of 'hard', 'soft'"),  # the typed boundary's enum (api/job_model.py)
 ])
 def test_partition_policy_is_validated_as_the_webhook_does(pp: dict[str, Any], extra: dict[str, Any],
                                                             want: str) -> None:

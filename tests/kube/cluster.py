@@ -20,7 +20,18 @@ from urllib.parse import urlparse
 import yaml
 
 from pyvolcano.kube.client import ApiError, KubeClient
-from pyvolcano.kube.resources import COMMAND, NAMESPACE, NODE, POD, PODGROUP, SERVICEACCOUNT, VCJOB
+from pyvolcano.kube.resources import (
+    COMMAND,
+    CRONJOB,
+    JOBFLOW,
+    JOBTEMPLATE,
+    NAMESPACE,
+    NODE,
+    POD,
+    PODGROUP,
+    SERVICEACCOUNT,
+    VCJOB,
+)
 
 KUBECONFIG = os.environ.get("PYVOLCANO_KUBECONFIG", "")
 
@@ -85,6 +96,14 @@ class Proc:
         with contextlib.suppress(ProcessLookupError):
             self.p.kill()
         self.p.wait(10)
+
+    def restart(self) -> None:
+        """Stop the process and start the same command again, logging to the same file (a test that froze a
+        shared process for a while: a controller that lost its Lease meanwhile exits, as Volcano's does)."""
+        self.stop()
+        self._f = self.log.open("ab")
+        self.p = subprocess.Popen(self.cmd, stdout=self._f, stderr=subprocess.STDOUT,
+                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def stop(self) -> int:
         if self.p.poll() is None:
@@ -154,7 +173,7 @@ class Env:
 
 def clean_namespace(api: KubeClient, ns: str) -> None:
     """Delete what a test left (there is no namespace controller or garbage collector to do it)."""
-    for res in (VCJOB, PODGROUP, POD, COMMAND):
+    for res in (CRONJOB, JOBFLOW, JOBTEMPLATE, VCJOB, PODGROUP, POD, COMMAND):  # owners first: nothing re-creates
         with contextlib.suppress(ApiError):  # one deletecollection rather than a request per object
             api.request("DELETE", res.path(ns), {"gracePeriodSeconds": 0})
 
@@ -295,3 +314,20 @@ def proxied_kubeconfig(tmp: Path) -> tuple[str, CutProxy]:
     out = tmp / "proxied-kubeconfig"
     out.write_text(yaml.safe_dump(cfg))
     return str(out), proxy
+
+
+def complete_job(api: KubeClient, ns: str, name: str) -> None:
+    """Set a Job's phase to Completed, once the job controller wrote its own first status (else that write could
+    land after this one and undo it); a conflict with another write is retried."""
+    wait(lambda: ((api.get(VCJOB, name, ns).get("status") or {}).get("state") or {}).get("phase"), 30,
+         f"the job controller's status of {ns}/{name}")
+    for _ in range(20):
+        job = api.get(VCJOB, name, ns)
+        job["status"] = {"state": {"phase": "Completed"}}
+        try:
+            api.replace(VCJOB, job, ns, subresource="status")
+            return
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+    raise AssertionError(f"could not complete Job {ns}/{name}")

@@ -320,7 +320,10 @@ class FakeApi:
         del self.store[res][key]
         self._record(res, "DELETED", old)
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str,
+             annotations: dict[str, str] | None = None) -> None:
+        """The pods/binding subresource; the Binding's ``annotations`` are merged into the pod's (the API server's
+        ``setPodNodeAndMetadata``)."""
         if self.bind_delay:
             time.sleep(self.bind_delay)
         with self.cond:
@@ -335,6 +338,8 @@ class FakeApi:
                                f"\"{pod['spec']['nodeName']}\"")
             new = copy.deepcopy(pod)
             new["spec"]["nodeName"] = node
+            if annotations:
+                new["metadata"]["annotations"] = {**(new["metadata"].get("annotations") or {}), **annotations}
             conds = [c for c in new.setdefault("status", {}).get("conditions") or [] if c["type"] != "PodScheduled"]
             new["status"]["conditions"] = [*conds, {"type": "PodScheduled", "status": "True"}]
             self.store[POD][self._key(POD, namespace, name)] = new

@@ -26,11 +26,11 @@ def test_install_print_is_applyable_yaml_with_the_image_substituted() -> None:
     assert r.exit_code == 0
     docs = [d for d in yaml.safe_load_all(r.output) if d]
     kinds = [d["kind"] for d in docs]
-    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 6
+    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 9
     assert kinds.index("CustomResourceDefinition") < kinds.index("Deployment")
     images = [c["image"] for d in docs if d["kind"] == "Deployment"
               for c in d["spec"]["template"]["spec"]["containers"]]
-    assert images == ["registry.example/pyvolcano:9"] * 2
+    assert images == ["registry.example/pyvolcano:9"] * 3
     for d in docs:
         for_object(d)  # every object is of a known type
     crds = CliRunner().invoke(main, ["install", "--print", "--crds-only"]).output
@@ -49,6 +49,9 @@ def test_crds_match_volcanos_names() -> None:
         "hypernodes.topology.volcano.sh": ("topology.volcano.sh", "v1alpha1", "HyperNode", "Cluster", ["hn"]),
         "numatopologies.nodeinfo.volcano.sh": ("nodeinfo.volcano.sh", "v1alpha1", "Numatopology", "Cluster",
                                                ["numatopo"]),
+        "cronjobs.batch.volcano.sh": ("batch.volcano.sh", "v1alpha1", "CronJob", "Namespaced", ["cronvcjob", "cronvj"]),
+        "jobflows.flow.volcano.sh": ("flow.volcano.sh", "v1alpha1", "JobFlow", "Namespaced", ["jf"]),
+        "jobtemplates.flow.volcano.sh": ("flow.volcano.sh", "v1alpha1", "JobTemplate", "Namespaced", ["jt"]),
     }
     assert set(crds) == set(expect)
     for name, (group, version, kind, scope, short) in expect.items():

@@ -339,13 +339,17 @@ def test_install_then_volcanos_tensorflow_example_binds(api: KubeClient, env: En
     """The issue's "done when": install --print | kubectl apply -f -, then Volcano's own TF example binds."""
     out = subprocess.run([sys.executable, "-m", "pyvolcano.cli", "install", "--print"], capture_output=True,
                          text=True, check=True).stdout
+    # no webhook pod can run on this server (no kubelet): its configurations (failurePolicy Fail) would refuse every
+    # Job and PodGroup after them, so they are left out here (tests/kube/test_webhook.py registers a live webhook)
+    objs = [d for d in yaml.safe_load_all(out) if d and not d["kind"].endswith("WebhookConfiguration")]
+    out = yaml.safe_dump_all(objs)
     if shutil.which("kubectl"):
         r = subprocess.run(["kubectl", "--kubeconfig", cluster.KUBECONFIG, "apply", "-f", "-"], input=out,
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         print(r.stdout)
     else:
-        apply_all(api, [d for d in yaml.safe_load_all(out) if d])
+        apply_all(api, objs)
     assert api.get(CRD, "jobs.batch.volcano.sh")
     # the example asks for schedulerName volcano: this test's scheduler is "volcano", on this test's nodes only
     env.node("n1", cpu="4", memory="8Gi")

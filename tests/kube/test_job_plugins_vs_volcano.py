@@ -26,13 +26,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from pyvolcano.api.job_plugin_args import default_plugins
 from pyvolcano.api.resource import amount
 from pyvolcano.commands.install import apply_all, manifest_objects
 from pyvolcano.kube.client import ApiError, KubeClient
@@ -65,13 +65,17 @@ def _task(name: str, replicas: int, container: str = "main", **spec: Any) -> dic
             "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}}
 
 
-def _job(name: str, plugins: dict[str, list[str]], tasks: list[dict[str, Any]]) -> dict[str, Any]:
+def _job(name: str, plugins: dict[str, list[str]], tasks: list[dict[str, Any]],
+         webhook_plugins: bool = True) -> dict[str, Any]:
     """A Job set in full (no webhook fills anything in on Volcano's side): queue, minAvailable, schedulerName,
-    maxRetry, every task's minAvailable."""
+    maxRetry, every task's minAvailable, and the plugins the mutating webhook adds (``svc`` for the
+    distributed-framework plugins, ``ssh`` for mpi: ``api/job_plugin_args.default_plugins``, the webhook's one
+    rule) unless ``webhook_plugins`` is False."""
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "labels": {"case": name}, "annotations": {"note": "side-by-side"}},
             "spec": {"minAvailable": sum(t["replicas"] for t in tasks), "schedulerName": "volcano", "queue": "default",
-                     "maxRetry": 3, "plugins": plugins, "tasks": tasks}}
+                     "maxRetry": 3, "plugins": default_plugins(plugins) if webhook_plugins else plugins,
+                     "tasks": tasks}}
 
 
 CASES: list[dict[str, Any]] = [
@@ -82,16 +86,16 @@ CASES: list[dict[str, Any]] = [
          [_task("head", 1, hostname="fixed-host")]),
     _job("ssh", {"ssh": ["--ssh-port=2222", "--ssh-key-file-path=/home/me/.ssh"], "svc": []},
          [_task("master", 1), _task("worker", 2)]),
-    _job("mpi", {"mpi": ["--master=mpimaster", "--worker=mpiworker", "--port=2022"], "ssh": [], "svc": []},
+    _job("mpi", {"mpi": ["--master=mpimaster", "--worker=mpiworker", "--port=2022"]},
          [_task("mpimaster", 1), _task("mpiworker", 2)]),
-    _job("pytorch", {"pytorch": ["--port=23457"], "svc": []}, [_task("master", 1), _task("worker", 2)]),
-    # without svc: whether svc's env and mount reach pytorch's init container depends on Volcano's random plugin
-    # order (Go map iteration), so the init container is compared on its own
+    _job("pytorch", {"pytorch": ["--port=23457"]}, [_task("master", 1), _task("worker", 2)]),
+    # without svc (as if the webhook were off): whether svc's env and mount reach pytorch's init container depends
+    # on Volcano's random plugin order (Go map iteration), so the init container is compared on its own
     _job("pytorch-wait", {"pytorch": ["--wait-master-enabled", "--wait-master-timeout=60"]},
-         [_task("master", 1), _task("worker", 2)]),
-    _job("tensorflow", {"tensorflow": ["--port=2223"], "svc": []},
+         [_task("master", 1), _task("worker", 2)], webhook_plugins=False),
+    _job("tensorflow", {"tensorflow": ["--port=2223"]},
          [_task("ps", 1), _task("worker", 2), _task("chief", 1)]),
-    _job("ray", {"ray": ["--dashboardPort=8266"], "svc": []},
+    _job("ray", {"ray": ["--dashboardPort=8266"]},
          [_task("head", 1, container="head"), _task("worker", 2, container="worker")]),
     _job("hcclrank", {"hcclrank": [], "env": []}, [_task("master", 1), _task("worker", 2)]),
     _job("scale", {"svc": [], "env": []}, [_task("ps", 1), _task("worker", 2)]),
@@ -279,8 +283,12 @@ def sides(kube_server: kubeserver.Server, api: KubeClient, controller: cluster.P
                     api.request("DELETE", res.path(ns), {"gracePeriodSeconds": 0})
         apply_all(api, manifest_objects(crds_only=True))  # pyvolcano's CRDs back, as the other tests expect them
         if frozen:
+            # frozen past its Lease, the controller would find itself deposed and exit (as Volcano's does) and
+            # leave the later tests of this worker without one: start it afresh and wait until it leads again
             os.kill(controller.p.pid, signal.SIGCONT)
-            time.sleep(0.5)
+            runs = controller.text().count("controllers running")
+            controller.restart()
+            wait(lambda: controller.text().count("controllers running") > runs, 60, "pyvolcano's controller to lead again")
         for ns in (ns_vc, ns_py):
             with contextlib.suppress(ApiError):
                 api.delete(NAMESPACE, ns)
@@ -306,4 +314,8 @@ def test_the_cases_cover_every_plugin() -> None:
     from pyvolcano.api.job_plugin_args import VOLCANO_PLUGINS
 
     assert {p for j in CASES for p in j["spec"]["plugins"]} == set(VOLCANO_PLUGINS)
+    # the webhook's defaults are in: the mpi case runs with the ssh and svc plugins it needs, pytorch with svc
+    plugins = {j["metadata"]["name"]: set(j["spec"]["plugins"]) for j in CASES}
+    assert plugins["mpi"] == {"mpi", "ssh", "svc"} and plugins["pytorch"] == {"pytorch", "svc"}
+    assert plugins["pytorch-wait"] == {"pytorch"}
 

@@ -113,14 +113,14 @@ def test_malformed_plugin_arguments_and_updates_are_refused_not_crashes(world: W
     job["spec"]["plugins"] = {"svc": ["--disable-network-policy=perhaps"], "tensorflow": "not-a-list"}
     world.api.create(VCJOB, job, "default")
     eventually(lambda: ((world.job("bad-args").get("status") or {}).get("state") or {}).get("reason") == "Invalid")
-    assert world.job("bad-args")["status"]["state"]["message"].startswith(
-        'Job default/bad-args: spec.plugins.svc: plugin svc flagset parse failed, err: invalid boolean value '
-        '"perhaps" for -disable-network-policy: parse error (and 1 more)')
+    # a wrong type is the typed boundary's one problem (api/job_model.py), before Volcano's semantic rules
+    assert world.job("bad-args")["status"]["state"]["message"] == (
+        "Job default/bad-args: spec.plugins.tensorflow: must be a list, got 'not-a-list'")
     submit(world)
     eventually(lambda: world.phase() == "Running" and len(world.pods()) == 3, what="the job to run")
     spec = copy.deepcopy(world.job()["spec"])
     spec["tasks"][1]["replicas"] = "many"
     _replace_spec(world, spec)
     eventually(lambda: [e for e in world.api.objects(EVENT, "default") if e.get("reason") == "FailedUpdate" and
-                        "'replicas' must be >= 0 in task: worker" in e.get("message", "")], what="the refusal")
+                        "spec.tasks[1].replicas: 'many' is not an integer" in e.get("message", "")], what="the refusal")
     assert world.jobs.alive and len(world.pods()) == 3

@@ -653,3 +653,45 @@ def test_a_bind_echo_is_taken_without_converting_the_pod_again(api: FakeApi, har
         assert b is not before["ns/b-0"] and b["metadata"]["labels"] == {"x": "1"}
         assert h.s.cache.tasks["ns/b-0"].node_name == "n1"
     assert "a-0" not in validated and "b-0" in validated
+
+
+DEVICESHARE_CONF = """\
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+"""
+
+
+def test_the_binding_carries_deviceshares_annotations(api: FakeApi, harness, tmp_path) -> None:
+    """The GPUs deviceshare chose reach the pod with its Binding (``volcano.sh/vgpu-ids-new``: what HAMi's device
+    plugin reads), and the next session counts them from the bound pod: a second one-share pod waits."""
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(DEVICESHARE_CONF)
+    n = node("n1", cpu="8")
+    n["metadata"]["annotations"] = {"volcano.sh/node-vgpu-register": "GPU-0,1,16384,NVIDIA-A100,true,hami-core:"}
+    n["status"]["allocatable"].update({"volcano.sh/vgpu-number": "10", "volcano.sh/vgpu-memory": "16384",
+                                       "volcano.sh/vgpu-cores": "100"})
+    api.create(NODE, n)
+    h = harness(conf=ConfFile(str(conf)))
+    for name in ("a", "b"):
+        api.create(PODGROUP, podgroup(name, "ns", 1))
+        p = pod(f"{name}-0", name, "ns")
+        lim = {"volcano.sh/vgpu-memory": "1000"}
+        p["spec"]["containers"][0]["resources"].setdefault("limits", {}).update(lim)
+        p["spec"]["containers"][0]["resources"].setdefault("requests", {}).update(lim)
+        api.create(POD, p)
+        h.settle(lambda name=name: f"ns/{name}-0" in h.s.cache.tasks)
+        if name == "b":  # the bind's echo: the cache's a-0 names its GPU
+            h.settle(lambda: "volcano.sh/vgpu-ids-new" in (h.s.cache.tasks["ns/a-0"].pod["metadata"].get("annotations")
+                                                          or {}))
+        h.session()
+    got = api.obj(POD, "a-0", "ns")
+    assert got["spec"]["nodeName"] == "n1"
+    assert got["metadata"]["annotations"]["volcano.sh/vgpu-ids-new"] == "GPU-0,NVIDIA,1000,0:"
+    assert "b-0" not in h.bound()

@@ -129,6 +129,61 @@ def test_manifest_problems_found_by_the_simulator() -> None:
     assert set(rows) == {"default/ok"}
 
 
+def test_policy_entries_are_typed() -> None:
+    """A policy's ``event`` given as a list was a TypeError deep in the webhook's rules; ``LifecyclePolicy`` types
+    it and the job is refused naming the field (in a task's policies and in the job's)."""
+    in_task, in_job = vcjob("t"), vcjob("j")
+    in_task["spec"]["tasks"][0]["policies"] = [{"event": ["PodFailed"], "action": "RestartJob"}]
+    in_job["spec"]["policies"] = [{"event": "PodFailed", "action": "RestartJob"}, {"exitCode": True}]
+    wl = from_manifests([in_task, in_job, vcjob("ok")])
+    assert any(p.startswith("Job default/t: field spec.tasks[0].policies[0].event: ") for p in wl.problems), \
+        wl.problems
+    assert any(p.startswith("Job default/j: field spec.policies[1].exitCode: True is not an integer")
+               for p in wl.problems), wl.problems
+    rows, _ = simulate(wl)
+    assert set(rows) == {"default/ok"}
+
+
+def test_a_null_namespace_is_defaulted_as_the_api_server_does() -> None:
+    """``namespace: null`` (or "") is the request's namespace, ``default``: the job runs (it never started)."""
+    nulls, empty = vcjob("n"), vcjob("e")
+    nulls["metadata"]["namespace"] = None
+    empty["metadata"]["namespace"] = ""
+    rows, problems = simulate(from_manifests([nulls, empty]))
+    assert not problems
+    assert {k: r["phase"] for k, r in rows.items()} == {"default/n": "Completed", "default/e": "Completed"}
+
+
+def test_min_partitions_above_the_replicas_is_refused_as_volcano_does() -> None:
+    """The job webhook defaults a task's minAvailable to minPartitions * partitionSize and refuses one above the
+    replicas (admit_job.go): the job was admitted and pended forever."""
+    job = vcjob("p", replicas=4, min_available=4)
+    job["spec"]["tasks"][0]["partitionPolicy"] = {"totalPartitions": 2, "partitionSize": 2, "minPartitions": 3}
+    rows, problems = simulate(from_manifests([job, vcjob("ok")]))
+    assert ("Job default/p: field spec.tasks[0].partitionPolicy.minPartitions: 'minAvailable' is greater than "
+            "'replicas' in task: w, job: p (minAvailable defaults to MinPartitions*PartitionSize = 3*2, replicas "
+            "are 4); job skipped") in problems, problems
+    assert set(rows) == {"default/ok"}
+
+
+@pytest.mark.parametrize(("cell", "value"), [("tasks", "\u0663"), ("priority", "1_0"), ("submit", "\u0661"),
+                                             ("cpu", "\u0663"), ("duration", "1e12"),
+                                             # a PriorityClass value, a DNS-1123 job name, a queue's object name
+                                             ("priority", "99999999999999999999"), ("id", "j!x"), ("id", "j" * 64),
+                                             ("queue", "Bad Queue")])
+def test_csv_numbers_are_ascii_and_bounded(tmp_path: Path, cell: str, value: str) -> None:
+    """Python reads ``int("٣")`` as 3 and ``int("1_0")`` as 10; Kubernetes and Volcano read ASCII digits only.
+    A time beyond ``MAX_TIME`` (1e11 s) could not be formatted as a status stamp."""
+    row = dict(id="bad", submit="0", queue="default", priority="0", tasks="1", min_available="1", cpu="1",
+               memory="1Gi", gpu="0", duration="3")
+    row[cell] = value
+    p = tmp_path / "w.csv"
+    p.write_text(HEADER + "ok,0,default,0,1,1,1,1Gi,0,3\n" + ",".join(row.values()) + "\n")
+    wl = load_csv(str(p))
+    assert len(wl.problems) == 1 and f"field {cell}: " in wl.problems[0], wl.problems
+    assert [j["metadata"]["name"] for _, j in wl.jobs] == ["ok"]
+
+
 # --- 3. one bad CSV cell -----------------------------------------------------------------------------------------
 def test_bad_quantity_in_a_csv_row_skips_only_that_row(tmp_path: Path) -> None:
     p = tmp_path / "w.csv"
@@ -140,7 +195,7 @@ def test_bad_quantity_in_a_csv_row_skips_only_that_row(tmp_path: Path) -> None:
     wl = load_csv(str(p))
     assert any(x.startswith(f"{p}: line 3 (job badcpu): field cpu: 'abc' is not a quantity") for x in wl.problems)
     assert any(x.startswith(f"{p}: line 4 (job badmem): field memory: 'lots' is not a quantity") for x in wl.problems)
-    assert f"{p}: line 5 (job neggpu): field gpu: '-1' is negative; row skipped" in wl.problems
+    assert f"{p}: line 5 (job neggpu): field gpu: '-1' is negative (quantities must be >= 0); row skipped" in wl.problems
     assert f"{p}: line 6 (job short): field tasks: is empty; row skipped" in wl.problems
     rows, _ = simulate(wl)
     assert set(rows) == {"default/ok"} and rows["default/ok"]["phase"] == "Completed"
@@ -219,3 +274,16 @@ def test_cli_compare_several_confs(tmp_path: Path, form: str) -> None:
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
         ["compare.html", "run0-default", "run1-reclaim-preempt", "run2-b"]
     assert "b.conf" in r.stdout
+
+
+def test_a_queue_file_with_a_bad_weight_is_refused_naming_the_field(tmp_path: Path) -> None:
+    """``--queues FILE``: each Queue through the typed model (api/models.py: Queue); a weight of "x" was read as 1."""
+    from pyvolcano.errors import UserError
+    from pyvolcano.sim.run import queue_weights
+
+    f = tmp_path / "q.yaml"
+    f.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: a}\nspec: {weight: x}\n")
+    with pytest.raises(UserError, match=r"Queue a: field spec\.weight: 'x' is not an integer"):
+        queue_weights(str(f))
+    f.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: a}\nspec: {weight: 3}\n")
+    assert queue_weights(str(f)) == {"a": 3}

@@ -117,8 +117,8 @@ def test_counters_and_cost(summary: dict) -> None:
 def test_jobs_csv_writes_every_row(tmp_path: Path) -> None:
     metrics.write(tmp_path, result(), "hand")
     lines = (tmp_path / "jobs.csv").read_text().splitlines()
-    assert lines[0].split(",") == list(metrics.JOB_COLUMNS) and len(lines) == 8
-    assert lines[4] == "default/d,q2,1,1,Aborted,20.0,,,,30,,,0,0"  # never started: empty wait
+    assert lines[0].split(",") == [*metrics.JOB_COLUMNS, metrics.WHY_COLUMN] and len(lines) == 8
+    assert lines[4] == "default/d,q2,1,1,Aborted,20.0,,,,30,,,0,0,"  # never started: empty wait (and why: it ended)
 
 
 #: every metric of ``sim/metric_registry.py`` on the hand-made run, worked out above or here
@@ -184,3 +184,35 @@ def test_sweep_reads_the_registry(summary: dict) -> None:
     assert {k: pm[k] for k in list(pm)[len(SWEPT):]} == {"wait_p50[q1]": 15.0, "wait_p95[q1]": 37.0,
                                                           "wait_p50[q2]": 30.0, "wait_p95[q2]": 30.0}
     assert all(pm[n] == pytest.approx(HAND[n]) if HAND[n] is not None else pm[n] is None for n in SWEPT)
+
+
+def _vcjob(name: str, queue: str, cpu: str, duration: str) -> dict[str, object]:
+    tmpl = {"metadata": {"annotations": {"pyvolcano.io/duration": duration}},
+            "spec": {"containers": [{"name": "m", "image": "b", "resources": {"requests": {"cpu": cpu}}}]}}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "annotations": {"pyvolcano.io/arrival": "0"}},
+            "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "w", "replicas": 1, "template": tmpl}]}}
+
+
+def test_deserved_follows_the_queues_while_no_session_runs() -> None:
+    """Queue a's job (3 cpu, 100 s) and queue b's (1 cpu, 300 s) both fit the 4-cpu node: the session at t = 1
+    binds both and gives each its request (a: 3 cpu, 75 % of the cluster; b: 1 cpu).  Nothing is pending
+    afterwards, so no session runs again; a's job ends at 102 (started at 2), b's at 302, the end of the window.
+    A session at 102 would find no job of queue a and give it nothing: its deserved is 75 % over [1, 102] and
+    0 after, a mean of 0.75 * 101 / 302 = 0.2508 (it used to stay at 75 % to the end: 0.75 * 301 / 302)."""
+    from pyvolcano.conf.loader import load_conf_file
+    from pyvolcano.sim.cluster import parse_cluster_spec
+    from pyvolcano.sim.engine import Simulator
+    from pyvolcano.sim.workload import from_manifests
+
+    queues = [{"kind": "Queue", "metadata": {"name": n}, "spec": {"weight": 1}} for n in ("a", "b")]
+    wl = from_manifests([_vcjob("x", "a", "3", "100"), _vcjob("y", "b", "1", "300")])
+    res = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), queues, wl, load_conf_file(None)).run()
+    rows = {r["job"]: r for r in metrics.job_rows(res)}
+    assert (rows["default/x"]["finished"], rows["default/y"]["finished"], res.end_time) == (102.0, 302.0, 302.0)
+    a = res.usage.deserved["a"]
+    assert a.times == [0.0, 1.0, 102.0] and [v.tolist() for v in a.values] == [[0, 0, 0], [3, 0, 0], [0, 0, 0]]
+    shares = metrics.summary(res, metrics.job_rows(res))["queue_shares"]
+    assert shares["a"]["deserved"] == round(0.75 * 101 / 302, 4) == shares["a"]["allocated"]
+    # b: 1 cpu (25 %) over [1, 302], dropping to nothing when its job ends with the window
+    assert shares["b"]["deserved"] == round(0.25 * 301 / 302, 4)

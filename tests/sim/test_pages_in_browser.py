@@ -87,7 +87,8 @@ def test_sweep_page_renders_offline(tmp_path: Path) -> None:
     page = tmp_path / "out" / "sweep.html"
     seen = open_page(page)
     check(seen, page)
-    assert "Best for min wait_p95" in seen["text"]
+    assert "Best for min wait_p95, within each setting of the other knobs" in seen["text"]
+    assert "Only one conf per setting: nothing to pair." in seen["text"]
     assert "metrics against rate" in seen["text"]
 
 
@@ -115,7 +116,8 @@ def test_comparison_page_renders_offline(tmp_path: Path) -> None:
     assert [alt for alt, _, _ in seen["images"]] == ["utilisation", "queues", "wait_cdf", "throughput", "wait_stages",
                                                      "evictions"]
     for words in ("At a glance: p95 wait per queue, and what it cost", "Conf diff: default", "GPU-hours thrown away",
-                  "Evictions: who displaced whom", "reclaim-preempt vs default"):
+                  "Evictions: who displaced whom", "reclaim-preempt vs default, all 30 jobs: wait mean",
+                  "mean wait, job by job: ", "p95 wait: "):
         assert words in seen["text"], words
     assert shot.stat().st_size > 50_000 and seen["height"] > 3000
     if os.environ.get("PYVOLCANO_SCREENSHOT"):

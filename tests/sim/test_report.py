@@ -67,15 +67,19 @@ def test_queue_shares_over_every_event() -> None:
     assert shares["a"]["allocated"] == round((105 + 0.5 * 101 + 795 + 0.5 * 206) / 1208, 4)
     assert shares["b"]["allocated"] == round(0.5 * 101 / 1208, 4)
     # Deserved (cpu, memory GiB) as proportion computed it in each session: a (4, 4) from 1, (2, 4) from 101,
-    # (2, 2) from 102, (2, 4) from 106, (4, 4) from 207.  Proportion's share, max over cpu and memory of
-    # allocated/deserved: 0 on 0..1, 1 on 1..101, 2 on 101..106 (4 cpu held, 2 deserved), 1 on 106..207 (2 held,
-    # 2 deserved), 1 on 207..1002, 0.5 on 1002..1208.
+    # (2, 2) from 102, (2, 4) from 106, (4, 4) from 207.  From then on nothing is pending and no session runs:
+    # a's request is what it holds, so its deserved follows that, (2, 2) from 1002 when x's first two pods end
+    # and nothing at 1208 (engine.py: _deserved_between_sessions).  Proportion's share, max over cpu and memory
+    # of allocated/deserved: 0 on 0..1, 1 on 1..101, 2 on 101..106 (4 cpu held, 2 deserved), 1 on 106..207 (2
+    # held, 2 deserved), 1 on 207..1002 and on 1002..1208.
     led = res.usage
-    assert led.deserved["a"].times == [0.0, 1.0, 101.0, 102.0, 106.0, 207.0]
-    assert [x.tolist()[:2] for x in led.deserved["a"].values] == [[0, 0], [4, 4], [2, 4], [2, 2], [2, 4], [4, 4]]
-    assert shares["a"]["share"] == round((100 + 2 * 5 + 101 + 795 + 0.5 * 206) / 1208, 4)
-    # a's deserved dominant share: 0 on 0..1, then 1 (4 of 4 cpu) except 0.5 on 101..207
-    assert shares["a"]["deserved"] == round((100 + 0.5 * 106 + 1001) / 1208, 4)
+    assert led.deserved["a"].times == [0.0, 1.0, 101.0, 102.0, 106.0, 207.0, 1002.0, 1208.0]
+    assert [x.tolist()[:2] for x in led.deserved["a"].values] == [[0, 0], [4, 4], [2, 4], [2, 2], [2, 4], [4, 4],
+                                                                  [2, 2], [0, 0]]
+    assert shares["a"]["share"] == round((100 + 2 * 5 + 101 + 795 + 206) / 1208, 4)
+    # a's deserved dominant share: 0 on 0..1, then 1 (4 of 4 cpu) except 0.5 on 101..207 and on 1002..1208 (it
+    # stayed at 1 there while only two of its pods still ran)
+    assert shares["a"]["deserved"] == round((100 + 0.5 * 106 + 795 + 0.5 * 206) / 1208, 4)
     # b deserves (2 cpu, 2 GiB) from the session at 101 until the one at 207, where y has completed and b has no job
     # left: proportion gives a queue without jobs nothing (it leaves it out of its queue attributes)
     assert led.deserved["b"].times == [100.0, 101.0, 207.0]
@@ -96,7 +100,13 @@ def test_comparison_page_answers_what_reclaim_changes(tmp_path: Path) -> None:
     page, _ = compared(tmp_path)
     text = page.read_text()
     # without reclaim y waits for x's pods to finish at 1002: bound then, running at 1003, wait 903; with it, 7
-    assert "queue <b>b</b> p95 wait 903 s &rarr; 7 s" in text
+    # the headline leads with all jobs (x waits 2 s in both; mean (2 + 903) / 2 and p95 2 + 0.95 * 901 before),
+    # then the queue that moved most, with a warning: one job is too few to read a p95
+    assert "all 2 jobs: wait mean 452 s &rarr; 4 s" in text and "p95 858 s &rarr; 7 s" in text
+    assert "failed or aborted jobs 0 &rarr; 0" in text
+    assert text.index("all 2 jobs") < text.index("Queue that moved most: <b>b</b>, p95 wait 903 s &rarr; 7 s")
+    assert "(only 1 job: too few to read a p95" in text and "queues a (1), b (1)" in text
+    assert "mean wait, job by job: no clear difference (only 2 jobs;" in text
     assert "2 evictions, 0 restarts, 0 failed jobs" in text
     for section in ("At a glance", "Settings", "Conf diff: no-reclaim &rarr; reclaim", "Per queue", "Utilisation",
                     "allocated vs deserved", "Wait-time CDFs per queue", "Throughput", "Admission vs placement",

@@ -69,7 +69,7 @@ def test_gpu_fraction_defaults_to_zero_without_gpus(tmp_path: Path) -> None:
     (["--node-failures", "10:node-0000:nan"], "--node-failures: '10:node-0000:nan': 'nan' is not a finite number"),
     (["--node-failures", "10:node-0000"], "expected TIME:NODE:DOWNTIME"),
     (["--node-failures", "-1:node-0000:5"], "'-1' is negative"),
-    (["--node-failures", "1e13:node-0000:5"], "is more than 1e+12 seconds"),
+    (["--node-failures", "1e13:node-0000:5"], "is more than 1e+11 seconds"),
     (["--cancel", "inf:syn-000000"], "--cancel: 'inf:syn-000000': 'inf' is not a finite number"),
     (["--cancel", "5:"], "expected TIME:[NAMESPACE/]JOB"),
     (["--horizon", "0"], "'0' must be > 0"),
@@ -81,11 +81,19 @@ def test_gpu_fraction_defaults_to_zero_without_gpus(tmp_path: Path) -> None:
     (["--mean-duration", "0"], "must be > 0"),
     (["--grace", "-1"], "must be >= 0"),
     (["--until", "nan"], "is not a finite number"),
-    (["--gang-sizes", "2,-1"], "--gang-sizes: '2,-1': expected comma-separated integers >= 1"),
+    (["--gang-sizes", "2,-1"], "--gang-sizes: '2,-1': -1 is not between 1 and 100000"),
     (["--gang-sizes", "1,nan"], "expected comma-separated integers"),
-    (["--queues", "a:0"], "weight must be >= 1"),
+    (["--queues", "a:0"], "weight must be between 1 and 1000000"),
     (["--queues", "a:nan"], "weight must be an integer"),
     (["--gpu-fraction", "2"], "must be <= 1"),
+    # numbers in ASCII digits only, as Kubernetes and Go read them (Python's int("٣") is 3)
+    (["--queues", "a:\u0663"], "weight must be an integer"),
+    (["--gang-sizes", "1,\u0663"], "is not an integer"),
+    (["--synthetic", "\u0663"], "'\u0663' is not an integer"),
+    (["--period", "1_0"], "is not a number (ASCII digits only)"),
+    (["--topology", "leaf=\u0663"], "is not an integer"),
+    (["--gang-sizes", "100000000"], "100000000 is not between 1 and 100000"),
+    (["--until", "1e12"], "must be <= 1e+11"),
 ])
 def test_bad_option_values_are_one_clear_error(tmp_path: Path, opt: list[str], message: str) -> None:
     r = sim(tmp_path, "--synthetic", "3", "--cluster", CPU, *opt)
@@ -151,3 +159,6 @@ def test_compare_with_a_horizon_shares_it(tmp_path: Path) -> None:
     r = sim(tmp_path, "--synthetic", "4", "--cluster", CPU, "--compare", str(conf), "--horizon", "5000", "-o", "json")
     assert r.exit_code == 0, r.output
     assert [s["window_s"] for s in json.loads(r.stdout)["runs"]] == [5000.0, 5000.0]
+    # the runs are paired job by job (the same conf twice: every job waits the same)
+    assert [(p["what"], p["jobs"], p["diff"], p["verdict"]) for p in json.loads(r.stdout)["paired"]] == [
+        ("mean wait, job by job", 4, 0.0, "the same on all 4 jobs"), ("p95 wait", 4, 0.0, "the same on all 4 jobs")]

@@ -176,6 +176,11 @@ def test_compared_runs_share_one_time_window(tmp_path: Path) -> None:
     assert both[0]["utilisation"]["cpu"] == pytest.approx(round(2 * 50 / (4 * 201), 4))
     assert both[1]["utilisation"]["cpu"] == pytest.approx(round(2 * 200 / (4 * 201), 4))
     assert json.loads((tmp_path / "short" / "summary.json").read_text())["window_s"] == 201
+    # each run's own page is over its own window: the short run's 51 s (0.01 h), its 49 % of the cpu; not the
+    # long run's 201 s
+    short_page = (tmp_path / "short" / "report.html").read_text()
+    assert "; window 0.01 h." in short_page and "49.0% / " in short_page
+    assert "; window 0.06 h." in (tmp_path / "long" / "report.html").read_text()
 
 
 

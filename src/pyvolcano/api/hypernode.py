@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pyvolcano.api.labels import selector_matches
+from pyvolcano.api.models import _integer, validate_model
+from pyvolcano.api.regex import compile_input
 from pyvolcano.errors import ManifestError
 
 #: the virtual HyperNode above every root (Volcano's ``framework.ClusterTopHyperNode``)
@@ -57,10 +59,9 @@ class RegexMatch(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, v: str) -> str:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression: {exc}") from None
+        """The pattern compiles with RE2, as Go's ``regexp.Compile`` in Volcano's ``GetMembers`` (``api/regex.py``:
+        linear-time matching; a backtracking-only pattern is refused)."""
+        compile_input(v)
         return v
 
 
@@ -113,7 +114,8 @@ class Member(BaseModel):
 
 class HyperNodeSpec(BaseModel):
     model_config = _Strict
-    tier: Annotated[int, Field(ge=0, le=1_000)]
+    #: an integer (``true`` is not 1, ``1.5`` is not 1): ``_integer`` refuses what Python would convert
+    tier: Annotated[int, _integer(0, 1_000)]
     tierName: Annotated[str | None, Field(max_length=253)] = None
     members: Annotated[list[Member], Field(min_length=1, max_length=100_000)]
 
@@ -135,14 +137,9 @@ def parse_hypernode(obj: Mapping[str, Any]) -> HyperNode:
     md = obj.get("metadata")
     name = md.get("name") if isinstance(md, Mapping) else None
     ref = f"HyperNode {name}" if isinstance(name, str) and name else "HyperNode (unnamed)"
-    if not isinstance(name, str) or not re.match(_DNS1123, name) or len(name) > 253:
+    if not isinstance(name, str) or not re.fullmatch(_DNS1123, name) or len(name) > 253:
         raise ManifestError(ref, "metadata.name", "a DNS-1123 subdomain name is required")
-    try:
-        spec = HyperNodeSpec.model_validate(obj.get("spec"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in ("spec", *first["loc"]))
-        raise ManifestError(ref, where, first["msg"]) from None
+    spec: HyperNodeSpec = validate_model(HyperNodeSpec, obj.get("spec"), ref, "spec")
     return HyperNode(name, spec)
 
 
@@ -216,7 +213,7 @@ class Topology:
                     if j is not None:
                         own[i, j] = True
                 elif sel.regexMatch is not None:
-                    rx = re.compile(sel.regexMatch.pattern)
+                    rx = compile_input(sel.regexMatch.pattern)
                     own[i] |= np.fromiter((rx.search(n) is not None for n in node_names), bool, n_nodes)
                 elif sel.labelMatch is not None:
                     lm = sel.labelMatch.model_dump()

@@ -54,6 +54,7 @@ class TaskInfo:
         "namespace",
         "node_name",
         "pod",
+        "pod_annotations",
         "preemptable",
         "priority",
         "resreq",
@@ -92,6 +93,9 @@ class TaskInfo:
         #: when the same
         self.k8s_extra = k8s_extra
         self.last_status: TaskStatus | None = None
+        #: annotations a plugin adds for the binder to write with the pod's Binding (Volcano's
+        #: ``TaskInfo.PodAnnotations``: deviceshare's chosen devices, ``MergePodAnnotations``); None: none
+        self.pod_annotations: dict[str, str] | None = None
         #: does the pod have pod (anti-)affinity terms or topology spread constraints?  (Another pod's placement
         #: can then change whether and where it fits.)  Read once here: the pod-affinity state and the memo ask it
         #: of every pod of every session, and ``pod`` is never changed in place (an update makes a new task)
@@ -106,6 +110,7 @@ class TaskInfo:
         t.pod, t.preemptable, t.priority, t.resreq = self.pod, self.preemptable, self.priority, self.resreq
         t.sch_gated, t.status, t.task_spec, t.k8s_extra = self.sch_gated, self.status, self.task_spec, self.k8s_extra
         t.template_key, t.uid, t.uses_pod_constraints = self.template_key, self.uid, self.uses_pod_constraints
+        t.pod_annotations = self.pod_annotations
         return t
 
     @property

@@ -35,6 +35,25 @@ PLUGIN_FLAGS: dict[str, dict[str, str | int | bool]] = {
 #: admission (``admit_job.go: validateJobCreate``: "unable to find job plugin")
 VOLCANO_PLUGINS: tuple[str, ...] = tuple(PLUGIN_FLAGS)
 
+#: the plugins that need ``svc`` (their pods find each other by host name) and the one that needs ``ssh``
+#: (``mutate_job.go: patchDefaultPlugins``)
+NEED_SVC: tuple[str, ...] = ("tensorflow", "mpi", "pytorch", "ray")
+NEED_SSH: tuple[str, ...] = ("mpi",)
+
+
+def default_plugins(plugins: dict[str, Any]) -> dict[str, Any]:
+    """A Job's ``spec.plugins`` with the plugins Volcano's mutating webhook adds (``jobs/mutate/mutate_job.go:
+    patchDefaultPlugins``): ``svc`` (no arguments) for tensorflow, mpi, pytorch and ray, ``ssh`` for mpi; a plugin
+    already listed keeps its arguments.  The one rule: the webhook's Job mutation (``api/admission.mutate_job``)
+    applies it, so an MPI Job written without ``svc``/``ssh`` starts as in Volcano."""
+    out = dict(plugins)
+    if any(p in plugins for p in NEED_SVC):
+        out.setdefault("svc", [])
+    if any(p in plugins for p in NEED_SSH):
+        out.setdefault("ssh", [])
+    return out
+
+
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}

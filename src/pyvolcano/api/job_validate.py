@@ -7,6 +7,11 @@ and ``util.go``: validatePolicies with its ``policyEventMap`` / ``policyActionMa
 ``volcano.sh/apis`` (``pkg/apis/bus/v1alpha1/events.go``, ``actions.go``); messages use the webhook's words.
 ``_plugins`` checks ``spec.plugins`` (names, Go-flag arguments: ``api/job_plugin_args.py``);
 ``job_update_problems`` is the webhook's validateJobUpdate, for a change to a running Job.
+
+Every rule here reads a typed Job (``api/job_model.py``, through ``typed_job``): a wrong type (``replicas: true``,
+an ``event`` given as a list, plugin arguments that are not strings) is the one problem, naming the field, as the
+API server's OpenAPI schema refuses it before the webhook runs; what is left here are Volcano's own rules, in
+Volcano's words.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from pyvolcano.api.job_model import Job, JobNetworkTopology, Task, field_path
 from pyvolcano.api.job_plugin_args import VOLCANO_PLUGINS, parse
-from pyvolcano.api.resource import amount
-from pyvolcano.errors import QuantityError
+from pyvolcano.api.models import LifecyclePolicy, first_error
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 #: every lifecycle event of Volcano's bus API -> whether a Job may name it in a policy (``policyEventMap``)
 POLICY_EVENTS: dict[str, bool] = {
@@ -52,15 +60,6 @@ class JobProblem:
         return f"{self.ref}: {self.field}{sep}{self.problem}"
 
 
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float (YAML ``.inf``)
-        return None
-
-
 def policy_events(policy: Mapping[str, Any]) -> list[str]:
     """A policy's ``event`` and ``events``, without repeats (Volcano's getEventList)."""
     out: list[str] = []
@@ -70,21 +69,25 @@ def policy_events(policy: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
-    """Volcano's validatePolicies: stops at the first bad policy, as the webhook does."""
-    if policies in (None, []):
-        return []
-    if not isinstance(policies, list):
-        return [JobProblem(ref, f"{where}.policies", "must be a list")]
+def _typed_events(p: LifecyclePolicy) -> list[str]:
+    """``policy_events`` of a typed policy."""
+    out: list[str] = []
+    for e in [*(p.events or []), *([p.event] if p.event else [])]:
+        if e not in out:
+            out.append(e)
+    return out
+
+
+def _policies(ref: str, where: str, policies: list[LifecyclePolicy] | None) -> list[JobProblem]:
+    """Volcano's validatePolicies over the typed entries (``api/models.py: LifecyclePolicy``): stops at the first
+    bad policy, as the webhook does."""
     out: list[JobProblem] = []
     seen: set[str] = set()
     codes: set[int] = set()
-    for i, p in enumerate(policies):
+    for i, m in enumerate(policies or []):
         at = f"{where}.policies[{i}]"
-        if not isinstance(p, dict):
-            return [*out, JobProblem(ref, at, "must be a mapping")]
-        events = policy_events(p)
-        code = p.get("exitCode")
+        events = _typed_events(m)
+        code = m.exitCode
         if events and code is not None:
             return [*out, JobProblem(ref, at, "must not specify event and exitCode simultaneously")]
         if not events and code is None:
@@ -94,157 +97,163 @@ def _policies(ref: str, where: str, policies: Any) -> list[JobProblem]:
                 if not POLICY_EVENTS.get(e, False):
                     return [*out, JobProblem(ref, f"{at}.event", f"invalid policy event {e!r} (allowed: "
                                                                    f"{', '.join(ALLOWED_EVENTS)})")]
-                action = p.get("action")
+                action = m.action
                 if not POLICY_ACTIONS.get(str(action), False):
                     return [*out, JobProblem(ref, f"{at}.action", f"invalid policy action {action!r} (allowed: "
                                                                     f"{', '.join(ALLOWED_ACTIONS)})")]
                 if e in seen:
                     return [*out, JobProblem(ref, f"{at}.event", f"duplicate event {e!r} across different policy")]
                 seen.add(e)
-        else:
-            c = _int(code)
-            if c is None or c == 0:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
-            if c in codes:
-                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {c}")]
-            codes.add(c)
+        elif code == 0:
+            return [*out, JobProblem(ref, f"{at}.exitCode", f"{code!r} is not a valid error code")]
+        elif code is not None:
+            if code in codes:
+                return [*out, JobProblem(ref, f"{at}.exitCode", f"duplicate exitCode {code}")]
+            codes.add(code)
     if "*" in seen and len(seen) > 1:
         out.append(JobProblem(ref, f"{where}.policies", "if there's * here, no other policy should be here"))
     return out
 
 
-def _network_topology(ref: str, at: str, nt: Any) -> list[JobProblem]:
-    """A job's or a partition's ``networkTopology``: the CRD's schema (mode hard or soft, ``highestTierAllowed``
-    >= 0, ``highestTierName`` at most 253 characters) and the webhook's ``validateNetworkTopology`` (not both)."""
+def _both_tiers(nt: JobNetworkTopology | None) -> bool:
+    return nt is not None and nt.highestTierAllowed is not None and bool(nt.highestTierName)
+
+
+def _network_topology(ref: str, at: str, nt: JobNetworkTopology | None) -> list[JobProblem]:
+    """A job's or a partition's ``networkTopology`` (typed by ``api/job_model.py: JobNetworkTopology``): the CRD's
+    ``highestTierAllowed`` >= 0 and the webhook's ``validateNetworkTopology`` (not both)."""
     if nt is None:
         return []
-    if not isinstance(nt, dict):
-        return [JobProblem(ref, at, "must be a mapping")]
     out: list[JobProblem] = []
-    if nt.get("mode") not in (None, "", "hard", "soft"):
-        out.append(JobProblem(ref, f"{at}.mode", f"must be hard or soft, got {nt['mode']!r}"))
-    tier = nt.get("highestTierAllowed")
-    if tier is not None and (_int(tier) is None or (_int(tier) or 0) < 0):
-        out.append(JobProblem(ref, f"{at}.highestTierAllowed", f"must be an integer >= 0, got {tier!r}"))
-    name = nt.get("highestTierName")
-    if name is not None and (not isinstance(name, str) or len(name) > 253):
-        out.append(JobProblem(ref, f"{at}.highestTierName", "must be a string of at most 253 characters"))
-    if tier is not None and name:
+    if nt.highestTierAllowed is not None and nt.highestTierAllowed < 0:
+        out.append(JobProblem(ref, f"{at}.highestTierAllowed", f"must be an integer >= 0, got "
+                                                               f"{nt.highestTierAllowed!r}"))
+    if _both_tiers(nt):
         out.append(JobProblem(ref, at, "must not specify 'highestTierAllowed' and 'highestTierName' in "
                                        "networkTopology simultaneously"))
     return out
 
 
-def _partition_policy(ref: str, at: str, task: Mapping[str, Any], replicas: int) -> list[JobProblem]:
+def _partition_policy(ref: str, at: str, task: Task, replicas: int, job_name: str) -> list[JobProblem]:
     """A task's ``partitionPolicy``: the CRD's minimums (totalPartitions and partitionSize >= 1, minPartitions >=
     0) and the webhook's ``validatePartitionPolicy``, which stops at the first of: totalPartitions and
     partitionSize positive, replicas = totalPartitions * partitionSize, and (when minPartitions is set)
     minAvailable = minPartitions * partitionSize; then the partition's networkTopology."""
-    pp = task.get("partitionPolicy")
+    pp = task.partitionPolicy
     if pp is None:
         return []
     where = f"{at}.partitionPolicy"
-    if not isinstance(pp, dict):
-        return [JobProblem(ref, where, "must be a mapping")]
-    total, size = _int(pp.get("totalPartitions", 0)), _int(pp.get("partitionSize", 0))
-    min_parts = _int(pp.get("minPartitions", 0))
-    name = task.get("name") or ""
+    total, size, min_parts = pp.totalPartitions or 0, pp.partitionSize or 0, pp.minPartitions or 0
+    name = task.name or ""
     out: list[JobProblem] = []
-    if min_parts is None or min_parts < 0:
-        out.append(JobProblem(ref, f"{where}.minPartitions", f"must be >= 0, got {pp.get('minPartitions')!r}"))
+    if min_parts < 0:
+        out.append(JobProblem(ref, f"{where}.minPartitions", f"must be >= 0, got {min_parts!r}"))
         min_parts = 0
-    tmin = _int(task["minAvailable"]) if task.get("minAvailable") is not None else None
-    if total is None or total <= 0:
+    tmin = task.minAvailable
+    if total <= 0:
         out.append(JobProblem(ref, f"{where}.totalPartitions", f"'TotalPartitions' must be greater than 0 in task: "
                                                                f"{name}"))
-    elif size is None or size <= 0:
+    elif size <= 0:
         out.append(JobProblem(ref, f"{where}.partitionSize", f"'PartitionSize' must be greater than 0 in task: "
                                                              f"{name}"))
     elif replicas != total * size:
         out.append(JobProblem(ref, f"{where}", f"'Replicas' ({replicas}) are not equal to TotalPartitions*"
                                                f"PartitionSize ({total}*{size}) in task: {name}"))
+    elif tmin is None and min_parts > 0 and min_parts * size > replicas:
+        # the job webhook's mutateSpec sets a task's missing minAvailable to minPartitions * partitionSize, and
+        # validateJobCreate then refuses a minAvailable above the replicas (admit_job.go); without it the
+        # PodGroup would ask for more partitions than exist and pend forever
+        out.append(JobProblem(ref, f"{where}.minPartitions", f"'minAvailable' is greater than 'replicas' in task: "
+                                                             f"{name}, job: {job_name} (minAvailable defaults to "
+                                                             f"MinPartitions*PartitionSize = {min_parts}*{size}, "
+                                                             f"replicas are {replicas})"))
     elif tmin is not None and min_parts > 0 and min_parts * size != tmin:
         out.append(JobProblem(ref, f"{where}.minPartitions", f"'MinAvailable' ({tmin}) is not equal to "
                                                              f"MinPartitions*PartitionSize ({min_parts}*{size}) in "
                                                              f"task: {name}"))
-    return out + _network_topology(ref, f"{where}.networkTopology", pp.get("networkTopology"))
+    return out + _network_topology(ref, f"{where}.networkTopology", pp.networkTopology)
 
 
-def _plugins(ref: str, job: Mapping[str, Any], known_plugins: Iterable[str] | None) -> list[JobProblem]:
-    """``spec.plugins``: every name one of Volcano's job plugins (``validateJobCreate``: "unable to find job
-    plugin"); the mpi plugin's master task among the tasks (the same function); and, where Volcano only logs a
-    flag-parse failure when the controller builds the plugin (``addFlags``) and goes on with the defaults, each
-    plugin's arguments parsing (``api/job_plugin_args.py``), and the ray plugin's head task existing (Volcano's
-    controller fails every pod creation without it): such a Job is refused here, with Go's message."""
-    plugins = job["spec"].get("plugins")
-    if plugins in (None, {}):
+def _plugins(ref: str, job: Job, known_plugins: Iterable[str] | None) -> list[JobProblem]:
+    """``spec.plugins`` (typed: a map of plugin name to a list of string arguments): every name one of Volcano's
+    job plugins (``validateJobCreate``: "unable to find job plugin"); the mpi plugin's master task among the
+    tasks (the same function); and, where Volcano only logs a flag-parse failure when the controller builds the
+    plugin (``addFlags``) and goes on with the defaults, each plugin's arguments parsing
+    (``api/job_plugin_args.py``), and the ray plugin's head task existing (Volcano's controller fails every pod
+    creation without it): such a Job is refused here, with Go's message."""
+    plugins = job.spec.plugins
+    if not plugins:
         return []
-    if not isinstance(plugins, dict):
-        return [JobProblem(ref, "spec.plugins", "must be a mapping of plugin name to its list of arguments")]
     known = set(VOLCANO_PLUGINS if known_plugins is None else known_plugins)
-    tasks = job["spec"].get("tasks")
-    names = {t.get("name") or f"task{i}" for i, t in enumerate(tasks) if isinstance(t, dict)} \
-        if isinstance(tasks, list) else set()
+    names = {t.name or f"task{i}" for i, t in enumerate(job.spec.tasks or [])}
     out: list[JobProblem] = []
     for name, args in plugins.items():
         if name not in known:
             out.append(JobProblem(ref, "spec.plugins", f"unable to find job plugin {name!r} (known: "
                                                        f"{', '.join(sorted(known))})"))
             continue
-        parsed = parse(str(name), args)
+        parsed = parse(name, args)
         if parsed.error:
             out.append(JobProblem(ref, f"spec.plugins.{name}", f"plugin {name} flagset parse failed, err: "
                                                                f"{parsed.error}"))
         elif name == "mpi" and parsed.text("master") not in names:
             out.append(JobProblem(ref, "spec.plugins.mpi", "The specified mpi master task was not found"))
         elif name == "ray" and parsed.text("head") not in names:
-            out.append(JobProblem(ref, "spec.plugins.ray", f"job {job['metadata']['name']} doesn't have head task "
+            out.append(JobProblem(ref, "spec.plugins.ray", f"job {job.metadata.name} doesn't have head task "
                                                            f"{parsed.text('head')}"))
     return out
+
+
+def typed_job(job: Mapping[str, Any], model: type[Job] = Job) -> Job | JobProblem:
+    """``job`` through the boundary (``api/job_model.py``): the typed Job, or the first type mistake as a
+    problem naming the Job and the field."""
+    try:
+        return model.model_validate(job)
+    except ValidationError as exc:
+        path, msg = first_error(exc)
+        return JobProblem(job_ref(job), field_path((path or "(object)").replace(".[", "[")), msg)
 
 
 def job_update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[JobProblem]:
     """Why Volcano's webhook refuses changing Job ``old`` into ``new`` (``admit_job.go: validateJobUpdate``, which
     stops at the first problem): a task's replicas and minAvailable, the job's minAvailable and its priority
     class may change, within the create-time bounds; tasks may not be added or removed; nothing else under
-    ``spec`` may change (a task's template, the queue, the plugins, the policies...)."""
+    ``spec`` may change (a task's template, the queue, the plugins, the policies...).  Both Jobs are typed first
+    (``api/job_model.py``)."""
     ref = job_ref(new)
-    ospec, nspec = old.get("spec"), new.get("spec")
-    if not isinstance(ospec, dict) or not isinstance(nspec, dict):
-        return [JobProblem(ref, "spec", "is required")]
-    otasks, ntasks = ospec.get("tasks") or [], nspec.get("tasks") or []
-    if not isinstance(otasks, list) or not isinstance(ntasks, list) or \
-            not all(isinstance(t, dict) for t in [*otasks, *ntasks]):
-        return [JobProblem(ref, "spec.tasks", "must be a list of tasks")]
+    typed_new, typed_old = typed_job(new), typed_job(old)
+    if isinstance(typed_new, JobProblem):
+        return [typed_new]
+    if isinstance(typed_old, JobProblem):
+        return [JobProblem(ref, f"(the stored Job) {typed_old.field}", typed_old.problem)]
+    otasks, ntasks = typed_old.spec.tasks or [], typed_new.spec.tasks or []
     total = 0
     for i, t in enumerate(ntasks):
-        at, name = f"spec.tasks[{i}]", t.get("name") or ""
-        replicas = _int(t.get("replicas", 1))
-        if replicas is None or replicas < 0:
+        at, name = f"spec.tasks[{i}]", t.name or ""
+        replicas = t.replicas
+        if replicas < 0:
             return [JobProblem(ref, f"{at}.replicas", f"'replicas' must be >= 0 in task: {name}")]
-        if t.get("minAvailable") is not None:
-            tmin = _int(t["minAvailable"])
-            if tmin is None or tmin < 0:
+        if t.minAvailable is not None:
+            if t.minAvailable < 0:
                 return [JobProblem(ref, f"{at}.minAvailable", f"'minAvailable' must be >= 0 in task: {name}")]
-            if tmin > replicas:
+            if t.minAvailable > replicas:
                 return [JobProblem(ref, f"{at}.minAvailable", f"'minAvailable' must be <= 'replicas' in task: "
                                                               f"{name}")]
-        partition = _partition_policy(ref, at, t, replicas)
+        partition = _partition_policy(ref, at, t, replicas, typed_new.metadata.name)
         if partition:
             return partition[:1]
         total += replicas
-    min_available = _int(nspec.get("minAvailable", 0))
-    if min_available is not None and min_available > total:
+    min_available = typed_new.spec.minAvailable or 0
+    if min_available > total:
         return [JobProblem(ref, "spec.minAvailable", "job 'minAvailable' must not be greater than total replicas")]
-    if min_available is None or min_available < 0:
+    if min_available < 0:
         return [JobProblem(ref, "spec.minAvailable", "job 'minAvailable' must be >= 0")]
-    nt = nspec.get("networkTopology")
-    if isinstance(nt, dict) and nt.get("highestTierAllowed") is not None and nt.get("highestTierName"):
+    if _both_tiers(typed_new.spec.networkTopology):
         return [JobProblem(ref, "spec.networkTopology", "must not specify 'highestTierAllowed' and "
                                                         "'highestTierName' in networkTopology simultaneously")]
     if len(otasks) != len(ntasks):
         return [JobProblem(ref, "spec.tasks", "job updates may not add or remove tasks")]
-    if _frozen_spec(ospec) != _frozen_spec(nspec):
+    if _frozen_spec(old["spec"]) != _frozen_spec(new["spec"]):
         return [JobProblem(ref, "spec", "job updates may not change fields other than `minAvailable`, "
                                         "`tasks[*].replicas under spec` and `PriorityClassName`")]
     return []
@@ -257,9 +266,9 @@ def _frozen_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in spec.items() if k not in ("minAvailable", "priorityClassName")}
     out["tasks"] = [{k: v for k, v in t.items() if k not in ("replicas", "minAvailable")}
                     for t in spec.get("tasks") or []]
-    if isinstance(spec.get("volumes"), list):
+    if spec.get("volumes"):
         out["volumes"] = [{k: v for k, v in vol.items() if not (k == "volumeClaimName" and vol.get("volumeClaim"))}
-                          if isinstance(vol, dict) else vol for vol in spec["volumes"]]
+                          for vol in spec["volumes"]]
     return out
 
 
@@ -270,79 +279,67 @@ def job_ref(job: Mapping[str, Any]) -> str:
 
 
 def job_problems(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]] | Iterable[str] | None = None,
-                 known_plugins: Iterable[str] | None = None) -> list[JobProblem]:
-    """Everything wrong with a Job, in the webhook's order (validateJobCreate).  ``queues``: the Queue objects by
-    name (their state is checked too) or just the names that exist; None skips the queue checks.
-    ``known_plugins``: the job plugins (``spec.plugins``) there are; None: Volcano's."""
+                 known_plugins: Iterable[str] | None = None, model: type[Job] = Job) -> list[JobProblem]:
+    """Everything wrong with a Job, in the webhook's order (validateJobCreate), after the Job passed the typed
+    boundary (``model``: ``api/job_model.py: Job``, or the simulator's ``WorkloadJob``; a type mistake is the one
+    problem).  ``queues``: the Queue objects by name (their state is checked too) or just the names that exist;
+    None skips the queue checks.  ``known_plugins``: the job plugins (``spec.plugins``) there are; None: Volcano's."""
+    typed = typed_job(job, model)
+    if isinstance(typed, JobProblem):
+        return [typed]
     ref = job_ref(job)
-    meta = job.get("metadata")
-    if not isinstance(meta, dict) or not meta.get("name"):
-        return [JobProblem(ref, "metadata.name", "is required")]
-    spec = job.get("spec")
-    if not isinstance(spec, dict):
-        return [JobProblem(ref, "spec", "is required")]
-    out: list[JobProblem] = _network_topology(ref, "spec.networkTopology", spec.get("networkTopology"))
-    min_available = _int(spec.get("minAvailable", 0))
-    if min_available is None or min_available < 0:
-        out.append(JobProblem(ref, "spec.minAvailable", f"must be >= 0, got {spec.get('minAvailable')!r}"))
+    name = typed.metadata.name
+    if len(name) > 63 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        # the API server's object name rule (a DNS-1123 subdomain) and the webhook's validateJobName
+        # (IsQualifiedName: at most 63 characters), both in one message
+        return [JobProblem(ref, "metadata.name", f"create job with name {name[:80]!r} validate failed: a "
+                                                 "lower case DNS-1123 name of at most 63 characters is required")]
+    spec = typed.spec
+    out: list[JobProblem] = _network_topology(ref, "spec.networkTopology", spec.networkTopology)
+    min_available = spec.minAvailable or 0
+    if min_available < 0:
+        out.append(JobProblem(ref, "spec.minAvailable", f"must be >= 0, got {min_available!r}"))
     for f in ("maxRetry", "ttlSecondsAfterFinished"):
-        v = _int(spec[f]) if spec.get(f) is not None else 0
-        if v is None or v < 0:
-            out.append(JobProblem(ref, f"spec.{f}", f"must be >= 0, got {spec[f]!r}"))
-    tasks = spec.get("tasks")
-    if not isinstance(tasks, list) or not tasks:
+        v = getattr(spec, f)
+        if v is not None and v < 0:
+            out.append(JobProblem(ref, f"spec.{f}", f"must be >= 0, got {v!r}"))
+    tasks = spec.tasks or []
+    if not tasks:
         out.append(JobProblem(ref, "spec.tasks", "no task specified in job spec"))
-        tasks = []
     total = 0
     names: set[str] = set()
     for i, t in enumerate(tasks):
         at = f"spec.tasks[{i}]"
-        if not isinstance(t, dict):
-            out.append(JobProblem(ref, at, "must be a mapping"))
-            continue
-        name = t.get("name") or ""
-        if name:
-            if not isinstance(name, str) or not _DNS1123_LABEL.match(name) or len(name) > 63:
-                out.append(JobProblem(ref, f"{at}.name", f"{name!r} must be a DNS-1123 label (lower case letters, "
+        tname = t.name or ""
+        if tname:
+            if not _DNS1123_LABEL.fullmatch(tname) or len(tname) > 63:
+                out.append(JobProblem(ref, f"{at}.name", f"{tname!r} must be a DNS-1123 label (lower case letters, "
                                                          "digits and '-')"))
-            elif name in names:
-                out.append(JobProblem(ref, f"{at}.name", f"duplicated task name {name!r}"))
-            names.add(str(name))
-        replicas = _int(t.get("replicas", 1))
-        if replicas is None or replicas < 0:
-            out.append(JobProblem(ref, f"{at}.replicas", f"must be >= 0, got {t.get('replicas')!r}"))
+            elif tname in names:
+                out.append(JobProblem(ref, f"{at}.name", f"duplicated task name {tname!r}"))
+            names.add(tname)
+        replicas = t.replicas
+        if replicas < 0:
+            out.append(JobProblem(ref, f"{at}.replicas", f"must be >= 0, got {replicas!r}"))
             replicas = 0
         total += replicas
-        if t.get("minAvailable") is not None:
-            tmin = _int(t["minAvailable"])
-            if tmin is None or tmin < 0:
-                out.append(JobProblem(ref, f"{at}.minAvailable", f"must be >= 0, got {t['minAvailable']!r}"))
-            elif tmin > replicas:
-                out.append(JobProblem(ref, f"{at}.minAvailable", f"({tmin}) is greater than replicas ({replicas})"))
-        template = t.get("template")
-        pod_spec = template.get("spec") if isinstance(template, dict) else None
-        if not isinstance(pod_spec, dict) or not pod_spec.get("containers"):
+        if t.minAvailable is not None:
+            if t.minAvailable < 0:
+                out.append(JobProblem(ref, f"{at}.minAvailable", f"must be >= 0, got {t.minAvailable!r}"))
+            elif t.minAvailable > replicas:
+                out.append(JobProblem(ref, f"{at}.minAvailable", f"({t.minAvailable}) is greater than replicas "
+                                                                 f"({replicas})"))
+        if t.template is None or t.template.spec is None:
             out.append(JobProblem(ref, f"{at}.template.spec.containers", "at least one container is required"))
-        else:
-            for ci, c in enumerate(pod_spec["containers"]):
-                res = (c or {}).get("resources") if isinstance(c, dict) else None
-                for kind in ("requests", "limits"):
-                    amounts = (res or {}).get(kind) if isinstance(res, dict) else None
-                    for rname, q in (amounts.items() if isinstance(amounts, dict) else ()):
-                        try:
-                            amount(str(rname), q)
-                        except QuantityError as exc:
-                            out.append(JobProblem(ref, f"{at}.template.spec.containers[{ci}].resources.{kind}."
-                                                       f"{rname}", str(exc)))
-        out += _partition_policy(ref, at, t, replicas)
-        out += _policies(ref, at, t.get("policies"))
-    if min_available is not None and min_available > total:
+        out += _partition_policy(ref, at, t, replicas, name)
+        out += _policies(ref, at, t.policies)
+    if min_available > total:
         out.append(JobProblem(ref, "spec.minAvailable", f"({min_available}) should not be greater than total "
                                                         f"replicas in tasks ({total})"))
-    out += _policies(ref, "spec", spec.get("policies"))
-    out += _plugins(ref, job, known_plugins)
+    out += _policies(ref, "spec", spec.policies)
+    out += _plugins(ref, typed, known_plugins)
     if queues is not None:
-        qname = spec.get("queue") or "default"
+        qname = spec.queue or "default"
         if isinstance(queues, Mapping):
             q = queues.get(qname)
             if q is None:

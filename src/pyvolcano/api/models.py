@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from pyvolcano.api import devices
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import ManifestError, QuantityError
 
@@ -33,6 +35,51 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 PRIORITY_MAX = 2_000_001_000
 #: counts (minMember, replicas, minTaskMember) above this are a mistake, not a workload
 MAX_COUNT = 1_000_000
+#: the largest time in seconds (either side of 1970) an object or option may name: about the year 5138, so that
+#: every accepted time, and a time plus an accepted duration (``sim/options.py``), stays within what ``datetime``
+#: formats (the year 9999, 2.5e11 s) and a report can print it
+MAX_TIME = 1e11
+
+#: an integer as Go's ``strconv.Atoi`` and apimachinery read one: ASCII digits with an optional sign.  Python's
+#: ``int`` also takes any Unicode digit (``int("٣") == 3``) and underscores (``int("1_0") == 10``), which no
+#: Kubernetes field accepts
+_ASCII_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def go_int(text: object) -> int | None:
+    """``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it (ASCII digits, an optional sign, no blanks,
+    within int64), or None: how Kubernetes reads a node label for a ``Gt``/``Lt`` selector."""
+    if not isinstance(text, str) or not _ASCII_INT.fullmatch(text):
+        return None
+    n = int(text, 10)
+    return n if -(2**63) <= n < 2**63 else None
+
+
+def ascii_int(text: str) -> int:
+    """``text`` (surrounding blanks allowed) as an integer of ASCII digits; ValueError naming it otherwise."""
+    t = text.strip()
+    if not _ASCII_INT.fullmatch(t):
+        raise ValueError(f"{text[:80]!r} is not an integer")
+    return int(t, 10)
+
+
+def seconds(value: object) -> float:
+    """A duration or time in seconds, as a workload, a CSV row or an annotation writes one: a finite number >= 0
+    and at most ``MAX_TIME`` (beyond it float time stops advancing by a second), ASCII digits only; ValueError
+    naming the value otherwise."""
+    if isinstance(value, bool) or (isinstance(value, str) and (not value.isascii() or "_" in value)):
+        raise ValueError(f"{str(value)[:80]!r} is not a number of seconds (ASCII digits)")
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{value!r} is not a finite number of seconds")
+    if x < 0:
+        raise ValueError(f"{value!r} is negative")
+    if x > MAX_TIME:
+        raise ValueError(f"{value!r} is more than {MAX_TIME:g} seconds")
+    return x
 
 
 def _quantity(v: Any) -> Any:
@@ -76,10 +123,7 @@ def _integer(lo: int, hi: int) -> Any:
         elif isinstance(v, int):
             n = v
         elif isinstance(v, str):
-            try:
-                n = int(v.strip(), 10)
-            except ValueError:
-                raise ValueError(f"{v!r} is not an integer") from None
+            n = ascii_int(v)
         else:
             raise ValueError(f"{v!r} is not an integer")
         if not lo <= n <= hi:
@@ -104,14 +148,14 @@ def _time(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError(f"{v!r} is not an RFC 3339 time")
     if isinstance(v, int | float):
-        if not math.isfinite(v) or abs(v) > 1e11:
+        if not math.isfinite(v) or abs(v) > MAX_TIME:
             raise ValueError(f"{v!r} is not a time")
         return v
     if isinstance(v, str):
         try:
-            datetime.fromisoformat(v.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{v!r} is not an RFC 3339 time") from None
+            datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError):  # OverflowError: year 1 with a positive offset
+            raise ValueError(f"{v[:80]!r} is not an RFC 3339 time") from None
         return v
     raise ValueError(f"{v!r} is not an RFC 3339 time")
 
@@ -123,15 +167,23 @@ Count = Annotated[int, _integer(0, MAX_COUNT)]
 Scalar = Annotated[Any, BeforeValidator(_scalar)]
 StringMap = dict[str, Scalar]
 Time = Annotated[Any, BeforeValidator(_time)]
+#: true or false as JSON has them: not 1, not "yes" (pydantic's lax mode reads both as true; the API server does not)
+Bool = Annotated[bool, Field(strict=True)]
+#: a string as JSON has one: not a number YAML wrote unquoted
+Text = Annotated[str, Field(strict=True)]
 
 
 class _M(BaseModel):
     model_config = ConfigDict(extra="allow", strict=False, populate_by_name=True)
 
 
+#: a namespace's name: a DNS-1123 label (apimachinery's ``ValidateNamespaceName``); null or "" is the default one
+NamespaceName = Annotated[str, Field(max_length=63, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$")]
+
+
 class Metadata(_M):
     name: str = Field(min_length=1)
-    namespace: str | None = None
+    namespace: NamespaceName | None = None
     labels: StringMap | None = None
     annotations: StringMap | None = None
     creationTimestamp: Time = None
@@ -166,7 +218,7 @@ class PodConditionM(_M):
 
 class NodeSpecM(_M):
     taints: list[Taint] | None = None
-    unschedulable: bool | None = None
+    unschedulable: Bool | None = None
 
 
 class NodeStatus(_M):
@@ -183,7 +235,23 @@ class Node(_Obj):
     def _has_resources(self) -> Node:
         if not (self.status and (self.status.allocatable or self.status.capacity)):
             raise ValueError("status.allocatable: is required (no resources to schedule on)")
+        _device_annotations(self.metadata.annotations, (
+            (devices.VGPU_REGISTER, devices.parse_vgpu_register),
+            (devices.UNHEALTHY_GPU_IDS, devices.parse_unhealthy_ids)))
         return self
+
+
+def _device_annotations(ann: dict[str, Any] | None, parsers: tuple[tuple[str, Any], ...]) -> None:
+    """The GPU device annotations Volcano's deviceshare reads (``api/devices.py``) must parse: Volcano would drop
+    the node's devices, or leave a pod's device use uncounted (so its GPU is given twice)."""
+    if not ann:
+        return
+    for key, parse in parsers:
+        if key in ann and ann[key] is not None:
+            try:
+                parse(str(ann[key]))
+            except ValueError as exc:
+                raise ValueError(f"metadata.annotations.{key}: {exc}") from None
 
 
 # --- Pod ----------------------------------------------------------------------------------------------
@@ -199,7 +267,7 @@ class Requirement(_M):
     def _values_fit_operator(self) -> Requirement:
         values = self.values or []
         if self.operator in ("Gt", "Lt"):
-            if len(values) != 1 or not str(values[0]).lstrip("-").isdigit() or not str(values[0]).isascii():
+            if len(values) != 1 or isinstance(values[0], bool) or go_int(str(values[0])) is None:
                 raise ValueError(f"values: {self.operator} needs exactly one integer value")
         elif self.operator in ("In", "NotIn") and not values:
             raise ValueError(f"values: {self.operator} needs at least one value")
@@ -318,6 +386,19 @@ class Pod(_Obj):
     spec: PodSpec
     status: PodStatus | None = None
 
+    @model_validator(mode="after")
+    def _device_requests(self) -> Pod:
+        """A device annotation that does not parse, and a ``volcano.sh/vgpu-number`` of 0 (Volcano would place the
+        pod on no GPU at all, ``devices.ExtractResourceRequest``), are refused, naming the field."""
+        _device_annotations(self.metadata.annotations, (
+            (devices.VGPU_IDS, devices.decode_pod_devices), (devices.GPU_INDEX, devices.parse_gpu_index)))
+        for k, c in enumerate(self.spec.containers):
+            lim = c.resources.limits if c.resources else None
+            if lim and devices.VGPU_NUMBER in lim and parse_quantity(lim[devices.VGPU_NUMBER]) < 1:
+                raise ValueError(f"spec.containers[{k}].resources.limits.{devices.VGPU_NUMBER}: must be at least 1, "
+                                 f"got {lim[devices.VGPU_NUMBER]!r}")
+        return self
+
 
 # --- Volcano: PodGroup, Queue -------------------------------------------------------------------------
 class NetworkTopologySpec(_M):
@@ -373,15 +454,35 @@ class Guarantee(_M):
     resource: ResourceList | None = None
 
 
+#: a node group's name: the value of a node's ``volcano.sh/nodegroup-name`` label (a label value: at most 63
+#: characters), never null, a number or an empty string
+NodeGroupName = Annotated[str, Field(strict=True, min_length=1, max_length=63)]
+
+
+class NodeGroupTerms(_M):
+    """One side of a Queue's node-group affinity (the Queue CRD's ``nodeGroupAffinity`` /
+    ``nodeGroupAntiAffinity``, ``volcano.sh/apis scheduling/v1beta1 NodeGroupAffinity``): lists of group names."""
+
+    requiredDuringSchedulingIgnoredDuringExecution: list[NodeGroupName] | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[NodeGroupName] | None = None
+
+
+class QueueAffinity(_M):
+    """A Queue's ``spec.affinity`` (``scheduling/v1beta1 Affinity``), read by the nodegroup plugin."""
+
+    nodeGroupAffinity: NodeGroupTerms | None = None
+    nodeGroupAntiAffinity: NodeGroupTerms | None = None
+
+
 class QueueSpec(_M):
     weight: Annotated[int, _integer(0, MAX_COUNT)] | None = None
     capability: ResourceList | None = None
     deserved: ResourceList | None = None
     guarantee: Guarantee | None = None
-    reclaimable: bool | None = None
+    reclaimable: Bool | None = None
     parent: str | None = None
     priority: Int32 | None = None
-    affinity: dict[str, Any] | None = None
+    affinity: QueueAffinity | None = None
     state: Literal["Open", "Closed", "Closing", "Unknown", ""] | None = None
 
 
@@ -394,10 +495,26 @@ class Queue(_Obj):
     status: QueueStatus | None = None
 
 
+# --- Volcano: a vcjob's lifecycle policies ------------------------------------------------------------
+
+
+class LifecyclePolicy(_M):
+    """One entry of a vcjob's ``spec.policies`` or a task's ``policies`` (``volcano.sh/apis batch/v1alpha1
+    LifecyclePolicy``): ``event`` and ``events`` are event names (strings), ``action`` an action name,
+    ``exitCode`` an int32, ``timeout`` a duration string.  Which names and combinations are allowed is the job
+    webhook's ``validatePolicies`` (``api/job_validate.py``), which reads this typed entry."""
+
+    event: Text | None = None
+    events: list[Text] | None = None
+    action: Text | None = None
+    exitCode: Int32 | None = None
+    timeout: Text | None = None
+
+
 # --- PriorityClass, PodDisruptionBudget, ResourceQuota ------------------------------------------------
 class PriorityClass(_Obj):
     value: Annotated[int, _integer(INT32_MIN, PRIORITY_MAX)] = 0
-    globalDefault: bool | None = None
+    globalDefault: Bool | None = None
 
 
 class PDBSpec(_M):
@@ -502,6 +619,13 @@ class LabelDiscoverySource(_M):
     networkTopologyTypes: dict[str, list[NodeLabel]] | None = None
 
 
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """The first mistake pydantic found: the field's path (``spec.tasks[0].replicas``, "" for the object itself)
+    and the project's message for it."""
+    err = exc.errors(include_url=False)[0]
+    return _path(tuple(err["loc"])), _message(err)
+
+
 def validate_model(model: type[BaseModel], data: Any, where: str, prefix: str = "") -> Any:
     """``model.model_validate(data)``; a mistake is a ManifestError naming ``where`` and the field."""
     try:
@@ -575,6 +699,8 @@ def _message(err: Any) -> str:
     if kind in _WANT:
         got = err.get("input")
         return f"must be {_WANT[kind]}, got {type(got).__name__ if isinstance(got, dict | list) else repr(got)[:80]}"
+    if kind == "string_pattern_mismatch":
+        return f"{str(err.get('input'))[:80]!r} does not match {err.get('ctx', {}).get('pattern', '?')}"
     if kind == "literal_error":
         return f"{err.get('input')!r} is not one of {err.get('ctx', {}).get('expected', '?')}"
     return str(err["msg"]).removeprefix("Value error, ")[:300]

@@ -10,17 +10,22 @@ not negative) and to logging (a cpuset that does not parse) made errors naming t
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BeforeValidator
+
+from pyvolcano.api.models import _M, Metadata, Quantity, Text, _integer, validate_model
 from pyvolcano.api.quantity import to_milli
-from pyvolcano.errors import ManifestError
 
 CPU_MANAGER_POLICY = "CPUManagerPolicy"
 TOPOLOGY_MANAGER_POLICY = "TopologyManagerPolicy"
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+#: ASCII digits only (``\d`` would take "٣" as 3, which Go's ``strconv.Atoi`` in ``cpuset.Parse`` refuses)
+_RANGE = re.compile(r"^\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?$")
+#: CPU ids above this are a mistake, not a machine (Linux's NR_CPUS is at most 8192); ``0-999999999`` would
+#: otherwise build a set of a billion ids
+MAX_CPU_ID = 65_535
 
 
 def parse_cpuset(text: str) -> frozenset[int]:
@@ -37,6 +42,8 @@ def parse_cpuset(text: str) -> frozenset[int]:
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise ValueError(f"{text!r} is not a cpuset: range {lo}-{hi} runs backwards")
+        if hi > MAX_CPU_ID:
+            raise ValueError(f"{text[:80]!r}: CPU id {hi} is above {MAX_CPU_ID}")
         out.update(range(lo, hi + 1))
     return frozenset(out)
 
@@ -68,65 +75,67 @@ class NumaInfo:
         return sorted({c.numa for c in self.cpus.values()})
 
 
-def _int(value: Any, where: str, fld: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or (
-            isinstance(value, float) and (not math.isfinite(value) or value != int(value))):
-        raise ManifestError(where, fld, f"must be an integer, got {value!r}")
-    if value < 0:
-        raise ManifestError(where, fld, f"must not be negative, got {value!r}")
-    return int(value)
+#: a count or an id of the object: an integer >= 0 (the CRD's schema; Volcano reads them as Go ints)
+_NonNegative = Annotated[int, _integer(0, 2**31 - 1)]
 
 
-def _map(value: Any, where: str, fld: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ManifestError(where, fld, f"must be a mapping, got {type(value).__name__}")
-    return value
+def _cpuset(v: Any) -> frozenset[int]:
+    if not isinstance(v, str):
+        raise ValueError(f"must be a string, got {v!r}")
+    return parse_cpuset(v)
+
+
+class _NumaResource(_M):
+    """One of ``spec.numares`` (``ResourceInfo``): the allocatable ids as a cpuset string, and the capacity."""
+
+    allocatable: Annotated[frozenset[int], BeforeValidator(_cpuset)] = frozenset()
+    capacity: _NonNegative = 0
+
+
+class _CPUDetail(_M):
+    numa: _NonNegative = 0
+    socket: _NonNegative = 0
+    core: _NonNegative = 0
+
+
+class _PodAllocation(_M):
+    uid: Text | None = None
+    namespace: Text | None = None
+    name: Text | None = None
+
+
+class _NumatopoSpec(_M):
+    policies: dict[str, Text] | None = None
+    numares: dict[str, _NumaResource] | None = None
+    #: CPU id (a key of ASCII digits, at most ``MAX_CPU_ID``) -> where the CPU is
+    cpuDetail: dict[Annotated[int, _integer(0, MAX_CPU_ID)], _CPUDetail] | None = None
+    resReserved: dict[str, Quantity] | None = None
+    podAllocations: list[_PodAllocation] | None = None
+
+
+class _Numatopology(_M):
+    """The typed ``Numatopology`` (``nodeinfo.volcano.sh/v1alpha1``, Volcano's ``apis nodeinfo/v1alpha1``)."""
+
+    metadata: Metadata
+    spec: _NumatopoSpec | None = None
 
 
 def parse_numatopology(obj: dict[str, Any]) -> NumaInfo:
-    """The object as the plugin reads it; ``ManifestError`` naming the object and field when it is malformed."""
-    md = obj.get("metadata") or {}
-    name = md.get("name")
-    if not isinstance(name, str) or not name:
-        raise ManifestError("Numatopology <unnamed>", "metadata.name", "is required")
-    where = f"Numatopology {name}"
-    spec = _map(obj.get("spec"), where, "spec")
-    info = NumaInfo(name)
-    for k, v in _map(spec.get("policies"), where, "spec.policies").items():
-        if not isinstance(v, str):
-            raise ManifestError(where, f"spec.policies.{k}", f"must be a string, got {v!r}")
-        info.policies[str(k)] = v
-    for res, ri in _map(spec.get("numares"), where, "spec.numares").items():
-        ri = _map(ri, where, f"spec.numares.{res}")
-        text = ri.get("allocatable", "")
-        if not isinstance(text, str):
-            raise ManifestError(where, f"spec.numares.{res}.allocatable", f"must be a string, got {text!r}")
-        try:
-            info.allocatable[str(res)] = parse_cpuset(text)
-        except ValueError as exc:
-            raise ManifestError(where, f"spec.numares.{res}.allocatable", str(exc)) from None
-        info.capacity[str(res)] = _int(ri.get("capacity", 0), where, f"spec.numares.{res}.capacity")
-    for cid, d in _map(spec.get("cpuDetail"), where, "spec.cpuDetail").items():
-        fld = f"spec.cpuDetail.{cid}"
-        try:
-            cpu = int(str(cid))
-        except ValueError:
-            raise ManifestError(where, fld, f"the key {cid!r} is not a CPU id") from None
-        if cpu < 0:
-            raise ManifestError(where, fld, f"the CPU id {cid!r} must not be negative")
-        d = _map(d, where, fld)
-        info.cpus[cpu] = CPUInfo(*(_int(d.get(k, 0), where, f"{fld}.{k}") for k in ("numa", "socket", "core")))
-    reserved = _map(spec.get("resReserved"), where, "spec.resReserved")
-    if "cpu" in reserved:
-        try:
-            info.reserved_cpu = to_milli(reserved["cpu"])
-        except (TypeError, ValueError) as exc:
-            raise ManifestError(where, "spec.resReserved.cpu", str(exc)) from None
-        if info.reserved_cpu < 0:
-            raise ManifestError(where, "spec.resReserved.cpu", f"must not be negative, got {reserved['cpu']!r}")
-    for i, pa in enumerate(spec.get("podAllocations") or []):
-        pa = _map(pa, where, f"spec.podAllocations[{i}]")
-        info.assigned.append((str(pa.get("uid") or ""), str(pa.get("namespace") or ""), str(pa.get("name") or "")))
+    """The object as the plugin reads it, through the typed model; ``ManifestError`` naming the object and field
+    when it is malformed."""
+    md = obj.get("metadata")
+    name = md.get("name") if isinstance(md, dict) else None
+    where = f"Numatopology {name}" if isinstance(name, str) and name else "Numatopology <unnamed>"
+    m: _Numatopology = validate_model(_Numatopology, obj, where)
+    spec = m.spec or _NumatopoSpec()
+    info = NumaInfo(m.metadata.name)
+    info.policies = dict(spec.policies or {})
+    for res, ri in (spec.numares or {}).items():
+        info.allocatable[res] = ri.allocatable
+        info.capacity[res] = ri.capacity
+    for cpu, d in (spec.cpuDetail or {}).items():
+        info.cpus[cpu] = CPUInfo(d.numa, d.socket, d.core)
+    if spec.resReserved and "cpu" in spec.resReserved:
+        info.reserved_cpu = to_milli(spec.resReserved["cpu"])
+    info.assigned = [(pa.uid or "", pa.namespace or "", pa.name or "") for pa in spec.podAllocations or []]
     return info

@@ -70,7 +70,8 @@ class ResourceIndex:
         """Vector from internal amounts; names missing from ``amounts`` get ``default``.
 
         Built as a list and made an array once: ``np.full`` and a NumPy item write per amount cost about twice
-        as much, twice per pod the cache converts (docs/performance.md, the race, round 7)."""
+        as much, twice per pod the cache converts (docs/performance.md,
+        "On a cluster: the drain"; the measurement is in the git history of that file)."""
         row = [default] * len(self.names)
         pos = self.pos
         for n, a in amounts.items():

@@ -41,7 +41,7 @@ from pyvolcano.errors import ManifestError
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.deltas import Lender, SettledView
 from pyvolcano.framework.incremental.records import Record
-from pyvolcano.framework.incremental.state import IncrementalState, LeftAlone, SnapshotCarry
+from pyvolcano.framework.incremental.state import CarriedValues, IncrementalState, LeftAlone, SnapshotCarry
 
 #: statuses that hold nothing on a node; a set: membership is cheap, IntFlag "&" runs Python code (the snapshot
 #: tests every task)
@@ -99,9 +99,10 @@ class Snapshot:
     #: node usage from a metrics source (Kubernetes mode, ``kube/node_metrics.py``): node name -> (cpu %,
     #: memory %, metrics time); None: no source (``plugins/_usage.py`` reads the snapshot's annotations)
     node_metrics: Mapping[str, tuple[float, float, float]] | None = None
-    #: state plugins keep from one session to the next of this cluster (the cache's own dict, shared by its
-    #: snapshots): what Volcano keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
-    plugin_memory: dict[str, Any] = field(default_factory=dict)
+    #: what plugins keep from one session to the next of this cluster whatever the memo, under typed
+    #: ``CarryKey`` slots (the cache's one object, shared by its snapshots, never read by the cache): what Volcano
+    #: keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
+    plugin_memory: CarriedValues = field(default_factory=CarriedValues)
     #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
     topology: Topology | None = None
     #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
@@ -208,7 +209,7 @@ class SchedulerCache:
         #: ``Snapshot.node_metrics``, set by the Kubernetes scheduler before each snapshot
         self.node_metrics: Mapping[str, tuple[float, float, float]] | None = None
         #: ``Snapshot.plugin_memory`` of every snapshot of this cache
-        self.plugin_memory: dict[str, Any] = {}
+        self.plugin_memory = CarriedValues()
 
     # --- bulk load ------------------------------------------------------------------------------------
     @classmethod

@@ -47,6 +47,15 @@ class SnapshotFile:
     config: str | None = None
     scenario: bool = False
 
+    def require_cluster(self) -> None:
+        """Refuse (UserError, exit 2) a file that holds no object a session reads and is no scenario file: every
+        command that reads a snapshot (``cycle``, ``queues``) applies this one rule."""
+        from pyvolcano.cache.cache import KINDS
+
+        if not self.scenario and not any(isinstance(o.get("kind"), str) and o["kind"] in KINDS for o in self.objects):
+            raise UserError(f"{self.source}: not a cluster snapshot: no Node, Pod, PodGroup or Queue objects "
+                            "(expected YAML manifests, a kind: List, or a scenario file with objects:)")
+
 
 def load_snapshot(path: str) -> SnapshotFile:
     """The objects of ``path`` (``-`` for stdin) and, for a scenario file, its embedded scheduler conf."""
@@ -65,3 +74,45 @@ def load_snapshot(path: str) -> SnapshotFile:
 
         conf = yaml.safe_dump(conf)
     return SnapshotFile(objects, source, conf, scenario=True)
+
+
+#: kinds that run pods through a controller: the scheduler reads their pods, never them
+_CONTROLLERS = frozenset({"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "ReplicationController", "CronJob"})
+#: kinds read by other parts of a cluster that have no bearing on one scheduling session
+_INERT = frozenset({"Service", "Endpoints", "EndpointSlice", "ConfigMap", "Secret", "ServiceAccount", "Event",
+                    "Ingress", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy",
+                    "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "LimitRange",
+                    "HorizontalPodAutoscaler", "Lease", "CustomResourceDefinition", "Command"})
+
+
+def unused_kinds(objects: list[dict[str, Any]], read: tuple[str, ...], source: str) -> str | None:
+    """One line naming the kinds in ``objects`` that the scheduler does not read (``read``: the kinds its cache
+    takes, ``cache/cache.py: KINDS``), with what to do instead, or None when every object is read.  The cache
+    passes such objects over without a word (Volcano's informers never list them); a user who put a Deployment
+    or a Volcano Job in a snapshot expects it to count, so ``cycle`` and ``explain`` say it once."""
+    import difflib
+    from collections import Counter
+
+    seen: Counter[str] = Counter()
+    for o in objects:
+        kind = o.get("kind")
+        if isinstance(kind, str) and kind not in read:
+            api = str(o.get("apiVersion") or "")
+            seen["vcjob" if kind == "Job" and api.startswith("batch.volcano.sh") else kind] += 1
+    if not seen:
+        return None
+    parts = []
+    for kind, n in sorted(seen.items()):
+        name = "Job (batch.volcano.sh)" if kind == "vcjob" else kind
+        if kind == "vcjob":
+            hint = ("a Volcano Job is run by its controller: give its pods and PodGroup (kubectl get pods,podgroups), "
+                    "or simulate it with pyvolcano simulate --workload")
+        elif kind in _CONTROLLERS or kind == "Job":
+            hint = "the scheduler reads pods, not their controller: give the pods (kubectl get pods -A -o yaml)"
+        elif kind in _INERT:
+            hint = "not used in scheduling"
+        else:
+            close = difflib.get_close_matches(kind, read, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else "not a kind the scheduler reads (" + ", ".join(read) + ")"
+        parts.append(f"{n} {name} ({hint})")
+    return f"{source}: not read by the scheduler: " + "; ".join(parts)

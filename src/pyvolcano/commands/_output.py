@@ -44,29 +44,3 @@ def pick_file(positional: str | None, filename: str | None, what: str) -> str:
     if not path:
         raise click.UsageError(f"no {what} given: pass a file (or - for stdin) as an argument or with -f")
     return path
-
-
-class Number(click.ParamType):
-    """A finite float in a range: click's FloatRange lets ``nan`` through (every comparison with NaN is false),
-    and a NaN period or time made the simulator loop forever; ``inf`` is refused unless ``allow_inf``."""
-
-    name = "number"
-
-    def __init__(self, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
-                 allow_inf: bool = False) -> None:
-        self.lo, self.hi, self.lo_open, self.allow_inf = lo, hi, lo_open, allow_inf
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        import math
-
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if math.isnan(x) or (math.isinf(x) and not self.allow_inf):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        if self.lo is not None and (x < self.lo or (self.lo_open and x == self.lo)):
-            self.fail(f"{value!r} must be {'>' if self.lo_open else '>='} {self.lo:g}", param, ctx)
-        if self.hi is not None and x > self.hi:
-            self.fail(f"{value!r} must be <= {self.hi:g}", param, ctx)
-        return x

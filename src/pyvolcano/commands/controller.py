@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("pyvolcano.controller")
 
 #: the controllers this command runs, by Volcano's names (``Name()`` of each in ``pkg/controllers``)
-KNOWN_CONTROLLERS = ("job-controller", "pg-controller", "queue-controller", "hyperNode-controller")
+KNOWN_CONTROLLERS = ("job-controller", "pg-controller", "queue-controller", "hyperNode-controller",
+                     "cronjob-controller", "jobflow-controller", "jobtemplate-controller")
 
 
 def controller_enabled(name: str, gates: list[str]) -> bool:
@@ -88,7 +89,8 @@ def register(group: click.Group) -> None:
                    leader_elect_renew_deadline: str, leader_elect_retry_period: str, listen_address: str,
                    identity: str | None, scheduler_names: tuple[str, ...], controller_configmap: str | None,
                    controller_gates: tuple[str, ...], verbose: int) -> None:
-        """Turn Volcano Jobs into PodGroups and Pods, keep Job, Queue and HyperNode status, discover HyperNodes."""
+        """Turn Volcano Jobs into PodGroups and Pods, keep Job, Queue and HyperNode status, discover HyperNodes, run
+        CronJobs and JobFlows."""
         from pyvolcano.kube.leader import LeaderElector
         from pyvolcano.kube.scheduler import default_identity
 
@@ -128,6 +130,8 @@ def _run(api: Any, me: str, on: set[str], cm: tuple[str, str], scheduler_names: 
     """Run the controllers named in ``on`` until SIGTERM/SIGINT or, with ``elector``, until the Lease is lost
     (then exit 1, as Volcano's controller manager does, so that a fresh replica campaigns)."""
     from pyvolcano.kube.controller import JobRunner
+    from pyvolcano.kube.flow_controller import NAMES as FLOW_CONTROLLERS
+    from pyvolcano.kube.flow_controller import FlowControllers
     from pyvolcano.kube.hypernode_controller import HyperNodeControllerRunner
     from pyvolcano.kube.metrics import ControllerMetrics, HealthServer
     from pyvolcano.kube.podgroup_controller import PodGroupController
@@ -140,7 +144,8 @@ def _run(api: Any, me: str, on: set[str], cm: tuple[str, str], scheduler_names: 
     queues = QueueController(api, recorder) if "queue-controller" in on else None
     podgroups = PodGroupController(api, scheduler_names) if "pg-controller" in on else None
     hypernodes = HyperNodeControllerRunner(api, cm) if "hyperNode-controller" in on else None
-    running: list[Any] = [c for c in (queues, jobs, podgroups, hypernodes) if c is not None]
+    flows = FlowControllers(api, recorder, on) if on & set(FLOW_CONTROLLERS) else None
+    running: list[Any] = [c for c in (queues, jobs, podgroups, hypernodes, flows) if c is not None]
     metrics = ControllerMetrics()
     stop, deposed, started = threading.Event(), threading.Event(), threading.Event()
 

@@ -32,7 +32,20 @@ def manifests_text(image: str = DEFAULT_IMAGE, crds_only: bool = False) -> str:
             continue
         text = text.replace(f"image: {DEFAULT_IMAGE}", f"image: {image}")
         parts.append(f"# Source: pyvolcano/deploy/{name}\n{text}")
+    if not crds_only:
+        parts.append(webhook_configurations_text())
     return "---\n".join(p if p.endswith("\n") else p + "\n" for p in parts)
+
+
+def webhook_configurations_text() -> str:
+    """The admission webhooks' Mutating/ValidatingWebhookConfigurations (``kube/webhook.py``: Volcano's paths,
+    failure policies and selectors), pointing at the webhook's Service; the webhook adds the caBundle of the
+    certificate it makes when it starts (``--register``)."""
+    from pyvolcano.kube.webhook import service_client_config, webhook_configurations
+
+    objs = webhook_configurations(service_client_config("volcano-system", "volcano-admission-service"))
+    return "# Source: pyvolcano/kube/webhook.py (webhook configurations)\n" + yaml.safe_dump_all(
+        objs, sort_keys=False, explicit_start=False)
 
 
 def manifest_objects(image: str = DEFAULT_IMAGE, crds_only: bool = False) -> list[dict[str, Any]]:

@@ -20,8 +20,8 @@ from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_conf, validate_queues
 from pyvolcano.api.resource import EPS, ResourceIndex
-from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cache.manifests import load_snapshot
+from pyvolcano.cache.cache import KINDS, SchedulerCache
+from pyvolcano.cache.manifests import load_snapshot, unused_kinds
 from pyvolcano.commands._output import console as _console
 from pyvolcano.commands._output import emit, output_option, pick_file
 from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
@@ -277,10 +277,14 @@ def register(group: click.Group) -> None:
 
         Exit status: 0; 2 when an input is wrong (malformed objects are skipped, the rest is reported)."""
         snap = load_snapshot(pick_file(snapshot, filename, "snapshot"))
+        snap.require_cluster()
         if config is None and snap.config is not None:
             conf = load_conf(snap.config, f"{snap.source} (config:)")
         else:
             conf = load_conf_file(config)
+        unused = unused_kinds(snap.objects, KINDS, snap.source)
+        if unused:
+            click.echo(f"pyvolcano: warning: {unused}", err=True)
         rep = build_report(snap.objects, conf, scheduler_name)
         if strict and rep.skipped:
             raise UserError(f"{len(rep.skipped)} malformed object(s) in {snap.source}: " + "; ".join(rep.skipped))

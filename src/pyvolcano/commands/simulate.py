@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 import click
 
 from pyvolcano.cache.manifests import load_objects
-from pyvolcano.commands._output import Number, emit, output_option
+from pyvolcano.collapse import collapse
+from pyvolcano.commands._output import emit, output_option
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.errors import UserError
 from pyvolcano.framework.incremental.contracts import memo_note
@@ -18,6 +19,7 @@ from pyvolcano.framework.incremental.memo import plugin_contracts
 from pyvolcano.sim import alibaba
 from pyvolcano.sim import topology as simtopo
 from pyvolcano.sim.compare import compare_table
+from pyvolcano.sim.options import Option
 from pyvolcano.sim.run import (
     Inputs,
     Run,
@@ -30,6 +32,7 @@ from pyvolcano.sim.run import (
     load_conf_arg,
     load_numatopologies,
     load_queues,
+    paired_over_jobs,
     parse_cancels,
     parse_failures,
     parse_gang_sizes,
@@ -90,21 +93,21 @@ workload_options = _options(
     click.option("--queues", "queues_arg", help="Queue manifests (YAML file) or 'name:weight,...'."),
     click.option("--workload", help="Volcano Job manifests (YAML) with pyvolcano.io/arrival and /duration."),
     click.option("--csv", "csv_path", help="Generic CSV workload (see docs/simulator.md)."),
-    click.option("--synthetic", "synth", type=click.IntRange(1, 1_000_000), default=None,
+    click.option("--synthetic", "synth", type=Option("jobs"), default=None,
                  help="Generate this many synthetic jobs (queues drawn by weight from --queues)."),
-    click.option("--rate", type=Number(1e-6, 1e6), default=0.2, show_default=True,
+    click.option("--rate", type=Option("rate"), default=0.2, show_default=True,
                  help="Synthetic: Poisson arrivals per second."),
     click.option("--gang-sizes", default="1,1,2,4,8", show_default=True,
                  help="Synthetic: gang sizes drawn uniformly from this list (repeat a size to weigh it more)."),
-    click.option("--mean-duration", type=Number(0, 1e9, lo_open=True), default=600.0, show_default=True,
+    click.option("--mean-duration", type=Option("mean_duration"), default=600.0, show_default=True,
                  help="Synthetic: mean of the exponential pod durations (s; at least 1 s each)."),
-    click.option("--gpu-fraction", type=Number(0, 1), default=None,
+    click.option("--gpu-fraction", type=Option("gpu_fraction"), default=None,
                  help="Synthetic: share of jobs whose pods ask for 1 or 2 nvidia.com/gpu [default: 0.5, or 0 on a "
                       "cluster without GPUs]."),
-    click.option("--synthetic-services", "services_n", type=click.IntRange(1, 1_000_000), default=None,
+    click.option("--synthetic-services", "services_n", type=Option("services"), default=None,
                  help="N single-pod long-running services over --span seconds (an oversubscribed month; "
                       "docs/simulator.md)."),
-    click.option("--span", type=Number(0, 1e10, lo_open=True), default=MONTH, show_default=True,
+    click.option("--span", type=Option("span"), default=MONTH, show_default=True,
                  help="Seconds the --synthetic-services arrivals spread over."),
 )
 
@@ -112,15 +115,15 @@ workload_options = _options(
 alibaba_options = _options(
     click.option("--alibaba", "use_alibaba", is_flag=True, help="Replay the bundled Alibaba GPU trace."),
     click.option("--trace-dir", help="Directory of the Alibaba openb CSVs (default: the bundled copy)."),
-    click.option("--ali-nodes", type=click.IntRange(1, 100_000), default=120,
+    click.option("--ali-nodes", type=Option("nodes"), default=120,
                  show_default=True, help="Down-sample the trace cluster."),
-    click.option("--ali-pods", type=click.IntRange(0, 10_000_000), default=1500,
+    click.option("--ali-pods", type=Option("pods"), default=1500,
                  show_default=True, help="Trace rows to replay (0: all)."),
-    click.option("--compress", type=Number(0, 1e6, lo_open=True), default=20.0,
+    click.option("--compress", type=Option("compress"), default=20.0,
                  show_default=True, help="Arrival time compression."),
-    click.option("--duration-scale", type=Number(0, 1e6, lo_open=True), default=1.0, show_default=True),
-    click.option("--gang-window", type=Number(0, 1e9), default=60.0, show_default=True),
-    click.option("--max-gang", type=click.IntRange(1, 100_000), default=8, show_default=True),
+    click.option("--duration-scale", type=Option("duration_scale"), default=1.0, show_default=True),
+    click.option("--gang-window", type=Option("gang_window"), default=60.0, show_default=True),
+    click.option("--max-gang", type=Option("max_gang"), default=8, show_default=True),
 )
 
 #: the scheduler's confs and the simulated cluster's timing
@@ -129,12 +132,12 @@ run_options = _options(
     click.option("--compare", multiple=True, metavar="CONF...",
                  help="Also run these confs on the same workload and compare: --compare a.conf b.conf "
                       "(or repeat the flag)."),
-    click.option("--period", type=Number(0.001, 1e6), default=1.0, show_default=True,
+    click.option("--period", type=Option("period"), default=1.0, show_default=True,
                  help="Seconds between sessions."),
-    click.option("--start-latency", type=Number(0, 1e6), default=1.0, show_default=True),
-    click.option("--grace", type=Number(0, 1e6), default=5.0, show_default=True, help="Eviction grace period (s)."),
-    click.option("--until", type=Number(0, 1e12), default=None, help="Stop at this simulated time (s)."),
-    click.option("--horizon", type=Number(0, 1e12, lo_open=True), default=None,
+    click.option("--start-latency", type=Option("start_latency"), default=1.0, show_default=True),
+    click.option("--grace", type=Option("grace"), default=5.0, show_default=True, help="Eviction grace period (s)."),
+    click.option("--until", type=Option("until"), default=None, help="Stop at this simulated time (s)."),
+    click.option("--horizon", type=Option("horizon"), default=None,
                  help="Average utilisation over [0, SECONDS] (every run of --compare alike); default: the end of "
                       "the run, or of the longest compared run."),
 )
@@ -149,7 +152,7 @@ topology_options = _options(
     click.option("--network-topology", "network_topology", multiple=True, metavar="CONSTRAINT...",
                  help="none, soft, hard:TIER or hard:TIERNAME, set on a share of the gangs (the rest get none); "
                       "several values: one run each on the same jobs, compared like --compare."),
-    click.option("--network-topology-fraction", "nt_fraction", type=Number(0, 1), default=None,
+    click.option("--network-topology-fraction", "nt_fraction", type=Option("network_topology_fraction"), default=None,
                  help="Share of the gangs (minAvailable > 1) that get --network-topology (default 1)."),
     click.option("--partitions", "partitions_arg", multiple=True, metavar="SIZE[:CONSTRAINT]...",
                  help="Cut every full gang's task of at least two SIZE-pod partitions (replicas a multiple of "
@@ -277,7 +280,7 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
             seen.add(p)
             click.echo(f"pyvolcano: warning: {p}", err=True)
 
-    for p in inputs.workload.problems:
+    for p in collapse(inputs.workload.problems):  # one line per kind of problem, with a count
         warn(p)
     loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
     if not settings.full_sessions:
@@ -305,11 +308,14 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
         page = compare_page(runs, summaries, Path(out) / "compare.html",
                             f"pyvolcano simulate --compare: {what} on one workload", labels)
         click.echo(f"comparison: {page}", err=output in ("json", "yaml"))
+    pairs = paired_over_jobs(runs, summaries, labels) if len(runs) > 1 else []
     if output in ("json", "yaml"):
         data = [{k: v for k, v in s.items() if k != "problems"} for s in summaries]
-        emit(data[0] if len(data) == 1 else {"runs": data}, output)
+        emit(data[0] if len(data) == 1 else {"runs": data, "paired": pairs}, output)
     else:
         compare_table(summaries, wide=output == "wide", names=labels if len(variants) > 1 else None)
+        for pair in pairs:  # the same jobs in every run: each job's wait paired (docs/simulator.md, the statistics)
+            click.echo(f"{pair['b']} vs {pair['a']}, {pair['what']}: {pair['verdict']}")
 
 
 def _memo_notes(loaded: list[tuple[SchedulerConf, str]]) -> None:
@@ -371,7 +377,7 @@ def _partition_variants(inputs: Inputs, values: tuple[str, ...]) -> list[tuple[s
         texts.append(f"{parts.size} pods each" + (f", {c} per partition" if c.mode else "") + f" on {n} of "
                      f"{gangs} gangs")
         out.append((f"p:{parts}", dataclasses.replace(
-            inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems)))))
+            inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems), wl.flows))))
     text = texts[0] if len(texts) == 1 else ", ".join(str(p or "none") for p in parsed) + " (" + "; ".join(
         texts) + "): one run each"
     if any(p is not None for p in parsed):
@@ -411,6 +417,6 @@ def _constraint_variants(inputs: Inputs, values: tuple[str, ...], fraction: floa
             settings["network topology constraint"] = ", ".join(
                 f"{x}" for x in constraints) + f": one run each, on {share:.0%} of the gangs (seed {seed})"
         out.append((str(c), dataclasses.replace(inputs, workload=Workload(jobs, wl.priority_classes,
-                                                                          list(wl.problems)),
+                                                                          list(wl.problems), wl.flows),
                                                 settings=settings)))
     return out

@@ -71,23 +71,28 @@ def _table(rows: list[Row], doc: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from pyvolcano.sim.sweep import describe, num
+    from pyvolcano.sim.sweep import best_note, describe, num
 
     obj = doc["objective"]["metric"]
     seeds = sorted({len(r.seeds) for r in rows})
     t = Table(title=f"sweep {doc['name']}: means over {'/'.join(map(str, seeds))} seeds", title_justify="left",
-              box=box.SIMPLE_HEAD)
-    for col in ("conf", "knobs", obj, "±95%", "util_gpu", "evict", "failed"):
+              box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for col in ("conf", "knobs", obj, "95% interval", "util_gpu", "evict", "failed"):
         text = col in ("conf", "knobs")  # names fold; numbers never wrap
         t.add_column(col, overflow="fold", no_wrap=not text, justify="left" if text else "right")
-    best = doc.get("best")
+    best = [(b["conf"], b["params"]) for b in doc.get("best") or []]
     for r in rows:
-        mark = best is not None and r.conf == best["conf"] and r.params == best["params"]
         o = r.metrics.get(obj)
-        t.add_row(r.conf, describe(r.params), num(o and o[0]), num(o and o[1]),
+        t.add_row(r.conf, describe(r.params), num(o and o[0]), f"[{num(o[1])}, {num(o[2])}]" if o else "-",
                   *(num(v and v[0]) for v in (r.metrics.get(m) for m in ("util_gpu", "evictions", "failed"))),
-                  style="bold green" if mark else None)
+                  style="bold green" if (r.conf, r.params) in best else None)
     Console().print(t)
-    if best is not None:
-        click.echo(f"best ({doc['objective']['goal']} {obj}): {best['conf']} {describe(best['params'])}")
-
+    for b in doc.get("best") or []:
+        where = f"at {describe(b['knobs'])}" if b["knobs"] else "overall"
+        top = next(r for r in rows if (r.conf, r.params) == (b["conf"], b["params"]))
+        note = best_note(top, doc.get("paired") or [], obj)
+        click.echo(f"best ({doc['objective']['goal']} {obj}) {where}: {top.variant}" + (f" ({note})" if note else ""))
+    for p in doc.get("paired") or []:
+        if p["metric"] == obj:
+            where = f" at {describe(p['knobs'])}" if p["knobs"] else ""
+            click.echo(f"{p['b']} vs {p['a']}{where}: {p['verdict']}")

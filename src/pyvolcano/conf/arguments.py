@@ -11,7 +11,7 @@ from pyvolcano.errors import ConfigError
 
 T = TypeVar("T")
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")  # Go's ParseDuration: ASCII digits
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -60,11 +60,19 @@ class Arguments(Mapping[str, Any]):
     def _bad(self, key: str, want: str) -> ConfigError:
         return ConfigError(f"{self._owner}: argument {key!r} = {self._values[key]!r} is not {want}")
 
+    def _number(self, key: str, want: str) -> Any:
+        """The value of ``key`` if it may be read as a number: never a bool (Volcano's ``GetInt``/``GetFloat64``
+        take an int or a float, not ``true``), and a string only in ASCII digits (``float("٣")`` is 3 in Python)."""
+        v = self._values[key]
+        if isinstance(v, bool) or (isinstance(v, str) and (not v.isascii() or "_" in v)):
+            raise self._bad(key, want)
+        return v
+
     def get_float(self, key: str, default: float) -> float:
         if key not in self._values:
             return default
         try:
-            v = float(self._values[key])
+            v = float(self._number(key, "a number"))
         except (TypeError, ValueError):
             raise self._bad(key, "a number") from None
         if not math.isfinite(v):  # a NaN weight or threshold poisons every comparison downstream
@@ -75,7 +83,7 @@ class Arguments(Mapping[str, Any]):
         if key not in self._values:
             return default
         try:
-            return int(float(self._values[key]))
+            return int(float(self._number(key, "an integer")))
         except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
             raise self._bad(key, "an integer") from None
 

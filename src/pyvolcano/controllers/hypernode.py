@@ -41,7 +41,6 @@ import contextlib
 import copy
 import logging
 import random
-import re
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -49,8 +48,9 @@ from typing import Any, Protocol
 
 from pyvolcano import safeyaml
 from pyvolcano.api import models
-from pyvolcano.api.hypernode import parse_hypernode
+from pyvolcano.api.hypernode import HyperNode, parse_hypernode
 from pyvolcano.api.labels import selector_matches
+from pyvolcano.api.regex import compile_input
 from pyvolcano.errors import ManifestError, UserError
 
 log = logging.getLogger(__name__)
@@ -198,19 +198,21 @@ def discover_label_hypernodes(nodes: Iterable[tuple[str, Mapping[str, str]]], la
 
 
 # ------------------------------------------------------------------------------------------------ nodeCount
-def member_count(hypernode: Mapping[str, Any], nodes: Mapping[str, Mapping[str, str]]) -> int:
+def member_count(hypernode: HyperNode, nodes: Mapping[str, Mapping[str, str]]) -> int:
     """``status.nodeCount`` as Volcano's controller computes it (``actualNodeCnt``): the distinct names its members'
-    selectors give over ``nodes`` (name -> labels); see the module docstring."""
+    selectors give over ``nodes`` (name -> labels); see the module docstring.  ``hypernode`` passed
+    ``parse_hypernode`` (its regular expressions compile with RE2: ``api/regex.py``)."""
     names: set[str] = set()
-    for m in (hypernode.get("spec") or {}).get("members") or []:
-        sel = m.get("selector") or {}
-        if sel.get("exactMatch") and sel["exactMatch"].get("name"):
-            names.add(str(sel["exactMatch"]["name"]))
-        if sel.get("regexMatch"):
-            rx = re.compile(str(sel["regexMatch"].get("pattern") or ""))
+    for m in hypernode.spec.members:
+        sel = m.selector
+        if sel.exactMatch is not None:
+            names.add(sel.exactMatch.name)
+        elif sel.regexMatch is not None:
+            rx = compile_input(sel.regexMatch.pattern)
             names.update(n for n in nodes if rx.search(n))
-        if sel.get("labelMatch"):
-            names.update(n for n, lb in nodes.items() if selector_matches(sel["labelMatch"], dict(lb)))
+        elif sel.labelMatch is not None:
+            lm = sel.labelMatch.model_dump()
+            names.update(n for n, lb in nodes.items() if selector_matches(lm, dict(lb)))
     return len(names)
 
 
@@ -320,11 +322,11 @@ class HyperNodeController:
             if obj is None:
                 continue
             try:
-                parse_hypernode(obj)  # a malformed one is not counted (the scheduler skips it too)
+                hn = parse_hypernode(obj)  # a malformed one is not counted (the scheduler skips it too)
             except ManifestError as exc:
                 log.warning("not counting the nodes of %s", exc)
                 continue
-            n = member_count(obj, self.nodes)
+            n = member_count(hn, self.nodes)
             if int((obj.get("status") or {}).get("nodeCount") or 0) != n:
                 p.counts[name] = n
         self.count_pending.clear()

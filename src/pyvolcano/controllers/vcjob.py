@@ -54,6 +54,7 @@ from datetime import date
 from typing import Any
 
 from pyvolcano.api.convert import pod_requests
+from pyvolcano.api.job_model import Job
 from pyvolcano.api.job_validate import job_problems, policy_events
 from pyvolcano.api.types import GROUP_NAME_ANNOTATION, JOB_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
 from pyvolcano.controllers.api import ClusterAPI
@@ -82,10 +83,11 @@ RETAIN_SOFT: frozenset[str] = frozenset({"Succeeded", "Failed"})
 DEFAULT_MAX_RETRY = 3
 
 
-def validate_job(job: dict[str, Any], queues: set[str] | None = None) -> None:
-    """Volcano's admission checks (``api.job_validate``, shared with the controller and ``pyvolcano job run``);
-    raises ManifestError naming the Job and the field of the first problem."""
-    problems = job_problems(job, queues)
+def validate_job(job: dict[str, Any], queues: set[str] | None = None, model: type[Job] = Job) -> None:
+    """The typed boundary (``model``: ``api/job_model.py: Job`` or the simulator's ``WorkloadJob``) and Volcano's
+    admission checks (``api.job_validate``, shared with the controller and ``pyvolcano job run``); raises
+    ManifestError naming the Job and the field of the first problem."""
+    problems = job_problems(job, queues, model=model)
     if problems:
         p = problems[0]
         raise ManifestError(p.ref, p.field, p.problem)
@@ -177,7 +179,7 @@ class JobController:
         labels = dict(pmd.get("labels") or {})
         labels.update({TASK_INDEX_KEY: str(index), JOB_NAME_ANNOTATION: jname, "volcano.sh/task-spec": task["name"],
                        "volcano.sh/job-namespace": ns, "volcano.sh/queue-name": queue})
-        if isinstance(task.get("partitionPolicy"), dict):  # createJobPod: the pod's partition as a label
+        if task.get("partitionPolicy") is not None:  # createJobPod: the pod's partition as a label
             labels[PARTITION_ID_LABEL] = str(partition_of(name, task["partitionPolicy"].get("partitionSize")))
         pmd.update({"name": name, "namespace": ns, "annotations": ann, "labels": labels,
                     "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": jname,
@@ -234,9 +236,9 @@ class JobController:
         if spec.get("priorityClassName"):
             pg_spec["priorityClassName"] = spec["priorityClassName"]
         nt = spec.get("networkTopology")
-        if isinstance(nt, dict):  # Volcano's createOrUpdatePodGroup: mode, then the tier or else the tier name
+        if nt is not None:  # Volcano's createOrUpdatePodGroup: mode, then the tier or else the tier name
             pg_spec["networkTopology"] = pg_network_topology(nt, tier_or_name=True)
-        policies = [sub_group_policy(t) for t in tasks if isinstance(t.get("partitionPolicy"), dict)]
+        policies = [sub_group_policy(t) for t in tasks if t.get("partitionPolicy") is not None]
         if policies:  # setPgSubGroupPolicy
             pg_spec["subGroupPolicy"] = policies
         return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
@@ -590,7 +592,7 @@ def task_min_member(task: dict[str, Any]) -> int | None:
     if task.get("minAvailable") is not None:
         return int(task["minAvailable"])
     pp = task.get("partitionPolicy")
-    if isinstance(pp, dict) and int(pp.get("minPartitions") or 0) > 0:
+    if pp is not None and int(pp.get("minPartitions") or 0) > 0:
         return int(pp["minPartitions"]) * int(pp.get("partitionSize") or 0)
     return None
 
@@ -606,7 +608,7 @@ def sub_group_policy(task: dict[str, Any]) -> dict[str, Any]:
                            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": task["name"]}},
                            "matchLabelKeys": [PARTITION_ID_LABEL]}
     nt = pp.get("networkTopology")
-    if isinstance(nt, dict):
+    if nt is not None:
         out["networkTopology"] = pg_network_topology(nt, tier_or_name=False)
     return out
 
@@ -626,12 +628,11 @@ def pg_network_topology(nt: dict[str, Any], tier_or_name: bool) -> dict[str, Any
 
 
 def partition_of(pod_name: str, size: Any) -> int:
-    """The partition of a pod (``createJobPod``: index // partitionSize, 0 without a positive size)."""
+    """The partition of a pod (``createJobPod``: index // partitionSize, 0 without a positive size).  ``size`` is
+    the task's ``partitionSize`` as the typed boundary accepted it (``api/job_model.py``: an integer, perhaps
+    written as a string) or None."""
     idx = int(pod_name.rsplit("-", 1)[1])
-    try:
-        n = int(size)
-    except (TypeError, ValueError):
-        return 0
+    n = int(size) if size is not None else 0
     return idx // n if n > 0 else 0
 
 

@@ -91,6 +91,7 @@ def _header(ssn: Session) -> SessionResult:
                                            plugin_seconds=dict(ssn.plugin_seconds)),
                         resource_names=list(ssn.res.names), total=ssn.total_resource, used=nodes.used_total(),
                         fair_mask=ssn.res.fair_mask, nodes=len(nodes))
+    out.bind_annotations = {t.uid: dict(t.pod_annotations) for t in ssn.bind_tasks if t.pod_annotations}
     if ssn.selector.ties is not None:
         names = nodes.names
         out.ties = {uid: [names[i] for i in idx] for uid, idx in ssn.selector.ties.items()}

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
 from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.framework.result import SessionResult
 from pyvolcano.framework.session import Session
+
+T = TypeVar("T")
 
 
 class SnapshotSource(Protocol):
@@ -40,6 +42,20 @@ def run_session(cache: SnapshotSource, conf: SchedulerConf, engine: str = "vecto
     return result
 
 
+def inspect_session(cache: SnapshotSource, conf: SchedulerConf, look: Callable[[Session], T],
+                    engine: str = "vector") -> T:
+    """Open a session on the cache's snapshot, hand it to ``look`` as it stands once every plugin has opened
+    (before any action), and release it: no action runs and nothing is decided.  ``pyvolcano explain`` reads a
+    job's path through it (each enqueue plugin's vote, each node's refusals, ``framework/explain.py: job_path``);
+    the session is dropped as ``run_session`` drops it."""
+    ssn = Session(cache.snapshot(), conf, engine)
+    try:
+        ssn.open()
+        return look(ssn)
+    finally:
+        ssn.release()
+
+
 def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, scheduler_name: str = "volcano",
                   engine: str = "vector", record_ties: bool = False) -> tuple[SessionResult, SchedulerCache]:
     cache = SchedulerCache.from_objects(objects, scheduler_name)
@@ -48,7 +64,7 @@ def cycle_objects(objects: Iterable[dict[str, Any]], conf: SchedulerConf, schedu
 
 def result_json(result: SessionResult) -> dict[str, Any]:
     """The ``pyvolcano cycle --output json`` contract (shared/scenarios/README.md)."""
-    return {
+    out = {
         "binds": dict(sorted(result.binds.items())),
         "evictions": sorted(e.task.uid for e in result.evictions),
         "pipelined": dict(sorted(result.pipelined.items())),
@@ -57,3 +73,6 @@ def result_json(result: SessionResult) -> dict[str, Any]:
         # pods whose status.nominatedNodeName the session writes (pipelined after evictions)
         "nominated": dict(sorted(result.nominated.items())),
     }
+    if result.bind_annotations:  # the annotations bound pods carry (deviceshare's GPUs), only when there are any
+        out["annotations"] = dict(sorted(result.bind_annotations.items()))
+    return out

@@ -10,7 +10,7 @@ steady session of ~110 ms instead of ~140 ms with ~350 ms spikes.
 
 Sessions themselves leave no cyclic garbage: ``run_session`` releases each one (``Session.release``), so what a
 session allocated is freed by reference counting as soon as its result is built, and the young-generation passes
-that remain are rare (docs/performance.md, "Sessions freed by reference counting").
+that remain are rare (docs/performance.md, "What sessions carry over").
 """
 
 from __future__ import annotations

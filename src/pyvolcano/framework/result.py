@@ -120,6 +120,9 @@ class SessionResult:
 
     binds: dict[str, str] = field(default_factory=dict)
     bind_tasks: list[TaskInfo] = field(default_factory=list)
+    #: pod -> the annotations its Binding carries (``TaskInfo.pod_annotations``: deviceshare's chosen GPUs,
+    #: ``volcano.sh/vgpu-ids-new`` and the others), for the pods bound that have any
+    bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
     pipelined: dict[str, str] = field(default_factory=dict)
     #: pipelined pod -> its job

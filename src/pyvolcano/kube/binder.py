@@ -78,6 +78,9 @@ class Binder:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._binds: list[tuple[str, str, str, str, str, float]] = []
+        #: per pod whose bind is pending, the annotations its Binding carries (``TaskInfo.pod_annotations``:
+        #: deviceshare's GPUs); set when the bind is assumed, taken by the bind worker
+        self._annotations: dict[str, dict[str, str]] = {}
         self._evicts: list[tuple[str, str, str, str, str, str]] = []
         self._inflight = 0
         self._inflight_cv = threading.Condition()
@@ -110,6 +113,8 @@ class Binder:
             return None
         self.cache.set_task_status(cur, TaskStatus.Binding, node)
         self.assumed[key] = Assumed(node, uid, time.monotonic())
+        if task.pod_annotations:
+            self._annotations[key] = dict(task.pod_annotations)
         return (key, task.namespace, task.name, uid, node, task.creation)
 
     def bind_now(self, task: TaskInfo) -> None:
@@ -208,13 +213,17 @@ class Binder:
             self._queue.put(None)
 
     def _bind(self, key: str, ns: str, name: str, uid: str, node: str, created: float) -> None:
+        annotations = self._annotations.pop(key, None)
         if not self.may_schedule():  # deposed between the session and this bind: leave it to the new leader
             with self.lock:
                 self.assumed.pop(key, None)
                 self._resync(key)
             return
         try:
-            self.api.bind(ns, name, uid, node)
+            if annotations:
+                self.api.bind(ns, name, uid, node, annotations)
+            else:
+                self.api.bind(ns, name, uid, node)
         except ApiError as exc:
             self.stats["bind_errors"] += 1
             self.metrics.attempts.labels("error").inc()

@@ -11,7 +11,8 @@ the auth header cached; each watch has a ``_Conn`` of its own (``KeepAlive.open_
 1.2 ms of Python CPU per request (request serialisation, urllib3's pool and response wrapping, and
 ``Configuration.auth_settings()``, which re-runs the kubeconfig's token refresh hook, ~0.15 ms, on every call);
 ``KeepAlive`` over ``http.client`` about 0.19 ms, over ``_Conn`` about 0.07 ms.  A scheduler sends one
-``pods/binding`` and one Event per pod, so this is most of its CPU in a drain (docs/performance.md, the race).
+``pods/binding`` and one Event per pod, so this is most of its CPU in a drain (docs/performance.md, "On a cluster:
+the drain").
 A configuration ``KeepAlive`` cannot serve (a proxy, basic auth, a TLS server name other than the host) keeps
 the ``ApiClient`` path, watches included.
 
@@ -28,7 +29,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -279,7 +280,8 @@ class KeepAlive:
 
         Why not through ``ApiClient``: a watch of pods delivers one event per bind, and urllib3's chunked reader
         (``HTTPResponse.stream``) costs several layers of Python per event; ``_Conn.chunks`` reads an event with
-        two C ``readline`` calls and one ``read`` (docs/performance.md, the race, round 7)."""
+        two C ``readline`` calls and one ``read`` (docs/performance.md,
+        "On a cluster: the drain"; the measurement is in the git history of that file)."""
         head = self._head("GET", path, query)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         refreshed = False
@@ -317,8 +319,8 @@ class _Conn:
     in C), with ``Content-Length`` or chunked bodies.  ``http.client`` costs about 190 µs of Python CPU per
     request, most of it building headers call by call and parsing the answer's through the ``email`` package;
     this about 75 µs (both measured on kube-apiserver v1.32.6 over TLS).  A scheduler sends one ``pods/binding``
-    per pod, on threads that share the GIL with the session deciding the next ones (docs/performance.md, the
-    race, round 6)."""
+    per pod, on threads that share the GIL with the session deciding the next ones (docs/performance.md,
+    "On a cluster: the drain")."""
 
     def __init__(self, host: str, port: int, connect_timeout: float, ctx: ssl.SSLContext | None) -> None:
         sock = socket.create_connection((host, port), connect_timeout)
@@ -600,15 +602,18 @@ class KubeClient:
             body["preconditions"] = {"uid": uid}
         self.request("DELETE", res.path(namespace, name), body=body)
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str,
+             annotations: Mapping[str, str] | None = None) -> None:
         """POST the pods/binding subresource.  The pod's uid is a precondition, so a pod deleted and recreated
         under the same name is not bound on the strength of a decision about its predecessor (409 instead).
 
         The request goes through the same ApiClient path as ``CoreV1Api.create_namespaced_pod_binding(...,
         _preload_content=False)`` but without that class: its module takes over a second to import, which a
-        restarted scheduler would otherwise spend before its first bind."""
+        restarted scheduler would otherwise spend before its first bind.  ``annotations``: the Binding's, which the
+        API server merges into the pod with its node (deviceshare's chosen GPUs, ``TaskInfo.pod_annotations``)."""
         body = {"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+                "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {}),
+                             **({"annotations": dict(annotations)} if annotations else {})},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         self.request("POST", POD.path(namespace, name, "binding"), body=body)
 

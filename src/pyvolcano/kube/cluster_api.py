@@ -13,13 +13,18 @@ from __future__ import annotations
 import copy
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
+from pyvolcano.controllers.cronjob import running_duration
 from pyvolcano.kube import job_plugins
 from pyvolcano.kube.client import ApiError
 from pyvolcano.kube.objects import now_iso, owner_ref
 from pyvolcano.kube.resources import (
     CONFIGMAP,
+    CRONJOB,
+    JOBFLOW,
+    JOBTEMPLATE,
     NETWORKPOLICY,
     POD,
     PODGROUP,
@@ -35,22 +40,48 @@ log = logging.getLogger(__name__)
 
 KINDS: dict[str, Resource] = {"Pod": POD, "PodGroup": PODGROUP, "Job": VCJOB, "Queue": QUEUE,
                               "ConfigMap": CONFIGMAP, "Service": SERVICE, "Secret": SECRET,
-                              "NetworkPolicy": NETWORKPOLICY}
-_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod"}
+                              "NetworkPolicy": NETWORKPOLICY,
+                              "CronJob": CRONJOB, "JobFlow": JOBFLOW, "JobTemplate": JOBTEMPLATE}
+_STATUS_SUBRESOURCE = {"Job", "Queue", "Pod", "CronJob", "JobFlow", "JobTemplate"}
 
 
-def _stamp_transition(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+#: the phases Volcano's ``killJob``/``killTarget`` write (``state/*.go``); a kill also writes Completed or Failed
+#: reached from elsewhere than Pending or Running (Completing, Restarting, or a finished phase again: a finished
+#: Job is killed on each later event, ``state/finished.go``) and Pending after Restarting
+_KILL_PHASES = frozenset({"Restarting", "Aborting", "Aborted", "Terminating", "Terminated", "Completing"})
+_SYNC_FROM = frozenset({"", "Pending", "Running"})
+
+
+def _by_kill(phase: str, was: str) -> bool:
+    return (phase in _KILL_PHASES or (phase in ("Completed", "Failed") and was not in _SYNC_FROM)
+            or (phase == "Pending" and was == "Restarting"))
+
+
+def _stamp_transition(old: dict[str, Any], new: dict[str, Any], created: Any = None,
+                      admitted: Callable[[], bool] | None = None) -> dict[str, Any]:
     """A Job status with ``state.lastTransitionTime``: now when the phase changes, else the time it had (Volcano's
-    syncJob stamps it; ``ttlSecondsAfterFinished`` counts from it)."""
+    syncJob stamps it; ``ttlSecondsAfterFinished`` counts from it); and ``runningDuration`` as Volcano's job
+    controller leaves it (``job_controller_actions.go``): a kill's write (``killPods``) sets it to that time minus
+    the Job's ``creationTimestamp``; ``syncJob``'s write with an admitted PodGroup (``admitted()``) builds a new
+    status without it; its early write while the PodGroup is Pending keeps the one there was."""
     state = dict(new.get("state") or {})
-    if state.get("lastTransitionTime"):
-        return new
     before = old.get("state") or {}
-    if before.get("phase") == state.get("phase") and before.get("lastTransitionTime"):
-        state["lastTransitionTime"] = before["lastTransitionTime"]
+    if not state.get("lastTransitionTime"):
+        if before.get("phase") == state.get("phase") and before.get("lastTransitionTime"):
+            state["lastTransitionTime"] = before["lastTransitionTime"]
+        else:
+            state["lastTransitionTime"] = now_iso()
+    out = {k: v for k, v in new.items() if k != "runningDuration"}
+    out["state"] = state
+    if _by_kill(state.get("phase") or "", before.get("phase") or ""):
+        duration = running_duration(created, state["lastTransitionTime"])
+    elif admitted is not None and admitted():
+        duration = None
     else:
-        state["lastTransitionTime"] = now_iso()
-    return {**new, "state": state}
+        duration = old.get("runningDuration")
+    if duration:
+        out["runningDuration"] = duration
+    return out
 
 
 class KubeClusterAPI:
@@ -168,7 +199,9 @@ class KubeClusterAPI:
             if obj.get("status") == status:
                 return
             if kind == "Job":
-                status = _stamp_transition(obj.get("status") or {}, status)
+                status = _stamp_transition(obj.get("status") or {}, status,
+                                           (obj.get("metadata") or {}).get("creationTimestamp"),
+                                           lambda: self._podgroup_admitted(namespace, name))
                 controlled = job_plugins.controlled_resources(obj)
                 if controlled:  # the plugins' OnJobAdd records itself there
                     status = {**status, "controlledResources": controlled}
@@ -184,6 +217,15 @@ class KubeClusterAPI:
                 if not exc.conflict:
                     raise
         log.warning("status of %s %s/%s: gave up after repeated conflicts", kind, namespace, name)
+
+    def _podgroup_admitted(self, namespace: str, job: str) -> bool:
+        """The Job's PodGroup (named after it) has left Pending: Volcano's syncJob then syncs the pods and writes
+        the full status."""
+        try:
+            pg = self.get("PodGroup", namespace, job)
+        except ApiError:
+            return False
+        return ((pg or {}).get("status") or {}).get("phase") not in (None, "", "Pending")
 
     def patch_spec(self, kind: str, namespace: str, name: str, fields: dict[str, Any]) -> None:
         """A JSON merge patch of the spec (a map such as ``minTaskMember`` merges key by key)."""

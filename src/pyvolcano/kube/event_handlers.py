@@ -130,7 +130,7 @@ class EventHandlers:
         strings, the conditions a list.  Anything else (None) goes through the full, validated path.
 
         In a drain every bind comes back as one such pod update; converting and validating each again was a
-        tenth of pyvolcano's CPU between its first and last bind (docs/performance.md, the race)."""
+        tenth of pyvolcano's CPU between its first and last bind (docs/performance.md, "On a cluster: the drain")."""
         a = self.binder.assumed.get(key)
         old = self.cache.raw.get(("Pod", key))
         if a is None or old is None:

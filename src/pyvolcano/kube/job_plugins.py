@@ -46,6 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pyvolcano.api.job_plugin_args import VOLCANO_PLUGINS, PluginArgs, parse
+from pyvolcano.api.job_plugin_args import default_plugins as default_plugins  # the webhook applies it
 from pyvolcano.kube.objects import owner_ref
 
 log = logging.getLogger(__name__)
@@ -440,14 +441,3 @@ def mutate_pod(job: Obj, pod: Obj) -> Obj:
     for name, args in plugin_args(job).items():
         _ON_POD_CREATE[name](job, pod, args)
     return pod
-
-
-def default_plugins(plugins: dict[str, Any]) -> dict[str, Any]:
-    """The plugins Volcano's mutating webhook adds (``mutate_job.go: patchDefaultPlugins``): ``svc`` for
-    tensorflow, mpi, pytorch and ray (they need the pods' host names), ``ssh`` for mpi."""
-    out = dict(plugins)
-    if any(p in plugins for p in ("tensorflow", "mpi", "pytorch", "ray")):
-        out.setdefault("svc", [])
-    if "mpi" in plugins:
-        out.setdefault("ssh", [])
-    return out

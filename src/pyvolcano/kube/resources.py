@@ -72,10 +72,18 @@ CLUSTERROLEBINDING = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebin
                               namespaced=False)
 ROLE = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLEBINDING = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+CRONJOB = Resource("batch.volcano.sh", "v1alpha1", "cronjobs", "CronJob")
+JOBFLOW = Resource("flow.volcano.sh", "v1alpha1", "jobflows", "JobFlow")
+JOBTEMPLATE = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", "JobTemplate")
+MUTATINGWEBHOOK = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                           "MutatingWebhookConfiguration", namespaced=False)
+VALIDATINGWEBHOOK = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                             "ValidatingWebhookConfiguration", namespaced=False)
 
 ALL = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICE, SERVICEACCOUNT, SECRET, RESOURCEQUOTA, PVC, PRIORITYCLASS,
        PDB, NETWORKPOLICY, LEASE, CRD, PODGROUP, QUEUE, VCJOB, COMMAND, HYPERNODE, NUMATOPOLOGY, DEPLOYMENT,
-       CLUSTERROLE, CLUSTERROLEBINDING, ROLE, ROLEBINDING)
+       CLUSTERROLE, CLUSTERROLEBINDING, ROLE, ROLEBINDING, CRONJOB, JOBFLOW, JOBTEMPLATE, MUTATINGWEBHOOK,
+       VALIDATINGWEBHOOK)
 _BY_TYPE = {(r.api_version, r.kind): r for r in ALL}
 
 

@@ -131,7 +131,7 @@ class KubeScheduler:
         #: the background status writer (PodGroup/Queue/pod status); it lets the binds in flight go first
         self.writer = Writer(self.opts.status_workers, "status", max_defer=self.opts.write_defer)
         #: Events, on threads of their own (not queued behind status writes), queued as the binds succeed; they
-        #: too let the binds in flight go first (docs/performance.md, the race)
+        #: too let the binds in flight go first (docs/performance.md, "On a cluster: the drain")
         self.events = Writer(self.opts.event_workers, "events", max_defer=self.opts.write_defer)
         self.recorder = EventRecorder(api, self.events, "volcano", self.opts.identity)
         self.stats = {"binds": 0, "bind_errors": 0, "evictions": 0, "evict_errors": 0, "sessions": 0}
@@ -221,7 +221,7 @@ class KubeScheduler:
         # the first bind; and quiet_gc's collection then walked the whole loaded state for another 0.1-0.2 s.
         # What is loaded is long-lived and the lists leave no cycles (plain dicts, freed by reference counting),
         # so freezing without collecting keeps at most the few cycles of the imports (docs/performance.md, the
-        # race, round 6)
+        # drain)
         old = gc.get_threshold()
         gc.set_threshold(*QUIET_GC)
         try:

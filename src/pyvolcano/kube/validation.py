@@ -9,18 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyvolcano.api import models
 from pyvolcano.api.job_validate import job_problems
 from pyvolcano.api.resource import amount
-from pyvolcano.errors import QuantityError
-
-QUEUE_STATES = {"Open", "Closed", "Closing", "Unknown"}
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
+from pyvolcano.errors import ManifestError
 
 
 def validate_job(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]] | None = None,
@@ -32,29 +24,24 @@ def validate_job(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
 
 
 def validate_queue(queue: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
-    """Problems with a ``scheduling.volcano.sh/v1beta1`` Queue (weight, state, resource lists, parent)."""
+    """Problems with a ``scheduling.volcano.sh/v1beta1`` Queue: first its shape, as the cache would read it
+    (``api/models.py: Queue``: types, quantities, state, node-group affinity), then the webhook's rules (a weight
+    above 0, guarantee <= deserved <= capability, an existing parent)."""
     md = queue.get("metadata") or {}
     ref = f"Queue {md.get('name', '<unnamed>')}"
+    try:
+        models.validate({**queue, "kind": "Queue"})
+    except ManifestError as exc:
+        return [str(exc)]
     spec = queue.get("spec") or {}
-    if not isinstance(spec, dict):
-        return [f"{ref}: spec must be a mapping"]
     errs: list[str] = []
-    weight = _int(spec.get("weight", 1))
-    if weight is None or weight <= 0:
+    weight = int(spec.get("weight", 1))  # an integer: the model checked it
+    if weight <= 0:
         errs.append(f"{ref}: spec.weight: queue weight must be a positive integer, got {spec.get('weight')!r}")
-    state = (queue.get("status") or {}).get("state")
-    if state and state not in QUEUE_STATES:
-        errs.append(f"{ref}: status.state: {state!r} is not one of {', '.join(sorted(QUEUE_STATES))}")
     lists: dict[str, dict[str, float]] = {}
     for field, rl in (("capability", spec.get("capability")), ("deserved", spec.get("deserved")),
                       ("guarantee.resource", (spec.get("guarantee") or {}).get("resource"))):
-        parsed: dict[str, float] = {}
-        for rname, q in (rl or {}).items():
-            try:
-                parsed[str(rname)] = amount(str(rname), q)
-            except QuantityError as exc:
-                errs.append(f"{ref}: spec.{field}.{rname}: {exc}")
-        lists[field] = parsed
+        lists[field] = {str(rname): amount(str(rname), q) for rname, q in (rl or {}).items()}  # checked above
     for low, high in (("guarantee.resource", "capability"), ("deserved", "capability"),
                       ("guarantee.resource", "deserved")):
         for rname, v in lists[low].items():

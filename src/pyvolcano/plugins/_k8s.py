@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.k8s_requests import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, nonzero_requests, nonzero_requests_or
+from pyvolcano.api.models import go_int
 from pyvolcano.api.node_info import NodeArrays
 from pyvolcano.framework.state import StateKey
 
@@ -64,17 +65,16 @@ def _expr_mask(li: LabelIndex, expr: dict[str, Any], idx: np.ndarray, field: boo
     if op == "DoesNotExist":
         return ~present
     if op in ("Gt", "Lt"):
-        try:
-            bound = int(values[0])
-        except (IndexError, ValueError):
-            return np.zeros(len(idx), dtype=bool)
+        # component-helpers' NodeSelectorRequirementsAsSelector and labels' Requirement.Matches read both sides
+        # with strconv.ParseInt: ASCII digits only (Python's int() also takes "٣" and " 5")
+        bound = go_int(values[0]) if values else None
         out = np.zeros(len(idx), dtype=bool)
+        if bound is None:
+            return out
         for j, v in enumerate(col):
-            try:
-                n = int(v)
-            except (TypeError, ValueError):
-                continue
-            out[j] = n > bound if op == "Gt" else n < bound
+            n = go_int(v)
+            if n is not None:
+                out[j] = n > bound if op == "Gt" else n < bound
         return out
     return np.zeros(len(idx), dtype=bool)
 

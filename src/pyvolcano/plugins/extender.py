@@ -51,7 +51,7 @@ import logging
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,10 +299,13 @@ class Extender(Plugin):
     name = "extender"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Volcano's ``OnSessionOpen`` of ``plugins/extender/extender.go``: tell the extender the session opened,
+        then register one callback per configured verb."""
         cfg = ExtenderConfig.parse(self.arguments)
         client = self.client = ExtenderClient(cfg)
-        verbs, res, name = cfg.verbs, ssn.res, self.name
+        verbs = cfg.verbs
         if "onSessionOpen" in verbs:
+            res = ssn.res
             body = {"Jobs": {u: go_job(j, res) for u, j in ssn.jobs.items()},
                     "Nodes": {v.name: go_node(v, res) for v in ssn.nodes.views},
                     "Queues": {q.name: go_queue(q) for q in ssn.queues.values()},
@@ -313,126 +316,28 @@ class Extender(Plugin):
                 client.warn("OnSessionOpen", err)
                 if not cfg.ignorable:
                     return
-        managed = cfg.managed
-
+        hooks = _Hooks(client, cfg, ssn.res, self.name)
         if "predicate" in verbs:
-            def predicate(task: TaskInfo, node: NodeInfo) -> Status | None:
-                if not interested(managed, task):
-                    return None
-                try:
-                    resp = client.send(verbs["predicate"], {"task": go_task(task, res), "node": go_node(node, res)})
-                except ExtenderError as err:
-                    client.warn("Predicate", err)
-                    return None if cfg.ignorable else Status(Code.ERROR, (str(err),), name)
-                msg = resp.get("status") or ""
-                if not msg:
-                    return None
-                try:
-                    code = Code(int(resp.get("code") or 0))
-                except (TypeError, ValueError):
-                    code = Code.ERROR
-                # an error message with code 0 (Success) is an Error, for extenders written before "code" existed
-                return Status(Code.ERROR if code == Code.SUCCESS else code, (str(msg),), name)
-            ssn.add_predicate_fn(name, predicate)
-
+            ssn.add_predicate_fn(self.name, hooks.predicate)
         if "prioritize" in verbs:
-            def prioritize(task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
-                if not interested(managed, task):
-                    return {}
-                try:
-                    resp = client.send(verbs["prioritize"],
-                                       {"task": go_task(task, res), "nodes": [go_node(n, res) for n in nodes]})
-                except ExtenderError as err:
-                    client.warn("Prioritize", err)
-                    if cfg.ignorable:
-                        return {}
-                    raise BatchScoreError(str(err)) from None
-                scores = resp.get("nodeScore")
-                if not resp.get("errorMessage") and isinstance(scores, dict):
-                    try:
-                        return {str(k): float(v) for k, v in scores.items()}
-                    except (TypeError, ValueError):
-                        pass
-                bad = ExtenderError(f"extender {client.url(verbs['prioritize'])}: "
-                                    f"{resp.get('errorMessage') or 'no nodeScore in the answer'}", True)
-                client.warn("Prioritize", bad)
-                raise BatchScoreError(str(bad))
-            ssn.add_batch_node_order_fn(name, prioritize)
-
-        def evictable(point: str, verb: str):  # type: ignore[no-untyped-def]
-            def fn(evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
-                if not interested(managed, evictor):
-                    return [], ABSTAIN
-                try:
-                    resp = client.send(verb, {"evictor": go_task(evictor, res),
-                                              "evictees": [go_task(t, res) for t in evictees]})
-                except ExtenderError as err:
-                    client.warn(point, err)
-                    return [], PERMIT if cfg.ignorable else REJECT
-                by_uid = {t.uid: t for t in evictees}
-                victims = [by_uid[v["UID"]] for v in resp.get("victims") or []
-                           if isinstance(v, dict) and v.get("UID") in by_uid]
-                return victims, _vote(resp.get("status"))
-            return fn
-
+            ssn.add_batch_node_order_fn(self.name, hooks.prioritize)
         if "preemptable" in verbs:
-            ssn.add_preemptable_fn(name, evictable("Preemptable", verbs["preemptable"]))
+            ssn.add_preemptable_fn(self.name, hooks.evictable("Preemptable", verbs["preemptable"]))
         if "reclaimable" in verbs:
-            ssn.add_reclaimable_fn(name, evictable("Reclaimable", verbs["reclaimable"]))
-
+            ssn.add_reclaimable_fn(self.name, hooks.evictable("Reclaimable", verbs["reclaimable"]))
         if "jobEnqueueable" in verbs:
-            def enqueueable(job: JobInfo) -> Vote:
-                try:
-                    resp = client.send(verbs["jobEnqueueable"], {"job": go_job(job, res)})
-                except ExtenderError as err:
-                    client.warn("JobEnqueueable", err)
-                    return PERMIT if cfg.ignorable else REJECT
-                return _vote(resp.get("status"))
-            ssn.add_job_enqueueable_fn(name, enqueueable)
-
+            ssn.add_job_enqueueable_fn(self.name, hooks.enqueueable)
         if "jobEnqueued" in verbs:
-            def enqueued(job: JobInfo) -> None:
-                try:
-                    client.send(verbs["jobEnqueued"], {"job": go_job(job, res)})
-                except ExtenderError as err:
-                    client.warn("JobEnqueued", err)
-            ssn.add_job_enqueued_fn(name, enqueued)
-
+            ssn.add_job_enqueued_fn(self.name, hooks.enqueued)
         if "queueOverused" in verbs:
-            def overused(queue: QueueInfo) -> bool:
-                try:
-                    resp = client.send(verbs["queueOverused"], {"queue": go_queue(queue)})
-                except ExtenderError as err:
-                    client.warn("QueueOverused", err)
-                    return not cfg.ignorable
-                return bool(resp.get("overused"))
-            ssn.add_overused_fn(name, overused)
-
+            ssn.add_overused_fn(self.name, hooks.overused)
         if "jobReady" in verbs:
-            def ready(job: JobInfo) -> bool:
-                try:
-                    resp = client.send(verbs["jobReady"], {"job": go_job(job, res)})
-                except ExtenderError as err:
-                    client.warn("JobReady", err)
-                    return not cfg.ignorable
-                return bool(resp.get("status"))
-            ssn.add_job_ready_fn(name, ready)
-
-        def event(point: str, verb: str):  # type: ignore[no-untyped-def]
-            def fn(task: TaskInfo) -> None:
-                # Volcano stores a failure in the event's Err, which the session never reads: only logged here
-                if not interested(managed, task):
-                    return
-                try:
-                    client.send(verb, {"task": go_task(task, res)})
-                except ExtenderError as err:
-                    client.warn(point, err)
-            return fn
-
+            ssn.add_job_ready_fn(self.name, hooks.ready)
         if "allocateFunc" in verbs or "deallocateFunc" in verbs:
             ssn.add_event_handler(EventHandler(
-                allocate=event("AllocateFunc", verbs["allocateFunc"]) if "allocateFunc" in verbs else None,
-                deallocate=event("DeallocateFunc", verbs["deallocateFunc"]) if "deallocateFunc" in verbs else None))
+                allocate=hooks.event("AllocateFunc", verbs["allocateFunc"]) if "allocateFunc" in verbs else None,
+                deallocate=(hooks.event("DeallocateFunc", verbs["deallocateFunc"]) if "deallocateFunc" in verbs
+                            else None)))
 
     def on_session_close(self, ssn: Session) -> None:
         client: ExtenderClient | None = getattr(self, "client", None)
@@ -442,3 +347,111 @@ class Extender(Plugin):
             client.send(client.cfg.verbs["onSessionClose"], {}, want=False)
         except ExtenderError as err:
             client.warn("OnSessionClose", err)
+
+
+class _Hooks:
+    """The session's callbacks for one extender (Volcano's ``extender.go``: one HTTP call per callback); a failed
+    call is logged once per session (``ExtenderClient.warn``) and answered as ``ignorable`` says."""
+
+    def __init__(self, client: ExtenderClient, cfg: ExtenderConfig, res: ResourceIndex, name: str) -> None:
+        self.client, self.cfg, self.res, self.name = client, cfg, res, name
+        self.verbs, self.managed = cfg.verbs, cfg.managed
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> Status | None:
+        if not interested(self.managed, task):
+            return None
+        try:
+            resp = self.client.send(self.verbs["predicate"], {"task": go_task(task, self.res),
+                                                              "node": go_node(node, self.res)})
+        except ExtenderError as err:
+            self.client.warn("Predicate", err)
+            return None if self.cfg.ignorable else Status(Code.ERROR, (str(err),), self.name)
+        msg = resp.get("status") or ""
+        if not msg:
+            return None
+        try:
+            code = Code(int(resp.get("code") or 0))
+        except (TypeError, ValueError):
+            code = Code.ERROR
+        # an error message with code 0 (Success) is an Error, for extenders written before "code" existed
+        return Status(Code.ERROR if code == Code.SUCCESS else code, (str(msg),), self.name)
+
+    def prioritize(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        if not interested(self.managed, task):
+            return {}
+        verb = self.verbs["prioritize"]
+        try:
+            resp = self.client.send(verb, {"task": go_task(task, self.res),
+                                           "nodes": [go_node(n, self.res) for n in nodes]})
+        except ExtenderError as err:
+            self.client.warn("Prioritize", err)
+            if self.cfg.ignorable:
+                return {}
+            raise BatchScoreError(str(err)) from None
+        scores = resp.get("nodeScore")
+        if not resp.get("errorMessage") and isinstance(scores, dict):
+            try:
+                return {str(k): float(v) for k, v in scores.items()}
+            except (TypeError, ValueError):
+                pass
+        bad = ExtenderError(f"extender {self.client.url(verb)}: "
+                            f"{resp.get('errorMessage') or 'no nodeScore in the answer'}", True)
+        self.client.warn("Prioritize", bad)
+        raise BatchScoreError(str(bad))
+
+    def evictable(self, point: str, verb: str) -> Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], Vote]]:
+        def fn(evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+            if not interested(self.managed, evictor):
+                return [], ABSTAIN
+            try:
+                resp = self.client.send(verb, {"evictor": go_task(evictor, self.res),
+                                               "evictees": [go_task(t, self.res) for t in evictees]})
+            except ExtenderError as err:
+                self.client.warn(point, err)
+                return [], PERMIT if self.cfg.ignorable else REJECT
+            by_uid = {t.uid: t for t in evictees}
+            victims = [by_uid[v["UID"]] for v in resp.get("victims") or []
+                       if isinstance(v, dict) and v.get("UID") in by_uid]
+            return victims, _vote(resp.get("status"))
+        return fn
+
+    def enqueueable(self, job: JobInfo) -> Vote:
+        try:
+            resp = self.client.send(self.verbs["jobEnqueueable"], {"job": go_job(job, self.res)})
+        except ExtenderError as err:
+            self.client.warn("JobEnqueueable", err)
+            return PERMIT if self.cfg.ignorable else REJECT
+        return _vote(resp.get("status"))
+
+    def enqueued(self, job: JobInfo) -> None:
+        try:
+            self.client.send(self.verbs["jobEnqueued"], {"job": go_job(job, self.res)})
+        except ExtenderError as err:
+            self.client.warn("JobEnqueued", err)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        try:
+            resp = self.client.send(self.verbs["queueOverused"], {"queue": go_queue(queue)})
+        except ExtenderError as err:
+            self.client.warn("QueueOverused", err)
+            return not self.cfg.ignorable
+        return bool(resp.get("overused"))
+
+    def ready(self, job: JobInfo) -> bool:
+        try:
+            resp = self.client.send(self.verbs["jobReady"], {"job": go_job(job, self.res)})
+        except ExtenderError as err:
+            self.client.warn("JobReady", err)
+            return not self.cfg.ignorable
+        return bool(resp.get("status"))
+
+    def event(self, point: str, verb: str) -> Callable[[TaskInfo], None]:
+        def fn(task: TaskInfo) -> None:
+            # Volcano stores a failure in the event's Err, which the session never reads: only logged here
+            if not interested(self.managed, task):
+                return
+            try:
+                self.client.send(verb, {"task": go_task(task, self.res)})
+            except ExtenderError as err:
+                self.client.warn(point, err)
+        return fn

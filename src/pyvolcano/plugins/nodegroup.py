@@ -47,8 +47,9 @@ class GroupAffinity:
         aff = q.affinity.get("nodeGroupAffinity") or {}
         anti = q.affinity.get("nodeGroupAntiAffinity") or {}
         req, pref = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
-        return cls({str(g) for g in aff.get(req) or []}, {str(g) for g in aff.get(pref) or []},
-                   {str(g) for g in anti.get(req) or []}, {str(g) for g in anti.get(pref) or []})
+        # the lists hold group names (non-empty strings): ``api/models.py: QueueAffinity`` typed them
+        return cls(set(aff.get(req) or ()), set(aff.get(pref) or ()), set(anti.get(req) or ()),
+                   set(anti.get(pref) or ()))
 
     def reject(self, group: str) -> str | None:
         ok = group in self.required or group in self.preferred

@@ -40,6 +40,7 @@ from pyvolcano.api.resource import CPU, MEMORY
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.errors import ConfigError
 from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
@@ -52,7 +53,7 @@ DEFAULT_INTERVAL = 300.0
 DEFAULT_STRATEGY = "lowNodeUtilization"
 STRATEGIES = frozenset({DEFAULT_STRATEGY})
 #: ``Snapshot.plugin_memory`` key of Volcano's package variable ``lastRescheduleTime``
-LAST_RUN = "rescheduling.lastRescheduleTime"
+LAST_RUN: CarryKey[float] = CarryKey("rescheduling.lastRescheduleTime")
 
 
 @dataclass
@@ -210,10 +211,10 @@ class Rescheduling(Plugin):
         memory = ssn.snapshot.plugin_memory
         now = session_clock(ssn)
         # Volcano sets lastRescheduleTime when the scheduler starts, just before its first session
-        last = memory.setdefault(LAST_RUN, now - 1e-6)
+        last = memory.setdefault(LAST_RUN, lambda: now - 1e-6)
         if not last + interval < now:
             return
-        memory[LAST_RUN] = now
+        memory.put(LAST_RUN, now)
         for s in strategies:
             if s.name not in STRATEGIES:
                 continue

@@ -46,6 +46,7 @@ from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.errors import ConfigError
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -65,7 +66,7 @@ _PART = re.compile(r"(\d{1,2}):(\d{2})")
 _GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 
 #: ``Snapshot.plugin_memory`` key of Volcano's package variable ``lastEvictAt``: when victimTasks last ran
-LAST_EVICT_AT = "tdm.lastEvictAt"
+LAST_EVICT_AT: CarryKey[float] = CarryKey("tdm.lastEvictAt")
 
 
 def parse_window(zone: str, raw: Any) -> tuple[float, float]:
@@ -230,7 +231,7 @@ class TDM(Plugin):
                 cands = [t for i, nz in enumerate(node_zone) if nz == z for t in ssn.nodes.tasks[i].values()
                          if t.preemptable and t.status == TaskStatus.Running]
                 out.extend(by_job(cands))
-            memory[LAST_EVICT_AT] = now
+            memory.put(LAST_EVICT_AT, now)
             # Volcano's victims here are the nodes' own copies of the tasks: see mark_node_copy_victims
             mark_node_copy_victims(ssn, out)
             return out

@@ -15,7 +15,7 @@ from pyvolcano.errors import UserError
 
 #: nodes a compact spec may describe (``100000000x{...}`` would build that many manifests)
 MAX_NODES = 100_000
-_GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\{.*\})\s*$", re.S)
+_GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\{.*\})\s*$", re.S | re.ASCII)
 
 
 def parse_cluster_spec(spec: str, prefix: str = "node") -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ import numpy as np
 from pyvolcano.api import models
 from pyvolcano.api.convert import pod_requests
 from pyvolcano.api.job_info import PREEMPTION_BY_SCHEDULER, TaskInfo
+from pyvolcano.api.job_model import WorkloadJob
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import EPS
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION
@@ -42,9 +43,10 @@ from pyvolcano.framework.result import (
     podgroup_status_body,
 )
 from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
+from pyvolcano.sim.flows import SimFlows
 from pyvolcano.sim.topology import SpreadLog, build_topology, sub_group_of
 from pyvolcano.sim.usage import UsageLedger
-from pyvolcano.sim.workload import DURATION, Workload, duration_problem, job_ref
+from pyvolcano.sim.workload import DURATION, Workload, job_ref
 
 #: the taint Kubernetes' node lifecycle controller puts on a node whose kubelet is not Ready
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -118,7 +120,21 @@ class JobTTL:
     state: Any
 
 
-Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel | JobTTL
+@dataclass(frozen=True, slots=True)
+class FlowArrive:
+    """A CronJob, JobFlow or JobTemplate from the workload is created (``sim/flows.py``)."""
+
+    obj: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CronTick:
+    """A CronJob's next schedule time is due (``SimFlows.tick``)."""
+
+    key: str
+
+
+Event = Arrive | PodRunning | PodFinish | PodRelease | NodeFail | NodeUp | Cancel | JobTTL | FlowArrive | CronTick
 
 
 @dataclass
@@ -136,6 +152,8 @@ class JobRecord:
     restarts: int = 0
     preempted: int = 0
     running: int = 0
+    #: for a job whose gang never started: why, and the best fix, at the end of the run (``why_waiting``)
+    why: str = ""
 
 
 @dataclass
@@ -439,6 +457,11 @@ class Simulator:
         self.records: dict[str, JobRecord] = {}
         self.samples: list[Sample] = []
         self.usage = UsageLedger(3)
+        #: proportion (not capacity) gives queues their deserved: between sessions it follows the queues' holdings
+        #: (``_deserved_between_sessions``); each queue's guarantee as its last session had it
+        names = conf.plugin_names
+        self._deserved_follows = "proportion" in names and "capacity" not in names
+        self._guarantee: dict[str, np.ndarray] = {}
         self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
@@ -477,6 +500,11 @@ class Simulator:
                 continue
             self._push(t, Arrive(job))
             admitted += 1
+        #: CronJobs, JobFlows and JobTemplates (``sim/flows.py``); ``until`` is ``run``'s, a CronJob's default end
+        self.flows = SimFlows(self)
+        self.until: float | None = None
+        for t, obj in workload.flows:
+            self._push(t, FlowArrive(obj))
         for t, node, down in node_failures or []:
             self._push(t, NodeFail(node, down))
         for t, key in cancellations or []:
@@ -516,12 +544,9 @@ class Simulator:
         hold (more of a resource than the largest node has, a resource no node has, or a combination no single
         node has)."""
         try:
-            validate_job(job, self.queue_names)
+            validate_job(job, self.queue_names, WorkloadJob)
         except UserError as exc:
             return str(exc)
-        bad = duration_problem(job)
-        if bad:
-            return bad
         ref = job_ref(job)
         for i, t in enumerate(job["spec"]["tasks"]):
             if int(t.get("replicas", 1)) == 0:
@@ -646,6 +671,7 @@ class Simulator:
         rec = self.records.get(job_key)
         if st is None or rec is None:
             return
+        changed = rec.phase != st.phase
         rec.phase = st.phase
         if st.phase in FINAL and rec.finished is None:
             rec.finished = self.now
@@ -653,6 +679,8 @@ class Simulator:
             ttl = st.job["spec"].get("ttlSecondsAfterFinished")
             if ttl is not None and st.phase in TTL_PHASES:
                 self._push(self.now + float(ttl), JobTTL(job_key, st))
+        if changed and self.flows.flow_of:
+            self.flows.job_changed(job_key)
 
     def _ttl(self, key: str, st: Any) -> None:
         """``ttlSecondsAfterFinished`` ran out (Volcano's garbagecollector controller): the Job is deleted, with
@@ -743,15 +771,39 @@ class Simulator:
                         picked = (des[0] / 1000, des[1] / 2**30, gpu)
                         self.usage.set_deserved(self.now, name, np.array(
                             [x if x < c else c for x, c in zip(picked, cap, strict=True)]))
+                        if self._deserved_follows:
+                            gua = f.guarantee.tolist()
+                            self._guarantee[name] = np.array([gua[0] / 1000, gua[1] / 2**30, gua[g] / 1000 if
+                                                              g is not None and len(gua) == res.size else 0.0])
                     elif name in self.usage.deserved:  # no job of it in the session: proportion deserves it nothing
                         self.usage.set_deserved(self.now, name, np.zeros(3))
+                        self._guarantee.pop(name, None)
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
         self.samples.append(Sample(self.now, self._pick(used), queues))
 
+    def _deserved_between_sessions(self) -> None:
+        """Each queue's deserved amount while no session runs because nothing is pending: what a session would
+        compute, without running one (the report's series only; no decision reads it).  With nothing pending a
+        queue's request is what its jobs hold (proportion's OnSessionOpen adds allocated and pending tasks, Volcano
+        ``pkg/scheduler/plugins/proportion/proportion.go``), every request fits the cluster, so the water-filling
+        meets every queue at its request (``deserved.MinDimensionResource(request)``) and raises it to its
+        guarantee (``helpers.Max(deserved, guarantee)``); a queue that holds nothing has no job left, and a session
+        gives it nothing (as ``_sample`` does).  Without this the series held a session's deserved (e.g. 95 %
+        of the cluster, while a queue was still asking) through hours in which nothing ran."""
+        cap = self.capacity
+        for name in self.usage.deserved:
+            held = self.usage.held(name)
+            if not held.any():
+                self.usage.set_deserved(self.now, name, held)
+                continue
+            g = self._guarantee.get(name)
+            self.usage.set_deserved(self.now, name, np.minimum(held if g is None else np.maximum(held, g), cap))
+
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:
+        self.until = until
         with quiet_gc():
             return self._run(until, progress)
 
@@ -781,6 +833,8 @@ class Simulator:
                         _, _, event = heapq.heappop(self.heap)
                         self.events += 1
                         self._dispatch(event)
+                    if self._deserved_follows and self.usage.deserved and not self._has_pending():
+                        self._deserved_between_sessions()
                     if next_cycle < self.now:  # align cycles to the period grid
                         next_cycle = self.now if self.period <= 0 else \
                             (self.now // self.period + (self.now % self.period > 0)) * self.period
@@ -793,6 +847,37 @@ class Simulator:
                          self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
                          self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage,
                          self.eviction_log.records, self.spread)
+
+    #: ``why_waiting`` explains at most this many never-started jobs (the first submitted) ...
+    WHY_JOBS = 10
+    #: ... each with this many sessions re-run to find a fix
+    WHY_RUNS = 3
+
+    def why_waiting(self) -> None:
+        """For jobs whose gang never started and that still wait when the run ends, the short reason and the
+        best verified fix (``analysis/whatif.py``) on the cluster as the run left it, into ``JobRecord.why``
+        (the ``why`` column of jobs.csv); called by ``sim/run.py: run_one`` after the run, outside its timing.
+        Bounded: ``WHY_JOBS`` jobs, ``WHY_RUNS`` re-runs each, one shared
+        session on the final state; the others keep an empty ``why``."""
+        from pyvolcano.analysis.whatif import explain
+
+        waiting = [r for r in sorted(self.records.values(), key=lambda r: (r.submit, r.key))
+                   if r.all_started is None and r.finished is None]
+        if not waiting:
+            return
+        objects = list(self.cache.raw.values())
+        names = {(o.get("kind"), "/".join(((o.get("metadata") or {}).get("namespace") or "default",
+                                            str((o.get("metadata") or {}).get("name"))))) for o in objects}
+        t0 = time.perf_counter()
+        base = run_session(SchedulerCache.from_objects(objects, self.cache.scheduler_name), self.conf)
+        pace = time.perf_counter() - t0
+        for r in [r for r in waiting if ("PodGroup", r.key) in names][:self.WHY_JOBS]:
+            try:
+                e = explain(objects, self.conf, r.key, scheduler_name=self.cache.scheduler_name,
+                            max_runs=self.WHY_RUNS, base=base, pace=pace)
+            except UserError:
+                continue
+            r.why = e.short() if not e.schedulable else e.reason
 
     def _dispatch(self, event: Event) -> None:
         """Run one event's handler, chosen by the event's type."""
@@ -813,5 +898,9 @@ class Simulator:
                 self._cancel(key)
             case JobTTL(key, state):
                 self._ttl(key, state)
+            case FlowArrive(obj):
+                self.flows.arrive(obj)
+            case CronTick(key):
+                self.flows.tick(key)
             case _:
                 assert_never(event)

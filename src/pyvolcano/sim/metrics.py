@@ -23,6 +23,9 @@ from pyvolcano.sim.figures import outcomes
 
 JOB_COLUMNS = ("job", "queue", "tasks", "min_available", "phase", "submit", "enqueued", "first_start", "all_started",
                "finished", "wait", "jct", "restarts", "preempted")
+#: the last column of jobs.csv whatever the cluster: why a job that never started waits, and the best fix
+#: (``analysis/whatif.py``; empty for the others)
+WHY_COLUMN = "why"
 #: the columns jobs.csv adds for a cluster with a network topology (``sim/topology.py: job_columns``; with
 #: sub-groups in the workload also ``topology.SUB_COLUMNS``)
 TOPOLOGY_COLUMNS = ("network_topology", "lca_tier", "max_lca_tier")
@@ -37,7 +40,7 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
                      "phase": r.phase, "submit": r.submit, "enqueued": r.enqueued, "first_start": r.first_start,
                      "all_started": r.all_started, "finished": r.finished, "wait": wait, "jct": jct,
                      "restarts": r.restarts, "preempted": r.preempted,
-                     **topology.job_columns(result.spread, r.key)})
+                     **topology.job_columns(result.spread, r.key), WHY_COLUMN: r.why})
     return rows
 
 
@@ -126,7 +129,8 @@ def write(out: Path, result: SimResult, conf_name: str = "", horizon: float | No
     rows = job_rows(result)
     with (out / "jobs.csv").open("w", newline="") as f:
         cols = JOB_COLUMNS + (TOPOLOGY_COLUMNS if result.spread is not None else ()) \
-            + (topology.SUB_COLUMNS if result.spread is not None and result.spread.sub_constraint else ())
+            + (topology.SUB_COLUMNS if result.spread is not None and result.spread.sub_constraint else ()) \
+            + (WHY_COLUMN,)
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:

@@ -2,8 +2,10 @@
 (``simulate --compare``, ``pyvolcano demo``).  Both are one page built by :func:`page`, so the single-run page has the
 same plots as the comparison.
 
-The page answers "what changes if I turn on preempt/reclaim?" at a glance: its headline is each queue's p95 wait per
-run (and the change against the first run) beside the cost (evictions by cause, restarts, failed and aborted jobs, the
+The page answers "what changes if I turn on preempt/reclaim?" at a glance: its headline leads with all jobs (mean and
+p95 wait, failed jobs, and whether the change is clear, the runs paired job by job: ``sim/stats.py``), then each
+queue's p95 wait per run (and the change against the first run; a queue too small to read a p95 is marked) beside
+the cost (evictions by cause, restarts, failed and aborted jobs, the
 GPU- and cpu-hours held by pods whose work was thrown away).  Below: the workload, cluster and simulation settings and
 the conf diff; the overlaid utilisation of every run on one time axis (exact step functions, ``sim/usage.py``); each
 queue's allocated vs deserved dominant share; wait CDFs per queue, one curve per run; jobs finished over time;
@@ -36,6 +38,7 @@ from pyvolcano.conf.loader import SchedulerConf
 from pyvolcano.sim.engine import SimResult
 from pyvolcano.sim.figures import FAILED, failed_or_aborted, outcomes, stage_waits, stats
 from pyvolcano.sim.metric_registry import METRICS
+from pyvolcano.sim.stats import Paired
 from pyvolcano.sim.usage import dominant
 
 RESOURCES = ("cpu", "memory", "gpu")
@@ -497,10 +500,13 @@ def headline(runs: list[RunData], queues: list[str], window: float) -> str:
     """Per queue p95 wait per run (and its change against the first run), then the cost rows."""
     head = ["queue"] + [_e(r.name) + " p95 wait (s)" for r in runs] + [f"change {_e(r.name)}" for r in runs[1:]]
     body = []
-    for q in [*queues, None]:
+    for q in [None, *queues]:  # all jobs first: a queue's move never hides the whole
         got = [p95_wait([x for x in r.rows if q is None or x["queue"] == q], window) for r in runs]
         p95s = [p for p, _ in got]
-        cells = [f"<b>{_e(q)}</b>" if q is not None else "<b>all jobs</b>"]
+        size = max(sum(q is None or x["queue"] == q for x in r.rows) for r in runs)
+        cells = [(f"<b>{_e(q)}</b>" + (f' <span class="warn">({size} job{"s" if size != 1 else ""}: too few for a '
+                                       'p95)</span>'
+                                       if size < MIN_P95_JOBS else "")) if q is not None else "<b>all jobs</b>"]
         cells += [("&ge; " if n else "") + _f(p) + (f' <span class="warn">({n} never started)</span>' if n else "")
                   for p, n in got]
         cells += [_change(p, p95s[0]) for p in p95s[1:]]
@@ -523,19 +529,65 @@ def headline(runs: list[RunData], queues: list[str], window: float) -> str:
     return f'<div class="pair"><div>{t1}</div><div>{t2}</div></div>'
 
 
+#: a queue with fewer jobs than this has no p95 worth reading: it is about its largest wait (the 95th percentile
+#: of 19 values lies between the two largest)
+MIN_P95_JOBS = 20
+
+
+def _waits(r: RunData, window: float) -> dict[str, float]:
+    """Every job's wait, a job whose gang never started counted until the end of the window (as ``p95_wait``)."""
+    return {x["job"]: x["wait"] if x["wait"] is not None else window - x["submit"] for x in r.rows}
+
+
+def paired_stats(base: RunData, r: RunData, window: float) -> list[tuple[str, Paired]]:
+    """``r`` against ``base`` over the jobs both ran (one workload: the same jobs, the common random numbers of a
+    single run): the mean wait from the per-job differences, and the p95 wait with the pairs resampled together
+    (``sim/stats.py``)."""
+    from pyvolcano.sim.stats import paired, paired_quantile
+
+    wa, wb = _waits(base, window), _waits(r, window)
+    jobs = [j for j in wa if j in wb]
+    if not jobs:
+        return []
+    mean = paired(METRICS["wait_mean"], {i: wa[j] for i, j in enumerate(jobs)}, {i: wb[j] for i, j in enumerate(jobs)})
+    p95 = paired_quantile(METRICS["wait_p95"], [wa[j] for j in jobs], [wb[j] for j in jobs], 95)
+    return [("mean wait, job by job", mean), ("p95 wait", p95)]
+
+
+def paired_verdicts(base: RunData, r: RunData, window: float) -> list[tuple[str, str]]:
+    """(what, verdict) of :func:`paired_stats`."""
+    return [(what, p.verdict("jobs")) for what, p in paired_stats(base, r, window)]
+
+
 def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> str:
-    """One sentence per compared run: which queue's p95 wait moved most, and at what cost."""
+    """Per compared run: first all jobs (mean and p95 wait, failed or aborted jobs, with the paired verdicts),
+    then the queue whose p95 wait moved most among the queues with enough jobs to read a p95, and the cost."""
     if len(runs) < 2:
         return ""
     out = []
     base = runs[0]
+    sizes = {q: max(sum(x["queue"] == q for x in run.rows) for run in runs) for q in queues}
+    small = [q for q in queues if sizes[q] < MIN_P95_JOBS]
     for r in runs[1:]:
+        all_a, na = p95_wait(base.rows, window)
+        all_b, nb = p95_wait(r.rows, window)
+        mean = [float(np.mean(list(_waits(run, window).values()))) if run.rows else None for run in (base, r)]
+        failed = [METRICS["failed"].raw(run.summary) for run in (base, r)]
+        lead = (f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>, all {len(r.rows)} jobs: wait mean "
+                f"{'&ge; ' if na else ''}{_f(mean[0], 0)} s &rarr; {'&ge; ' if nb else ''}{_f(mean[1], 0)} s "
+                f"{_change(mean[1], mean[0], 'wait_mean')}, p95 "
+                f"{'&ge; ' if na else ''}{_f(all_a, 0)} s &rarr; {'&ge; ' if nb else ''}{_f(all_b, 0)} s "
+                f"{_change(all_b, all_a)}; failed or aborted jobs {_f(failed[0])} &rarr; "
+                + (f'<span class="worse">{_f(failed[1])}</span>' if (failed[1] or 0) > (failed[0] or 0) else
+                   f"{_f(failed[1])}") + ".")
+        verdicts = "".join(f"<li>{_e(what)}: {_e(v)}</li>" for what, v in paired_verdicts(base, r, window))
         moves = []
         for q in queues:
             a, na = p95_wait([x for x in base.rows if x["queue"] == q], window)
             b, nb = p95_wait([x for x in r.rows if x["queue"] == q], window)
             if a is not None and b is not None:
-                moves.append((abs(b - a), q, ("&ge; " if na else "") + _f(a, 0), ("&ge; " if nb else "") + _f(b, 0)))
+                moves.append((sizes[q] >= MIN_P95_JOBS, abs(b - a), q, ("&ge; " if na else "") + _f(a, 0),
+                              ("&ge; " if nb else "") + _f(b, 0)))
         c = r.summary.get("cost") or {}
         cost = (f"{c.get('evictions', 0)} evictions, {c.get('restarts', 0)} restarts, {c.get('failed', 0)} failed "
                 f"jobs, {_f(c.get('gpu_hours_lost', 0.0))} GPU-hours thrown away")
@@ -554,12 +606,17 @@ def headline_sentence(runs: list[RunData], queues: list[str], window: float) -> 
                 cost += ("; partitioned jobs with every sub-group within one: "
                          + " &rarr; ".join("-" if x is None else f"{x:.0%}" for x in subs))
         if moves:
-            _, q, before, after = max(moves)
-            out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: queue <b>{_e(q)}</b> p95 wait "
-                       f"{before} s &rarr; {after} s; cost: {cost}.")
+            enough, _, q, before, after = max(moves)
+            few = "" if enough else (f' <span class="warn">(only {sizes[q]} job{"s" if sizes[q] != 1 else ""}: too '
+                                     "few to read a p95, which is about their largest wait)</span>")
+            queue = f"Queue that moved most: <b>{_e(q)}</b>, p95 wait {before} s &rarr; {after} s{few}. "
         else:
-            out.append(f"<b>{_e(r.name)}</b> vs <b>{_e(base.name)}</b>: cost: {cost}.")
-    return "".join(f'<p class="lead">{s}</p>' for s in out)
+            queue = ""
+        out.append(f'<p class="lead">{lead}</p><ul class="verdicts">{verdicts}</ul><p>{queue}Cost: {cost}.</p>')
+    if small:
+        out.append(f'<p class="warn">Too few jobs to read a p95 (fewer than {MIN_P95_JOBS}): queue'
+                   f"{'s' if len(small) > 1 else ''} {', '.join(f'{_e(q)} ({sizes[q]})' for q in small)}.</p>")
+    return "".join(out)
 
 
 def summary_table(runs: list[RunData]) -> str:
@@ -675,7 +732,8 @@ table{border-collapse:collapse;margin:.6em 0}th,td{border:1px solid #ccc;padding
 th{background:#f3f3f3}table.small{font-size:.85em}img{max-width:100%}
 .pair{display:flex;gap:2em;flex-wrap:wrap}.better{color:#087a2a;font-weight:bold}.worse{color:#b3261e;font-weight:bold}
 .note{color:#666;font-size:.85em}.warn{color:#b3261e;font-size:.9em}
-.lead{font-size:1.1em;background:#f6f8fa;padding:.5em .8em;border-left:4px solid #4a7}
+.lead{font-size:1.1em;background:#f6f8fa;padding:.5em .8em;border-left:4px solid #4a7;margin-bottom:.2em}
+ul.verdicts{margin-top:.2em}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}.add{color:#087a2a}.del{color:#b3261e}"""
 
 

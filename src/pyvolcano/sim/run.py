@@ -10,12 +10,13 @@ from typing import Any
 
 from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
+from pyvolcano.collapse import collapse
 from pyvolcano.conf.loader import SchedulerConf, load_conf_file
-from pyvolcano.errors import UserError
+from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import SimResult, Simulator
-from pyvolcano.sim.workload import Workload, seconds
+from pyvolcano.sim.workload import Workload
 
 
 @dataclass
@@ -80,10 +81,12 @@ def queue_weights(arg: str | None) -> dict[str, int] | None:
         for o in load_objects(arg):
             if o.get("kind") != "Queue":
                 continue
-            name = (o.get("metadata") or {}).get("name")
-            w = (o.get("spec") or {}).get("weight", 1)
-            if name:
-                weights[str(name)] = w if isinstance(w, int) and not isinstance(w, bool) and w > 0 else 1
+            try:  # the typed Queue (api/models.py): a weight of "x", 2.5 or -5 is refused, not read as 1
+                q = models.validate_model(models.Queue, o, models.ref(o))
+            except ManifestError as exc:
+                raise UserError(f"--queues {arg}: {exc}") from None
+            # no weight (or 0, which deserves nothing under proportion) reads as 1, as this option always did
+            weights[q.metadata.name] = (q.spec.weight if q.spec is not None else None) or 1
         if not weights:
             raise UserError(f"--queues {arg}: no Queue objects")
         return weights
@@ -96,11 +99,11 @@ def queue_weights(arg: str | None) -> dict[str, int] | None:
         if not name:
             raise UserError(f"--queues: {part!r}: expected NAME:WEIGHT")
         try:
-            weights[name] = int(w or 1)
+            weights[name] = models.ascii_int(w or "1")  # ASCII digits: int("٣") is 3 in Python
         except ValueError:
             raise UserError(f"--queues: {part!r}: weight must be an integer") from None
-        if weights[name] < 1:
-            raise UserError(f"--queues: {part!r}: weight must be >= 1")
+        if not 1 <= weights[name] <= models.MAX_COUNT:  # a Queue's spec.weight (api/models.py: QueueSpec)
+            raise UserError(f"--queues: {part!r}: weight must be between 1 and {models.MAX_COUNT}")
     if not weights:
         raise UserError(f"--queues: {arg!r}: expected NAME:WEIGHT,...")
     return weights
@@ -121,12 +124,15 @@ def load_queues(arg: str | None, workload: Workload) -> list[dict[str, Any]]:
 
 def parse_gang_sizes(arg: str) -> tuple[int, ...]:
     """``1,1,2,4,8``: the gang sizes the synthetic generator draws from (uniformly, so repeats weigh more)."""
+    from pyvolcano.sim import options
+
     try:
-        sizes = tuple(int(x) for x in arg.split(",") if x.strip())
-    except ValueError:
-        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers, e.g. 1,1,2,4,8") from None
-    if not sizes or min(sizes) < 1:
-        raise UserError(f"--gang-sizes: {arg!r}: expected comma-separated integers >= 1, e.g. 1,1,2,4,8")
+        sizes = tuple(options.check("gang_size", x) for x in arg.split(",") if x.strip())
+    except ValueError as exc:
+        raise UserError(f"--gang-sizes: {arg[:80]!r}: {exc}; expected comma-separated integers, e.g. 1,1,2,4,8") \
+            from None
+    if not sizes:
+        raise UserError(f"--gang-sizes: {arg[:80]!r}: expected comma-separated integers >= 1, e.g. 1,1,2,4,8")
     return sizes
 
 
@@ -139,7 +145,7 @@ def parse_failures(arg: str | None) -> list[tuple[float, str, float]]:
             if len(fields) != 3 or not fields[1].strip():
                 raise UserError(f"--node-failures: {part.strip()!r}: expected TIME:NODE:DOWNTIME")
             try:
-                out.append((seconds(fields[0]), fields[1].strip(), seconds(fields[2])))
+                out.append((models.seconds(fields[0]), fields[1].strip(), models.seconds(fields[2])))
             except ValueError as exc:
                 raise UserError(f"--node-failures: {part.strip()!r}: {exc} (expected TIME:NODE:DOWNTIME, times in "
                                 "seconds)") from None
@@ -156,7 +162,7 @@ def parse_cancels(arg: str | None) -> list[tuple[float, str]]:
             if not key or key.endswith("/") or key.startswith("/"):
                 raise UserError(f"--cancel: {part.strip()!r}: expected TIME:[NAMESPACE/]JOB")
             try:
-                out.append((seconds(t), key if "/" in key else f"default/{key}"))
+                out.append((models.seconds(t), key if "/" in key else f"default/{key}"))
             except ValueError as exc:
                 raise UserError(f"--cancel: {part.strip()!r}: {exc} (expected TIME:[NAMESPACE/]JOB, the time in "
                                 "seconds)") from None
@@ -207,16 +213,16 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
                     Workload(copy.deepcopy(inputs.workload.jobs), inputs.workload.priority_classes,
-                             list(inputs.workload.problems)),
+                             list(inputs.workload.problems), copy.deepcopy(inputs.workload.flows)),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations,
                     full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None,
                     numatopologies=copy.deepcopy(inputs.numatopologies) or None)
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
-        for p in sim.problems:
+        for p in collapse(sim.problems):  # the same problem of many jobs: one line with a count
             warn(p)
-    if not sim.total_jobs:  # running makes no sense: refuse, after the problems that explain why
+    if not sim.total_jobs and not inputs.workload.flows:  # nothing can run: refuse, after the problems that say why
         n = len(inputs.workload.jobs)
         if n:
             raise UserError(f"nothing to simulate: none of the workload's {n} jobs can run here (problems above)")
@@ -240,8 +246,10 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             result = sim.run(until, tick)
     else:
         result = sim.run(until)
+    if not result.interrupted:
+        sim.why_waiting()  # jobs.csv's why column, after the run's own timing
     if warn is not None:
-        for p in result.problems[known:]:
+        for p in collapse(result.problems[known:]):
             warn(p)
     summ = metrics.write(out, result, conf_name, horizon)
     figures.write_evictions(out / "evictions.csv", result)
@@ -268,15 +276,17 @@ class Run:
 
 
 def common_window(runs: list[Run], horizon: float | None = None) -> list[dict[str, Any]]:
-    """Rewrite each run's summary.json and report.html over one window, [0, ``horizon``] or else [0, the longest
-    run's end], so that runs compared side by side (``--compare``, ``make demo``) average utilisation over the same
-    time: a run that finished early counts as idle until the others end."""
-    if horizon is None:
-        horizon = max((r.result.end_time for r in runs), default=0.0)
+    """Rewrite each run's summary.json over one window, [0, ``horizon``] or else [0, the longest run's end], so that
+    runs compared side by side (``--compare``, ``make demo``) average utilisation over the same time: a run that
+    finished early counts as idle until the others end.  Each run's own report.html is over its own window (its
+    end, or ``horizon`` when given): a page about one run does not stretch to another run's end."""
+    common = horizon if horizon is not None else max((r.result.end_time for r in runs), default=0.0)
     out = []
     for r in runs:
-        summ = metrics.write(r.out, r.result, r.conf_name, horizon)
-        report.write(r.out, r.result, metrics.job_rows(r.result), summ, r.title, r.conf, r.settings)
+        rows = metrics.job_rows(r.result)
+        summ = metrics.write(r.out, r.result, r.conf_name, common)
+        own = summ if horizon is not None else metrics.summary(r.result, rows, r.conf_name)
+        report.write(r.out, r.result, rows, own, r.title, r.conf, r.settings)
         out.append(summ)
     return out
 
@@ -289,6 +299,23 @@ def compare_page(runs: list[Run], summaries: list[dict[str, Any]], path: Path, t
     data = [report.RunData(n, r.result, metrics.job_rows(r.result), s, r.conf)
             for n, r, s in zip(labels, runs, summaries, strict=True)]
     return report.write_comparison(path, data, title, runs[0].settings if runs else None)
+
+
+def paired_over_jobs(runs: list[Run], summaries: list[dict[str, Any]],
+                     names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every compared run against the first, over the same jobs (``report.paired_stats``): for ``--compare``'s
+    terminal lines and JSON.  The window is the common one (``summaries``' ``window_s``)."""
+    labels = names or [r.conf_name.rsplit("/", 1)[-1] for r in runs]
+    data = [report.RunData(n, r.result, metrics.job_rows(r.result), s)
+            for n, r, s in zip(labels, runs, summaries, strict=True)]
+    out = []
+    for r in data[1:]:
+        window = max(float(data[0].summary.get("window_s") or 0.0), float(r.summary.get("window_s") or 0.0))
+        for what, p in report.paired_stats(data[0], r, window):
+            out.append({"a": data[0].name, "b": r.name, "what": what, "metric": p.metric.name, "jobs": p.n,
+                        "diff": round(p.diff_mean, 4), "diff_ci": [round(p.diff_ci[0], 4), round(p.diff_ci[1], 4)],
+                        "verdict": p.verdict("jobs")})
+    return out
 
 
 def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:

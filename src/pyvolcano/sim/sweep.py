@@ -6,7 +6,9 @@ and seeds; every combination is a *point*, and every point is one ``simulate`` r
 (``sim/run.py: run_one``).  Results go to ``OUT/points/<point>/`` (the files ``simulate`` writes, plus
 ``point.json``), so a sweep is resumable: a point whose folder holds a finished run with the same parameters and
 the same inputs (:class:`Plan`'s fingerprint) is not run again.  ``OUT/sweep.html`` and ``OUT/summary.csv``
-aggregate every metric over the seeds (mean and 95 % confidence interval) and name the best point for the objective.
+aggregate every metric over the seeds (mean and a bootstrap interval kept within the metric's range), compare
+every two confs at the same other knobs seed by seed, and name the best conf for the objective within each setting
+of the other knobs (``sim/stats.py``).
 
 Every input file (confs, manifests, CSV, the trace) is read once into a :class:`Bundle` of bytes.  Workers get the
 bundle once (a process-pool initializer locally; one object in Ray's object store with ``--ray``) and write it to
@@ -32,11 +34,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pyvolcano import safeyaml
+from pyvolcano.api.models import _integer, first_error
 from pyvolcano.conf.loader import DEFAULT_CONF, load_conf
 from pyvolcano.errors import UserError
-from pyvolcano.sim.metric_registry import METRICS, SWEPT
+from pyvolcano.sim import options as opts
+from pyvolcano.sim.metric_registry import METRICS, SWEPT, metric
 
 #: the files one point's run leaves in its folder (``sim/run.py: run_one``)
 POINT_FILES = ("summary.json", "jobs.csv", "evictions.csv", "report.html")
@@ -50,21 +55,14 @@ _Finite = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 # --------------------------------------------------------------------------------------------- the sweep file
 class SyntheticWorkload(BaseModel):
-    """``simulate --synthetic`` (sim/workload.py: synthetic)."""
+    """``simulate --synthetic`` (sim/workload.py: synthetic); each number as the flag takes it (``sim/options.py``)."""
 
     model_config = _Finite
-    jobs: Annotated[int, Field(ge=1, le=1_000_000)] = 200
-    rate: Annotated[float, Field(gt=0)] = 0.2
-    gang_sizes: list[int] = Field(default_factory=lambda: [1, 1, 2, 4, 8], min_length=1)
-    mean_duration: Annotated[float, Field(gt=0)] = 600.0
-    gpu_fraction: Annotated[float, Field(ge=0, le=1)] = 0.5
-
-    @field_validator("gang_sizes")
-    @classmethod
-    def _sizes(cls, v: list[int]) -> list[int]:
-        if min(v) < 1 or max(v) > 100_000:
-            raise ValueError("gang sizes must be between 1 and 100000")
-        return v
+    jobs: opts.Jobs = 200
+    rate: opts.Rate = 0.2
+    gang_sizes: list[opts.GangSize] = Field(default_factory=lambda: [1, 1, 2, 4, 8], min_length=1)
+    mean_duration: opts.MeanDuration = 600.0
+    gpu_fraction: opts.Share = 0.5
 
 
 class AlibabaWorkload(BaseModel):
@@ -72,12 +70,12 @@ class AlibabaWorkload(BaseModel):
 
     model_config = _Finite
     trace_dir: str | None = None
-    nodes: Annotated[int, Field(ge=1, le=100_000)] = 120
-    pods: Annotated[int, Field(ge=0)] = 1500
-    compress: Annotated[float, Field(gt=0)] = 20.0
-    duration_scale: Annotated[float, Field(gt=0)] = 1.0
-    gang_window: Annotated[float, Field(ge=0)] = 60.0
-    max_gang: Annotated[int, Field(ge=1)] = 8
+    nodes: opts.Nodes = 120
+    pods: opts.Pods = 1500
+    compress: opts.Factor = 20.0
+    duration_scale: opts.Factor = 1.0
+    gang_window: opts.Window = 60.0
+    max_gang: opts.Nodes = 8
 
 
 class WorkloadSpec(BaseModel):
@@ -111,11 +109,13 @@ class ConfSpec(BaseModel):
 
 
 class SimSettings(BaseModel):
+    """``simulate``'s timing flags, with their bounds (``sim/options.py``)."""
+
     model_config = _Finite
-    period: Annotated[float, Field(gt=0)] = 1.0
-    start_latency: Annotated[float, Field(ge=0)] = 1.0
-    grace: Annotated[float, Field(ge=0)] = 5.0
-    until: Annotated[float | None, Field(gt=0)] = None
+    period: opts.Period = 1.0
+    start_latency: opts.Delay = 1.0
+    grace: opts.Delay = 5.0
+    until: opts.Until | None = None
 
 
 class Objective(BaseModel):
@@ -141,7 +141,7 @@ class SweepSpec(BaseModel):
     hypernodes: str | None = None
     confs: list[ConfSpec] = Field(default_factory=lambda: [ConfSpec(name="default")], min_length=1)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Annotated[int, _integer(0, 2**31 - 1)]] = Field(default_factory=lambda: [0], min_length=1)
     simulate: SimSettings = Field(default_factory=lambda: SimSettings())
     objective: Objective = Field(default_factory=lambda: Objective())
 
@@ -184,10 +184,14 @@ class SweepSpec(BaseModel):
             if pc.mode is not None and self.topology is None and self.hypernodes is None:
                 raise ValueError(f"grid.partitions: {v!r} needs a topology (topology: leaf=16,spine=8, or "
                                  "hypernodes: FILE)")
-        for v in self.grid.get("network_topology_fraction", []):
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
-                raise ValueError(f"grid.network_topology_fraction: {v!r} is not a share between 0 and 1")
         for k, values in self.grid.items():
+            field = "nodes" if k == "cluster_size" and self.workload.kind == "alibaba" else k
+            if field in opts.FIELDS:  # the bounds of the simulate option the knob sets
+                for i, v in enumerate(values):
+                    try:
+                        values[i] = opts.check(field, v)
+                    except ValueError as exc:
+                        raise ValueError(f"grid.{k}: {exc} (as simulate {opts.flag(field)} takes it)") from None
             if not values:
                 raise ValueError(f"grid.{k}: give at least one value")
             if len({json.dumps(v) for v in values}) != len(values):
@@ -216,7 +220,7 @@ def knob_names(kind: str) -> set[str]:
 
 
 def _compact_count(cluster: str | None) -> int | None:
-    m = re.match(r"^\s*(\d+)\s*x", cluster or "")
+    m = re.match(r"^\s*(\d+)\s*x", cluster or "", re.ASCII)
     return int(m.group(1)) if m and not Path(cluster or "").is_file() else None
 
 
@@ -229,19 +233,17 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise UserError(f"cannot read sweep file {path}: {exc}") from None
     if len(text) > 1_000_000:
         raise UserError(f"{path}: a sweep file of {len(text)} bytes is too large (limit 1 MB)")
-    try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, ValueError, RecursionError) as exc:
-        raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = safeyaml.load(text, str(path))  # bounded aliases, depth and size: a YAMLInputError names the file
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping with workload, confs, grid, seeds")
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top)"
+        where, msg = first_error(exc)
+        if not where and ": " in msg and " " not in msg.split(": ", 1)[0]:  # a file-level check names its field
+            where, msg = msg.split(": ", 1)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise UserError(f"{path}: field {where}: {first['msg']}{more}") from None
+        raise UserError(f"{path}: field {where or '(top)'}: {msg}{more}") from None
     return _relative_to(spec, p.resolve().parent)
 
 
@@ -433,7 +435,7 @@ def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Poi
     w = spec.workload
     cluster = _local(spec.cluster, paths)
     if "cluster_size" in knobs and w.alibaba is None and cluster:
-        cluster = re.sub(r"^\s*\d+", str(int(knobs["cluster_size"])), cluster, count=1)
+        cluster = re.sub(r"^\s*\d+", str(int(knobs["cluster_size"])), cluster, count=1, flags=re.ASCII)
     queues = _local(spec.queues, paths)
     if w.synthetic is not None:
         s = w.synthetic.model_copy(update={k: knobs[k] for k in ("jobs", "rate", "mean_duration", "gpu_fraction")
@@ -655,39 +657,51 @@ def point_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
     return out
 
 
-#: Student's t 0.975 quantiles for 1..30 degrees of freedom (two-sided 95 % interval); 1.96 beyond
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+def conf_side(params: dict[str, Scalar]) -> dict[str, Scalar]:
+    """The knobs that change the conf (``conf.*``): with the conf's name they say *what* is compared."""
+    return {k: v for k, v in params.items() if k.startswith("conf.")}
 
 
-def mean_ci(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % confidence interval (Student's t; 0 for a single value)."""
-    n = len(values)
-    m = sum(values) / n
-    if n < 2:
-        return m, 0.0
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    t = _T975[n - 2] if n - 1 <= len(_T975) else 1.96
-    return m, t * sd / math.sqrt(n)
+def setting(params: dict[str, Scalar]) -> dict[str, Scalar]:
+    """The other knobs (load, cluster, workload, timing): the *situation* confs are compared in.  A best point
+    and a paired comparison are only ever within one setting: a conf is not better for being run at a lower
+    load."""
+    return {k: v for k, v in params.items() if not k.startswith("conf.")}
 
 
 @dataclass
 class Row:
-    """One group of points (a conf and knob values) aggregated over its seeds."""
+    """One group of points (a conf and knob values) aggregated over its seeds: per metric its mean and the
+    bootstrap interval of the mean, clipped to the metric's range (``sim/stats.py: interval``)."""
 
     conf: str
     params: dict[str, Scalar]
     seeds: list[int]
-    metrics: dict[str, tuple[float, float] | None]
+    metrics: dict[str, tuple[float, float, float] | None]
+    #: every seed's own metrics (what the paired comparisons pair)
+    per_seed: dict[int, dict[str, float | None]] = field(default_factory=dict)
+
+    @property
+    def variant(self) -> str:
+        """The conf as compared: its name, with its ``conf.*`` knob values when the grid has any."""
+        c = conf_side(self.params)
+        return f"{self.conf} ({describe(c)})" if c else self.conf
+
+    @property
+    def setting_key(self) -> str:
+        return json.dumps(setting(self.params), sort_keys=True)
 
     def as_json(self) -> dict[str, Any]:
         return {"conf": self.conf, "params": self.params, "seeds": self.seeds,
-                "metrics": {k: (None if v is None else {"mean": round(v[0], 4), "ci95": round(v[1], 4)})
+                "metrics": {k: (None if v is None else {"mean": round(v[0], 4), "ci": [round(v[1], 4),
+                                                                                          round(v[2], 4)]})
                             for k, v in self.metrics.items()}}
 
 
 def aggregate(pl: Plan, out: Path) -> list[Row]:
     """Every group with at least one finished point, in the sweep's order."""
+    from pyvolcano.sim.stats import interval
+
     groups: dict[tuple[str, tuple[tuple[str, Scalar], ...]], list[tuple[int, dict[str, float | None]]]] = {}
     for p in pl.points:
         f = out / "points" / p.folder / "summary.json"
@@ -696,16 +710,17 @@ def aggregate(pl: Plan, out: Path) -> list[Row]:
     rows = []
     for (conf, params), runs in groups.items():
         names = list(dict.fromkeys(k for _, m in runs for k in m))
-        metrics: dict[str, tuple[float, float] | None] = {}
+        metrics: dict[str, tuple[float, float, float] | None] = {}
         for name in names:
-            vals = [m[name] for _, m in runs if m.get(name) is not None]
-            metrics[name] = mean_ci([float(v) for v in vals if v is not None]) if vals else None
-        rows.append(Row(conf, dict(params), [s for s, _ in runs], metrics))
+            vals = [float(v) for _, m in runs if (v := m.get(name)) is not None]
+            metrics[name] = interval(vals, metric(name)) if vals else None
+        rows.append(Row(conf, dict(params), [s for s, _ in runs], metrics, dict(runs)))
     return rows
 
 
 def best(rows: list[Row], objective: Objective) -> Row | None:
-    """The row with the best mean of the objective metric (rows without it are never best)."""
+    """The row with the best mean of the objective metric (rows without it are never best); give it the rows
+    of one setting (:func:`best_per_setting`)."""
     scored = [(r.metrics[objective.metric][0], i, r) for i, r in enumerate(rows)  # type: ignore[index]
               if r.metrics.get(objective.metric) is not None]
     if not scored:
@@ -713,21 +728,73 @@ def best(rows: list[Row], objective: Objective) -> Row | None:
     return (min(scored) if objective.goal == "min" else max(scored, key=lambda x: (x[0], -x[1])))[2]
 
 
+def by_setting(rows: list[Row]) -> dict[str, list[Row]]:
+    """The rows grouped by the setting of the other knobs (:func:`setting`), in the sweep's order."""
+    out: dict[str, list[Row]] = {}
+    for r in rows:
+        out.setdefault(r.setting_key, []).append(r)
+    return out
+
+
+def best_per_setting(rows: list[Row], objective: Objective) -> list[Row]:
+    """The best conf within each setting of the other knobs (none for a setting where no row has the metric)."""
+    return [b for group in by_setting(rows).values() if (b := best(group, objective)) is not None]
+
+
+def best_note(top: Row, pairs: list[dict[str, Any]], objective: str) -> str:
+    """Whether the best conf of a setting is clearly better (``paired_comparisons``' verdicts on the objective)
+    than every other conf there: "clearly better than every other conf", or which ones it is not clearly better
+    than ("" without others to compare)."""
+    knobs = setting(top.params)
+    unclear = []
+    mine = [p for p in pairs if p["metric"] == objective and p["knobs"] == knobs and top.variant in (p["a"], p["b"])]
+    for p in mine:
+        other, won = (p["a"], p["verdict"].startswith("better")) if p["b"] == top.variant else \
+            (p["b"], p["verdict"].startswith("worse"))
+        if not won:
+            unclear.append(other)
+    if not mine:
+        return ""
+    return "clearly better than every other conf" if not unclear else \
+        "not clearly better than " + ", ".join(unclear)
+
+
+def paired_comparisons(rows: list[Row], metrics: Sequence[str] = SWEPT) -> list[dict[str, Any]]:
+    """For every two confs (``a`` before ``b`` in the sweep's order) at the same other knobs, and every metric
+    both have: the per-seed differences ``b - a`` on their common seeds (``sim/stats.py: paired``)."""
+    from pyvolcano.sim.stats import paired
+
+    out = []
+    for group in by_setting(rows).values():
+        for i, ra in enumerate(group):
+            for rb in group[i + 1:]:
+                for name in metrics:
+                    if ra.metrics.get(name) is None or rb.metrics.get(name) is None:
+                        continue
+                    p = paired(METRICS[name], {s: m.get(name) for s, m in ra.per_seed.items()},
+                               {s: m.get(name) for s, m in rb.per_seed.items()})
+                    if p.n:
+                        out.append({"metric": name, "a": ra.variant, "b": rb.variant, "knobs": setting(ra.params),
+                                    **{k: v for k, v in p.as_json().items() if k != "metric"}})
+    return out
+
+
 def write_summary(pl: Plan, out: Path, rows: list[Row]) -> dict[str, Any]:
-    """summary.csv (one row per group, mean and ci95 per metric), results.csv (one row per finished point),
-    sweep.json (everything, for programs) and sweep.html."""
+    """summary.csv (one row per group: per metric its mean and interval ``_lo``/``_hi``), results.csv (one row per
+    finished point), sweep.json (everything, for programs: the rows with ``ci: [lo, hi]``, the best conf per
+    setting of the other knobs, the ``paired`` comparisons) and sweep.html."""
     spec = pl.spec
-    top = best(rows, spec.objective)
+    tops = best_per_setting(rows, spec.objective)
     metric_names = list(dict.fromkeys(k for r in rows for k in r.metrics))
     knob_names_ = list(spec.grid)
     with (out / "summary.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["conf", *knob_names_, "seeds", *(f"{m}{s}" for m in metric_names for s in ("", "_ci95"))])
+        w.writerow(["conf", *knob_names_, "seeds", *(f"{m}{s}" for m in metric_names for s in ("", "_lo", "_hi"))])
         for r in rows:
             cells: list[Any] = [r.conf, *(r.params.get(k) for k in knob_names_), len(r.seeds)]
             for m in metric_names:
                 v = r.metrics.get(m)
-                cells += ["", ""] if v is None else [round(v[0], 4), round(v[1], 4)]
+                cells += ["", "", ""] if v is None else [round(x, 4) for x in v]
             w.writerow(cells)
     with (out / "results.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -737,13 +804,15 @@ def write_summary(pl: Plan, out: Path, rows: list[Row]) -> dict[str, Any]:
                 pm = point_metrics(json.loads((out / "points" / p.folder / "summary.json").read_text()))
                 w.writerow([p.conf, *(dict(p.params).get(k) for k in knob_names_), p.seed,
                             *("" if pm.get(x) is None else round(pm[x] or 0.0, 4) for x in metric_names)])
+    pairs = paired_comparisons(rows)
     doc = {"name": spec.name, "objective": spec.objective.model_dump(), "points": len(pl.points),
-           "rows": [r.as_json() for r in rows], "best": top.as_json() if top else None,
-           "spec": json.loads(spec.model_dump_json())}
+           "rows": [r.as_json() for r in rows],
+           "best": [{"knobs": setting(t.params), **t.as_json()} for t in tops],
+           "paired": pairs, "spec": json.loads(spec.model_dump_json())}
     (out / "sweep.json").write_text(json.dumps(doc, indent=2))
     from pyvolcano.sim.sweep_report import write_page
 
-    write_page(out / "sweep.html", spec, rows, top)
+    write_page(out / "sweep.html", spec, rows, tops, pairs)
     return doc
 
 
@@ -767,8 +836,8 @@ def num(v: float | None) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def fmt(v: tuple[float, float] | None) -> str:
-    """``mean ± ci`` (just the mean for a single seed)."""
+def fmt(v: tuple[float, float, float] | None) -> str:
+    """``mean [lo, hi]`` (just the mean when the interval is a point: one seed, or every seed the same)."""
     if v is None:
         return "-"
-    return f"{num(v[0])} ± {num(v[1])}" if v[1] else num(v[0])
+    return f"{num(v[0])} [{num(v[1])}, {num(v[2])}]" if v[1] != v[2] else num(v[0])

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
+from pyvolcano.api.models import ascii_int
 from pyvolcano.errors import ManifestError, UserError
 
 #: tiers a compact spec may describe (Volcano's deployments use 2 or 3)
@@ -55,12 +56,12 @@ def parse_topology_spec(spec: str) -> list[tuple[str, int]]:
         what = "nodes per hypernode" if i == 0 else f"tier-{i} hypernodes per hypernode"
         if not eq or not name:
             raise UserError(f"{where}: {part!r}: expected NAME=COUNT (tier {i + 1}: {what})")
-        if not _NAME.match(name) or len(name) > 50:
+        if not _NAME.fullmatch(name) or len(name) > 50:
             raise UserError(f"{where}: {part!r}: the tier name must be a lowercase DNS label such as leaf or spine")
         if any(n == name for n, _ in out):
             raise UserError(f"{where}: tier name {name!r} is used twice")
         try:
-            n = int(count)
+            n = ascii_int(count)  # ASCII digits: int("٣") is 3 in Python
         except ValueError:
             raise UserError(f"{where}: {part!r}: {count!r} is not an integer ({what})") from None
         if n < 1:
@@ -214,7 +215,7 @@ def parse_constraint(arg: str, where: str | None = None) -> Constraint:
         raise UserError(f"{where}: expected none, soft, hard:TIER (e.g. hard:1) or "
                         "hard:TIERNAME (e.g. hard:leaf)")
     tier = tier.strip()
-    if tier.lstrip("-").isdigit():
+    if tier.lstrip("-").isascii() and tier.lstrip("-").isdigit():  # "٣" is a tier name, not tier 3
         if int(tier) < 0 or int(tier) > 1_000:
             raise UserError(f"{where}: the tier must be between 0 and 1000")
         return Constraint("hard", int(tier))
@@ -224,12 +225,14 @@ def parse_constraint(arg: str, where: str | None = None) -> Constraint:
 
 
 def gang_size(job: Mapping[str, Any]) -> int:
-    """A vcjob's minAvailable (all its pods when unset)."""
+    """A vcjob's minAvailable (all its pods when unset); the Job passed the typed boundary when it was read
+    (``sim/workload.py: from_manifests``, ``api/job_model.py``), so its counts are integers (perhaps written as
+    ``"3"``), read here without checking again."""
     spec = job.get("spec") or {}
     tasks = spec.get("tasks") or []
-    total = sum(int(t.get("replicas", 1)) for t in tasks if isinstance(t, dict))
+    total = sum(int(t.get("replicas", 1)) for t in tasks)
     ma = spec.get("minAvailable")
-    return int(ma) if isinstance(ma, int) and not isinstance(ma, bool) else total
+    return int(ma) if ma is not None else total
 
 
 def constrained_gangs(jobs: Sequence[tuple[float, dict[str, Any]]], fraction: float, seed: int) -> set[str]:
@@ -303,7 +306,7 @@ def parse_partitions(arg: str) -> Partitions:
     where = f"--partitions {arg!r}"
     size, _, rest = arg.strip().partition(":")
     try:
-        n = int(size.strip())
+        n = ascii_int(size)
     except ValueError:
         raise UserError(f"{where}: expected SIZE[:CONSTRAINT], e.g. 4 or 4:hard:leaf (SIZE: pods per partition, "
                         f"an integer; {size.strip()!r} is not)") from None
@@ -327,10 +330,10 @@ def with_partitions(jobs: Sequence[tuple[float, dict[str, Any]]], parts: Partiti
     for t, job in jobs:
         spec = job.get("spec") or {}
         tasks = spec.get("tasks") or []
-        total = sum(int(x.get("replicas", 1)) for x in tasks if isinstance(x, dict))
+        total = sum(int(x.get("replicas", 1)) for x in tasks)
         gang = gang_size(job)
         fit = [i for i, x in enumerate(tasks)
-               if isinstance(x, dict) and gang > 1 and gang == total and "partitionPolicy" not in x
+               if gang > 1 and gang == total and "partitionPolicy" not in x
                and (x.get("minAvailable") is None or int(x["minAvailable"]) == int(x.get("replicas", 1)))
                and int(x.get("replicas", 1)) % parts.size == 0 and int(x.get("replicas", 1)) >= 2 * parts.size]
         if not fit:
@@ -356,11 +359,11 @@ def partition_labels(job: Mapping[str, Any]) -> dict[str, str]:
     ``networkTopology`` as :func:`constraint_label` reads it; empty for a job without sub-groups."""
     tasks = (job.get("spec") or {}).get("tasks") or []
     return {str(t.get("name") or f"task{i}"): _nt_label(t["partitionPolicy"].get("networkTopology"))
-            for i, t in enumerate(tasks) if isinstance(t, dict) and isinstance(t.get("partitionPolicy"), dict)}
+            for i, t in enumerate(tasks) if t.get("partitionPolicy") is not None}
 
 
-def _nt_label(nt: Any) -> str:
-    if not isinstance(nt, dict):
+def _nt_label(nt: Mapping[str, Any] | None) -> str:
+    if nt is None:
         return "none"
     mode = str(nt.get("mode") or "hard")
     if mode == "soft":
@@ -467,7 +470,7 @@ class SpreadLog:
         mode, _, tier = label.partition(":")
         if mode != "hard" or not tier:
             return None
-        return int(tier) if tier.isdigit() else self.topo.tier_names().get(tier)
+        return int(tier) if tier.isascii() and tier.isdigit() else self.topo.tier_names().get(tier)
 
     def arrived(self, job: str, manifest: Mapping[str, Any]) -> None:
         self.constraint[job] = constraint_label(manifest)

@@ -114,6 +114,11 @@ class UsageLedger:
         self._q_now[queue] = q
         self.queues.setdefault(queue, Steps(self.width)).set(t, q)
 
+    def held(self, queue: str) -> np.ndarray:
+        """What ``queue``'s pods hold now."""
+        q = self._q_now.get(queue)
+        return np.zeros(self.width) if q is None else q.copy()
+
     def set_deserved(self, t: float, queue: str, amount: np.ndarray) -> None:
         """A queue's deserved amount as a session computed it at ``t``."""
         self.deserved.setdefault(queue, Steps(self.width)).set(t, np.asarray(amount, dtype=float))

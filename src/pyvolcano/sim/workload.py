@@ -11,20 +11,20 @@ from __future__ import annotations
 import csv
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from pyvolcano.api import models
-from pyvolcano.api.models import Metadata, NetworkTopologySpec, PodSpec, StringMap, _integer
-from pyvolcano.api.quantity import parse_quantity
-from pyvolcano.errors import ManifestError, QuantityError, UserError
+from pyvolcano.api.job_model import ARRIVAL, DURATION, WorkloadFlow, WorkloadJob, field_path
+from pyvolcano.api.job_validate import JobProblem, typed_job
+from pyvolcano.api.models import _integer, seconds
+from pyvolcano.errors import ManifestError, UserError
 
-ARRIVAL = "pyvolcano.io/arrival"
-DURATION = "pyvolcano.io/duration"
+FLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
 CSV_COLUMNS = ("id", "submit", "queue", "priority", "tasks", "min_available", "cpu", "memory", "gpu", "duration")
 
 
@@ -49,6 +49,8 @@ class Workload:
     jobs: list[tuple[float, dict[str, Any]]]  # (arrival, vcjob manifest), sorted
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: (arrival, CronJob / JobFlow / JobTemplate manifest), sorted (``sim/flows.py``)
+    flows: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def queues(self) -> set[str]:
@@ -95,26 +97,6 @@ def from_specs(specs: Iterable[JobSpec], problems: list[str] | None = None) -> W
     return Workload(jobs, pcs, problems)
 
 
-#: the largest time or duration a workload or option may name (about 31,700 years)
-MAX_SECONDS = 1e12
-
-
-def seconds(value: object) -> float:
-    """A duration or time in seconds: a finite number >= 0 (ValueError naming the value otherwise)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a number of seconds")
-    try:
-        x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(x):
-        raise ValueError(f"{value!r} is not a finite number of seconds")
-    if x < 0:
-        raise ValueError(f"{value!r} is negative")
-    if x > MAX_SECONDS:  # beyond it float time stops advancing by a second (t + 1 == t) and runs lose meaning
-        raise ValueError(f"{value!r} is more than {MAX_SECONDS:g} seconds")
-    return x
-
 
 def job_ref(job: dict[str, Any]) -> str:
     meta = job.get("metadata")
@@ -122,108 +104,29 @@ def job_ref(job: dict[str, Any]) -> str:
     return f"Job {md.get('namespace') or 'default'}/{md.get('name') or '<unnamed>'}"
 
 
-def duration_problem(job: dict[str, Any]) -> str | None:
-    """The first task template whose ``pyvolcano.io/duration`` annotation is not a number of seconds >= 0, as a
-    message naming the job and the field; None when every duration is good (a missing one means 0 s)."""
-    tasks = (job.get("spec") or {}).get("tasks") if isinstance(job.get("spec"), dict) else None
-    for i, t in enumerate(tasks if isinstance(tasks, list) else []):
-        tmpl = t.get("template") if isinstance(t, dict) else None
-        md = tmpl.get("metadata") if isinstance(tmpl, dict) else None
-        ann = md.get("annotations") if isinstance(md, dict) else None
-        if not isinstance(ann, dict) or ann.get(DURATION) in (None, ""):
-            continue
-        try:
-            seconds(ann[DURATION])
-        except ValueError as exc:
-            return (f"{job_ref(job)}: field spec.tasks[{i}].template.metadata.annotations[{DURATION}]: {exc} "
-                    f"(expected seconds >= 0)")
-    return None
-
-
 #: pods one simulated Job may ask for; ``replicas: 100000000`` would otherwise build that many pod manifests
 MAX_JOB_PODS = 100_000
 
 
-class _TemplateMeta(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    labels: StringMap | None = None
-    annotations: StringMap | None = None
-
-
-class _Template(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    metadata: _TemplateMeta | None = None
-    spec: PodSpec
-
-
-class _SimPartitionPolicy(BaseModel):
-    """A task's ``partitionPolicy`` (Volcano's vcjob ``PartitionPolicySpec``), typed: whole numbers within the
-    simulator's job size (``1e30`` or ``.inf`` is refused here, naming the field) and a valid ``networkTopology``.
-    Volcano's own rules (replicas = totalPartitions x partitionSize, ...) stay in ``api/job_validate.py``, which
-    words them as Volcano's webhook does."""
-
-    model_config = ConfigDict(extra="allow")
-    totalPartitions: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    partitionSize: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    minPartitions: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    networkTopology: NetworkTopologySpec | None = None
-
-
-class _SimTask(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    name: str | None = None
-    replicas: Annotated[int, _integer(0, MAX_JOB_PODS)] = 1
-    minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    template: _Template
-    policies: list[dict[str, Any]] | None = None
-    #: Volcano's ``partitionPolicy``: the job controller makes one PodGroup sub-group per partition
-    partitionPolicy: _SimPartitionPolicy | None = None
-
-
-class _SimJobSpec(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    tasks: list[_SimTask] = Field(min_length=1)
-    minAvailable: Annotated[int, _integer(0, MAX_JOB_PODS)] | None = None
-    queue: str | None = None
-    schedulerName: str | None = None
-    priorityClassName: str | None = None
-    maxRetry: Annotated[int, _integer(0, 1000)] | None = None
-    policies: list[dict[str, Any]] | None = None
-    #: Volcano's vcjob ``spec.networkTopology`` (mode, highestTierAllowed or highestTierName), which the job
-    #: controller copies to the PodGroup
-    networkTopology: NetworkTopologySpec | None = None
-
-
-class _SimJob(BaseModel):
-    """The shape of a Volcano Job read from a workload file: what the simulator's job controller
-    (``controllers/vcjob.py``) reads, typed, so a wrong type is refused here naming the field; Volcano's own
-    admission rules (minAvailable <= replicas, known queue, policies) stay in ``vcjob.validate_job``."""
-
-    model_config = ConfigDict(extra="allow")
-    metadata: Metadata
-    spec: _SimJobSpec
-
-
-def size_problem(job: dict[str, Any]) -> str | None:
-    """What is wrong with the shape or the sizes of a Job read from a workload file (``_SimJob``), naming the
-    job and the field: not ``1e30`` or ``.inf`` replicas, not a count that would build millions of pods."""
-    try:
-        m = _SimJob.model_validate(job)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]
-                        if "(" not in str(x)).lstrip(".")
-        return f"{job_ref(job)}: field {where}: {str(err['msg']).removeprefix('Value error, ')}"
-    total = sum(t.replicas for t in m.spec.tasks)
+def _typed(job: dict[str, Any]) -> WorkloadJob | str:
+    """A Job of a workload through the boundary (``api/job_model.py: WorkloadJob``: the Job's types, its arrival
+    and its templates' durations as seconds), plus the simulator's own bound on its size: not a count that would
+    build millions of pod manifests.  The typed Job, or the problem naming the Job and the field."""
+    typed = typed_job(job, WorkloadJob)
+    if isinstance(typed, JobProblem):
+        return f"{typed.ref}: field {typed.field}: {typed.problem}"
+    assert isinstance(typed, WorkloadJob)
+    total = sum(max(0, t.replicas) for t in typed.spec.tasks or [])
     if total > MAX_JOB_PODS:
         return f"{job_ref(job)}: field spec.tasks: {total} replicas in all, more than {MAX_JOB_PODS} pods"
-    return None
+    return typed
 
 
 def from_manifests(objects: list[dict[str, Any]]) -> Workload:
-    """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job whose arrival
-    or duration annotation is not a number of seconds >= 0 is reported in ``problems`` and left out."""
-    jobs, pcs, problems = [], [], []
+    """Volcano Job manifests (plus any PriorityClass objects) with the arrival annotation.  A Job the boundary
+    refuses (``_typed``: a wrong type, an arrival or duration that is not a number of seconds >= 0) is reported in
+    ``problems`` and left out; Volcano's admission rules are checked when the Job arrives (``Simulator.job_problem``)."""
+    jobs, pcs, problems, flows = [], [], [], []
     for o in objects:
         if o.get("kind") == "PriorityClass":
             try:
@@ -233,59 +136,92 @@ def from_manifests(objects: list[dict[str, Any]]) -> Workload:
                 continue
             pcs.append(o)
         elif o.get("kind") == "Job":
-            md = o.get("metadata")
-            if not isinstance(md, dict):
-                problems.append(f"{job_ref(o)}: field metadata: must be a mapping; job skipped")
+            typed = _typed(o)
+            if isinstance(typed, str):
+                problems.append(f"{typed}; job skipped")
                 continue
-            ann = md.get("annotations") or {}
-            try:
-                t = seconds(ann.get(ARRIVAL, 0) if isinstance(ann, dict) else 0)
-            except ValueError as exc:
-                problems.append(f"{job_ref(o)}: field metadata.annotations[{ARRIVAL}]: {exc} "
-                                f"(expected seconds >= 0); job skipped")
-                continue
-            bad = size_problem(o) or duration_problem(o)
+            md = o["metadata"]
+            if not md.get("namespace"):  # the API server puts a namespaced object without one (or with null or
+                md["namespace"] = "default"  # "") in the request's namespace, kubectl's "default"
+            jobs.append((typed.arrival, o))
+        elif o.get("kind") in FLOW_KINDS:
+            t_flow, bad = _flow_object(o)
             if bad:
-                problems.append(f"{bad}; job skipped")
+                problems.append(f"{bad}; skipped")
                 continue
-            jobs.append((t, o))
+            flows.append((t_flow, o))
     jobs.sort(key=lambda x: (x[0], str(x[1].get("metadata", {}).get("name"))))
-    return Workload(jobs, pcs, problems)
+    # templates before the flows that name them at the same arrival time
+    flows.sort(key=lambda x: (x[0], x[1]["kind"] != "JobTemplate", str(x[1]["metadata"].get("name"))))
+    return Workload(jobs, pcs, problems, flows)
 
 
-class _RowError(ValueError):
-    pass
+def _flow_object(o: dict[str, Any]) -> tuple[float, str | None]:
+    """A CronJob, JobFlow or JobTemplate of a workload: its arrival, or why it is refused (Volcano's admission
+    rules of ``api/admission.py``, the simulator's annotations)."""
+    from pyvolcano.api.admission import validate_cronjob, validate_jobflow
 
-
-def _cell(r: dict[str, Any], col: str, conv: Callable[[str], Any], default: str | None = None) -> Any:
-    raw = r.get(col)
-    raw = "" if raw is None else str(raw).strip()
-    if raw == "" and default is not None:
-        raw = default
-    if raw == "":
-        raise _RowError(f"field {col}: is empty")
+    md = o.get("metadata")
+    ref = f"{o['kind']} {(md or {}).get('namespace') or 'default'}/{(md or {}).get('name') or '<unnamed>'}" \
+        if isinstance(md, dict) else f"{o['kind']} <unnamed>"
     try:
-        return conv(raw)
-    except ValueError as exc:
-        raise _RowError(f"field {col}: {exc}") from None
+        t = models.validate_model(WorkloadFlow, o, ref).arrival
+    except ManifestError as exc:
+        return 0.0, f"{ref}: field {field_path(exc.field)}: {exc.problem}"
+    msg = validate_cronjob(o) if o["kind"] == "CronJob" else validate_jobflow(o) if o["kind"] == "JobFlow" else ""
+    return t, (f"{ref}: {msg}" if msg else None)
 
 
-def _int(raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{raw!r} is not an integer") from None
+#: a job's name (the CSV ``id``, lower-cased, ``_`` as ``-``): a DNS-1123 label, as Volcano's job webhook
+#: requires (``validateJobName``); a queue's: a DNS-1123 subdomain, as every Kubernetes object name
+_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
-def _quantity(raw: str) -> str:
-    """A Kubernetes quantity >= 0, kept as written."""
-    try:
-        q = parse_quantity(raw)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if q < 0:
-        raise ValueError(f"{raw!r} is negative")
-    return raw
+def _seconds(v: Any) -> float:
+    return seconds(v)
+
+
+def _row_quantity(v: Any) -> Any:
+    """A quantity as the models check one (finite, >= 0, not absurd), kept as written (a string)."""
+    models._quantity(v)
+    return str(v)
+
+
+class JobRow(BaseModel):
+    """One job of a workload the simulator generates or reads as rows (``JobSpec``: a CSV row, a synthetic or an
+    Alibaba job), typed: the CSV's columns are its fields, so a bad cell is refused naming the column."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Annotated[str, Field(max_length=63, pattern=_LABEL)]
+    submit: Annotated[float, BeforeValidator(_seconds)]
+    queue: Annotated[str, Field(max_length=253, pattern=_SUBDOMAIN)]
+    #: a PriorityClass value (``api/models.py: PriorityClass``): the simulator makes one per priority
+    priority: Annotated[int, _integer(models.INT32_MIN, models.PRIORITY_MAX)]
+    tasks: Annotated[int, _integer(1, MAX_JOB_PODS)]
+    min_available: Annotated[int, _integer(0, MAX_JOB_PODS)]
+    cpu: Annotated[str, BeforeValidator(_row_quantity)]
+    memory: Annotated[str, BeforeValidator(_row_quantity)]
+    gpu: Annotated[str, BeforeValidator(_row_quantity)]
+    duration: Annotated[float, BeforeValidator(_seconds)]
+
+    @model_validator(mode="after")
+    def _gang_fits(self) -> JobRow:
+        if self.min_available > self.tasks:
+            raise ValueError(f"min_available: {self.min_available} must be between 0 and tasks {self.tasks}")
+        return self
+
+
+def _row_problem(exc: ValidationError) -> str:
+    """``field COLUMN: why`` for the first mistake of a row."""
+    where, msg = models.first_error(exc)
+    if not where and ": " in msg:  # the row-level check names its column
+        where, msg = msg.split(": ", 1)
+    return f"field {where}: {msg}"
+
+
+#: columns that may be left empty, and what an empty cell means
+_DEFAULTS = {"priority": "0", "gpu": "0", "queue": "default"}
 
 
 def load_csv(path: str) -> Workload:
@@ -304,44 +240,32 @@ def load_csv(path: str) -> Workload:
     specs, problems = [], []
     for r in rows:
         n = rows.line_num
-        name = str(r.get("id") or "").strip().lower().replace("_", "-")
-        where = f"{path}: line {n}" + (f" (job {name})" if name else "")
+        cells = {c: str(r.get(c) or "").strip() or _DEFAULTS.get(c, "") for c in CSV_COLUMNS}
+        cells["id"] = cells["id"].lower().replace("_", "-")
+        where = f"{path}: line {n}" + (f" (job {cells['id'][:63]})" if cells["id"] else "")
+        empty = next((c for c in CSV_COLUMNS if not cells[c]), None)
+        if empty is not None:
+            problems.append(f"{where}: field {empty}: is empty; row skipped")
+            continue
         try:
-            if not name:
-                raise _RowError("field id: is empty")
-            js = JobSpec(name=name, arrival=_cell(r, "submit", seconds),
-                         queue=str(r.get("queue") or "").strip() or "default",
-                         priority=_cell(r, "priority", _int, "0"), tasks=_cell(r, "tasks", _int),
-                         min_available=_cell(r, "min_available", _int), cpu=_cell(r, "cpu", _quantity),
-                         memory=_cell(r, "memory", _quantity), gpu=_cell(r, "gpu", _quantity, "0"),
-                         duration=_cell(r, "duration", seconds))
-        except _RowError as exc:
-            problems.append(f"{where}: {exc}; row skipped")
+            m = JobRow.model_validate(cells)
+        except ValidationError as exc:
+            problems.append(f"{where}: {_row_problem(exc)}; row skipped")
             continue
-        bad = check_spec(js)
-        if bad:
-            problems.append(f"{where}: {bad}; row skipped")
-            continue
-        specs.append(js)
+        specs.append(JobSpec(name=m.id, arrival=m.submit, queue=m.queue, priority=m.priority, tasks=m.tasks,
+                             min_available=m.min_available, cpu=m.cpu, memory=m.memory, gpu=m.gpu,
+                             duration=m.duration))
     return from_specs(specs, problems)
 
 
 def check_spec(js: JobSpec) -> str | None:
-    """What is wrong with a JobSpec (naming the field), or None."""
-    for col, v in (("duration", js.duration), ("submit", js.arrival)):
-        try:
-            seconds(v)
-        except ValueError as exc:
-            return f"field {col}: {exc}"
-    if not 1 <= js.tasks <= MAX_JOB_PODS:
-        return f"field tasks: must be between 1 and {MAX_JOB_PODS}, got {js.tasks}"
-    if not 0 <= js.min_available <= js.tasks:
-        return f"field min_available: {js.min_available} must be between 0 and tasks {js.tasks}"
-    for col, q in (("cpu", js.cpu), ("memory", js.memory), ("gpu", js.gpu)):
-        try:
-            _quantity(q)
-        except ValueError as exc:
-            return f"field {col}: {exc}"
+    """What is wrong with a JobSpec (naming the field), or None: the ``JobRow`` model, as a CSV row is checked."""
+    try:
+        JobRow.model_validate({"id": js.name, "submit": js.arrival, "queue": js.queue, "priority": js.priority,
+                               "tasks": js.tasks, "min_available": js.min_available, "cpu": js.cpu,
+                               "memory": js.memory, "gpu": js.gpu, "duration": js.duration})
+    except ValidationError as exc:
+        return _row_problem(exc)
     return None
 
 

@@ -4,7 +4,7 @@ A session leaves most of a large backlog alone (``Plan.settled_jobs``): settled 
 parked jobs (refused by enqueue while no room came back).  The maps that hold them, their sums and their statuses
 are moved from one session to the next by the few jobs that join or leave them, in place, never copied or
 compared whole: at 7,000 live jobs a dozen such C-level passes cost 2-3 ms a session, more than the session's
-own work (docs/performance.md, "In place").
+own work (docs/architecture.md, "Between sessions, in place").
 
 Two tools for that:
 

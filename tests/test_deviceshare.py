@@ -1,0 +1,205 @@
+"""deviceshare: the device model (``api/devices.py``), the plugin's state through statements, and bad input.
+
+The rules themselves are scenarios (``tests/scenarios/deviceshare/``, confirmed against vc-scheduler by
+``tests/kube/test_deviceshare_vs_volcano.py``); here: what scenarios cannot show."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pyvolcano.api import devices as dv
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.conf.loader import load_conf
+from pyvolcano.errors import ConfigError
+from pyvolcano.framework.cycle import cycle_objects, result_json
+from pyvolcano.framework.session import Session
+from pyvolcano.framework.statement import Statement
+from pyvolcano.plugins.deviceshare import DeviceShare
+
+CONF = """\
+actions: allocate
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+      deviceshare.SchedulePolicy: binpack
+      deviceshare.ScheduleWeight: 10
+"""
+
+
+def vnode(name: str, gpus: list[tuple[str, int, int]], register: str | None = None) -> dict[str, Any]:
+    reg = register if register is not None else "".join(f"{u},{c},{m},NVIDIA-A100,true,hami-core:"
+                                                        for u, c, m in gpus)
+    alloc = {"cpu": "16", "memory": "64Gi", "pods": "110", dv.VGPU_NUMBER: "100", dv.VGPU_MEMORY: "100000",
+             dv.VGPU_CORES: "1000"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "annotations": {dv.VGPU_REGISTER: reg}},
+            "status": {"allocatable": alloc, "capacity": dict(alloc)}}
+
+
+def pod(name: str, group: str, mem: Any = 1000, node: str = "", ann: dict[str, str] | None = None,
+        res: dict[str, Any] | None = None) -> dict[str, Any]:
+    r: dict[str, Any] = {"cpu": "1", "memory": "1Gi", **({dv.VGPU_MEMORY: str(mem)} if mem is not None else {}),
+                         **(res or {})}
+    p: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns",
+                     "annotations": {"scheduling.k8s.io/group-name": group, **(ann or {})}},
+        "spec": {"schedulerName": "volcano",
+                 "containers": [{"name": "c", "resources": {"requests": dict(r), "limits": dict(r)}}]},
+        "status": {"phase": "Running" if node else "Pending"}}
+    if node:
+        p["spec"]["nodeName"] = node
+    return p
+
+
+def pg(name: str, members: int = 1) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"minMember": members}, "status": {"phase": "Inqueue"}}
+
+
+def session(objects: list[dict[str, Any]], conf: str = CONF) -> tuple[Session, DeviceShare]:
+    cache = SchedulerCache.from_objects(objects)
+    ssn = Session(cache.snapshot(), load_conf(conf)).open()
+    plugin = ssn.plugins["deviceshare"]
+    assert isinstance(plugin, DeviceShare)
+    return ssn, plugin
+
+
+def use(plugin: DeviceShare) -> tuple[Any, ...]:
+    pool = plugin.state.vgpu
+    assert pool is not None
+    return (pool.used_num.copy(), pool.used_mem.copy(), pool.used_core.copy(), copy.deepcopy(pool.holders),
+            copy.deepcopy(pool.held))
+
+
+def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(a[:3], b[:3], strict=True)) and a[3:] == b[3:]
+
+
+def test_parsers() -> None:
+    devs = dv.parse_vgpu_register("GPU-0,10,16384,NVIDIA-A100,true,hami-core:GPU-1,4,8192,NVIDIA-T4,false,mig:")
+    assert [(d.uuid, d.count, d.memory, d.type, d.health, d.mode) for d in devs] == [
+        ("GPU-0", 10, 16384, "NVIDIA-A100", True, "hami-core"), ("GPU-1", 4, 8192, "NVIDIA-T4", False, "mig")]
+    assert dv.decode_pod_devices("GPU-0,NVIDIA,100,10:GPU-1,NVIDIA,200,0:;GPU-1,NVIDIA,5,5:") == [
+        [("GPU-0", "NVIDIA", 100, 10), ("GPU-1", "NVIDIA", 200, 0)], [("GPU-1", "NVIDIA", 5, 5)]]
+    assert dv.parse_gpu_index("0,3") == [0, 3]
+    for bad in ("GPU-0,10,16384:", "GPU-0,x,16384,T,true,hami-core:", "nothing"):
+        with pytest.raises(ValueError):
+            dv.parse_vgpu_register(bad)
+    with pytest.raises(ValueError):
+        dv.decode_pod_devices("GPU-0,NVIDIA,-1,0:")
+    with pytest.raises(ValueError):
+        dv.parse_gpu_index("0,a")
+
+
+def test_requests_as_volcano_reads_them() -> None:
+    p = pod("p", "g", mem=None, res={dv.VGPU_NUMBER: "2", dv.VGPU_CORES: "30"})
+    assert dv.has_vgpu_request(p)
+    (c,) = dv.vgpu_requests(p)
+    assert (c.nums, c.memreq, c.mem_percentage, c.coresreq) == (2, 0, 100, 30)  # no memory: the whole GPU
+    p = pod("p", "g", mem=3000)
+    (c,) = dv.vgpu_requests(p)
+    assert (c.nums, c.memreq, c.mem_percentage) == (1, 3000, dv.NO_PERCENTAGE)
+    assert not dv.has_vgpu_request(pod("p", "g", mem=None))
+
+
+def test_running_pods_use_is_rebuilt_from_their_annotations() -> None:
+    _, plugin = session([vnode("n1", [("GPU-a0", 10, 16384), ("GPU-a1", 10, 16384)]), pg("run"),
+                           pod("r0", "run", 4000, "n1", {dv.VGPU_IDS: "GPU-a1,NVIDIA,4000,30:"})])
+    pool = plugin.state.vgpu
+    assert pool is not None
+    assert pool.used_num.tolist() == [0, 1] and pool.used_mem.tolist() == [0, 4000]
+    assert pool.used_core.tolist() == [0, 30]
+
+
+def test_statement_discard_restores_devices_exactly() -> None:
+    objs = [vnode("n1", [("GPU-a0", 2, 16384), ("GPU-a1", 2, 16384)]), vnode("n2", [("GPU-b0", 2, 16384)]),
+            pg("run"), pod("r0", "run", 4000, "n1", {dv.VGPU_IDS: "GPU-a1,NVIDIA,4000,0:"}),
+            pg("a", 3), pod("a0", "a", 2000), pod("a1", "a", 3000), pod("a2", "a", 1000)]
+    ssn, plugin = session(objs)
+    before = use(plugin)
+    job = ssn.jobs["ns/a"]
+    tasks = sorted(job.tasks.values(), key=lambda t: t.name)
+    running = next(iter(ssn.jobs["ns/run"].tasks.values()))
+    stmt = Statement(ssn)
+    stmt.allocate(tasks[0], ssn.nodes.pos["n1"])
+    stmt.pipeline(tasks[1], ssn.nodes.pos["n2"])
+    stmt.evict(running, "test")
+    stmt.allocate(tasks[2], ssn.nodes.pos["n1"])
+    after = use(plugin)
+    assert not same(before, after)
+    assert tasks[0].pod_annotations and tasks[0].pod_annotations[dv.VGPU_IDS] == "GPU-a1,NVIDIA,2000,0:"
+    pool = plugin.state.vgpu
+    assert pool is not None and "ns/r0" not in pool.held  # an evicted pod's devices are free
+    stmt.discard()
+    assert same(before, use(plugin))
+    assert all(t.pod_annotations is None for t in tasks)
+    assert running.status == TaskStatus.Running
+
+
+def test_vector_and_scalar_predicates_agree() -> None:
+    objs = [vnode(f"n{k}", [(f"GPU-{k}0", 2, 8000 + 1000 * k), (f"GPU-{k}1", 1, 16000)]) for k in range(6)]
+    objs += [pg("run"), pod("r0", "run", 8000, "n1", {dv.VGPU_IDS: "GPU-10,NVIDIA,8000,0:"}),
+             pod("r1", "run", 100, "n2", {dv.VGPU_IDS: "GPU-21,NVIDIA,100,100:"})]
+    asks = [dict(mem=m, res=r) for m in (None, 500, 9000, 12000, 20000)
+            for r in ({}, {dv.VGPU_CORES: "100"}, {dv.VGPU_NUMBER: "2"}, {dv.VGPU_CORES: "50"})]
+    objs += [pg("a")] + [pod(f"p{k}", "a", **a) for k, a in enumerate(asks)]  # type: ignore[arg-type]
+    ssn, plugin = session(objs)
+    idx = np.arange(len(ssn.nodes))
+    for t in ssn.jobs["ns/a"].tasks.values():
+        vec = plugin.fits(t, idx)
+        one = np.array([plugin.fit_error(t, i) is None for i in idx])
+        assert (vec == one).all(), t.name
+        req = plugin.vreq(t)
+        if req is not None:
+            exact = np.array([plugin._vgpu_take(plugin.state.vgpu, i, req)[2] for i in idx])  # type: ignore[arg-type]
+            want = np.where(vec, np.floor(exact + 0.5) * 10, 0)
+            assert (plugin.scores(t, idx)[vec] == want[vec]).all(), t.name
+
+
+def test_conf_errors() -> None:
+    both = CONF.replace("deviceshare.VGPUEnable: true",
+                        "deviceshare.VGPUEnable: true\n      deviceshare.GPUSharingEnable: true")
+    with pytest.raises(ConfigError, match="can't be used together"):
+        cycle_objects([vnode("n1", [("G", 1, 100)])], load_conf(both))
+
+
+@pytest.mark.parametrize("bad, field", [
+    (lambda o: o[0]["metadata"]["annotations"].update({dv.VGPU_REGISTER: "GPU-0,10,16384:"}),
+     "Node n1: field metadata.annotations.volcano.sh/node-vgpu-register"),
+    (lambda o: o[3]["metadata"]["annotations"].update({dv.VGPU_IDS: "GPU-a0,NVIDIA,lots,0:"}),
+     "Pod ns/b0: field metadata.annotations.volcano.sh/vgpu-ids-new"),
+    (lambda o: o[3]["spec"]["containers"][0]["resources"]["limits"].update({dv.VGPU_NUMBER: "0"}),
+     "Pod ns/b0: field spec.containers[0].resources.limits.volcano.sh/vgpu-number"),
+    (lambda o: o[3]["spec"]["containers"][0]["resources"]["limits"].update({dv.GPU_MEMORY: "-1"}),
+     "Pod ns/b0: field spec.containers[0].resources.limits.volcano.sh/gpu-memory"),
+    (lambda o: o[3]["spec"]["containers"][0]["resources"]["limits"].update({dv.GPU_MEMORY: float("nan")}),
+     "Pod ns/b0: field spec.containers[0].resources.limits.volcano.sh/gpu-memory"),
+])
+def test_bad_device_input_is_named_and_the_rest_scheduled(bad: Any, field: str) -> None:
+    objs = [vnode("n1", [("GPU-a0", 10, 16384)]), vnode("n2", [("GPU-b0", 10, 16384)]), pg("a"), pod("b0", "b"),
+            pg("b"), pod("a0", "a")]
+    bad(objs)
+    cache = SchedulerCache.from_objects(objs)
+    assert any(p.startswith(field) for p in cache.problems), cache.problems
+    result, _ = cycle_objects(objs, load_conf(CONF))
+    assert "ns/a0" in result_json(result)["binds"]  # the rest is scheduled
+
+
+def test_nothing_changes_without_the_plugin() -> None:
+    objs = [vnode("n1", [("GPU-a0", 1, 16384)]), pg("a", 2), pod("a0", "a"), pod("a1", "a")]
+    plain = CONF.split("  - name: deviceshare")[0]
+    result, _ = cycle_objects(objs, load_conf(plain))
+    out = result_json(result)
+    assert len(out["binds"]) == 2 and "annotations" not in out  # one share, two pods: only the plugin keeps them apart
+    result, _ = cycle_objects(objs, load_conf(CONF))
+    assert result_json(result)["binds"] == {}
