@@ -105,7 +105,7 @@ def test_the_exact_plugins_turn_the_memo_off_and_are_explained() -> None:
         assert memo_off_by(plugin_contracts(conf)) == name
         assert f"| `{name}` |" in table, name  # the row saying why it is exact
     exact = {n for n in registry.known_plugins() if Contract.FINGERPRINTED not in registry.plugin_class(n).contracts}
-    assert exact - {"deviceshare"} == set(EXACT)  # deviceshare: another branch's
+    assert exact - {"deviceshare"} == set(EXACT)  # deviceshare: its own branch declares (or not) and explains
 
 
 def test_resource_strategy_fit_is_exact_with_its_proportional_filter() -> None:
