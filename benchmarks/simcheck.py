@@ -14,6 +14,15 @@ seconds), ``synth3k`` (3,000 synthetic jobs on 200 nodes), ``synth20k`` (the ``m
 nodes), ``svc1k`` / ``svc4k`` / ``svc24k`` (months of 1,000 / 4,000 / 24,000 services on 10 / 40 / 250 nodes of
 256 cpu / 8 GPUs).  ``--profile`` also writes a cProfile (``OUT.prof``) and prints its top.  CPU seconds are the
 fair figure on a shared machine.
+
+``--conf FILE`` runs the workload under another scheduler conf (Volcano's default otherwise): the per-plugin confs
+of ``benchmarks/confs/`` measure what turning a plugin on costs; ``--full-sessions`` turns the blocked-job memo and
+everything carried between sessions off (``SchedulerCache(memo=False)``), for the same run on the exact path::
+
+    C=benchmarks/confs/resource-strategy-fit.conf
+    .venv/bin/python benchmarks/simcheck.py svc4k /tmp/rsf.txt --conf $C
+    .venv/bin/python benchmarks/simcheck.py svc4k /tmp/rsf-full.txt --conf $C --full-sessions
+    diff <(grep -v '^#' /tmp/rsf.txt) <(grep -v '^#' /tmp/rsf-full.txt)  # must print nothing
 """
 
 from __future__ import annotations
@@ -36,12 +45,14 @@ WORKLOADS = ("openb", "openb2k", "synth3k", "synth20k", "svc1k", "svc4k", "svc24
 SERVICES = {"svc1k": (1000, 10), "svc4k": (4000, 40), "svc24k": (24000, 250)}
 
 
-def make(name: str) -> Simulator:
-    """The simulator of workload ``name``, under Volcano's default conf."""
+def make(name: str, conf: str | None = None, full: bool = False) -> Simulator:
+    """The simulator of workload ``name``, under the conf file ``conf`` (Volcano's default conf when None);
+    ``full``: ``--full-sessions``."""
+    sc = load_conf_file(conf)
     if name in ("openb", "openb2k"):
         knobs = alibaba.AlibabaKnobs(nodes=0, pods=0 if name == "openb" else 2000, compress=1.0)
         inp = alibaba_inputs(None, knobs, None)
-        return Simulator(inp.nodes, inp.queues, inp.workload, load_conf_file(None))
+        return Simulator(inp.nodes, inp.queues, inp.workload, sc, full_sessions=full)
     if name in ("synth3k", "synth20k"):
         jobs, nodes = (3000, 200) if name == "synth3k" else (20000, 1000)
         wl = synthetic(seed=1, jobs=jobs, rate=2.0 * nodes / 1000, queues={"a": 1, "b": 1, "c": 2},
@@ -49,11 +60,11 @@ def make(name: str) -> Simulator:
         queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w}}
                   for q, w in (("a", 1), ("b", 1), ("c", 2))]
         return Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 32, memory: 256Gi, nvidia.com/gpu: 8}}"), queues, wl,
-                         load_conf_file(None))
+                         sc, full_sessions=full)
     jobs, nodes = SERVICES[name]
     queues = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
     return Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 256, memory: 1Ti, nvidia.com/gpu: 8}}"), queues,
-                     services(seed=0, jobs=jobs), load_conf_file(None))
+                     services(seed=0, jobs=jobs), sc, full_sessions=full)
 
 
 def digest_lines(res: SimResult, binds: list[str]) -> list[str]:
@@ -75,8 +86,11 @@ def main() -> None:
     ap.add_argument("workload", choices=WORKLOADS)
     ap.add_argument("out", help="the digest file to write")
     ap.add_argument("--profile", action="store_true", help="also write OUT.prof and print the profile's top")
+    ap.add_argument("--conf", metavar="FILE", help="the scheduler conf (default: Volcano's default conf)")
+    ap.add_argument("--full-sessions", action="store_true",
+                    help="no blocked-job memo, nothing carried between sessions (the exact path)")
     args = ap.parse_args()
-    sim = make(args.workload)
+    sim = make(args.workload, args.conf, args.full_sessions)
     binds: list[str] = []
     bind = sim.writer.bind
 
@@ -90,7 +104,9 @@ def main() -> None:
     res = profile.runcall(sim.run) if profile is not None else sim.run()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     lines = digest_lines(res, binds)
-    head = [f"# {args.workload}: wall {wall:.2f} s, cpu {cpu:.2f} s, cycles {res.cycles}, events {res.events}",
+    conf = f" conf {args.conf}" if args.conf else ""
+    conf += " full-sessions" if args.full_sessions else ""
+    head = [f"# {args.workload}{conf}: wall {wall:.2f} s, cpu {cpu:.2f} s, cycles {res.cycles}, events {res.events}",
             "# digest " + hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]]
     with open(args.out, "w") as f:
         f.write("\n".join(head + lines) + "\n")

@@ -49,10 +49,11 @@ def test_the_built_in_declarations() -> None:
         return {n for n in registry.known_plugins() if c in registry.plugin_class(n).contracts} | \
             {n for n in registry.known_actions() if c in registry.action_class(n).contracts}
     assert declared(Contract.FINGERPRINTED) == {"priority", "gang", "conformance", "overcommit", "drf", "predicates",
-                                                "proportion", "nodeorder", "binpack"}
+                                                "proportion", "nodeorder", "binpack", "cdp", "pdb", "rescheduling",
+                                                "nodegroup", "resource-strategy-fit"}
     assert declared(Contract.STATEFUL_PERMIT) == {"proportion"}
     assert declared(Contract.GANG_READINESS) == declared(Contract.READY_CONDITION) == {"gang"}
-    assert declared(Contract.LEAVES_BLOCKED) == {"enqueue", "allocate", "backfill"}
+    assert declared(Contract.LEAVES_BLOCKED) == {"enqueue", "allocate", "backfill", "shuffle"}
     assert declared(Contract.CHECKS_BLOCKED) == {"allocate"} and declared(Contract.ADMITS) == {"enqueue"}
     # every declaration is in docs/extending.md's table
     table = (SRC.parents[1] / "docs" / "extending.md").read_text()
@@ -90,6 +91,37 @@ def test_a_plugin_that_declares_nothing_turns_the_memo_off() -> None:
         cache = SchedulerCache(reuse_clones=True, memo=True)
         ssn = Session(cache.snapshot(), conf).open()
         assert ssn.memo is not None and (ssn.memo.enqueue_ok, ssn.memo.allocate_ok) == (on, on)
+
+
+#: the plugins that stay exact, each with the reason docs/extending.md gives (the table's "exact" row)
+EXACT = ["task-topology", "numa-aware", "usage", "tdm", "extender", "sla", "capacity", "resourcequota",
+         "network-topology-aware"]
+
+
+def test_the_exact_plugins_turn_the_memo_off_and_are_explained() -> None:
+    table = (SRC.parents[1] / "docs" / "extending.md").read_text()
+    for name in EXACT:
+        conf = load_conf(_conf(f"  - name: {name}\n"))
+        assert memo_off_by(plugin_contracts(conf)) == name
+        assert f"| `{name}` |" in table, name  # the row saying why it is exact
+    exact = {n for n in registry.known_plugins() if Contract.FINGERPRINTED not in registry.plugin_class(n).contracts}
+    assert exact - {"deviceshare"} == set(EXACT)  # deviceshare: its own branch declares (or not) and explains
+
+
+def test_resource_strategy_fit_is_exact_with_its_proportional_filter() -> None:
+    """The filter refuses a node whose idle cpu/memory would not cover its idle GPUs times a rate: other pods
+    taking the GPUs lift the refusal, which the memo's fingerprint does not see.  Its scores alone keep the memo."""
+    scores = load_conf(_conf("  - name: resource-strategy-fit\n    arguments: {sra: {enable: true, weight: 1}}\n"))
+    proportional = load_conf(_conf("  - name: resource-strategy-fit\n    arguments: {proportional: {enable: true, "
+                                   "resources: nvidia.com/gpu}}\n"))
+    broken = load_conf(_conf("  - name: resource-strategy-fit\n    arguments: {proportional: 3}\n"))
+    assert memo_off_by(plugin_contracts(scores)) is None
+    assert memo_off_by(plugin_contracts(proportional)) == "resource-strategy-fit"
+    assert memo_off_by(plugin_contracts(broken)) == "resource-strategy-fit"  # the session reports the argument
+    for conf, on in ((scores, True), (proportional, False)):
+        ssn = Session(SchedulerCache(reuse_clones=True, memo=True).snapshot(), conf).open()
+        assert ssn.memo is not None and (ssn.memo.enqueue_ok, ssn.memo.allocate_ok) == (on, on)
+        assert (Contract.FINGERPRINTED in ssn.contracts["resource-strategy-fit"]) == on
 
 
 def test_stateful_voter_must_vote_last_in_its_tier() -> None:

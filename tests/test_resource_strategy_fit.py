@@ -119,3 +119,24 @@ def test_scores(engine: str) -> None:
     # sra alone: the GPU node scores 0, the others 100 x 2
     sra = {"resourceStrategyFitWeight": 0, "sra": {"enable": True, "resources": "nvidia.com/gpu", "weight": 2}}
     assert scores(sra, engine=engine) == pytest.approx({"n1": 200.0, "n3": 0.0})
+
+
+def test_a_pods_own_strategy_is_part_of_its_template() -> None:
+    """The scores are template-safe (cached per pod template, carried between sessions): a pod choosing its own
+    strategy must not share a template with a pod of the same shape that does not (``constraints_key``)."""
+    own = {"volcano.sh/resource-strategy-scoring-type": "MostAllocated",
+           "volcano.sh/resource-strategy-weight": '{"cpu": 1}'}
+    objects = [_node("n1", "8"), _node("n2", "8"), _pod("half", "n1", "4"),
+               *({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                  "metadata": {"name": g, "namespace": "ns"}, "spec": {"minMember": 1},
+                  "status": {"phase": "Inqueue"}} for g in ("g", "h")),
+               _pod("plain", None, "1"), _pod("mine", None, "1", own)]
+    objects[-1]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "h"
+    cache = SchedulerCache.from_objects(objects)
+    plain, mine = cache.tasks["ns/plain"], cache.tasks["ns/mine"]
+    assert plain.template_key != mine.template_key
+    conf = load_conf(yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [
+        {"name": "resource-strategy-fit"}]}]}))
+    result = run_session(cache, conf, "vector", explain=5)
+    # LeastAllocated (the default) prefers the empty n2, the pod's own MostAllocated the half-full n1
+    assert result.binds == {"ns/plain": "n2", "ns/mine": "n1"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.victims import evict_victim
@@ -23,6 +24,9 @@ REASON = "shuffle"
 @register_action
 class Shuffle(Action):
     name = "shuffle"
+    # it offers Running tasks only; a blocked job holds nothing (framework/incremental/plan.py), so it never
+    # looks at one.  Its evictions (Releasing pods) turn allocate's memo off for the rest of the session
+    contracts = frozenset({Contract.LEAVES_BLOCKED})
 
     def execute(self, ssn: Session) -> None:
         tasks: list[TaskInfo] = [t for job in ssn.jobs.values()

@@ -64,6 +64,10 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 JOB_NAME_ANNOTATION = "volcano.sh/job-name"
 SLA_WAITING_TIME = "sla-waiting-time"
 NODEGROUP_LABEL = "volcano.sh/nodegroup-name"
+#: a pod's own resource-strategy-fit scoring (``resource-strategy-fit``'s ``Score``): node scores read them, so they
+#: are part of the pod's template key (``api/convert.py: constraints_key``)
+RESOURCE_STRATEGY_TYPE = "volcano.sh/resource-strategy-scoring-type"
+RESOURCE_STRATEGY_WEIGHT = "volcano.sh/resource-strategy-weight"
 DEFAULT_QUEUE = "default"
 DEFAULT_SCHEDULER = "volcano"
 SYSTEM_CRITICAL = ("system-cluster-critical", "system-node-critical")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from pyvolcano.errors import ConfigError
+
+T = TypeVar("T")
 
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")  # Go's ParseDuration: ASCII digits
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -35,6 +37,16 @@ class Arguments(Mapping[str, Any]):
     def __init__(self, values: Mapping[str, Any] | None = None, owner: str = "") -> None:
         self._values = dict(values or {})
         self._owner = owner
+        self._derived: dict[str, Any] = {}
+
+    def derived(self, key: str, make: Callable[[Arguments], T]) -> T:
+        """``make(self)``, worked out once per ``key``: a session builds its plugins anew, but a conf's entries keep
+        their ``Arguments`` (``conf/registration.py``), so a plugin whose arguments take work to read reads them
+        once per conf.  An error ``make`` raises is raised again on every call."""
+        got = self._derived.get(key)
+        if got is None:
+            got = self._derived[key] = make(self)
+        return cast("T", got)
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

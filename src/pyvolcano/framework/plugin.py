@@ -32,6 +32,13 @@ class Plugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
 
+    @classmethod
+    def contracts_for(cls, arguments: Arguments) -> Contracts:
+        """The contracts this plugin keeps under these arguments: ``contracts`` unless a rule that only some
+        arguments turn on breaks one (resource-strategy-fit's ``proportional`` filter).  An argument the plugin
+        would refuse may give fewer (the session reports the error when the plugin reads it)."""
+        return cls.contracts
+
     def on_session_open(self, ssn: Session) -> None:
         raise NotImplementedError
 

@@ -732,7 +732,7 @@ class Session:
             name = opt.name
             plugin = plugin_class(name)(args)
             plugins[name] = plugin
-            self.contracts[name] = self.contracts[plugin.name or name] = type(plugin).contracts
+            self.contracts[name] = self.contracts[plugin.name or name] = type(plugin).contracts_for(args)
             # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
             alias = plugin.name
             if alias and alias not in self.options:

@@ -22,6 +22,7 @@ from typing import Any
 from pyvolcano.api.convert import parse_time
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.framework.arguments import parse_duration
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -86,6 +87,9 @@ def cooling_down(pod: dict[str, Any], now: float, bad: Callable[[str], None] | N
 @register_plugin
 class CooldownProtection(Plugin):
     name = "cdp"
+    # registers preemptable/reclaimable only: enqueue and allocate never ask it, so it gives none of the refusals
+    # the memo skips; the clock and the victims' labels it reads decide preempt's and reclaim's victims alone
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         now = ssn.now or time.time()

@@ -24,6 +24,7 @@ from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.status import Status, reject_if
 from pyvolcano.api.types import NODEGROUP_LABEL
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
@@ -89,6 +90,9 @@ def queue_affinities(ssn: Session, hierarchy: bool) -> dict[str, GroupAffinity |
 @register_plugin
 class NodeGroup(Plugin):
     name = "nodegroup"
+    # a static predicate on the queue's node-group affinity (a Queue change moves the cache's epochs) and the
+    # node's label (a Node change moves them); its scores read the same
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         affinity = queue_affinities(ssn, hierarchy_enabled(ssn, self.name))

@@ -21,6 +21,7 @@ from typing import Any
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.labels import selector_matches
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -112,6 +113,8 @@ def session_budgets(ssn: Session) -> Budgets | None:
 @register_plugin
 class PDB(Plugin):
     name = "pdb"
+    # registers preemptable/reclaimable only: enqueue and allocate never ask it (no refusal the memo skips)
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:

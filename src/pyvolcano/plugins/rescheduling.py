@@ -39,6 +39,7 @@ from pyvolcano.api.quantity import to_milli, to_units
 from pyvolcano.api.resource import CPU, MEMORY
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.errors import ConfigError
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
@@ -197,6 +198,10 @@ def low_node_victims(ssn: Session, conf: LowNodeConf, tasks: list[TaskInfo], per
 @register_plugin
 class Rescheduling(Plugin):
     name = "rescheduling"
+    # registers victimTasks only (the shuffle action's): enqueue and allocate never ask it, so its clock, interval
+    # and node usage decide no refusal the memo skips; its evictions make Releasing pods, which move the cache's
+    # epochs and turn allocate's memo off while they release
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         interval = self.arguments.get_duration("interval", DEFAULT_INTERVAL)

@@ -41,8 +41,11 @@ from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.resource import CPU, EPS, MEMORY, ResourceIndex
 from pyvolcano.api.status import Code, Status
+from pyvolcano.api.types import RESOURCE_STRATEGY_TYPE, RESOURCE_STRATEGY_WEIGHT
 from pyvolcano.errors import ConfigError
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import NONE as NO_CONTRACTS
+from pyvolcano.framework.incremental.contracts import Contract, Contracts
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
@@ -51,8 +54,8 @@ NAME = "resource-strategy-fit"
 DEFAULT_WEIGHT = 10
 MAX_NODE_SCORE = 100.0
 MOST, LEAST = "MostAllocated", "LeastAllocated"
-SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
-SCORING_WEIGHT = "volcano.sh/resource-strategy-weight"
+SCORING_TYPE = RESOURCE_STRATEGY_TYPE
+SCORING_WEIGHT = RESOURCE_STRATEGY_WEIGHT
 
 
 def _bad(key: str, value: Any, want: str) -> ConfigError:
@@ -237,20 +240,34 @@ def plan_of(task: TaskInfo, cfg: Config, res: ResourceIndex) -> Plan:
 @register_plugin
 class ResourceStrategyFit(Plugin):
     name = NAME
+    # Scores only, which no memo rule reads (one pod fits somewhere or not; a gang is keyed on node usage), and
+    # they read node allocatable and used and the pod: no time, nothing of other jobs.  The ``proportional``
+    # filter is another matter: it refuses a node whose idle cpu/memory would not cover the node's *idle* GPUs
+    # times a rate, so a node refused now passes once other pods take its GPUs -- a refusal that does not hold
+    # while room only shrinks.  With it on, the plugin keeps no contract (``contracts_for``).
+    contracts = frozenset({Contract.FINGERPRINTED})
+
+    @classmethod
+    def contracts_for(cls, arguments: Arguments) -> Contracts:
+        try:
+            proportional = arguments.derived(NAME, Config.of).proportional is not None
+        except ConfigError:
+            return NO_CONTRACTS  # the session reports the argument when the plugin reads it
+        return NO_CONTRACTS if proportional else cls.contracts
 
     def on_session_open(self, ssn: Session) -> None:
-        cfg = Config.of(self.arguments)
+        cfg = self.arguments.derived(NAME, Config.of)
         res, nodes = ssn.res, ssn.nodes
         if cfg.proportional is not None:
             self._proportional(ssn, cfg.proportional)
         if cfg.weight <= 0 and cfg.sra_weight <= 0:
             return
-        # pods choosing their own strategy make the score depend on annotations, which the template key ignores
-        own = any(pod_strategy(t.pod) is not None for j in ssn.jobs.values() for t in j.tasks.values())
+        # a pod's own strategy annotations are part of its template key (``api/convert.py: constraints_key``): one
+        # plan per template
         plans: dict[Any, Plan] = {}
 
         def plan(task: TaskInfo) -> Plan:
-            key = task.uid if own else task.template_key
+            key = task.template_key
             if key not in plans:
                 plans[key] = plan_of(task, cfg, res)
             return plans[key]
@@ -300,9 +317,11 @@ class ResourceStrategyFit(Plugin):
 
         def score_one(task: TaskInfo, node: NodeInfo) -> float:
             return float(score(task, np.array([node.index]))[0])
-        # reads the node's allocatable and used rows, and the task's request (and its annotations when a pod in
-        # the session chooses its own strategy: then the scores are per task, not per template)
-        ssn.add_node_order(self.name, vector=score, scalar=score_one, template_safe=not own)
+        # reads the node's allocatable and used rows and the task's request and strategy annotations (its template):
+        # template-safe, and carried between sessions (``framework/node_select.py``, ``ScoreReg.carry``)
+        carry = (NAME, cfg.weight, tuple(sorted(cfg.resources.items())), cfg.sra_weight,
+                 tuple(sorted(cfg.sra_resources.items())))
+        ssn.add_node_order(self.name, vector=score, scalar=score_one, carry=carry)
 
     def _proportional(self, ssn: Session, rates: dict[str, tuple[float, float]]) -> None:
         res, nodes = ssn.res, ssn.nodes
@@ -335,4 +354,6 @@ class ResourceStrategyFit(Plugin):
                     return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                                   (f"proportional of resource {name} check failed",), self.name)
             return None
-        ssn.add_predicate(self.name, vector=vector, scalar=scalar)
+        # a function of the rates, the template and the node's idle row and allocatable: carried between sessions
+        ssn.add_predicate(self.name, vector=vector, scalar=scalar,
+                          carry=(NAME, "proportional", tuple(sorted(rates.items()))))

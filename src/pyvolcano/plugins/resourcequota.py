@@ -41,6 +41,9 @@ def requested_names(job: JobInfo, size: int, names: tuple[str, ...]) -> set[str]
 @register_plugin
 class ResourceQuota(Plugin):
     name = "resourcequota"
+    # No contract: its vote counts a job it admitted only in the session that admitted it (``pending``); from the
+    # next session on the job's pods count for nothing until they are bound (``held``), so a refusal can lift with
+    # no change that moves the cache's epochs (an admission does not).
 
     def on_session_open(self, ssn: Session) -> None:
         res = ssn.res

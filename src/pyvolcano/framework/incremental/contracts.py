@@ -3,7 +3,8 @@
 The blocked-job memo, the settled, parked and blocked jobs and the ordered hypernode trials all skip work whose
 answer is known without doing it.  Each of those shortcuts holds only for rules it knows; rather than a list of
 plugin and action names, every ``Plugin`` and ``Action`` class states in ``contracts`` which promises it keeps
-(``framework/plugin.py``, ``framework/action.py``).  A class that declares nothing keeps none: the session takes the
+(``framework/plugin.py``, ``framework/action.py``; a plugin whose rules depend on its arguments answers
+``Plugin.contracts_for(arguments)`` instead).  A class that declares nothing keeps none: the session takes the
 exact, slower path (the memo off, every job looked at), and ``memo_off_by`` names the plugin that turned the memo
 off so that ``cycle -v`` and ``simulate`` can say so once.  docs/extending.md has the table of contracts, who relies
 on each and which built-in plugins declare it.
@@ -16,6 +17,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class Contract(enum.Enum):
@@ -73,6 +77,7 @@ def memo_note(plugins: Iterable[tuple[str, Contracts]]) -> str | None:
             "every pending job is examined every session (same decisions, slower; docs/extending.md, 'Contracts')")
 
 
-def conf_plugins(tiers: Iterable[Iterable[str]], contracts_of: Callable[[str], Contracts]) -> list[tuple[str, Contracts]]:
-    """Each plugin of a conf's tiers, in order, with its class's contracts (``contracts_of(name)``)."""
-    return [(name, contracts_of(name)) for tier in tiers for name in tier]
+def conf_plugins(tiers: Iterable[Iterable[tuple[str, T]]], contracts_of: Callable[[T], Contracts]
+                 ) -> list[tuple[str, Contracts]]:
+    """Each plugin of a conf's tiers, in order: (its name, the contracts ``contracts_of`` gives for its entry)."""
+    return [(name, contracts_of(entry)) for tier in tiers for name, entry in tier]

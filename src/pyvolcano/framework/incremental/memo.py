@@ -120,10 +120,15 @@ class BlockedMemo:
                 del d[uid]
 
 
+def option_contracts(opt: Any) -> Contracts:
+    """The contracts one plugin entry of a conf keeps: its class's, under the entry's arguments
+    (``Plugin.contracts_for``)."""
+    return registry.plugin_class(opt.name).contracts_for(opt.args())
+
+
 def plugin_contracts(conf: Any) -> list[tuple[str, Contracts]]:
-    """Each plugin of the conf, in tier order, with the contracts its class declares (``contracts.py``)."""
-    return conf_plugins(([opt.name for opt in tier.plugins] for tier in conf.tiers),
-                        lambda name: registry.plugin_class(name).contracts)
+    """Each plugin of the conf, in tier order, with the contracts it keeps under its arguments (``contracts.py``)."""
+    return conf_plugins(([(opt.name, opt) for opt in tier.plugins] for tier in conf.tiers), option_contracts)
 
 
 def _conf_ok(conf: Any, enqueue: bool) -> bool:
@@ -134,9 +139,8 @@ def _conf_ok(conf: Any, enqueue: bool) -> bool:
         return False
     if enqueue:
         for tier in conf.tiers:
-            voters = [registry.plugin_class(opt.name).contracts for opt in tier.plugins
-                      if Contract.ENQUEUE_VOTER in registry.plugin_class(opt.name).contracts
-                      and opt.enabled("enableJobEnqueued")]
+            voters = [c for c in (option_contracts(opt) for opt in tier.plugins if opt.enabled("enableJobEnqueued"))
+                      if Contract.ENQUEUE_VOTER in c]
             for i, c in enumerate(voters):
                 if Contract.STATEFUL_PERMIT in c and i != len(voters) - 1:
                     return False
