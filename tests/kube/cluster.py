@@ -4,6 +4,7 @@ processes, a TCP proxy that can cut connections, and per-test namespaces and nod
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import select
 import signal
@@ -331,3 +332,24 @@ def complete_job(api: KubeClient, ns: str, name: str) -> None:
             if not exc.conflict:
                 raise
     raise AssertionError(f"could not complete Job {ns}/{name}")
+
+
+def renamed(objects: list[dict[str, Any]], k: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A scenario's objects for the ``k``-th run on one shared API server (the side-by-side tests with
+    vc-scheduler): node ``n`` (and its Numatopology) renamed ``s<k>-n`` also where a pod names it, namespace
+    renamed ``s<k>``, and an image on every container (the API server requires one; scenario files leave it out)."""
+    names = {o["metadata"]["name"]: f"s{k}-{o['metadata']['name']}" for o in objects if o["kind"] == "Node"}
+    out = []
+    for o in copy.deepcopy(objects):
+        md = o["metadata"]
+        if o["kind"] in ("Node", "Numatopology"):
+            md["name"] = names[md["name"]]
+        if md.get("namespace"):
+            md["namespace"] = f"s{k}"
+        if o["kind"] == "Pod":
+            for c in o["spec"]["containers"]:
+                c.setdefault("image", "busybox")
+            if o["spec"].get("nodeName"):
+                o["spec"]["nodeName"] = names[o["spec"]["nodeName"]]
+        out.append(o)
+    return out, names

@@ -18,7 +18,6 @@ the same files on the same server, and must bind as the files expect, its Bindin
 from __future__ import annotations
 
 import contextlib
-import copy
 import subprocess
 import threading
 import time
@@ -31,7 +30,7 @@ from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import NAMESPACE, NODE, POD, PODGROUP
 from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions
 from tests.kube import kubeserver
-from tests.kube.cluster import wait
+from tests.kube.cluster import renamed, wait
 from tests.scenario_check import OWN, load
 
 pytestmark = [pytest.mark.slow, pytest.mark.kube]
@@ -43,26 +42,6 @@ SETTLE = 5.0
 ORDER_GAP = 1.1
 #: annotations whose values hold a time or the node's name: compared only where the file asks for them
 RENAMED = "volcano.sh/vgpu-node"
-
-
-def renamed(objects: list[dict[str, Any]], k: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The objects with node ``n`` renamed ``s<k>-n`` and namespace ``ns`` renamed ``s<k>``."""
-    nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
-    names = {n: f"s{k}-{n}" for n in nodes}
-    out = []
-    for o in copy.deepcopy(objects):
-        md = o["metadata"]
-        if o["kind"] == "Node":
-            md["name"] = names[md["name"]]
-        if md.get("namespace"):
-            md["namespace"] = f"s{k}"
-        if o["kind"] == "Pod":
-            for c in o["spec"]["containers"]:
-                c.setdefault("image", "busybox")
-            if o["spec"].get("nodeName"):
-                o["spec"]["nodeName"] = names[o["spec"]["nodeName"]]
-        out.append(o)
-    return out, names
 
 
 def _by_conf() -> dict[str, list[Path]]:

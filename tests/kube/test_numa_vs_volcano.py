@@ -11,18 +11,16 @@ directory must share one conf (vc-scheduler runs one).
 from __future__ import annotations
 
 import contextlib
-import copy
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pyvolcano.kube.client import ApiError, KubeClient
 from pyvolcano.kube.resources import NAMESPACE, NODE, NUMATOPOLOGY, POD, PODGROUP
 from tests.kube import kubeserver
-from tests.kube.cluster import wait
+from tests.kube.cluster import renamed, wait
 from tests.scenario_check import OWN, load
 
 pytestmark = [pytest.mark.slow, pytest.mark.kube]
@@ -31,24 +29,6 @@ VOLCANO_UP = kubeserver.TOOLS / "volcano" / "volcano-up"
 VOLCANO_DOWN = kubeserver.TOOLS / "volcano" / "volcano-down"
 FILES = sorted((OWN / "numaaware").glob("*.yaml"))
 SETTLE = 5.0
-
-
-def renamed(objects: list[dict[str, Any]], k: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The objects with node ``n`` renamed ``s<k>-n`` and namespace ``ns`` renamed ``s<k>``."""
-    nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
-    names = {n: f"s{k}-{n}" for n in nodes}
-    out = []
-    for o in copy.deepcopy(objects):
-        md = o["metadata"]
-        if o["kind"] in ("Node", "Numatopology"):
-            md["name"] = names[md["name"]]
-        if md.get("namespace"):
-            md["namespace"] = f"s{k}"
-        if o["kind"] == "Pod":  # the API server requires an image, which the scenario files leave out
-            for c in o["spec"]["containers"]:
-                c.setdefault("image", "busybox")
-        out.append(o)
-    return out, names
 
 
 def test_numa_scenarios_are_what_vc_scheduler_decides(tmp_path: Path) -> None:

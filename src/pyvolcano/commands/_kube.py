@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -105,3 +107,15 @@ def age(timestamp: str | None) -> str:
         if s >= size:
             return f"{s // size}{unit}"
     return f"{s}s"
+
+
+def step_down(elector: Any, deposed: threading.Event, server: Any) -> None:
+    """The end of a leader-elected process (Volcano's ``OnStoppedLeading``): release the Lease unless it was lost,
+    stop the health server, and exit 1 when deposed so that a fresh replica campaigns (scheduler and controller)."""
+    if elector is not None and not deposed.is_set():
+        elector.release()
+    if server is not None:
+        server.stop()
+    if deposed.is_set():
+        click.echo("pyvolcano: leader election lost; exiting so that a fresh replica can campaign", err=True)
+        sys.exit(1)

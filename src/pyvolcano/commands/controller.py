@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pyvolcano.commands._kube import kube_options, make_client, parse_duration, setup_logging
+from pyvolcano.commands._kube import kube_options, make_client, parse_duration, setup_logging, step_down
 from pyvolcano.errors import UserError
 
 if TYPE_CHECKING:
@@ -196,10 +195,4 @@ def _run(api: Any, me: str, on: set[str], cm: tuple[str, str], scheduler_names: 
     for c in running:
         c.stop()
     writer.shutdown(5)
-    if elector is not None and not deposed.is_set():
-        elector.release()
-    if server is not None:
-        server.stop()
-    if deposed.is_set():
-        click.echo("pyvolcano: leader election lost; exiting so that a fresh replica can campaign", err=True)
-        sys.exit(1)
+    step_down(elector, deposed, server)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 
 import click
 
-from pyvolcano.commands._kube import kube_options, make_client, parse_duration, setup_logging
+from pyvolcano.commands._kube import kube_options, make_client, parse_duration, setup_logging, step_down
 
 log = logging.getLogger("pyvolcano.scheduler")
 
@@ -128,10 +127,4 @@ def register(group: click.Group) -> None:
                  version, scheduler_name, period, scheduler_conf or "<default>")
         sched.run(stop)
         sched.stop()
-        if elector is not None and not deposed.is_set():
-            elector.release()
-        if server is not None:
-            server.stop()
-        if deposed.is_set():
-            click.echo("pyvolcano: leader election lost; exiting so that a fresh replica can campaign", err=True)
-            sys.exit(1)
+        step_down(elector, deposed, server)
