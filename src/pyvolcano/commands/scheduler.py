@@ -59,13 +59,18 @@ def register(group: click.Group) -> None:
     @click.option("--write-defer", default="30s", show_default=True,
                   help="Binds first: Events and status writes (PodGroup, pod condition, queue) wait while binds are "
                        "in flight, at most this long after they were queued (0: write at once).")
+    @click.option("--why-pending-cpu", default=0.1, show_default=True, type=click.FloatRange(0, 1),
+                  help="At most this share of one CPU for the WhyPending Event of unschedulable PodGroups: the "
+                       "short reason and the best verified fix, searched by re-running sessions in the background "
+                       "(0: no search, no Event).")
     @click.option("-v", "--verbose", count=True, help="Debug logging.")
     def scheduler(kubeconfig: str | None, master: str | None, context: str | None, scheduler_conf: str | None,
                   scheduler_name: str, schedule_period: str, default_queue: str, node_selector: tuple[str, ...],
                   leader_elect: bool, lock_object_namespace: str, leader_elect_resource_name: str,
                   leader_elect_lease_duration: str, leader_elect_renew_deadline: str, leader_elect_retry_period: str,
                   listen_address: str, bind_workers: int, identity: str | None, watch_timeout: str,
-                  full_sessions: bool, podgroup_ready_events: str, write_defer: str, verbose: int) -> None:
+                  full_sessions: bool, podgroup_ready_events: str, write_defer: str, why_pending_cpu: float,
+                  verbose: int) -> None:
         """Schedule pods of SCHEDULER_NAME on a cluster, one Volcano session per period."""
         import gc
 
@@ -76,6 +81,7 @@ def register(group: click.Group) -> None:
         from pyvolcano.kube.leader import LeaderElector
         from pyvolcano.kube.metrics import HealthServer, SchedulerMetrics
         from pyvolcano.kube.scheduler import ConfFile, KubeScheduler, SchedulerOptions, default_identity
+        from pyvolcano.kube.why import WhyOptions
 
         setup_logging(verbose)
         period = parse_duration(schedule_period, "--schedule-period")
@@ -87,7 +93,7 @@ def register(group: click.Group) -> None:
             node_selector), bind_workers=bind_workers, identity=identity or default_identity(),
             default_queue=default_queue, incremental=not full_sessions,
             one_pod_ready_events=podgroup_ready_events == "all",
-            write_defer=parse_duration(write_defer, "--write-defer"))
+            write_defer=parse_duration(write_defer, "--write-defer"), why=WhyOptions(cpu=why_pending_cpu))
         if opts.write_defer < 0:
             raise UserError("--write-defer must not be negative")
         opts.watch_timeout = max(1, round(parse_duration(watch_timeout, "--watch-timeout")))

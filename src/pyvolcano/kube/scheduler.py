@@ -11,7 +11,8 @@ The parts follow Volcano's seams (``pkg/scheduler/cache/interface.go``, ``event_
 * ``kube/conf_watch.py``: the conf file, reloaded when it changes;
 * ``kube/informers.py``: the reflectors, started in dependency order (``cache.Run``, ``WaitForCacheSync``);
 * ``kube/cluster_writer.py``: ``KubeWriter``, the binder and the status updater joined into the
-  ``ClusterWriter`` that ``apply`` writes to.
+  ``ClusterWriter`` that ``apply`` writes to;
+* ``kube/why.py``: the ``WhyPending`` Event (short reason and best verified fix) of unschedulable PodGroups.
 
 What is left here is the loop and leadership (``Scheduler.Run`` and ``runOnce``).
 """
@@ -44,6 +45,7 @@ from pyvolcano.kube.node_metrics import NodeMetricsPoller, metrics_conf
 from pyvolcano.kube.reflector import Reflector
 from pyvolcano.kube.resources import QUEUE
 from pyvolcano.kube.status import StatusUpdater
+from pyvolcano.kube.why import KubeWhy, WhyOptions
 from pyvolcano.kube.writer import EventRecorder, Writer
 
 __all__ = ["ALL_NODES_UNAVAILABLE", "Assumed", "ConfFile", "KubeScheduler", "KubeWriter", "SchedulerOptions",
@@ -97,6 +99,8 @@ class SchedulerOptions:
     #: the "pod group is ready" Event also for a one-pod PodGroup ready at its first try (as Volcano); False:
     #: its pod's ``Scheduled`` Event is the only one, one Event per pod as kube-scheduler (``kube/status.py``)
     one_pod_ready_events: bool = False
+    #: the ``WhyPending`` Event's search, and what it may cost (``kube/why.py``)
+    why: WhyOptions = field(default_factory=WhyOptions)
 
 
 class _LockedCache:
@@ -145,6 +149,8 @@ class KubeScheduler:
             self.writer.defer_to = self.binder.wait
             self.events.defer_to = self.binder.wait
         self.cluster = KubeWriter(self.binder, self.status)
+        self.why = KubeWhy(self.opts.why, self.cache, self.lock, self.binder.assumed, lambda: self._inflight > 0,
+                           self.recorder.event, lambda: self.conf.conf)
         self.heartbeat = time.monotonic()
         self.last_result: SessionResult | None = None
         self._stop = threading.Event()
@@ -268,6 +274,7 @@ class KubeScheduler:
     def stop(self) -> None:
         self._stop.set()
         self.node_metrics.stop()
+        self.why.stop()
         self.informers.stop()
         self.wait_binds(10)
         self.binder.shutdown()
@@ -326,6 +333,7 @@ class KubeScheduler:
             apply(result, self.cluster)  # the binds already started during the session are skipped
             self.binder.session_applied()
             self.status.end()
+            self.why.after_session(result)
         evicts = self.binder.submit()
         if evicts:
             self.metrics.preemption_attempts.inc()
