@@ -695,3 +695,35 @@ def test_the_binding_carries_deviceshares_annotations(api: FakeApi, harness, tmp
     assert got["spec"]["nodeName"] == "n1"
     assert got["metadata"]["annotations"]["volcano.sh/vgpu-ids-new"] == "GPU-0,NVIDIA,1000,0:"
     assert "b-0" not in h.bound()
+
+
+def test_a_podgroup_that_stays_unschedulable_gets_one_why_pending_event(api: FakeApi, harness) -> None:
+    """``kube/why.py`` wired into the loop: after the sessions, a background search and one ``WhyPending`` Event
+    with the short reason and the fix; Volcano's condition keeps its text; no second Event while nothing changes.
+    With no CPU share, no search and no Event."""
+    from pyvolcano.kube.why import WHY_PENDING, WhyOptions
+
+    api.create(NODE, node("n1", cpu="8"))
+    api.create(NODE, node("n2", cpu="8"))
+    gang(api, "g", 3, 3, cpu="6")  # 2 of 3 fit at once
+    h = harness(why=WhyOptions(settle=0.0, cpu=1.0))
+    off = harness(why=WhyOptions(cpu=0.0))
+    quiet = 0  # sessions in a row that started no search: the job's key settled once its status was written
+    for _ in range(20):
+        before = h.s.why.stats["batches"]
+        h.session()
+        off.session()
+        if h.s.why._thread is not None:
+            h.s.why._thread.join(30)
+        h.s.flush(5)
+        quiet = quiet + 1 if h.s.why.stats["batches"] == before and h.s.why._thread is not None else 0
+        if quiet == 3:
+            break
+    assert quiet == 3, h.s.why.stats
+    why = [e for e in api.objects(EVENT) if e["reason"] == WHY_PENDING]
+    assert [(e["involvedObject"]["name"], e["type"]) for e in why] == [("g", "Normal")]
+    assert why[0]["message"].startswith("2 of 3 placed") and "fix: minAvailable 2 (from 3)" in why[0]["message"]
+    cond = next(c for c in api.obj(PODGROUP, "g", "ns")["status"]["conditions"] if c["type"] == "Unschedulable")
+    assert cond["message"].startswith("3/3 tasks in gang unschedulable") and "fix:" not in cond["message"]
+    # searched again only while its own status writes moved the job's version (no settling here), then not
+    assert 1 <= h.s.why.stats["batches"] <= 3 and off.s.why.stats["batches"] == 0

@@ -34,8 +34,11 @@ changed sessions), so it is never done for every pending job every cycle:
   longer unschedulable is forgotten, so it is told again if it gets stuck again.
 
 The objects searched are the cache's raw objects as the informers last saw them, with the binds this scheduler
-has made and the API server not yet shown (``Binder.assumed``) put in, so that pods being bound are not placed
-a second time by the search.
+has made and the API server not yet shown (``Binder.assumed``) put in (as copies), so that pods being bound are
+not placed a second time by the search.  The other objects are shared with the cache, not copied: the search only
+reads them (each change it tries is made on a deep copy, ``whatif._changed``), and the informers replace an
+object, or an object's top-level parts, rather than change them inside (``kube/event_handlers.py:
+_bind_echo``), so a batch reads each object as it was or as it is.
 """
 
 from __future__ import annotations
