@@ -134,6 +134,21 @@ def test_parked_jobs_keep_their_answer_and_gone_jobs_are_forgotten() -> None:
     assert lg.done(lg.due(), {"ns/g": "why g"}, 0.0) == [("ns/g", "why g")]
 
 
+def test_an_answer_about_a_state_that_is_gone_is_not_told() -> None:
+    """The search runs while sessions go on: a PodGroup scheduled meanwhile gets no Event, and one whose key
+    changed meanwhile is searched again rather than told about its old state."""
+    lg, clock = ledger(cpu=1.0)
+    msgs = {"ns/a": "m", "ns/b": "m"}
+    lg.observe(msgs, msgs, versions({"ns/a": 1, "ns/b": 1}), SHAPE, CONF)
+    clock.t += 3
+    batch = lg.due()
+    lg.observe({"ns/b": "m2"}, {"ns/b": "m2"}, versions({"ns/b": 1}), SHAPE, CONF)  # a scheduled, b changed
+    assert lg.done(batch, {"ns/a": "why a", "ns/b": "why b"}, 0.0) == []
+    assert not lg.answers and list(lg.want) == ["ns/b"]
+    clock.t += 3
+    assert lg.done(lg.due(), {"ns/b": "why b"}, 0.0) == [("ns/b", "why b")]
+
+
 def test_a_reloaded_conf_clears_the_answers_and_jobs_without_podgroup_are_left_out() -> None:
     lg, clock = ledger(cpu=1.0)
     msgs = {"ns/g": "m", "ns/podgroup-x": "m"}

@@ -147,18 +147,19 @@ class WhyLedger:
 
     def done(self, batch: list[tuple[str, Key]], texts: Mapping[str, str], seconds: float) -> list[tuple[str, str]]:
         """A batch took ``seconds``; ``texts`` has the answer of each PodGroup searched (those not reached wait for
-        a later batch).  Returns the (PodGroup, text) Events to send: the texts that changed."""
+        a later batch).  Returns the (PodGroup, text) Events to send: the texts that changed.  An answer whose
+        PodGroup changed meanwhile (a new key: searched again later) or stopped waiting (scheduled, deleted) is
+        dropped: it describes a state that is gone."""
         cpu = max(self.opts.cpu, 1e-6)
         tell = []
         with self._lock:
             self.running = False
             self.next_start = self.clock() + seconds * (1 - cpu) / cpu
             for uid, key in batch:
-                if uid not in texts:
-                    continue
                 w = self.want.get(uid)
-                if w is not None and w[0] == key:
-                    del self.want[uid]
+                if uid not in texts or w is None or w[0] != key:
+                    continue
+                del self.want[uid]
                 self.answers[uid] = (key, texts[uid])
                 if texts[uid] and self.told.get(uid) != texts[uid]:
                     self.told[uid] = texts[uid]
