@@ -209,8 +209,16 @@ class KubeWhy:
         self.stats = {"batches": 0, "searched": 0, "events": 0, "seconds": 0.0}
 
     def after_session(self, result: SessionResult) -> None:
+        """Called under the scheduler's lock while a session's result is applied; never raises (a bug here must
+        not keep the session's evictions from being sent)."""
         if self.opts.cpu <= 0 or self._stop.is_set():
             return
+        try:
+            self._after_session(result)
+        except Exception:
+            log.exception("why pending: bookkeeping after the session failed")
+
+    def _after_session(self, result: SessionResult) -> None:
         un = result.unschedulable
         examined = un.maps[0] if isinstance(un, ChainMap) else un  # the parked jobs' keys are unchanged
         jobs = self.cache.jobs
