@@ -291,7 +291,7 @@ class Ahead(Generic[K, T]):
     def get(self, key: K) -> T:
         own = self.futures.pop(key, None)
         self.taken.add(key)
-        i = self.index[key]
+        i = self.index.get(key, len(self.keys))  # a key not in ``keys`` is computed here alone
         for k in self.keys[i + 1:i + 1 + self.ahead]:
             if k not in self.futures and k not in self.taken:
                 self.futures[k] = self.pool.submit(self.work, k)
@@ -299,6 +299,18 @@ class Ahead(Generic[K, T]):
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def selected(request: Any, test: str, *names: str) -> list[Any]:
+    """The parameters of ``test``'s cases that this pytest run selected, in run order (``-k`` or a node id keeps
+    :class:`Ahead` from running the oracle for cases nobody asked for): one value per case, or a tuple of
+    ``names``' values when more than one."""
+    out: list[Any] = []
+    for item in request.session.items:
+        if getattr(item, "originalname", None) == test and item.module is request.module:
+            vals = tuple(item.callspec.params[n] for n in names)
+            out.append(vals if len(names) > 1 else vals[0])
+    return out
 
 
 def scores_config(config: str) -> str:

@@ -63,9 +63,9 @@ def _volcano(key: tuple[str, int]) -> oracle.Stable:
 
 
 @pytest.fixture(scope="module")
-def volcano() -> Iterator[oracle.Ahead[tuple[str, int], oracle.Stable]]:
+def volcano(request: pytest.FixtureRequest) -> Iterator[oracle.Ahead[tuple[str, int], oracle.Stable]]:
     """The oracle's side of each case, started a few cases ahead of its test (``oracle.Ahead``)."""
-    ahead = oracle.Ahead(FAST, _volcano)
+    ahead = oracle.Ahead(oracle.selected(request, "test_random_cluster_agrees", "family", "seed"), _volcano)
     yield ahead
     ahead.close()
 

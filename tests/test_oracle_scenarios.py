@@ -75,9 +75,9 @@ def test_known_disagreements_name_files_and_rules() -> None:
 
 
 @pytest.fixture(scope="module")
-def judged() -> Iterator[oracle.Ahead[Path, tuple[str | None, list[str]]]]:
+def judged(request: pytest.FixtureRequest) -> Iterator[oracle.Ahead[Path, tuple[str | None, list[str]]]]:
     """Each file judged a few files ahead of its test (``oracle.Ahead``: the oracle runs mostly wait)."""
-    ahead = oracle.Ahead(FILES, _judge)
+    ahead = oracle.Ahead(oracle.selected(request, "test_expectation_is_what_volcano_decides", "path"), _judge)
     yield ahead
     ahead.close()
 
