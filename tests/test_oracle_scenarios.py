@@ -14,6 +14,7 @@ Files the oracle cannot run are skipped with the reason (:func:`oracle_cannot_ru
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -73,10 +74,19 @@ def test_known_disagreements_name_files_and_rules() -> None:
         assert what, stem
 
 
+@pytest.fixture(scope="module")
+def judged(request: pytest.FixtureRequest) -> Iterator[oracle.Ahead[Path, tuple[str | None, list[str]]]]:
+    """Each file judged a few files ahead of its test (``oracle.Ahead``: the oracle runs mostly wait)."""
+    ahead = oracle.Ahead(oracle.selected(request, "test_expectation_is_what_volcano_decides", "path"), _judge)
+    yield ahead
+    ahead.close()
+
+
 @pytest.mark.skipif(not oracle.available(), reason=oracle.SKIP_REASON)
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
-def test_expectation_is_what_volcano_decides(path: Path) -> None:
-    why, errs = _judge(path)
+def test_expectation_is_what_volcano_decides(path: Path,
+                                             judged: oracle.Ahead[Path, tuple[str | None, list[str]]]) -> None:
+    why, errs = judged.get(path)
     if why:
         pytest.skip(f"{path.name}: the oracle cannot run it: {why}")
     row = KNOWN_DISAGREEMENTS.get(path.stem)

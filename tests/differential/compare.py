@@ -17,6 +17,7 @@ agreed on the last pod by chance, about one run in eight).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,12 +186,14 @@ def _nodes(kind: str, vc: dict[str, str], py: dict[str, str], settled: set[str],
     return out
 
 
-def compare(case: Case, keep_dir: Path | None = None) -> Outcome:
-    """Both schedulers on ``case``; ``keep_dir`` gets the scenario file when they disagree."""
+def compare(case: Case, keep_dir: Path | None = None,
+            volcano: Callable[[], oracle.Stable] | None = None) -> Outcome:
+    """Both schedulers on ``case``; ``keep_dir`` gets the scenario file when they disagree. ``volcano`` gives the
+    oracle's :func:`oracle.stable` for the case when the caller has started it already (``oracle.Ahead``)."""
     out = Outcome(case)
     try:
         py = run_pyvolcano(case)
-        st = oracle.stable(case.objects, case.config)
+        st = volcano() if volcano is not None else oracle.stable(case.objects, case.config)
     except Exception as exc:  # the instrument must report, not crash, on one bad case
         out.error, out.cause = f"{type(exc).__name__}: {exc}", "error"
         _keep(out, keep_dir)

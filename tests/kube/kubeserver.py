@@ -60,24 +60,34 @@ class Server:
         assert self.dir is not None
         return int((self.dir / "kube-apiserver.pid").read_text().strip())
 
-    def stop_apiserver(self) -> list[str]:
-        """Stop kube-apiserver only (etcd keeps the data); returns its command line for ``start_apiserver``."""
+    def stop_apiserver(self, grace: float = 5.0) -> list[str]:
+        """Stop kube-apiserver only (etcd keeps the data); returns its command line for ``start_apiserver``.
+
+        SIGTERM first: kube-apiserver stops listening at once and answers nothing new, but its process stays while
+        watch connections are open (with a scheduler's informers and a test's watch open it had not exited 20 s
+        later), so after ``grace`` seconds it gets SIGKILL, which ends those connections too."""
         pid = self.apiserver_pid()
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        if not self._wait_gone(pid, grace):
+            os.kill(pid, signal.SIGKILL)
+            self._wait_gone(pid, 10)
+        return [a.decode() for a in argv]
+
+    @staticmethod
+    def _wait_gone(pid: int, timeout: float) -> bool:
+        """Wait until process ``pid`` has exited (gone, or a zombie nobody reaps); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while Path(f"/proc/{pid}").exists():
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-            st = Path(f"/proc/{pid}/stat")
             with contextlib.suppress(OSError):
-                if st.read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.1)
-        else:
-            if Path(f"/proc/{pid}").exists():
-                os.kill(pid, signal.SIGKILL)
-        return [a.decode() for a in argv]
+        return True
 
     def start_apiserver(self, argv: list[str]) -> None:
         """Start kube-apiserver again with the same flags (same port, same etcd) and record its pid for kube-down."""

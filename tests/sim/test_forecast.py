@@ -159,10 +159,18 @@ def test_export_of_a_simulation_part_way() -> None:
     assert any(n.startswith("new jobs drawn like") for n in f.notes)
 
 
-def test_accuracy_measurement_on_a_tiny_workload() -> None:
-    from pyvolcano.bench.forecast import AT, synthetic_case
+@pytest.fixture(scope="module")
+def tiny() -> dict[str, Any]:
+    """The accuracy measurement on the tiny workload, once for the module: ``bench --forecast`` runs the same."""
+    from pyvolcano.bench.forecast import synthetic_case
 
-    r = synthetic_case("tiny")
+    return synthetic_case("tiny")
+
+
+def test_accuracy_measurement_on_a_tiny_workload(tiny: dict[str, Any]) -> None:
+    from pyvolcano.bench.forecast import AT
+
+    r = tiny
     assert r["jobs"] > 0 and r["snapshots"] == len(AT)
     assert 0.0 <= r["coverage90"] <= 1.0 and r["median_abs_error_ratio"] >= 0.0
 
@@ -221,8 +229,20 @@ def test_cli_bad_input(tmp_path: Path, args: tuple[str, ...], text: str) -> None
     assert code == 2 and text in out and "Traceback" not in out, out
 
 
-def test_bench_forecast_json() -> None:
+def test_bench_forecast_json(tiny: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's plumbing: it measures the tiny case with seed 1 (the fixture's measurement, not run twice) and
+    prints its three figures."""
+    from pyvolcano.bench import forecast
+
+    calls: list[tuple[str, int]] = []
+
+    def measured(case: str = "tiny", seed: int = 1) -> dict[str, Any]:
+        calls.append((case, seed))
+        return tiny
+
+    monkeypatch.setattr(forecast, "synthetic_case", measured)
     code, out = cli("bench", "--forecast", "-o", "json")
     assert code == 0, out
     data = json.loads(out)
-    assert set(data) == {"jobs", "median_abs_error_ratio", "coverage90"} and data["jobs"] > 0
+    assert calls == [("tiny", 1)]
+    assert data == {k: tiny[k] for k in ("jobs", "median_abs_error_ratio", "coverage90")} and data["jobs"] > 0

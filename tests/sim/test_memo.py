@@ -37,14 +37,8 @@ def _run(full: bool, conf: str | None, seed: int, jobs: int, rate: float, gangs:
     return metrics.job_rows(res), res.evictions, res.cycles, skipped
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(conf=st.sampled_from(CONFS), seed=st.integers(0, 10_000), jobs=st.integers(30, 90),
-       rate=st.sampled_from([0.5, 1.0, 3.0]), gangs=st.sampled_from([(1,), (1, 1, 2, 4), (2, 4, 8), (1, 8)]),
-       gpu=st.sampled_from([0.0, 0.5]), weights=st.sampled_from([(1, 1), (1, 3)]), nodes=st.integers(2, 5),
-       failures=st.booleans())
-def test_memo_and_full_sessions_give_the_same_outcome(conf: str | None, seed: int, jobs: int, rate: float,
-                                                     gangs: tuple[int, ...], gpu: float, weights: tuple[int, int],
-                                                     nodes: int, failures: bool) -> None:
+def _same_outcome(conf: str | None, seed: int, jobs: int, rate: float, gangs: tuple[int, ...], gpu: float,
+                  weights: tuple[int, int], nodes: int, failures: bool) -> None:
     """With the memo, sessions also carry per-job values between cycles (``framework/incremental/carry.py``); with
     ``--full-sessions`` neither: both must give every job the same outcome, node failures included."""
     memo = _run(False, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
@@ -59,6 +53,30 @@ def test_memo_and_full_sessions_give_the_same_outcome(conf: str | None, seed: in
     finally:
         deltas.CHECK = was
     assert skipping[:3] == full[:3]
+
+
+WORKLOADS = {"conf": st.sampled_from(CONFS), "seed": st.integers(0, 10_000), "jobs": st.integers(30, 90),
+             "rate": st.sampled_from([0.5, 1.0, 3.0]), "gangs": st.sampled_from([(1,), (1, 1, 2, 4), (2, 4, 8), (1, 8)]),
+             "gpu": st.sampled_from([0.0, 0.5]), "weights": st.sampled_from([(1, 1), (1, 3)]),
+             "nodes": st.integers(2, 5), "failures": st.booleans()}
+
+
+#: ``make test`` runs a few random workloads each time (three simulations each); ``make bench`` many more
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**WORKLOADS)
+def test_memo_and_full_sessions_give_the_same_outcome(conf: str | None, seed: int, jobs: int, rate: float,
+                                                     gangs: tuple[int, ...], gpu: float, weights: tuple[int, int],
+                                                     nodes: int, failures: bool) -> None:
+    _same_outcome(conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**WORKLOADS)
+def test_memo_and_full_sessions_give_the_same_outcome_on_many_workloads(
+        conf: str | None, seed: int, jobs: int, rate: float, gangs: tuple[int, ...], gpu: float,
+        weights: tuple[int, int], nodes: int, failures: bool) -> None:
+    _same_outcome(conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
 
 
 def test_the_memo_skips_blocked_jobs_on_a_contended_cluster() -> None:
