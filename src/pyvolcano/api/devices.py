@@ -21,12 +21,14 @@ Two kinds, each Volcano's (``pkg/scheduler/api/devices/nvidia``):
 ``DevicePool`` holds one kind for every node that has it: one row per device, rows of a node contiguous
 (``first[i]:first[i+1]``), so a vectorised predicate reduces per-device answers per node with
 ``np.logical_or.reduceat``.  The static part (ids, memory, share count, type, health) is derived from the Node
-objects once per node set (``NodeStatic.derived``); the use (``used_num``, ``used_mem``, ``used_core``) is rebuilt
-each session from the pods on the device nodes, then changed by ``charge``/``release`` in O(devices touched).
+objects once per node set (``NodeStatic.derived``); the use (``used_num``, ``used_mem``, ``used_core``) is read
+from the pods on the device nodes (``plugins/deviceshare.py``: carried between sessions and re-read only on the nodes
+whose pods changed), then changed by ``charge``/``release`` in O(devices touched).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -332,6 +334,26 @@ class DevicePool:
         self.used_core = np.zeros(n, dtype=np.int64)
         self.holders: list[dict[str, tuple[int, int, str]]] = [{} for _ in range(n)]
         self.held: dict[str, list[tuple[int, int, int]]] = {}
+        #: a fork's rows whose ``holders`` dict it has copied (None: it owns them all)
+        self._own: set[int] | None = None
+
+    def fork(self) -> DevicePool:
+        """A pool with this one's devices and use, to change without changing this one: the static arrays are
+        shared, the use arrays copied, ``held`` and ``holders`` copied on write (O(devices) array copies, no walk
+        over the pods).  The carried pool of ``plugins/deviceshare.py`` hands each session a fork."""
+        out = copy.copy(self)
+        out.used_num, out.used_mem, out.used_core = self.used_num.copy(), self.used_mem.copy(), self.used_core.copy()
+        out.held = dict(self.held)
+        out.holders = list(self.holders)
+        out._own = set()
+        return out
+
+    def _holders(self, row: int) -> dict[str, tuple[int, int, str]]:
+        """Row ``row``'s pods, to change (a fork copies the dict first)."""
+        if self._own is not None and row not in self._own:
+            self.holders[row] = dict(self.holders[row])
+            self._own.add(row)
+        return self.holders[row]
 
     def __len__(self) -> int:
         return int(self.first[-1])
@@ -344,14 +366,14 @@ class DevicePool:
         containers on one GPU, is counted twice, as ``TryAddPod`` does)."""
         if not parts:
             return
-        got = self.held.setdefault(uid, [])
-        for row, mem, core in parts:
+        got = self.held[uid] = [*self.held.get(uid, ()), *parts]  # a new list: a fork shares the old one
+        for row, mem, core in got[len(got) - len(parts):]:
             self.used_num[row] += 1
             self.used_mem[row] += mem
             self.used_core[row] += core
-            old = self.holders[row].get(uid)
-            self.holders[row][uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
-            got.append((row, mem, core))
+            h = self._holders(row)
+            old = h.get(uid)
+            h[uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
 
     def release(self, uid: str) -> list[tuple[int, int, int]]:
         """Take back everything ``uid`` holds; returns it (to charge again on an undo)."""
@@ -360,7 +382,7 @@ class DevicePool:
             self.used_num[row] -= 1
             self.used_mem[row] -= mem
             self.used_core[row] -= core
-            self.holders[row].pop(uid, None)
+            self._holders(row).pop(uid, None)
         return parts
 
     def holds(self, uid: str) -> bool:

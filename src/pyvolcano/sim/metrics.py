@@ -115,7 +115,31 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
         "interrupted": result.interrupted, "problems": result.problems[:50], "problem_count": len(result.problems),
         **figures.summary_extra(result, rows, max(result.end_time, horizon or 0.0)),  # per-queue shares, cost
         **({"topology": topology.summary(result.spread, rows)} if result.spread is not None else {}),
+        **({"fill_curve": fill_curve(*result.fill)} if result.fill is not None else {}),
     }
+
+
+#: the fill curve's points: every whole percent of arrived GPU demand, as the FGD paper's analysis takes them
+FILL_PERCENTS = range(0, 131)
+
+
+def fill_curve(milli: list[int], placed: list[bool], total: int) -> dict[str, list[Any]]:
+    """GPU allocation against arrived GPU demand, as the FGD paper's analysis computes it
+    (``experiments/analysis/merge_alloc_discrete.py``): after each arrival, arrived = the milli-GPU asked by the
+    pods arrived so far and allocated = the milli-GPU held by those placed (nothing leaves), both in percent of the
+    cluster's ``total``; arrived rounded to a whole percent, allocated to two decimals.  At each whole percent
+    p of ``FILL_PERCENTS`` the point is the mean allocated over the arrivals whose arrived rounds to p, else over
+    those within p +- 1, else None (no arrival near p)."""
+    m = np.asarray(milli, dtype=np.int64)
+    arrived = np.round(np.cumsum(m) * 100.0 / total)
+    alloc = np.round(np.cumsum(np.where(np.asarray(placed, dtype=bool), m, 0)) * 100.0 / total, 2)
+    out: list[float | None] = []
+    for p in FILL_PERCENTS:
+        sel = alloc[arrived == p]
+        if not len(sel):
+            sel = alloc[(arrived >= p - 1) & (arrived <= p + 1)]
+        out.append(round(float(sel.mean()), 2) if len(sel) else None)
+    return {"arrived_gpu_pct": list(FILL_PERCENTS), "allocated_gpu_pct": out}
 
 
 def makespan(rows: list[dict[str, Any]]) -> float:

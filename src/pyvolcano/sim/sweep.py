@@ -70,8 +70,12 @@ class AlibabaWorkload(BaseModel):
 
     model_config = _Finite
     trace_dir: str | None = None
-    nodes: opts.Nodes = 120
+    nodes: opts.AliNodes = 120
     pods: opts.Pods = 1500
+    #: the FGD paper's fill protocol (``simulate --fill``): 0 for a normal replay
+    fill: opts.Fill = 0.0
+    #: the pooled fractional ``nvidia.com/gpu`` mapping (``simulate --gpu-pool``)
+    gpu_pool: bool = False
     compress: opts.Factor = 20.0
     duration_scale: opts.Factor = 1.0
     gang_window: opts.Window = 60.0
@@ -452,7 +456,8 @@ def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Poi
                                  compress=float(knobs.get("compress", a.compress)),
                                  duration_scale=float(knobs.get("duration_scale", a.duration_scale)),
                                  gang_window=float(knobs.get("gang_window", a.gang_window)),
-                                 max_gang=int(knobs.get("max_gang", a.max_gang)), seed=point.seed)
+                                 max_gang=int(knobs.get("max_gang", a.max_gang)), seed=point.seed,
+                                 fill=float(knobs.get("fill", a.fill)), gpu_pool=a.gpu_pool)
         from pyvolcano.sim.run import alibaba_inputs
 
         inputs = alibaba_inputs(d, k, cluster)
