@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from pyvolcano.api.devices import DevicePool
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
@@ -108,6 +109,10 @@ UnifiedEvictableFn = Callable[[EvictionContext, list[TaskInfo]], tuple[list[Task
 TargetJobFn = Callable[[list[JobInfo]], JobInfo | None]
 ReservedNodesFn = Callable[[], None]
 
+#: pyvolcano's own point (not in Volcano): the GPUs deviceshare gives a gpushare task on the node at position
+#: ``node`` (device rows of ``pool`` on that node), or None for Volcano's own choice (``gpushare.Allocate``)
+DeviceChoiceFn = Callable[[TaskInfo, int, DevicePool], list[int] | None]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 Tiers = Sequence[Sequence[tuple[str, Callable[..., Any]]]]
@@ -122,7 +127,7 @@ class Rule(Enum):
     ANY = "any plugin saying yes makes it yes (overused)"
     INTERSECT = "victims: intersect within a tier; the first tier ending with victims wins, an empty tier defers"
     UNION = "victims: union within a tier, first tier with any wins"
-    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob)"
+    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, deviceChoice)"
     FIRST_FAILURE = "first Status that is not a success wins (jobValid, prePredicate); None and Success pass on"
     CALL_ALL = "every plugin is called; no answer (events, jobEnqueued, reservedNodes)"
 
@@ -168,12 +173,15 @@ RESERVED_NODES: Point[ReservedNodesFn] = Point("reservedNodes", "enableReservedN
 SUB_JOB_READY: Point[SubJobReadyFn] = Point("subJobReady", "enabledSubJobReady", Rule.ALL_PASS)
 SUB_JOB_PIPELINED: Point[SubJobVoteFn] = Point("subJobPipelined", "enabledSubJobPipelined", Rule.VOTE)
 SUB_JOB_ORDER: Point[SubJobOrderFn] = Point("subJobOrder", "enabledSubJobOrder", Rule.FIRST_DECIDES)
+#: pyvolcano's extension (Volcano chooses a task's GPUs inside deviceshare, with no plugin asked): no flag
+DEVICE_CHOICE: Point[DeviceChoiceFn] = Point("deviceChoice", None, Rule.FIRST_RESULT)
 
 _DECLARED: list[Point[Any]] = [
     JOB_ORDER, QUEUE_ORDER, TASK_ORDER, NAMESPACE_ORDER, CLUSTER_ORDER, VICTIM_ORDER, VICTIM_QUEUE_ORDER,
     PREDICATE, PRE_PREDICATE, NODE_ORDER, BATCH_NODE_ORDER, BEST_NODE, JOB_VALID, JOB_READY, JOB_PIPELINED,
     JOB_STARVING, JOB_ENQUEUEABLE, JOB_ENQUEUED, ALLOCATABLE, OVERUSED, PREEMPTABLE, RECLAIMABLE, PREEMPTIVE,
     UNIFIED_EVICTABLE, VICTIM_TASKS, TARGET_JOB, RESERVED_NODES, SUB_JOB_READY, SUB_JOB_PIPELINED, SUB_JOB_ORDER,
+    DEVICE_CHOICE,
 ]
 POINTS: dict[str, Point[Any]] = {p.name: p for p in _DECLARED}
 
