@@ -265,20 +265,30 @@ def node_frag(mix: TaskMix, cpu_left: np.ndarray, gpu_left: np.ndarray, access: 
 def frag_after_share(mix: TaskMix, cpu_left: np.ndarray, gpu_left: np.ndarray, access: np.ndarray,
                      cpu: int, milli: int) -> np.ndarray:
     """(N, D): each node's fragmentation after a task of ``cpu`` milli-cpu and ``milli`` of one GPU goes to GPU d
-    (``calculateGpuShareFragExtendScore``'s ``newNodeRes``), NaN where GPU d has less than ``milli`` left.  Only
-    GPU d changes, so the per-class counts move by what it was and what it becomes (exact integers)."""
+    (``calculateGpuShareFragExtendScore``'s ``newNodeRes``), NaN where GPU d has less than ``milli`` left.
+
+    Only GPU d changes, so the per-class counts move by what it was and what it becomes (exact integers); a GPU
+    with as much left as an earlier GPU of its node gives the same node, so it is worked out once."""
+    cpu_left = np.asarray(cpu_left, dtype=np.int64)
     n, d = gpu_left.shape
-    cnt, partial = counts_of(mix, gpu_left)
-    m = mix.milli[None, None, :]
-    old = gpu_left[:, :, None]
-    new = old - milli
-    cnt2 = cnt[:, None, :] - (old >= m) + (new >= m)
-    part2 = partial[:, None, :] - np.where(old >= m, 0, old) + np.where(new >= m, 0, new)
-    total = np.repeat(gpu_left.sum(axis=1) - milli, d)
-    cpu2 = np.repeat(np.asarray(cpu_left, dtype=np.int64) - cpu, d)
-    acc = np.repeat(access, d, axis=0)
-    got = _sum_in_go_order(mix, cpu2, total, cnt2.reshape(n * d, -1), part2.reshape(n * d, -1), acc).reshape(n, d)
-    return np.where(gpu_left >= milli, got, np.nan)
+    fits = gpu_left >= milli
+    eq = gpu_left[:, :, None] == gpu_left[:, None, :]
+    first_eq = np.argmax(eq, axis=2)  # per GPU, the first GPU of its node with as much left
+    own = first_eq == np.arange(d)[None, :]
+    r, g = np.nonzero(fits & own)
+    out = np.full((n, d), np.nan)
+    if len(r):
+        cnt, partial = counts_of(mix, gpu_left)
+        m = mix.milli[None, :]
+        old = gpu_left[r, g][:, None]
+        new = old - milli
+        cnt2 = cnt[r] - (old >= m) + (new >= m)
+        part2 = partial[r] - np.where(old >= m, 0, old) + np.where(new >= m, 0, new)
+        total = gpu_left.sum(axis=1)[r] - milli
+        out[r, g] = _sum_in_go_order(mix, cpu_left[r] - cpu, total, cnt2, part2, access[r])
+        rr, gg = np.nonzero(fits & ~own)
+        out[rr, gg] = out[rr, first_eq[rr, gg]]
+    return out
 
 
 def take_whole(gpu_left: np.ndarray, gpus: int, milli: int) -> np.ndarray:

@@ -20,7 +20,7 @@ overused ...), a ``Vote`` (jobPipelined, jobEnqueueable; with a victim list for 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import Any, Generic, TypeVar
@@ -72,8 +72,9 @@ class BatchScoreError(Exception):
     """A batchNodeOrder function failed (Volcano's ``BatchNodeOrderFn`` returning an error): as in Volcano's
     ``util.PrioritizeNodes``, the nodes being scored get no scores at all, so allocate finds no best node among
     that gradient of candidates and preempt no node to evict on (the extender plugin raises it)."""
-#: the node to take among the candidates grouped by total score, or None for the top score
-BestNodeFn = Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]
+#: the node to take among the candidates grouped by total score (Volcano's ``map[float64][]*NodeInfo``, read-only:
+#: a group's ``NodeInfo`` views are made when read), or None for the top score
+BestNodeFn = Callable[[TaskInfo, Mapping[float, Sequence[NodeInfo]]], NodeInfo | None]
 #: a status that is not a success makes every action skip the job (Volcano's ValidateExFn)
 JobValidFn = Callable[[JobInfo], Status | None]
 JobReadyFn = Callable[[JobInfo], bool]

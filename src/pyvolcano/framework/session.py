@@ -22,7 +22,6 @@ import numpy as np
 from pyvolcano.api.devices import DevicePool
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
-from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import fit_floor, less_equal
 from pyvolcano.api.status import Code, Status
@@ -38,7 +37,7 @@ from pyvolcano.framework.incremental.memo import SessionMemo
 from pyvolcano.framework.incremental.plan import Plan
 from pyvolcano.framework.incremental.records import CloseCounts
 from pyvolcano.framework.incremental.state import CarriedValues
-from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
+from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreGroups, ScoreReg
 from pyvolcano.framework.order import job_order_key
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import (
@@ -557,11 +556,7 @@ class Session:
         """A plugin's bestNode choice among candidate nodes (index), or None to take the top score."""
         if not self.has("bestNode"):
             return None
-        idx = np.nonzero(cand)[0]
-        scores: dict[float, list[NodeInfo]] = {}
-        for i in idx:
-            scores.setdefault(float(total[i]), []).append(self.nodes.views[i])
-        chosen = self.call("bestNode", task, scores)
+        chosen = self.call("bestNode", task, ScoreGroups(self.nodes, np.nonzero(cand)[0], total))
         return None if chosen is None else chosen.index
 
     # --- node choice -------------------------------------------------------------------------------------

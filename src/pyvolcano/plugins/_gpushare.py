@@ -23,7 +23,7 @@ gpushare allocation consults: the GPUs the policy's ``allocateGpuIdFunc`` would 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +67,6 @@ class Nodes:
     cpu_left: np.ndarray  # (K,) milli-cpu
     gpu_left: np.ndarray  # (K, D) milli-GPU per GPU, padded with 0
     gpu_count: np.ndarray  # (K,) GPUs on the node
-    models: list[str]
 
 
 class GpuView:
@@ -78,11 +77,16 @@ class GpuView:
         self.nodes = nodes = ssn.nodes
         self.cpu = ssn.res.pos["cpu"]
         self.pods = ssn.res.pos.get("pods")
-        models = nodes.static.derived.get("gpu-models")
-        if models is None:
-            models = nodes.static.derived["gpu-models"] = [s.labels.get(gf.GPU_MODEL_LABEL, "")
-                                                           for s in nodes.specs]
-        self.models: list[str] = models
+        got = nodes.static.derived.get("gpu-models")
+        if got is None:
+            names = [s.labels.get(gf.GPU_MODEL_LABEL, "") for s in nodes.specs]
+            uniq = sorted(set(names))
+            code = {m: k for k, m in enumerate(uniq)}
+            got = nodes.static.derived["gpu-models"] = (uniq, np.array([code[m] for m in names], dtype=np.int64))
+        #: the GPU models of the cluster, and each node's (index into them)
+        self.models: list[str] = got[0]
+        self.model_of: np.ndarray = got[1]
+        self._access: dict[TaskClass, np.ndarray] = {}
         self.memory = ssn.snapshot.plugin_memory
         self.classes = self.memory.setdefault(CLASSES, dict)
         if len(self.classes) > 1_000_000:
@@ -97,6 +101,17 @@ class GpuView:
             got = self.classes[task.uid] = gf.task_class(task.pod)
         return got
 
+    def accessible(self, cls: TaskClass) -> np.ndarray:
+        """Per node: may the class run on its GPU model (``IsNodeAccessibleToPod``)."""
+        got = self._access.get(cls)
+        if got is None:
+            got = self._access[cls] = np.array([cls.accessible(m) for m in self.models], dtype=bool)[self.model_of]
+        return got
+
+    def mix_access(self, mix: gf.TaskMix) -> np.ndarray:
+        """(nodes, classes): ``mix.access`` of every node."""
+        return mix.access(self.models)[self.model_of]
+
     def state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(cpu left (N,), GPUs left (N, D), signature (N, k): everything a score reads of a node)."""
         nodes = self.nodes
@@ -109,20 +124,18 @@ class GpuView:
     def at(self, rows: np.ndarray, cpu: np.ndarray, gpu: np.ndarray) -> Nodes:
         pool = self.pool()
         count = pool.count[rows] if pool is not None else np.zeros(len(rows), np.int64)
-        return Nodes(rows, cpu[rows], gpu[rows], count, [self.models[i] for i in rows.tolist()])
+        return Nodes(rows, cpu[rows], gpu[rows], count)
 
     def cached(self, key: Hashable, idx: np.ndarray, compute: Callable[[Nodes], np.ndarray]) -> np.ndarray:
-        """The scores at ``idx``, computing again only the nodes whose state changed since they were cached."""
+        """The scores at ``idx``, computing again only those nodes whose state changed since they were cached."""
         cpu, gpu, sig = self.state()
         memo = self.memory.setdefault(SCORES, dict)
         e = memo.get(key)
         if e is None or e.static is not self.nodes.static or e.sig.shape != sig.shape:
             if len(memo) >= _CACHE_MAX:
                 memo.clear()
-            e = memo[key] = _Scores(self.nodes.static, sig.copy(), np.zeros(len(sig)))
-            rows = np.arange(len(sig))
-        else:
-            rows = np.flatnonzero((e.sig != sig).any(axis=1))
+            e = memo[key] = _Scores(self.nodes.static, np.full(sig.shape, -1, dtype=np.int64), np.zeros(len(sig)))
+        rows = idx[(e.sig[idx] != sig[idx]).any(axis=1)]
         if len(rows):
             e.score[rows] = compute(self.at(rows, cpu, gpu))
             e.sig[rows] = sig[rows]
@@ -131,10 +144,6 @@ class GpuView:
     def one(self, i: int) -> Nodes:
         cpu, gpu, _ = self.state()
         return self.at(np.array([i]), cpu, gpu)
-
-
-def accessible(cls: TaskClass, models: list[str]) -> np.ndarray:
-    return np.array([cls.accessible(m) for m in models], dtype=bool)
 
 
 def rng_for(seed: int, uid: str, what: str) -> np.random.Generator:
@@ -204,7 +213,7 @@ class GpuPolicy(Plugin):
             got = self.view.cached(self.key(cls), np.asarray(idx), lambda at: self.score(cls, at))
         return got * self.weight
 
-    def best_node(self, task: TaskInfo, scores: dict[float, list[NodeInfo]]) -> NodeInfo | None:
+    def best_node(self, task: TaskInfo, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
         """One of the best-scored nodes at random (kube-scheduler's ``selectHost``)."""
         if not scores:
             return None

@@ -27,7 +27,7 @@ from pyvolcano.errors import ConfigError
 from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
-from pyvolcano.plugins._gpushare import MAX_SCORE, GpuPolicy, Nodes, accessible
+from pyvolcano.plugins._gpushare import MAX_SCORE, GpuPolicy, Nodes
 
 TASK_MIX = "fgd.taskMix"
 WORKLOAD, SNAPSHOT = "workload", "snapshot"
@@ -69,9 +69,10 @@ class FGD(GpuPolicy):
             raise ConfigError(f"{self.name}: {TASK_MIX} must be {WORKLOAD} or {SNAPSHOT}, not {how!r}")
         given = ssn.snapshot.task_mix if how == WORKLOAD else None
         self.mix = given if given is not None else snapshot_mix(ssn, self.view.classes)
-        self.mix_key: Hashable = id(self.mix)
+        self.mix_key: Hashable = None
         if self.mix is not None:
             self.mix_key = self.mix.key()
+            self.access = self.view.mix_access(self.mix)
 
     def key(self, cls: TaskClass) -> Hashable:
         return (self.name, self.mix_key, cls)
@@ -88,7 +89,7 @@ class FGD(GpuPolicy):
         fragmentation before."""
         mix = self.mix
         assert mix is not None
-        acc = mix.access(at.models)
+        acc = self.access[at.rows]
         before = gf.node_frag(mix, at.cpu_left, at.gpu_left, acc)
         after = gf.frag_after_share(mix, at.cpu_left, at.gpu_left, acc, cls.cpu, cls.milli)
         fits = ~np.isnan(after)
@@ -98,12 +99,12 @@ class FGD(GpuPolicy):
     def score(self, cls: TaskClass, at: Nodes) -> np.ndarray:
         mix = self.mix
         assert mix is not None
-        ok = accessible(cls, at.models)
+        ok = self.view.accessible(cls)[at.rows]
         if cls.gpus == 1 and cls.milli < MILLI:
             s, _ = self._after_share(cls, at)
             best = s.max(axis=1, initial=-1.0)
             return np.where(ok & (best >= 0), best, 0.0)
-        acc = mix.access(at.models)
+        acc = self.access[at.rows]
         before = gf.node_frag(mix, at.cpu_left, at.gpu_left, acc)
         after = gf.node_frag(mix, at.cpu_left - cls.cpu, gf.take_whole(at.gpu_left, cls.gpus, cls.milli), acc)
         return np.where(ok, gf.sigmoid_score(before, after), 0.0)
