@@ -4,6 +4,7 @@ the deviceChoice point's checks and the arguments."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -147,3 +148,11 @@ def test_device_choice_is_taken_only_when_deviceshare_would_allow_it() -> None:
 def test_bad_arguments_name_the_plugin_and_key(policy: str, args: dict[str, Any], msg: str) -> None:
     with pytest.raises(ConfigError, match=msg):
         run([node("n1", 1, "T4"), *pod("p1", 1, gmem=100)], conf(policy, args))
+
+
+@pytest.mark.parametrize("policy", ["random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"])
+def test_the_example_confs_load_with_their_policy(policy: str) -> None:
+    path = Path(__file__).parents[1] / "examples" / "confs" / "fgd" / f"{policy}.conf"
+    conf = load_conf(path.read_text(), str(path))
+    names = [p.name for tier in conf.tiers for p in tier.plugins]
+    assert names[-3:] == ["predicates", "deviceshare", policy]
