@@ -59,6 +59,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.framework.state import warn
+from pyvolcano.plugins._gpushare import GPUSHARE_POOL
 
 NAME = "deviceshare"
 GPU_SHARING = "deviceshare.GPUSharingEnable"
@@ -212,6 +213,9 @@ class DeviceShare(Plugin):
         if not (self.sharing or self.number or self.vgpu_on):
             self.state = DeviceState(nodes, False, False)
             return
+        if st.gpushare is not None:
+            ssn.state.write(GPUSHARE_POOL, st.gpushare)
+        self._choice = ssn.device_choice
         self._vreq: dict[str, VRequest | None] = {}
         self._stash: dict[str, tuple[str, Parts]] = {}
         self.state = self._open_pools(ssn)
@@ -548,7 +552,10 @@ class DeviceShare(Plugin):
                                       dv.VGPU_TO_ALLOCATE: ids, dv.BIND_PHASE: "allocating", dv.BIND_TIME: now})
 
     def _allocate_gpushare(self, pool: DevicePool, i: int, task: TaskInfo) -> None:
-        """``gpushare.Allocate``: by memory the lowest GPU id with room; else by number the first idle GPUs."""
+        """``gpushare.Allocate``: by memory the lowest GPU id with room; else by number the first idle GPUs.  A
+        plugin on pyvolcano's ``deviceChoice`` point (not Volcano's) may name the GPUs instead; a choice these
+        rules would not allow (another node's GPU, too little memory left, a GPU in use for whole GPUs, the wrong
+        count) is ignored."""
         mem = dv.gpu_memory_of(task.pod)
         rows: list[int] | None
         if mem > 0:
@@ -556,11 +563,25 @@ class DeviceShare(Plugin):
             rows = fitting[:1] or None
         else:
             rows = self._gpushare_number_rows(pool, i, task)
+        chosen = self._choice(task, i, pool)
+        if chosen is not None and rows is not None and self._allowed(pool, i, chosen, mem, len(rows)):
+            rows = chosen
         if not rows:
             return
         pool.charge(task.uid, [(r, self._held_memory(pool, r, mem), 0) for r in rows])
         self._annotate(task, {dv.PREDICATE_TIME: str(self.now * 10**9),
                               dv.GPU_INDEX: ",".join(str(int(pool.dev_id[r])) for r in rows)})
+
+    @staticmethod
+    def _allowed(pool: DevicePool, i: int, rows: list[int], mem: int, count: int) -> bool:
+        """May a task asking ``mem`` of one GPU (or, with ``mem`` 0, ``count`` whole GPUs) take ``rows`` on node
+        ``i``, by the predicate's rules."""
+        own = pool.rows(i)
+        if len(rows) != count or len(set(rows)) != count or any(r not in own for r in rows):
+            return False
+        if mem > 0:
+            return all(int(pool.memory[r]) - int(pool.used_mem[r]) >= mem for r in rows)
+        return all(pool.used_num[r] == 0 for r in rows)
 
     @staticmethod
     def _annotate(task: TaskInfo, ann: dict[str, str]) -> None:
