@@ -10,9 +10,11 @@ starting with ``#`` are timings (wall and CPU seconds).  Run it on main and on t
     diff <(grep -v '^#' /tmp/before.txt) <(grep -v '^#' /tmp/after.txt)  # must print nothing
 
 Workloads: ``openb`` (the whole bundled trace, issue 15's 15 s target), ``openb2k`` (its first 2,000 pods, a few
-seconds), ``fill13`` (the FGD paper's fill protocol, ``--fill 1.3 --seed 42``, about 10,800 pods on 1,213 nodes), ``synth3k`` (3,000 synthetic jobs on 200 nodes), ``synth20k`` (the ``make bench`` 20,000 jobs on 1,000
-nodes), ``svc1k`` / ``svc4k`` / ``svc24k`` (months of 1,000 / 4,000 / 24,000 services on 10 / 40 / 250 nodes of
-256 cpu / 8 GPUs).  ``--profile`` also writes a cProfile (``OUT.prof``) and prints its top.  CPU seconds are the
+seconds), ``fill13`` (the FGD paper's fill protocol, ``--fill 1.3 --seed 42``, about 10,800 pods on 1,213 nodes),
+``synth3k`` (3,000 synthetic jobs on 200 nodes), ``synth20k`` (the ``make bench`` 20,000 jobs on 1,000 nodes),
+``svc1k`` / ``svc4k`` / ``svc24k`` (months of 1,000 / 4,000 / 24,000 services on 10 / 40 / 250 nodes of 256 cpu / 8
+GPUs).
+``--profile`` also writes a cProfile (``OUT.prof``) and prints its top.  CPU seconds are the
 fair figure on a shared machine.
 
 ``--conf FILE`` runs the workload under another scheduler conf (Volcano's default otherwise): the per-plugin confs

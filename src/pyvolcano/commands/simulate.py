@@ -392,7 +392,8 @@ def _partition_variants(inputs: Inputs, values: tuple[str, ...]) -> list[tuple[s
         texts.append(f"{parts.size} pods each" + (f", {c} per partition" if c.mode else "") + f" on {n} of "
                      f"{gangs} gangs")
         out.append((f"p:{parts}", dataclasses.replace(
-            inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems), wl.flows))))
+            inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems), wl.flows,
+                                      wl.task_mix))))
     text = texts[0] if len(texts) == 1 else ", ".join(str(p or "none") for p in parsed) + " (" + "; ".join(
         texts) + "): one run each"
     if any(p is not None for p in parsed):
@@ -432,6 +433,7 @@ def _constraint_variants(inputs: Inputs, values: tuple[str, ...], fraction: floa
             settings["network topology constraint"] = ", ".join(
                 f"{x}" for x in constraints) + f": one run each, on {share:.0%} of the gangs (seed {seed})"
         out.append((str(c), dataclasses.replace(inputs, workload=Workload(jobs, wl.priority_classes,
-                                                                          list(wl.problems), wl.flows),
+                                                                          list(wl.problems), wl.flows,
+                                                                          wl.task_mix),
                                                 settings=settings)))
     return out

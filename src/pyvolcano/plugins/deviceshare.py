@@ -213,12 +213,12 @@ class DeviceShare(Plugin):
         if not (self.sharing or self.number or self.vgpu_on):
             self.state = DeviceState(nodes, False, False)
             return
-        if st.gpushare is not None:
-            ssn.state.write(GPUSHARE_POOL, st.gpushare)
         self._choice = ssn.device_choice
         self._vreq: dict[str, VRequest | None] = {}
         self._stash: dict[str, tuple[str, Parts]] = {}
-        self.state = self._open_pools(ssn)
+        st = self.state = self._open_pools(ssn)
+        if st.gpushare is not None:
+            ssn.state.write(GPUSHARE_POOL, st.gpushare)
 
         def predicate(task: TaskInfo, node: NodeInfo) -> Status | None:
             why = self.fit_error(task, node.index)

@@ -236,7 +236,15 @@ def load_workload(path: Path, knobs: AlibabaKnobs, models: set[str] | None = Non
                              queue=queue, priority=prio, tasks=len(lifetimes), min_available=len(lifetimes),
                              cpu=f"{cpu}m", memory=f"{mem}Mi", gpu=gpu, duration=round(dur, 1),
                              extra=pod_extra(r, knobs.gpu_pool)))
-    return from_specs(specs, problems)
+    return _with_mix(from_specs(specs, problems), rows)
+
+
+def _with_mix(wl: Workload, rows: list[dict[str, str]]) -> Workload:
+    """The workload with its task mix: FGD's, from the pod rows as their simulator reads the pod list."""
+    from pyvolcano.api.gpufrag import TaskMix
+
+    wl.task_mix = TaskMix.from_openb_rows(rows) if rows else None
+    return wl
 
 
 def node_models(nodes: list[dict[str, Any]]) -> set[str]:
@@ -319,7 +327,7 @@ def fill_workload(path: Path, knobs: AlibabaKnobs, cluster_milli: int, models: s
         specs.append(JobSpec(name=r["name"].lower(), arrival=float(k), queue="default", priority=0, tasks=1,
                              min_available=1, cpu=f"{int(r['cpu_milli'])}m", memory=f"{int(r['memory_mib'])}Mi",
                              gpu=gpu, duration=FILL_DURATION, extra=pod_extra(r, knobs.gpu_pool)))
-    return from_specs(specs, problems)
+    return _with_mix(from_specs(specs, problems), rows)
 
 
 def job_milli_gpu(job: dict[str, Any]) -> int:

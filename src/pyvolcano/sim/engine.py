@@ -45,6 +45,7 @@ from pyvolcano.framework.result import (
 )
 from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
 from pyvolcano.sim.flows import SimFlows
+from pyvolcano.sim.gpus import GpuLedger
 from pyvolcano.sim.topology import SpreadLog, build_topology, sub_group_of
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, job_ref
@@ -162,6 +163,8 @@ class Sample:
     t: float
     used: np.ndarray  # cpu, memory, gpu held by bound/running/releasing pods
     queues: dict[str, tuple[float, float]]  # queue -> (allocated dominant share of cluster, deserved share)
+    #: FGD's fragmentation of the cluster in GPUs (``sim/gpus.py``), None when not known
+    gpu_frag: float | None = None
 
 
 @dataclass
@@ -259,6 +262,8 @@ class SimAPI:
                     self.sim.spread.gone(self.sim._job_of(obj)[0], key)
                 log = self.sim.eviction_log
                 log.released(key, self.sim.usage.release(self.sim.now, key, log.cause(key) or "deleted by its job"))
+                if self.sim.gpus is not None:
+                    self.sim.gpus.release(key)
             self.sim.cache.delete(obj)
             self.sim.changed = True
         return True  # the simulator has no graceful termination
@@ -326,6 +331,8 @@ class SimWriter:
             md = pod["metadata"]
             md["annotations"] = {**(md.get("annotations") or {}), **task.pod_annotations}
         sim.api.update(pod, trusted=True)
+        if sim.gpus is not None:
+            sim.gpus.hold(task, node)
         rec = sim.records.get(sim._job_of(pod)[0])
         if sim.one_try:
             sim._trying.pop(sim._job_of(pod)[0], None)
@@ -465,6 +472,7 @@ class Simulator:
         # (framework/incremental/memo.py) unless ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
         self.cache.has_clock = True  # sessions read the simulated time (tdm's windows, rescheduling's interval)
+        self.cache.task_mix = workload.task_mix  # the workload's task mix (``Snapshot.task_mix``: fgd's)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
@@ -479,6 +487,9 @@ class Simulator:
         self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
+        #: the cluster's gpushare GPUs, for the GPU metrics (None: no node has any)
+        self.gpus = GpuLedger(nodes, workload.task_mix) \
+            if any(GPU_NUMBER in ((n.get("status") or {}).get("allocatable") or {}) for n in nodes) else None
         self.changed = True
         self.events = 0
         self.cycles = 0
@@ -668,6 +679,8 @@ class Simulator:
         pod["status"] = {"phase": "Succeeded"}
         self.api.update(pod, trusted=True)
         self.usage.release(self.now, key)  # a finished pod holds nothing on its node
+        if self.gpus is not None:
+            self.gpus.release(key)
         if self.spread is not None:
             self.spread.gone(self._job_of(pod)[0], key)
         job_key, task = self._job_of(pod)
@@ -827,7 +840,8 @@ class Simulator:
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
-        self.samples.append(Sample(self.now, self._pick(used), queues))
+        self.samples.append(Sample(self.now, self._pick(used), queues,
+                                   self.gpus.frag() if self.gpus is not None else None))
 
     def _deserved_between_sessions(self) -> None:
         """Each queue's deserved amount while no session runs because nothing is pending: what a session would

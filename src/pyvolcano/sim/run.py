@@ -217,7 +217,8 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
                     Workload(copy.deepcopy(inputs.workload.jobs), inputs.workload.priority_classes,
-                             list(inputs.workload.problems), copy.deepcopy(inputs.workload.flows)),
+                             list(inputs.workload.problems), copy.deepcopy(inputs.workload.flows),
+                             inputs.workload.task_mix),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations,
                     full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None,

@@ -53,6 +53,9 @@ class Workload:
     problems: list[str] = field(default_factory=list)
     #: (arrival, CronJob / JobFlow / JobTemplate manifest), sorted (``sim/flows.py``)
     flows: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    #: the workload's task mix (``api/gpufrag.py: TaskMix``) when known (the openb trace's): the fragmentation
+    #: metric's and ``Snapshot.task_mix``
+    task_mix: Any = None
 
     @property
     def queues(self) -> set[str]:
