@@ -214,3 +214,21 @@ def test_gpu_summary_by_hand() -> None:
     assert METRICS["gpu_frag"].value(summary) == 0.25
     assert METRICS["fill_alloc_130"].value(summary) == 91.5
     assert METRICS["gpu_frag"].improved(0.2, 0.25) is True
+
+
+def test_a_conf_without_deviceshare_is_warned_once(tmp_path: Path) -> None:
+    """The per-device mapping under a conf whose deviceshare does not place the requests: one warning naming the
+    fix (Volcano would check them against the nodes' totals only); with the default conf, none."""
+    d = trace(tmp_path, FILL_NODES, FILL_PODS)
+    conf = tmp_path / "plain.conf"
+    conf.write_text("actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+                    "  - name: deviceshare\n    arguments:\n      deviceshare.GPUSharingEnable: true\n")
+    args = ["simulate", "--alibaba", "--trace-dir", str(d), "--ali-nodes", "0", "--ali-pods", "0", "--no-progress",
+            "-o", "json"]
+    r = CliRunner().invoke(main, [*args, "-c", str(conf), "--fill", "1.3", "--out", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    text = r.stderr
+    assert text.count("checked against each node's totals only") == 1
+    assert "GPUShareWholeGPUs" in text
+    r = CliRunner().invoke(main, [*args, "--fill", "1.3", "--out", str(tmp_path / "b")])
+    assert r.exit_code == 0 and "totals only" not in r.stderr

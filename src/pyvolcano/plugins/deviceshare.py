@@ -6,7 +6,9 @@ Arguments (Volcano's, ``enablePredicate``):
 * ``deviceshare.GPUSharingEnable`` (gpushare by memory, ``volcano.sh/gpu-memory``), ``deviceshare.GPUNumberEnable``
   (gpushare by whole GPUs, ``volcano.sh/gpu-number``), ``deviceshare.VGPUEnable`` (HAMi-core vGPU,
   ``volcano.sh/vgpu-number``/``vgpu-memory``/``vgpu-cores``); the first two together, or either with VGPUEnable,
-  are a conf error (Volcano's ``klog.Fatal``).
+  are a conf error (Volcano's ``klog.Fatal``).  ``deviceshare.GPUShareWholeGPUs`` (pyvolcano's, Volcano ignores it):
+  with GPUSharingEnable, also place ``volcano.sh/gpu-number`` pods on idle GPUs and count those GPUs as full, so
+  shares and whole GPUs share a node's GPUs exactly (the simulator's openb mapping).
 * ``deviceshare.SchedulePolicy`` (``binpack``, ``spread``, anything else: none) orders a node's vGPUs
   (``utils.go: sortedDeviceIndicesByPolicy``) and scores them (``GPUScore``); ``deviceshare.ScheduleWeight`` (int,
   default 0: no score) multiplies the node score.

@@ -339,23 +339,28 @@ def load_conf_arg(path: str | None, default: str | None = None) -> tuple[Schedul
 
 
 def device_conf_note(inputs: Inputs, conf: SchedulerConf, name: str) -> str | None:
-    """A warning when the workload asks for gpushare GPUs (``volcano.sh/gpu-memory`` / ``gpu-number``) and the
-    conf has no deviceshare plugin placing them: Volcano then checks them against the nodes' totals only, as
-    one pool per node."""
-    asks = any("volcano.sh/gpu-" in str(((t.get("template") or {}).get("spec") or {}).get("containers"))
-               for _, j in inputs.workload.jobs[:2000] for t in (j.get("spec") or {}).get("tasks") or [])
-    if not asks:
+    """A warning when the workload asks for gpushare GPUs and the conf has no deviceshare placing them: Volcano
+    then checks them against the nodes' totals only, one pool per node.  Shares (``volcano.sh/gpu-memory``) need
+    ``GPUSharingEnable``; whole GPUs (``volcano.sh/gpu-number``) ``GPUNumberEnable``, or beside shares
+    ``GPUShareWholeGPUs``."""
+    text = " ".join(str(((t.get("template") or {}).get("spec") or {}).get("containers"))
+                    for _, j in inputs.workload.jobs for t in (j.get("spec") or {}).get("tasks") or [])
+    asks_mem, asks_num = "volcano.sh/gpu-memory" in text, "volcano.sh/gpu-number" in text
+    if not (asks_mem or asks_num):
         return None
+    on: dict[str, bool] = {}
     for tier in conf.tiers:
         for p in tier.plugins:
-            on = {k: str(v).lower() in ("true", "1", "yes") for k, v in p.arguments.items()}
-            if p.name == "deviceshare" and (on.get("deviceshare.GPUSharingEnable")
-                                            or on.get("deviceshare.GPUNumberEnable")):
-                return None
-    return (f"conf {name}: the workload asks for shared GPUs (volcano.sh/gpu-memory, volcano.sh/gpu-number) but "
-            "the conf has no deviceshare plugin with deviceshare.GPUSharingEnable: true, so each node's GPUs are "
-            "one pool (checked against the node's totals only); add deviceshare with GPUSharingEnable and "
-            "GPUShareWholeGPUs (docs/gpu-sharing.md), or run the pooled mapping with --gpu-pool")
+            if p.name == "deviceshare":
+                on = {k: str(v).lower() in ("true", "1", "yes") for k, v in p.arguments.items()}
+    sharing, number = on.get("deviceshare.GPUSharingEnable", False), on.get("deviceshare.GPUNumberEnable", False)
+    whole = sharing and on.get("deviceshare.GPUShareWholeGPUs", False)
+    if (not asks_mem or sharing) and (not asks_num or number or whole):
+        return None
+    return (f"conf {name}: the workload asks for shared GPUs (volcano.sh/gpu-memory, volcano.sh/gpu-number) that "
+            "the conf's deviceshare does not place, so they are checked against each node's totals only, one pool "
+            "per node; add deviceshare with deviceshare.GPUSharingEnable and deviceshare.GPUShareWholeGPUs "
+            "(docs/gpu-sharing.md), or run the pooled mapping with --gpu-pool")
 
 
 def alibaba_inputs(trace_dir: str | None, knobs: alibaba.AlibabaKnobs, cluster: str | None) -> Inputs:

@@ -344,8 +344,14 @@ def override(conf_yaml: str, settings: dict[str, Any], source: str) -> str:
 def conf_text(spec: SweepSpec, conf: ConfSpec, point: Point, files: Bundle | None) -> str:
     """The conf a point runs with: its file (or Volcano's default), its own overrides, then the grid's
     ``conf.*`` knobs; validated by the project's conf loader."""
+    ali = spec.workload.alibaba
+    default = DEFAULT_CONF
+    if ali is not None and not ali.gpu_pool:  # as simulate --alibaba: deviceshare places the per-device GPUs
+        from pyvolcano.sim.alibaba import DEVICE_CONF
+
+        default = DEVICE_CONF
     base = files.text(conf.file) if files is not None and conf.file else (
-        Path(conf.file).read_text() if conf.file else DEFAULT_CONF)
+        Path(conf.file).read_text() if conf.file else default)
     settings = dict(conf.set)
     settings.update({k[5:]: v for k, v in point.params if k.startswith("conf.")})
     text = override(base, settings, f"sweep conf {conf.name}") if settings else base
