@@ -336,17 +336,35 @@ class DevicePool:
         self.held: dict[str, list[tuple[int, int, int]]] = {}
         #: a fork's rows whose ``holders`` dict it has copied (None: it owns them all)
         self._own: set[int] | None = None
+        #: a fork: the pool's ``held`` it was made from (read, never changed) and the pods released from it
+        self._base_held: dict[str, list[tuple[int, int, int]]] | None = None
+        self._gone: set[str] = set()
+        #: bumped by every change of the use (callers key what they derive from it by it)
+        self.version = 0
 
     def fork(self) -> DevicePool:
-        """A pool with this one's devices and use, to change without changing this one: the static arrays are
-        shared, the use arrays copied, ``held`` and ``holders`` copied on write (O(devices) array copies, no walk
-        over the pods).  The carried pool of ``plugins/deviceshare.py`` hands each session a fork."""
+        """A pool with this one's devices and use, to change without changing this one: the static arrays are shared,
+        the use arrays copied, ``held`` read through to this pool's and ``holders`` copied on write
+        (O(devices) array copies, no walk over the pods). The carried pool of ``plugins/deviceshare.py``
+        hands each session a fork."""
         out = copy.copy(self)
         out.used_num, out.used_mem, out.used_core = self.used_num.copy(), self.used_mem.copy(), self.used_core.copy()
-        out.held = dict(self.held)
+        if self._base_held is None:
+            out.held, out._base_held = {}, self.held
+        else:  # a fork of a fork: flatten
+            out.held = {**{u: p for u, p in self._base_held.items() if u not in self._gone}, **self.held}
+            out._base_held = None
+        out._gone = set()
         out.holders = list(self.holders)
         out._own = set()
         return out
+
+    def parts_of(self, uid: str) -> list[tuple[int, int, int]]:
+        """What ``charge`` gave the pod ``uid`` (empty: nothing)."""
+        got = self.held.get(uid)
+        if got is None and self._base_held is not None and uid not in self._gone:
+            got = self._base_held.get(uid)
+        return got or []
 
     def _holders(self, row: int) -> dict[str, tuple[int, int, str]]:
         """Row ``row``'s pods, to change (a fork copies the dict first)."""
@@ -366,7 +384,8 @@ class DevicePool:
         containers on one GPU, is counted twice, as ``TryAddPod`` does)."""
         if not parts:
             return
-        got = self.held[uid] = [*self.held.get(uid, ()), *parts]  # a new list: a fork shares the old one
+        self.version += 1
+        got = self.held[uid] = [*self.parts_of(uid), *parts]  # a new list: a fork shares the old one
         for row, mem, core in got[len(got) - len(parts):]:
             self.used_num[row] += 1
             self.used_mem[row] += mem
@@ -377,7 +396,15 @@ class DevicePool:
 
     def release(self, uid: str) -> list[tuple[int, int, int]]:
         """Take back everything ``uid`` holds; returns it (to charge again on an undo)."""
-        parts = self.held.pop(uid, [])
+        parts = self.held.pop(uid, None)
+        base = self._base_held
+        if base is not None and uid in base and uid not in self._gone:
+            self._gone.add(uid)
+            if parts is None:
+                parts = base[uid]
+        if not parts:
+            return []
+        self.version += 1
         for row, mem, core in parts:
             self.used_num[row] -= 1
             self.used_mem[row] -= mem
@@ -386,7 +413,7 @@ class DevicePool:
         return parts
 
     def holds(self, uid: str) -> bool:
-        return uid in self.held
+        return bool(self.parts_of(uid))
 
     def index_of(self, i: int) -> dict[int, int]:
         """gpushare: GPU id -> row on node ``i``."""

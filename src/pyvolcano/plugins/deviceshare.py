@@ -217,6 +217,9 @@ class DeviceShare(Plugin):
             return
         self._choice = ssn.device_choice
         self._vreq: dict[str, VRequest | None] = {}
+        self._gs: dict[str, tuple[int, int]] = {}
+        self._ok_key: tuple[int, int, int] | None = None
+        self._ok: tuple[np.ndarray, np.ndarray] | None = None
         self._stash: dict[str, tuple[str, Parts]] = {}
         st = self.state = self._open_pools(ssn)
         if st.gpushare is not None:
@@ -335,7 +338,7 @@ class DeviceShare(Plugin):
         requests and for gpushare, node by node otherwise."""
         out = np.ones(len(idx), dtype=bool)
         st = self.state
-        if st.gpushare is not None and self.wants_gpushare(task.pod):
+        if st.gpushare is not None and self._wants(task):
             out &= self._gpushare_fits(st.gpushare, task, idx)
         req = self.vreq(task)
         if req is not None and st.vgpu is not None:
@@ -354,35 +357,53 @@ class DeviceShare(Plugin):
     def fit_error(self, task: TaskInfo, i: int) -> str | None:
         """The predicate's reason on node ``i``, or None when it passes (the scalar form: explanations)."""
         st = self.state
-        if st.gpushare is not None and self.wants_gpushare(task.pod) and st.gpushare.count[i] > 0:
+        if st.gpushare is not None and self._wants(task) and st.gpushare.count[i] > 0:
             name = self.nodes.names[i]
-            pool = st.gpushare
-            if self.sharing and dv.gpu_memory_of(task.pod) > 0 and not self._gpushare_memory_rows(pool, i, task):
+            mem_ok, num_ok = self._gpushare_ok(st.gpushare, *self._gsreq(task))
+            if not mem_ok[i]:
                 return f"GpuShare no enough gpu memory on node {name}"
-            if self.by_number and dv.gpu_number_of(task.pod) > 0 and \
-                    self._gpushare_number_rows(pool, i, task) is None:
+            if not num_ok[i]:
                 return f"GpuNumber no enough gpu number on node {name}"
         req = self.vreq(task)
         if req is not None and st.vgpu is not None and st.vgpu.count[i] > 0 and not self._vgpu_take(st.vgpu, i, req)[0]:
             return VGPU_REASON
         return None
 
-    def _gpushare_fits(self, pool: DevicePool, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-        """``checkNodeGPUSharingPredicate``/``checkNodeGPUNumberPredicate`` over every device, reduced per node."""
+    def _gsreq(self, task: TaskInfo) -> tuple[int, int]:
+        """The pod's gpushare (``gpu-memory``, ``gpu-number``), read once per pod and session."""
+        got = self._gs.get(task.uid)
+        if got is None:
+            got = self._gs[task.uid] = (dv.gpu_memory_of(task.pod), dv.gpu_number_of(task.pod))
+        return got
+
+    def _wants(self, task: TaskInfo) -> bool:
+        """``gpushare.HasDeviceRequest`` of the task's pod."""
+        mem, num = self._gsreq(task)
+        return (self.sharing and mem > 0) or (self.by_number and num > 0)
+
+    def _gpushare_ok(self, pool: DevicePool, mem: int, num: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: ``checkNodeGPUSharingPredicate`` and ``checkNodeGPUNumberPredicate`` over every device, reduced
+        per node (True where the check does not apply); kept for the pool's use as it stands (``version``)."""
+        key = (mem, num, pool.version)
+        if self._ok_key == key and self._ok is not None:
+            return self._ok
         n = len(self.nodes)
-        ok = np.ones(n, dtype=bool)
-        if len(pool) == 0:
-            return ok[idx]
-        starts = pool.first[pool.nodes_with]
-        mem = dv.gpu_memory_of(task.pod)
-        if self.sharing and mem > 0:
-            free = np.maximum(pool.memory - pool.used_mem, 0) >= mem
-            ok[pool.nodes_with] &= np.logical_or.reduceat(free, starts)
-        num = dv.gpu_number_of(task.pod)
-        if self.by_number and num > 0:
-            idle = (pool.used_num == 0).astype(np.int64)
-            ok[pool.nodes_with] &= np.add.reduceat(idle, starts) >= num
-        return ok[idx]
+        mem_ok, num_ok = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+        if len(pool):
+            starts = pool.first[pool.nodes_with]
+            if self.sharing and mem > 0:
+                free = np.maximum(pool.memory - pool.used_mem, 0) >= mem
+                mem_ok[pool.nodes_with] = np.logical_or.reduceat(free, starts)
+            if self.by_number and num > 0:
+                idle = (pool.used_num == 0).astype(np.int64)
+                num_ok[pool.nodes_with] = np.add.reduceat(idle, starts) >= num
+        self._ok_key, self._ok = key, (mem_ok, num_ok)
+        return mem_ok, num_ok
+
+    def _gpushare_fits(self, pool: DevicePool, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        """``checkNodeGPUSharingPredicate``/``checkNodeGPUNumberPredicate`` for the nodes ``idx``."""
+        mem_ok, num_ok = self._gpushare_ok(pool, *self._gsreq(task))
+        return (mem_ok & num_ok)[idx]
 
     @staticmethod
     def _gpushare_memory_rows(pool: DevicePool, i: int, task: TaskInfo) -> list[int]:
@@ -540,7 +561,7 @@ class DeviceShare(Plugin):
             if pool is not None:
                 pool.charge(task.uid, parts, dv.podgroup_key(task.pod))
             return
-        if st.gpushare is not None and st.gpushare.count[i] > 0 and self.wants_gpushare(task.pod):
+        if st.gpushare is not None and st.gpushare.count[i] > 0 and self._wants(task):
             self._allocate_gpushare(st.gpushare, i, task)
         req = self.vreq(task)
         if req is not None and st.vgpu is not None and st.vgpu.count[i] > 0:
