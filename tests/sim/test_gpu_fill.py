@@ -232,3 +232,26 @@ def test_a_conf_without_deviceshare_is_warned_once(tmp_path: Path) -> None:
     assert "GPUShareWholeGPUs" in text
     r = CliRunner().invoke(main, [*args, "--fill", "1.3", "--out", str(tmp_path / "b")])
     assert r.exit_code == 0 and "totals only" not in r.stderr
+
+
+def replay(full: bool) -> tuple[list[str], list[tuple[str, ...]]]:
+    inp = alibaba_inputs(None, alibaba.AlibabaKnobs(nodes=6, pods=80, compress=400, duration_scale=0.05, seed=2), None)
+    sim = Simulator(inp.nodes, inp.queues, inp.workload, load_conf(alibaba.DEVICE_CONF), full_sessions=full)
+    binds: list[str] = []
+    bind = sim.writer.bind
+
+    def rec(task: Any, node: str) -> None:
+        binds.append(f"{sim.now} {task.name} {node} {(task.pod_annotations or {}).get(dv.GPU_INDEX)}")
+        bind(task, node)
+
+    sim.writer.bind = rec  # type: ignore[method-assign]
+    res = sim.run()
+    return binds, sorted((k, r.phase, str(r.first_start), str(r.finished)) for k, r in res.records.items())
+
+
+def test_carried_device_pools_on_a_replay_with_departures() -> None:
+    """The bundled trace replayed per device on 6 nodes (pods finish and free their GPUs, gangs wait): the carried
+    pools give the placements and GPUs of ``--full-sessions``."""
+    fast, full = replay(False), replay(True)
+    assert fast == full
+    assert sum(b.split()[-1] != "None" for b in fast[0]) > 10
