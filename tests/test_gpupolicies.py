@@ -90,18 +90,24 @@ def test_the_workload_mix_is_used_when_given_and_the_snapshot_one_otherwise() ->
     assert run(objs, conf("fgd", {"fgd.taskMix": "snapshot"}), only) == ({"ns/p1": "n1"}, {"ns/p1": "1"})
 
 
-def test_ties_are_broken_at_random_reproducibly_or_by_node_order() -> None:
-    objs = [node(f"n{i}", 2, "T4") for i in range(6)]
+def test_ties_go_to_the_smallest_name_or_the_first_node_or_a_draw() -> None:
+    """Their simulator's kube-scheduler fork takes the smallest node name among the best (selectHost); upstream
+    draws one; pyvolcano's selector the lowest index.  Nodes here are not in name order."""
+    order = ["n3", "n1", "n5", "n0", "n2", "n4"]
+    objs = [node(n, 2, "T4") for n in order]
     for k in range(12):
         objs += pod(f"p{k}", 1, gmem=1000, ts=k + 1)
-    text = conf("gpupacking")
-    binds, _ = run(objs, text)
-    assert len(set(binds.values())) > 1  # first pod: every node scores 31; taken at random
-    assert run(objs, text) == (binds, run(objs, text)[1])  # the same run again: the same draws
+    # every empty node scores 31, a node with one GPU in use 49: pods go two by two
+    binds, _ = run(objs, conf("gpupacking"))
+    assert [binds[f"ns/p{k}"] for k in range(0, 12, 2)] == sorted(order)
     first, _ = run(objs, conf("gpupacking", {"gpupacking.tieBreak": "first"}))
-    # by node order: the first pod on n0, then GPUs in use first (n0 again, then n1 ...)
-    assert first["ns/p0"] == "n0" and first["ns/p1"] == "n0"
-    assert run(objs, conf("gpupacking", {"gpupacking.seed": 7}))[0] != binds
+    assert [first[f"ns/p{k}"] for k in range(0, 12, 2)] == order
+    drawn, _ = run(objs, conf("gpupacking", {"gpupacking.tieBreak": "random"}))
+    assert drawn == run(objs, conf("gpupacking", {"gpupacking.tieBreak": "random"}))[0]  # reproducible
+    assert all(drawn[f"ns/p{k}"] == drawn[f"ns/p{k + 1}"] for k in range(0, 12, 2))
+    others = {tuple(sorted(run(objs, conf("gpupacking", {"gpupacking.tieBreak": "random", "gpupacking.seed": s}))[0]
+                           .items())) for s in range(4)}
+    assert len(others | {tuple(sorted(drawn.items()))}) > 1
 
 
 def test_score_groups_read_like_volcanos_map() -> None:
@@ -143,7 +149,7 @@ def test_device_choice_is_taken_only_when_deviceshare_would_allow_it() -> None:
 
 @pytest.mark.parametrize(("policy", "args", "msg"), [
     ("fgd", {"fgd.taskMix": "trace"}, "fgd.taskMix must be workload or snapshot"),
-    ("bestfit", {"bestfit.tieBreak": "last"}, "bestfit.tieBreak must be random or first"),
+    ("bestfit", {"bestfit.tieBreak": "last"}, "bestfit.tieBreak must be one of name, random, first"),
 ])
 def test_bad_arguments_name_the_plugin_and_key(policy: str, args: dict[str, Any], msg: str) -> None:
     with pytest.raises(ConfigError, match=msg):

@@ -147,7 +147,7 @@ class ScoreGroups(Mapping[float, Sequence[NodeInfo]]):
         at = self._idx[self._vals == score]
         if not len(at):
             raise KeyError(score)
-        return _Group(self._nodes, at)
+        return NodeGroup(self._nodes, at)
 
     def __iter__(self) -> Iterator[float]:
         return iter(self._keys)
@@ -156,9 +156,15 @@ class ScoreGroups(Mapping[float, Sequence[NodeInfo]]):
         return len(self._keys)
 
 
-class _Group(Sequence[NodeInfo]):
+class NodeGroup(Sequence[NodeInfo]):
+    """Nodes of one score, in node order; ``positions`` are their indices (no view made)."""
+
     def __init__(self, nodes: NodeArrays, at: np.ndarray) -> None:
         self._nodes, self._at = nodes, at
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self._at
 
     def __len__(self) -> int:
         return len(self._at)

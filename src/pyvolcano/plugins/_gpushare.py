@@ -11,10 +11,12 @@ score cache carried between sessions, the random choice among the best nodes, an
 (policy, class) in ``Snapshot.plugin_memory`` with the node state they were computed from, and only the nodes whose
 state differs are computed again (one vectorised call over those nodes).
 
-**Ties.** kube-scheduler takes one of the best-scored nodes at random (``selectHost``), as Volcano's allocate does
-(``SelectBestNodeAndScore``); pyvolcano's node selector takes the lowest node index.  The policies register a
-``bestNode`` function that takes one of the best nodes at random (``<policy>.tieBreak: random``, the default;
-``first`` keeps pyvolcano's choice), seeded by ``<policy>.seed`` and the task's uid, so a run is reproducible.
+**Ties.** Their simulator runs a kube-scheduler fork whose ``selectHost`` takes, among the best-scored nodes, the
+one with the smallest name "for reproducibility" (``vendor/k8s.io/kubernetes/pkg/scheduler/core/generic_scheduler.go``;
+upstream kube-scheduler, like Volcano's ``SelectBestNodeAndScore``, draws one at random, and pyvolcano's node
+selector takes the lowest node index).  The policies register a ``bestNode`` function: ``<policy>.tieBreak: name``
+(the default, their simulator's), ``random`` (upstream's; seeded by ``<policy>.seed`` and the task's uid, so a run is
+reproducible) or ``first`` (no ``bestNode``: pyvolcano's lowest index).  ``random`` the policy always draws.
 
 **Device choice.** Each policy registers the ``deviceChoice`` point (``framework/points.py``), which deviceshare's
 gpushare allocation consults: the GPUs the policy's ``allocateGpuIdFunc`` would give (``open_gpu_share.go``).
@@ -36,6 +38,7 @@ from pyvolcano.api.node_info import NodeInfo, NodeStatic
 from pyvolcano.errors import ConfigError
 from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.incremental.state import CarryKey
+from pyvolcano.framework.node_select import NodeGroup
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.state import StateKey
@@ -49,7 +52,8 @@ CLASSES: CarryKey[dict[str, TaskClass]] = CarryKey("gpu-policy-classes")
 #: ``gpushareutils.MaxSpecCpu``, ``MaxSpecGpu``: the scores' normalisers; ``framework.MaxNodeScore``
 MAX_SPEC_CPU, MAX_SPEC_GPU, MAX_SCORE = 128_000, 8_000, 100
 _CACHE_MAX = 4096
-RANDOM, FIRST = "random", "first"
+NAME, RANDOM, FIRST = "name", "random", "first"
+TIE_BREAKS = (NAME, RANDOM, FIRST)
 
 
 @dataclass
@@ -91,6 +95,13 @@ class GpuView:
         self.classes = self.memory.setdefault(CLASSES, dict)
         if len(self.classes) > 1_000_000:
             self.classes.clear()
+
+    def name_rank(self) -> np.ndarray:
+        """Per node, its place in the nodes sorted by name."""
+        got = self.nodes.static.derived.get("name-rank")
+        if got is None:
+            got = self.nodes.static.derived["name-rank"] = np.argsort(np.argsort(np.array(self.nodes.names)))
+        return got
 
     def pool(self) -> DevicePool | None:
         return self.ssn.state.get(GPUSHARE_POOL)
@@ -175,20 +186,21 @@ class GpuPolicy(Plugin):
     contracts = frozenset({Contract.FINGERPRINTED})
     #: computed afresh over the candidates each time (normalised over them, or random)
     fresh = False
+    #: normalised over the nodes scored together: always asked about all candidates at once, whatever the engine
+    batch = False
 
     def on_session_open(self, ssn: Session) -> None:
         args = self.arguments
         self.weight = args.get_float(f"{self.name}.weight", 1.0)
         self.seed = args.get_int(f"{self.name}.seed", 0)
-        tie = args.get_str(f"{self.name}.tieBreak", RANDOM)
-        if tie not in (RANDOM, FIRST):
-            raise ConfigError(f"{self.name}: {self.name}.tieBreak must be {RANDOM} or {FIRST}, not {tie!r}")
+        tie = self.tie = args.get_str(f"{self.name}.tieBreak", NAME)
+        if tie not in TIE_BREAKS:
+            raise ConfigError(f"{self.name}: {self.name}.tieBreak must be one of {', '.join(TIE_BREAKS)}, not {tie!r}")
         self.view = GpuView(ssn)
         self.open(ssn)
-        ssn.add_node_order(self.name, vector=self.scores,
-                           scalar=lambda task, node: float(self.scores(task, np.array([node.index]))[0]),
-                           template_safe=False)
-        if tie == RANDOM or self.always_random():
+        one = None if self.batch else (lambda task, node: float(self.scores(task, np.array([node.index]))[0]))
+        ssn.add_node_order(self.name, vector=self.scores, scalar=one, template_safe=False, batch=self.batch)
+        if tie != FIRST or self.always_random():
             ssn.add_best_node_fn(self.name, self.best_node)
         ssn.add_device_choice_fn(self.name, self.device_choice)
 
@@ -214,11 +226,15 @@ class GpuPolicy(Plugin):
         return got * self.weight
 
     def best_node(self, task: TaskInfo, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
-        """One of the best-scored nodes at random (kube-scheduler's ``selectHost``)."""
+        """Among the best-scored nodes: the smallest name (their ``selectHost``), or one at random (upstream's)."""
         if not scores:
             return None
         group = scores[max(scores)]
-        return group[int(rng_for(self.seed, task.uid, "node").integers(len(group)))]
+        if self.tie == RANDOM or self.always_random():
+            return group[int(rng_for(self.seed, task.uid, "node").integers(len(group)))]
+        if isinstance(group, NodeGroup):  # positions without making a view per node
+            return group[int(np.argmin(self.view.name_rank()[group.positions]))]
+        return min(group, key=lambda v: v.name)
 
     def choose(self, task: TaskInfo, cls: TaskClass, at: Nodes) -> list[int]:
         return best_fit_gpu(at.gpu_left[0], cls)

@@ -2,7 +2,8 @@
 ``pkg/simulator/plugin``), as node scores with the GPU choice their runs use (``-gpusel``,
 ``experiments/run_scripts/generate_run_scripts.py``).  pyvolcano's own plugins, not Volcano's; shared machinery in
 ``_gpushare.py``, FGD itself in ``fgd.py``.  Arguments of each: ``<name>.weight`` (score multiplier, default 1),
-``<name>.tieBreak`` (``random``: one of the best nodes at random, as kube-scheduler; ``first``), ``<name>.seed``.
+``<name>.tieBreak`` (``name``: the best node with the smallest name, as their simulator; ``random``; ``first``),
+``<name>.seed`` (``_gpushare.py``).
 
 * ``random`` (``random_score.go``): one node at random among those that pass (``PreScore`` picks it); a share of
   one GPU on a GPU at random among those that hold it (``allocateGpuIdBasedOnRandomFit``).
@@ -145,6 +146,7 @@ class GpuPackingScore(GpuPolicy):
 class BestFitScore(GpuPolicy):
     name = "bestfit"
     fresh = True
+    batch = True
 
     def score(self, cls: TaskClass, at: Nodes) -> np.ndarray:
         """``getBestFitScore``, then ``NormalizeScore`` over the nodes scored together (the candidates)."""
