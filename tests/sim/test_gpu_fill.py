@@ -255,3 +255,19 @@ def test_carried_device_pools_on_a_replay_with_departures() -> None:
     fast, full = replay(False), replay(True)
     assert fast == full
     assert sum(b.split()[-1] != "None" for b in fast[0]) > 10
+
+
+def test_a_trace_dir_of_the_fgd_repository_runs_unchanged(tmp_path: Path) -> None:
+    """Their trace folders hold the GPU nodes' list and one ``openb_pod_list_*.csv``: --trace-dir takes them as
+    they are; two pod lists are refused naming both."""
+    trace(tmp_path, FILL_NODES, FILL_PODS)
+    (tmp_path / "openb_node_list_all_node.csv").unlink()
+    (tmp_path / "openb_pod_list_default.csv").rename(tmp_path / "openb_pod_list_gpushare40.csv")
+    for knobs in (alibaba.AlibabaKnobs(nodes=0, pods=0, fill=1.3), alibaba.AlibabaKnobs(nodes=0, pods=0, skip=0)):
+        inp = alibaba_inputs(str(tmp_path), knobs, None)
+        assert len(inp.nodes) == 3 and inp.workload.jobs
+    (tmp_path / "openb_pod_list_cpu050.csv").write_text("name\n")
+    from pyvolcano.errors import UserError
+
+    with pytest.raises(UserError, match="several pod lists.*cpu050.*gpushare40"):
+        alibaba_inputs(str(tmp_path), alibaba.AlibabaKnobs(nodes=0, pods=0, fill=1.3), None)

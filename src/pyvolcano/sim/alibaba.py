@@ -89,6 +89,8 @@ def default_dir() -> Path:
 
 def load_nodes(path: Path, knobs: AlibabaKnobs) -> list[dict[str, Any]]:
     source = path / knobs.node_list
+    if not source.is_file() and (path / GPU_NODE_LIST).is_file():  # a directory of the FGD repository's data
+        source = path / GPU_NODE_LIST
     if not source.is_file():
         raise UserError(f"{path}: {knobs.node_list} not found")
     rows = list(csv.DictReader(source.read_text().splitlines()))
@@ -127,9 +129,7 @@ def read_rows(path: Path, knobs: AlibabaKnobs, models: set[str] | None = None) -
     """The pod list's rows that can run: a row whose numbers do not parse, whose ``gpu_milli`` is outside
     [0, 1000] or ``num_gpu`` negative, or whose ``gpu_spec`` names no GPU model of the cluster (``models``, when
     known) is reported in the problems (row and field) and left out."""
-    source = path / "openb_pod_list_default.csv"
-    if not source.is_file():
-        raise UserError(f"{path}: openb_pod_list_default.csv not found")
+    source = pod_list(path)
     reader = csv.DictReader(source.read_text().splitlines())
     missing = [c for c in POD_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
@@ -157,6 +157,21 @@ def read_rows(path: Path, knobs: AlibabaKnobs, models: set[str] | None = None) -
             continue
         good.append(r)
     return good, problems
+
+
+def pod_list(path: Path) -> Path:
+    """The directory's pod list: ``openb_pod_list_default.csv``, else its one ``openb_pod_list_*.csv`` (the FGD
+    repository's trace folders hold one list each: ``openb_pod_list_gpushare40.csv``, ...)."""
+    default = path / "openb_pod_list_default.csv"
+    if default.is_file():
+        return default
+    found = sorted(path.glob("openb_pod_list_*.csv"))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UserError(f"{path}: no pod list (openb_pod_list_*.csv) found")
+    raise UserError(f"{path}: several pod lists ({', '.join(f.name for f in found)}); keep one, or name one "
+                    "openb_pod_list_default.csv")
 
 
 def gpu_spec(r: dict[str, str]) -> list[str]:

@@ -365,8 +365,7 @@ def device_conf_note(inputs: Inputs, conf: SchedulerConf, name: str) -> str | No
 
 def alibaba_inputs(trace_dir: str | None, knobs: alibaba.AlibabaKnobs, cluster: str | None) -> Inputs:
     d = Path(trace_dir) if trace_dir else alibaba.default_dir()
-    if not (d / "openb_pod_list_default.csv").is_file():
-        raise UserError(f"{d}: openb_pod_list_default.csv not found")
+    alibaba.pod_list(d)  # refused before anything is read when the directory has none
     if knobs.fill:
         knobs.node_list, knobs.skip = alibaba.GPU_NODE_LIST, 0
     nodes = load_cluster(cluster) if cluster else alibaba.load_nodes(d, knobs)
