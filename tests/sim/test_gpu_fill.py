@@ -269,5 +269,5 @@ def test_a_trace_dir_of_the_fgd_repository_runs_unchanged(tmp_path: Path) -> Non
     (tmp_path / "openb_pod_list_cpu050.csv").write_text("name\n")
     from pyvolcano.errors import UserError
 
-    with pytest.raises(UserError, match="several pod lists.*cpu050.*gpushare40"):
+    with pytest.raises(UserError, match=r"several pod lists.*cpu050.*gpushare40"):
         alibaba_inputs(str(tmp_path), alibaba.AlibabaKnobs(nodes=0, pods=0, fill=1.3), None)
