@@ -271,3 +271,16 @@ def test_a_trace_dir_of_the_fgd_repository_runs_unchanged(tmp_path: Path) -> Non
 
     with pytest.raises(UserError, match=r"several pod lists.*cpu050.*gpushare40"):
         alibaba_inputs(str(tmp_path), alibaba.AlibabaKnobs(nodes=0, pods=0, fill=1.3), None)
+
+
+def test_gpu_allocation_counts_shares_and_whole_gpus_by_hand(tmp_path: Path) -> None:
+    """One node of 2 GPUs; a share of 500 milli-GPU and one whole GPU arrive (a replay compressed to the same
+    second) and both are placed: 500 + 1,000 = 1,500 milli-GPU, 1.5 of the node's 2 GPUs.  The capacity is 2 GPUs
+    (its gpu-memory is the same GPUs, not counted twice); the share counts its gpu-memory over one GPU's 1,000."""
+    d = trace(tmp_path, [("n0", 64000, 262144, 2, "A")], [("a-share", 1000, 1, 500, ""), ("b-whole", 1000, 1, 1000, "")])
+    inp = alibaba_inputs(str(d), alibaba.AlibabaKnobs(nodes=0, pods=0, skip=0, compress=1e6, gang_window=0), None)
+    sim = Simulator(inp.nodes, inp.queues, inp.workload, load_conf(alibaba.DEVICE_CONF))
+    res = sim.run(5.0)
+    assert float(res.capacity[2]) == 2.0
+    assert float(res.samples[-1].used[2]) == pytest.approx(1.5)
+    assert sim.gpus is not None and sim.gpus.allocated == 1500
