@@ -23,6 +23,7 @@ from typing import Any, cast
 import numpy as np
 
 from pyvolcano.api import convert, models
+from pyvolcano.api.gpufrag import TaskMix
 from pyvolcano.api.hypernode import HyperNode, Topology, parse_hypernode
 from pyvolcano.api.job_info import JobInfo, PodGroup, TaskInfo
 from pyvolcano.api.node_info import NodeArrays, NodeSpec, NodeStatic
@@ -112,6 +113,9 @@ class Snapshot:
     #: cache's epochs, the settled, parked and blocked jobs; None: every job is examined every session
     #: (``--full-sessions``, a cache without ``memo``)
     carry: SnapshotCarry | None = None
+    #: the workload's typical tasks (``api/gpufrag.py``), set by whoever knows the workload (the simulator, from
+    #: its trace); None: a plugin that needs one learns it from the snapshot's tasks (the ``fgd`` plugin)
+    task_mix: TaskMix | None = None
 
 
 class SchedulerCache:
@@ -210,6 +214,8 @@ class SchedulerCache:
         self.node_metrics: Mapping[str, tuple[float, float, float]] | None = None
         #: ``Snapshot.plugin_memory`` of every snapshot of this cache
         self.plugin_memory = CarriedValues()
+        #: ``Snapshot.task_mix``, set by the simulator when it knows the workload
+        self.task_mix: TaskMix | None = None
 
     # --- bulk load ------------------------------------------------------------------------------------
     @classmethod
@@ -807,7 +813,7 @@ class SchedulerCache:
             default_priority=self.default_priority, pdbs=list(self.pdbs.values()), quotas=list(self.quotas.values()),
             numatopo=dict(self.numatopo),
             skipped_jobs=got.skipped, skipped_pods=got.skipped_pods, now=self.now, has_clock=self.has_clock,
-            node_metrics=self.node_metrics, plugin_memory=self.plugin_memory,
+            node_metrics=self.node_metrics, plugin_memory=self.plugin_memory, task_mix=self.task_mix,
             topology=self.topology(arrays.specs, arrays.names),
             constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs}, carry=carry)
         self._jobs_lender.lend(snap)

@@ -14,15 +14,15 @@ inputs changed (``_Carry``; docs/performance.md, "Node selection carried between
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from pyvolcano.api.fit_errors import FitErrors, insufficient_reason
 from pyvolcano.api.job_info import JobInfo, TaskInfo
-from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.node_info import NodeArrays, NodeInfo
 from pyvolcano.api.resource import fit_floor
 from pyvolcano.api.status import Code, Status
 from pyvolcano.framework.points import (
@@ -131,6 +131,53 @@ class ScoreReg:
         if self.scalar is not None:
             return np.fromiter((self.scalar(task, ssn.nodes.views[i]) for i in idx), float, len(idx))
         return np.fromiter((float(self.vector(task, np.array([i]))[0]) for i in idx), float, len(idx))  # type: ignore[misc]
+
+
+class ScoreGroups(Mapping[float, Sequence[NodeInfo]]):
+    """The candidates grouped by total score, for ``bestNode`` (Volcano's ``map[float64][]*NodeInfo``): a group's
+    node views are made only when it is read, so a plugin that looks at the top group alone costs one pass of
+    NumPy over the candidates, not a Python loop."""
+
+    def __init__(self, nodes: NodeArrays, idx: np.ndarray, total: np.ndarray) -> None:
+        self._nodes, self._idx = nodes, idx
+        self._vals = total[idx]
+        self._keys = [float(v) for v in np.unique(self._vals)]
+
+    def __getitem__(self, score: float) -> Sequence[NodeInfo]:
+        at = self._idx[self._vals == score]
+        if not len(at):
+            raise KeyError(score)
+        return NodeGroup(self._nodes, at)
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+class NodeGroup(Sequence[NodeInfo]):
+    """Nodes of one score, in node order; ``positions`` are their indices (no view made)."""
+
+    def __init__(self, nodes: NodeArrays, at: np.ndarray) -> None:
+        self._nodes, self._at = nodes, at
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self._at
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    @overload
+    def __getitem__(self, k: int) -> NodeInfo: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[NodeInfo]: ...
+
+    def __getitem__(self, k: int | slice) -> NodeInfo | Sequence[NodeInfo]:
+        if isinstance(k, slice):
+            return [self._nodes.views[int(i)] for i in self._at[k]]
+        return self._nodes.views[int(self._at[k])]
 
 
 #: change sets up to this many nodes are recomputed node by node (cheaper than NumPy's per-call cost).  Measured

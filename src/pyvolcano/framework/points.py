@@ -20,13 +20,14 @@ overused ...), a ``Vote`` (jobPipelined, jobEnqueueable; with a victim list for 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from pyvolcano.api.devices import DevicePool
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
@@ -71,8 +72,9 @@ class BatchScoreError(Exception):
     """A batchNodeOrder function failed (Volcano's ``BatchNodeOrderFn`` returning an error): as in Volcano's
     ``util.PrioritizeNodes``, the nodes being scored get no scores at all, so allocate finds no best node among
     that gradient of candidates and preempt no node to evict on (the extender plugin raises it)."""
-#: the node to take among the candidates grouped by total score, or None for the top score
-BestNodeFn = Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]
+#: the node to take among the candidates grouped by total score (Volcano's ``map[float64][]*NodeInfo``, read-only:
+#: a group's ``NodeInfo`` views are made when read), or None for the top score
+BestNodeFn = Callable[[TaskInfo, Mapping[float, Sequence[NodeInfo]]], NodeInfo | None]
 #: a status that is not a success makes every action skip the job (Volcano's ValidateExFn)
 JobValidFn = Callable[[JobInfo], Status | None]
 JobReadyFn = Callable[[JobInfo], bool]
@@ -108,6 +110,10 @@ UnifiedEvictableFn = Callable[[EvictionContext, list[TaskInfo]], tuple[list[Task
 TargetJobFn = Callable[[list[JobInfo]], JobInfo | None]
 ReservedNodesFn = Callable[[], None]
 
+#: pyvolcano's own point (not in Volcano): the GPUs deviceshare gives a gpushare task on the node at position
+#: ``node`` (device rows of ``pool`` on that node), or None for Volcano's own choice (``gpushare.Allocate``)
+DeviceChoiceFn = Callable[[TaskInfo, int, DevicePool], list[int] | None]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 Tiers = Sequence[Sequence[tuple[str, Callable[..., Any]]]]
@@ -122,7 +128,7 @@ class Rule(Enum):
     ANY = "any plugin saying yes makes it yes (overused)"
     INTERSECT = "victims: intersect within a tier; the first tier ending with victims wins, an empty tier defers"
     UNION = "victims: union within a tier, first tier with any wins"
-    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob)"
+    FIRST_RESULT = "first non-None answer wins (bestNode, targetJob, deviceChoice)"
     FIRST_FAILURE = "first Status that is not a success wins (jobValid, prePredicate); None and Success pass on"
     CALL_ALL = "every plugin is called; no answer (events, jobEnqueued, reservedNodes)"
 
@@ -168,12 +174,15 @@ RESERVED_NODES: Point[ReservedNodesFn] = Point("reservedNodes", "enableReservedN
 SUB_JOB_READY: Point[SubJobReadyFn] = Point("subJobReady", "enabledSubJobReady", Rule.ALL_PASS)
 SUB_JOB_PIPELINED: Point[SubJobVoteFn] = Point("subJobPipelined", "enabledSubJobPipelined", Rule.VOTE)
 SUB_JOB_ORDER: Point[SubJobOrderFn] = Point("subJobOrder", "enabledSubJobOrder", Rule.FIRST_DECIDES)
+#: pyvolcano's extension (Volcano chooses a task's GPUs inside deviceshare, with no plugin asked): no flag
+DEVICE_CHOICE: Point[DeviceChoiceFn] = Point("deviceChoice", None, Rule.FIRST_RESULT)
 
 _DECLARED: list[Point[Any]] = [
     JOB_ORDER, QUEUE_ORDER, TASK_ORDER, NAMESPACE_ORDER, CLUSTER_ORDER, VICTIM_ORDER, VICTIM_QUEUE_ORDER,
     PREDICATE, PRE_PREDICATE, NODE_ORDER, BATCH_NODE_ORDER, BEST_NODE, JOB_VALID, JOB_READY, JOB_PIPELINED,
     JOB_STARVING, JOB_ENQUEUEABLE, JOB_ENQUEUED, ALLOCATABLE, OVERUSED, PREEMPTABLE, RECLAIMABLE, PREEMPTIVE,
     UNIFIED_EVICTABLE, VICTIM_TASKS, TARGET_JOB, RESERVED_NODES, SUB_JOB_READY, SUB_JOB_PIPELINED, SUB_JOB_ORDER,
+    DEVICE_CHOICE,
 ]
 POINTS: dict[str, Point[Any]] = {p.name: p for p in _DECLARED}
 

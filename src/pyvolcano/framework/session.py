@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.devices import DevicePool
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
-from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import fit_floor, less_equal
 from pyvolcano.api.status import Code, Status
@@ -37,7 +37,7 @@ from pyvolcano.framework.incremental.memo import SessionMemo
 from pyvolcano.framework.incremental.plan import Plan
 from pyvolcano.framework.incremental.records import CloseCounts
 from pyvolcano.framework.incremental.state import CarriedValues
-from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreReg
+from pyvolcano.framework.node_select import NodeSelector, PredicateReg, ScoreGroups, ScoreReg
 from pyvolcano.framework.order import job_order_key
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import (
@@ -45,6 +45,7 @@ from pyvolcano.framework.points import (
     BATCH_NODE_ORDER,
     BEST_NODE,
     CLUSTER_ORDER,
+    DEVICE_CHOICE,
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     JOB_ORDER,
@@ -75,6 +76,7 @@ from pyvolcano.framework.points import (
     BatchNodeOrderFn,
     BestNodeFn,
     ClusterOrderFn,
+    DeviceChoiceFn,
     EvictableFn,
     EvictionContext,
     F,
@@ -386,6 +388,9 @@ class Session:
     def add_sub_job_order_fn(self, plugin: str, fn: SubJobOrderFn) -> None:
         self._add(SUB_JOB_ORDER, plugin, fn)
 
+    def add_device_choice_fn(self, plugin: str, fn: DeviceChoiceFn) -> None:
+        self._add(DEVICE_CHOICE, plugin, fn)
+
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
@@ -543,15 +548,15 @@ class Session:
     def target_job(self, jobs: list[JobInfo]) -> JobInfo | None:
         return self.call("targetJob", jobs)
 
+    def device_choice(self, task: TaskInfo, node: int, pool: DevicePool) -> list[int] | None:
+        """A plugin's GPUs (device rows) for the task on the node, None for deviceshare's own (pyvolcano's point)."""
+        return self.call("deviceChoice", task, node, pool) if self.has("deviceChoice") else None
+
     def best_node(self, task: TaskInfo, cand: np.ndarray, total: np.ndarray) -> int | None:
         """A plugin's bestNode choice among candidate nodes (index), or None to take the top score."""
         if not self.has("bestNode"):
             return None
-        idx = np.nonzero(cand)[0]
-        scores: dict[float, list[NodeInfo]] = {}
-        for i in idx:
-            scores.setdefault(float(total[i]), []).append(self.nodes.views[i])
-        chosen = self.call("bestNode", task, scores)
+        chosen = self.call("bestNode", task, ScoreGroups(self.nodes, np.nonzero(cand)[0], total))
         return None if chosen is None else chosen.index
 
     # --- node choice -------------------------------------------------------------------------------------
