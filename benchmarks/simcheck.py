@@ -10,9 +10,11 @@ starting with ``#`` are timings (wall and CPU seconds).  Run it on main and on t
     diff <(grep -v '^#' /tmp/before.txt) <(grep -v '^#' /tmp/after.txt)  # must print nothing
 
 Workloads: ``openb`` (the whole bundled trace, issue 15's 15 s target), ``openb2k`` (its first 2,000 pods, a few
-seconds), ``synth3k`` (3,000 synthetic jobs on 200 nodes), ``synth20k`` (the ``make bench`` 20,000 jobs on 1,000
-nodes), ``svc1k`` / ``svc4k`` / ``svc24k`` (months of 1,000 / 4,000 / 24,000 services on 10 / 40 / 250 nodes of
-256 cpu / 8 GPUs).  ``--profile`` also writes a cProfile (``OUT.prof``) and prints its top.  CPU seconds are the
+seconds), ``fill13`` (the FGD paper's fill protocol, ``--fill 1.3 --seed 42``, about 10,800 pods on 1,213 nodes),
+``synth3k`` (3,000 synthetic jobs on 200 nodes), ``synth20k`` (the ``make bench`` 20,000 jobs on 1,000 nodes),
+``svc1k`` / ``svc4k`` / ``svc24k`` (months of 1,000 / 4,000 / 24,000 services on 10 / 40 / 250 nodes of 256 cpu / 8
+GPUs).
+``--profile`` also writes a cProfile (``OUT.prof``) and prints its top.  CPU seconds are the
 fair figure on a shared machine.
 
 ``--conf FILE`` runs the workload under another scheduler conf (Volcano's default otherwise): the per-plugin confs
@@ -34,25 +36,33 @@ import pstats
 import time
 from typing import Any
 
-from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.api.devices import GPU_INDEX
+from pyvolcano.conf.loader import load_conf, load_conf_file
 from pyvolcano.sim import alibaba
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import SimResult, Simulator
 from pyvolcano.sim.run import alibaba_inputs
 from pyvolcano.sim.workload import services, synthetic
 
-WORKLOADS = ("openb", "openb2k", "synth3k", "synth20k", "svc1k", "svc4k", "svc24k")
+WORKLOADS = ("openb", "openb2k", "fill13", "synth3k", "synth20k", "svc1k", "svc4k", "svc24k")
 SERVICES = {"svc1k": (1000, 10), "svc4k": (4000, 40), "svc24k": (24000, 250)}
 
 
 def make(name: str, conf: str | None = None, full: bool = False) -> Simulator:
-    """The simulator of workload ``name``, under the conf file ``conf`` (Volcano's default conf when None);
-    ``full``: ``--full-sessions``."""
-    sc = load_conf_file(conf)
+    """The simulator of workload ``name``, under the conf file ``conf`` (Volcano's default conf when None; for the
+    openb workloads, what ``simulate --alibaba`` runs: Volcano's default conf with deviceshare); ``full``:
+    ``--full-sessions``."""
+    sc = load_conf_file(conf) if conf or name not in ("openb", "openb2k", "fill13") else load_conf(
+        alibaba.DEVICE_CONF)
     if name in ("openb", "openb2k"):
         knobs = alibaba.AlibabaKnobs(nodes=0, pods=0 if name == "openb" else 2000, compress=1.0)
         inp = alibaba_inputs(None, knobs, None)
         return Simulator(inp.nodes, inp.queues, inp.workload, sc, full_sessions=full)
+    if name == "fill13":  # the FGD paper's protocol: simulate --alibaba --ali-nodes 0 --ali-pods 0 --fill 1.3 --seed 42
+        inp = alibaba_inputs(None, alibaba.AlibabaKnobs(nodes=0, pods=0, fill=1.3, seed=42), None)
+        sim = Simulator(inp.nodes, inp.queues, inp.workload, sc, full_sessions=full, one_try=True)
+        sim.until = len(inp.workload.jobs) + 3.0
+        return sim
     if name in ("synth3k", "synth20k"):
         jobs, nodes = (3000, 200) if name == "synth3k" else (20000, 1000)
         wl = synthetic(seed=1, jobs=jobs, rate=2.0 * nodes / 1000, queues={"a": 1, "b": 1, "c": 2},
@@ -95,13 +105,15 @@ def main() -> None:
     bind = sim.writer.bind
 
     def recording_bind(task: Any, node: str) -> None:
-        binds.append(f"{sim.now:.3f} {task.namespace}/{task.name} {node}")
+        gpus = (task.pod_annotations or {}).get(GPU_INDEX)
+        binds.append(f"{sim.now:.3f} {task.namespace}/{task.name} {node}" + (f" gpu {gpus}" if gpus else ""))
         bind(task, node)
 
     sim.writer.bind = recording_bind  # type: ignore[method-assign]
     wall, cpu = time.perf_counter(), time.process_time()
     profile = cProfile.Profile() if args.profile else None
-    res = profile.runcall(sim.run) if profile is not None else sim.run()
+    until = sim.until
+    res = profile.runcall(sim.run, until) if profile is not None else sim.run(until)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     lines = digest_lines(res, binds)
     conf = f" conf {args.conf}" if args.conf else ""

@@ -141,6 +141,10 @@ HAND = {
     "wall_seconds": 2.0,
     # no topology in this run: the four topology metrics have no value (sim/topology.py's tests compute them)
     "lca_tier_mean": None, "within_tier1": None, "sub_within_tier1": None, "sub_lca_tier_max_mean": None,
+    # no GPU in this cluster and not a fill run: the GPU metrics have no value (tests/sim/test_gpu_fill.py computes
+    # them by hand: test_gpu_summary_by_hand, test_fill_curve_by_hand)
+    "gpu_unallocated": None, "gpu_frag": None, "fill_alloc_100": None, "fill_alloc_130": None,
+    "gpu_alloc_final": None, "gpu_unallocated_mean": None, "gpu_frag_mean": None,
 }
 
 

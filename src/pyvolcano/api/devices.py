@@ -21,12 +21,14 @@ Two kinds, each Volcano's (``pkg/scheduler/api/devices/nvidia``):
 ``DevicePool`` holds one kind for every node that has it: one row per device, rows of a node contiguous
 (``first[i]:first[i+1]``), so a vectorised predicate reduces per-device answers per node with
 ``np.logical_or.reduceat``.  The static part (ids, memory, share count, type, health) is derived from the Node
-objects once per node set (``NodeStatic.derived``); the use (``used_num``, ``used_mem``, ``used_core``) is rebuilt
-each session from the pods on the device nodes, then changed by ``charge``/``release`` in O(devices touched).
+objects once per node set (``NodeStatic.derived``); the use (``used_num``, ``used_mem``, ``used_core``) is read
+from the pods on the device nodes (``plugins/deviceshare.py``: carried between sessions and re-read only on the nodes
+whose pods changed), then changed by ``charge``/``release`` in O(devices touched).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -332,6 +334,44 @@ class DevicePool:
         self.used_core = np.zeros(n, dtype=np.int64)
         self.holders: list[dict[str, tuple[int, int, str]]] = [{} for _ in range(n)]
         self.held: dict[str, list[tuple[int, int, int]]] = {}
+        #: a fork's rows whose ``holders`` dict it has copied (None: it owns them all)
+        self._own: set[int] | None = None
+        #: a fork: the pool's ``held`` it was made from (read, never changed) and the pods released from it
+        self._base_held: dict[str, list[tuple[int, int, int]]] | None = None
+        self._gone: set[str] = set()
+        #: bumped by every change of the use (callers key what they derive from it by it)
+        self.version = 0
+
+    def fork(self) -> DevicePool:
+        """A pool with this one's devices and use, to change without changing this one: the static arrays are shared,
+        the use arrays copied, ``held`` read through to this pool's and ``holders`` copied on write
+        (O(devices) array copies, no walk over the pods). The carried pool of ``plugins/deviceshare.py``
+        hands each session a fork."""
+        out = copy.copy(self)
+        out.used_num, out.used_mem, out.used_core = self.used_num.copy(), self.used_mem.copy(), self.used_core.copy()
+        if self._base_held is None:
+            out.held, out._base_held = {}, self.held
+        else:  # a fork of a fork: flatten
+            out.held = {**{u: p for u, p in self._base_held.items() if u not in self._gone}, **self.held}
+            out._base_held = None
+        out._gone = set()
+        out.holders = list(self.holders)
+        out._own = set()
+        return out
+
+    def parts_of(self, uid: str) -> list[tuple[int, int, int]]:
+        """What ``charge`` gave the pod ``uid`` (empty: nothing)."""
+        got = self.held.get(uid)
+        if got is None and self._base_held is not None and uid not in self._gone:
+            got = self._base_held.get(uid)
+        return got or []
+
+    def _holders(self, row: int) -> dict[str, tuple[int, int, str]]:
+        """Row ``row``'s pods, to change (a fork copies the dict first)."""
+        if self._own is not None and row not in self._own:
+            self.holders[row] = dict(self.holders[row])
+            self._own.add(row)
+        return self.holders[row]
 
     def __len__(self) -> int:
         return int(self.first[-1])
@@ -344,27 +384,36 @@ class DevicePool:
         containers on one GPU, is counted twice, as ``TryAddPod`` does)."""
         if not parts:
             return
-        got = self.held.setdefault(uid, [])
-        for row, mem, core in parts:
+        self.version += 1
+        got = self.held[uid] = [*self.parts_of(uid), *parts]  # a new list: a fork shares the old one
+        for row, mem, core in got[len(got) - len(parts):]:
             self.used_num[row] += 1
             self.used_mem[row] += mem
             self.used_core[row] += core
-            old = self.holders[row].get(uid)
-            self.holders[row][uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
-            got.append((row, mem, core))
+            h = self._holders(row)
+            old = h.get(uid)
+            h[uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
 
     def release(self, uid: str) -> list[tuple[int, int, int]]:
         """Take back everything ``uid`` holds; returns it (to charge again on an undo)."""
-        parts = self.held.pop(uid, [])
+        parts = self.held.pop(uid, None)
+        base = self._base_held
+        if base is not None and uid in base and uid not in self._gone:
+            self._gone.add(uid)
+            if parts is None:
+                parts = base[uid]
+        if not parts:
+            return []
+        self.version += 1
         for row, mem, core in parts:
             self.used_num[row] -= 1
             self.used_mem[row] -= mem
             self.used_core[row] -= core
-            self.holders[row].pop(uid, None)
+            self._holders(row).pop(uid, None)
         return parts
 
     def holds(self, uid: str) -> bool:
-        return uid in self.held
+        return bool(self.parts_of(uid))
 
     def index_of(self, i: int) -> dict[int, int]:
         """gpushare: GPU id -> row on node ``i``."""

@@ -27,6 +27,7 @@ from pyvolcano.sim.run import (
     check_targets,
     common_window,
     compare_page,
+    device_conf_note,
     has_gpus,
     load_cluster,
     load_conf_arg,
@@ -124,6 +125,13 @@ alibaba_options = _options(
     click.option("--duration-scale", type=Option("duration_scale"), default=1.0, show_default=True),
     click.option("--gang-window", type=Option("gang_window"), default=60.0, show_default=True),
     click.option("--max-gang", type=Option("max_gang"), default=8, show_default=True),
+    click.option("--fill", type=Option("fill"), default=0.0,
+                 help="The FGD paper's protocol: the pod list sampled (seeded by --seed) to this many times the "
+                      "cluster's GPUs, e.g. 1.3; on the GPU nodes' list, one pod a second, no departures, one try "
+                      "each; summary.json gets the fill_curve (docs/simulator.md)."),
+    click.option("--gpu-pool", is_flag=True,
+                 help="The old mapping: a node's GPUs are one fractional nvidia.com/gpu pool (no per-device "
+                      "placement)."),
 )
 
 #: the scheduler's confs and the simulated cluster's timing
@@ -204,7 +212,8 @@ def register(group: click.Group) -> None:
                  synth: int | None, rate: float, gang_sizes: str, mean_duration: float, gpu_fraction: float | None,
                  services_n: int | None, span: float, use_alibaba: bool, trace_dir: str | None, ali_nodes: int,
                  ali_pods: int, compress: float,
-                 duration_scale: float, gang_window: float, max_gang: int, config: str | None,
+                 duration_scale: float, gang_window: float, max_gang: int, fill: float, gpu_pool: bool,
+                 config: str | None,
                  compare: tuple[str, ...], period: float, start_latency: float, grace: float, until: float | None,
                  horizon: float | None, hypernodes_arg: str | None, topology_arg: str | None,
                  network_topology: tuple[str, ...], nt_fraction: float | None, partitions_arg: tuple[str, ...],
@@ -216,10 +225,12 @@ def register(group: click.Group) -> None:
         if len(sources) != 1:
             raise UserError("give exactly one workload: --workload, --csv, --synthetic N, --synthetic-services N "
                             "or --alibaba")
+        if (fill or gpu_pool) and not use_alibaba:
+            raise UserError("--fill and --gpu-pool apply to --alibaba")
         if use_alibaba:
             knobs = alibaba.AlibabaKnobs(nodes=ali_nodes, pods=ali_pods, compress=compress,
                                          duration_scale=duration_scale, gang_window=gang_window, max_gang=max_gang,
-                                         seed=seed)
+                                         seed=seed, fill=fill, gpu_pool=gpu_pool)
             inputs = alibaba_inputs(trace_dir, knobs, cluster)
         else:
             inputs = _inputs(cluster, queues_arg, workload, csv_path, synth, services_n, span, seed,
@@ -282,7 +293,11 @@ def _run_all(inputs: Inputs, variants: list[tuple[str, Inputs]], confs: list[str
 
     for p in collapse(inputs.workload.problems):  # one line per kind of problem, with a count
         warn(p)
-    loaded = [load_conf_arg(c) for c in confs]  # a bad conf is refused before any run
+    loaded = [load_conf_arg(c, inputs.default_conf) for c in confs]  # a bad conf is refused before any run
+    for conf, name in loaded:
+        note = device_conf_note(inputs, conf, name)
+        if note is not None:
+            warn(note)
     if not settings.full_sessions:
         _memo_notes(loaded)
     summaries = []
@@ -377,7 +392,8 @@ def _partition_variants(inputs: Inputs, values: tuple[str, ...]) -> list[tuple[s
         texts.append(f"{parts.size} pods each" + (f", {c} per partition" if c.mode else "") + f" on {n} of "
                      f"{gangs} gangs")
         out.append((f"p:{parts}", dataclasses.replace(
-            inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems), wl.flows))))
+            inputs, workload=Workload(jobs, wl.priority_classes, list(wl.problems), wl.flows,
+                                      wl.task_mix))))
     text = texts[0] if len(texts) == 1 else ", ".join(str(p or "none") for p in parsed) + " (" + "; ".join(
         texts) + "): one run each"
     if any(p is not None for p in parsed):
@@ -417,6 +433,7 @@ def _constraint_variants(inputs: Inputs, values: tuple[str, ...], fraction: floa
             settings["network topology constraint"] = ", ".join(
                 f"{x}" for x in constraints) + f": one run each, on {share:.0%} of the gangs (seed {seed})"
         out.append((str(c), dataclasses.replace(inputs, workload=Workload(jobs, wl.priority_classes,
-                                                                          list(wl.problems), wl.flows),
+                                                                          list(wl.problems), wl.flows,
+                                                                          wl.task_mix),
                                                 settings=settings)))
     return out

@@ -6,7 +6,9 @@ Arguments (Volcano's, ``enablePredicate``):
 * ``deviceshare.GPUSharingEnable`` (gpushare by memory, ``volcano.sh/gpu-memory``), ``deviceshare.GPUNumberEnable``
   (gpushare by whole GPUs, ``volcano.sh/gpu-number``), ``deviceshare.VGPUEnable`` (HAMi-core vGPU,
   ``volcano.sh/vgpu-number``/``vgpu-memory``/``vgpu-cores``); the first two together, or either with VGPUEnable,
-  are a conf error (Volcano's ``klog.Fatal``).
+  are a conf error (Volcano's ``klog.Fatal``).  ``deviceshare.GPUShareWholeGPUs`` (pyvolcano's, Volcano ignores it):
+  with GPUSharingEnable, also place ``volcano.sh/gpu-number`` pods on idle GPUs and count those GPUs as full, so
+  shares and whole GPUs share a node's GPUs exactly (the simulator's openb mapping).
 * ``deviceshare.SchedulePolicy`` (``binpack``, ``spread``, anything else: none) orders a node's vGPUs
   (``utils.go: sortedDeviceIndicesByPolicy``) and scores them (``GPUScore``); ``deviceshare.ScheduleWeight`` (int,
   default 0: no score) multiplies the node score.
@@ -42,7 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,6 +56,7 @@ from pyvolcano.api.node_info import NodeArrays, NodeInfo
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.errors import ConfigError
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
@@ -64,6 +67,9 @@ NAME = "deviceshare"
 GPU_SHARING = "deviceshare.GPUSharingEnable"
 GPU_NUMBER = "deviceshare.GPUNumberEnable"
 VGPU_ENABLE = "deviceshare.VGPUEnable"
+#: pyvolcano's own (Volcano ignores it): with GPUSharingEnable, also place ``volcano.sh/gpu-number`` pods on idle
+#: GPUs, which then count as full (docs/gpu-sharing.md, "The simulator's openb mapping")
+WHOLE_GPUS = "deviceshare.GPUShareWholeGPUs"
 SCHEDULE_POLICY = "deviceshare.SchedulePolicy"
 SCHEDULE_WEIGHT = "deviceshare.ScheduleWeight"
 NODE_LOCK = "deviceshare.NodeLockEnable"
@@ -132,10 +138,11 @@ def _mem_for(memory: np.ndarray | int, c: dv.ContainerRequest) -> Any:
 class DeviceState:
     """This session's device pools (one per enabled kind) over the session's nodes."""
 
-    def __init__(self, nodes: NodeArrays, gpushare: bool, vgpu: bool) -> None:
+    def __init__(self, nodes: NodeArrays, gpushare: bool, vgpu: bool,
+                 pools: Mapping[str, DevicePool] | None = None) -> None:
         self.nodes = nodes
-        self.gpushare = _pool(nodes, dv.GPUSHARE) if gpushare else None
-        self.vgpu = _pool(nodes, dv.VGPU) if vgpu else None
+        self.gpushare = (pools[dv.GPUSHARE] if pools else _pool(nodes, dv.GPUSHARE)) if gpushare else None
+        self.vgpu = (pools[dv.VGPU] if pools else _pool(nodes, dv.VGPU)) if vgpu else None
         self._types: dict[tuple[str | None, str | None], np.ndarray] = {}
 
     def type_ok(self, in_use: str | None, no_use: str | None) -> np.ndarray:
@@ -166,6 +173,22 @@ def _pool(nodes: NodeArrays, kind: str) -> DevicePool:
     return DevicePool(kind, len(nodes), per)
 
 
+@dataclass
+class _CarriedPools:
+    """The device pools as the last session opened them, carried to the next (``Snapshot.plugin_memory``, only
+    with the incremental layer): per kind the pool, per node the task map its use was read from and the pods it
+    charged.  Made again when the node set (``NodeStatic``) or the plugin's switches change."""
+
+    static: object
+    flags: tuple[Any, ...]
+    pools: dict[str, DevicePool]
+    maps: dict[str, dict[int, Any]] = field(default_factory=dict)
+    held: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+
+
+_POOLS: CarryKey[_CarriedPools] = CarryKey("deviceshare pools")
+
+
 @register_plugin
 class DeviceShare(Plugin):
     name = NAME
@@ -175,6 +198,9 @@ class DeviceShare(Plugin):
         self.sharing = args.get_bool(GPU_SHARING, False)
         self.number = args.get_bool(GPU_NUMBER, False)
         self.vgpu_on = args.get_bool(VGPU_ENABLE, False)
+        #: whole-GPU pods beside shares (``WHOLE_GPUS``); gpu-number pods are placed with either switch
+        self.whole = self.sharing and args.get_bool(WHOLE_GPUS, False)
+        self.by_number = self.number or self.whole
         args.get_bool(NODE_LOCK, False)
         self.policy = args.get_str(SCHEDULE_POLICY, "")
         self.weight = args.get_int(SCHEDULE_WEIGHT, 0)
@@ -186,15 +212,18 @@ class DeviceShare(Plugin):
         nodes = ssn.nodes
         self.nodes = nodes
         self.now = int(ssn.now)
-        st = self.state = DeviceState(nodes, self.sharing or self.number, self.vgpu_on)
-        if st.gpushare is None and st.vgpu is None:
+        if not (self.sharing or self.number or self.vgpu_on):
+            self.state = DeviceState(nodes, False, False)
             return
-        if st.gpushare is not None:
-            ssn.state.write(GPUSHARE_POOL, st.gpushare)
         self._choice = ssn.device_choice
         self._vreq: dict[str, VRequest | None] = {}
+        self._gs: dict[str, tuple[int, int]] = {}
+        self._ok_key: tuple[int, int, int] | None = None
+        self._ok: tuple[np.ndarray, np.ndarray] | None = None
         self._stash: dict[str, tuple[str, Parts]] = {}
-        self._rebuild(ssn)
+        st = self.state = self._open_pools(ssn)
+        if st.gpushare is not None:
+            ssn.state.write(GPUSHARE_POOL, st.gpushare)
 
         def predicate(task: TaskInfo, node: NodeInfo) -> Status | None:
             why = self.fit_error(task, node.index)
@@ -211,7 +240,7 @@ class DeviceShare(Plugin):
     # --- the pods' requests ------------------------------------------------------------------------------
     def wants_gpushare(self, pod: Mapping[str, Any]) -> bool:
         """``gpushare.HasDeviceRequest``."""
-        return (self.sharing and dv.gpu_memory_of(pod) > 0) or (self.number and dv.gpu_number_of(pod) > 0)
+        return (self.sharing and dv.gpu_memory_of(pod) > 0) or (self.by_number and dv.gpu_number_of(pod) > 0)
 
     def vreq(self, task: TaskInfo) -> VRequest | None:
         """The pod's vGPU request when ``vgpu.HasDeviceRequest`` (None otherwise)."""
@@ -224,32 +253,72 @@ class DeviceShare(Plugin):
         return got
 
     # --- use from the pods already on the nodes ----------------------------------------------------------
-    def _rebuild(self, ssn: Session) -> None:
-        """Every device pool's use from the pods on its nodes (``NodeInfo.addResource`` for each pod that holds
-        its node's resources): gpushare from ``volcano.sh/gpu-index``, vGPU from ``volcano.sh/vgpu-ids-new``."""
-        st, nodes = self.state, self.nodes
-        for pool in (st.gpushare, st.vgpu):
-            if pool is None:
+    def _open_pools(self, ssn: Session) -> DeviceState:
+        """The session's pools with the use of the pods on their nodes.  With the incremental layer
+        (``Snapshot.carry``) the pools of the last session's open are carried (``_CarriedPools``) and only the
+        nodes whose task map the snapshot rebuilt (a pod on it changed, or the last session placed or removed one
+        there: a map carried unchanged is the very same object) are read again; the session works on a fork.
+        Without it (``--full-sessions``) every node's pods are read, as Volcano's snapshot does."""
+        nodes = self.nodes
+        kinds = [k for k, on in ((dv.GPUSHARE, self.sharing or self.number), (dv.VGPU, self.vgpu_on)) if on]
+        if ssn.snapshot.carry is None:
+            pools = {k: _pool(nodes, k) for k in kinds}
+            for pool in pools.values():
+                for i in pool.nodes_with.tolist():
+                    self._read_node(ssn, pool, i)
+            return DeviceState(nodes, dv.GPUSHARE in kinds, dv.VGPU in kinds, pools)
+        mem = ssn.snapshot.plugin_memory
+        flags = (tuple(kinds), self.whole, self.by_number)
+        c = mem.get(_POOLS)
+        if c is None or c.static is not nodes.static or c.flags != flags:
+            c = _CarriedPools(nodes.static, flags, {k: _pool(nodes, k) for k in kinds})
+            mem.put(_POOLS, c)
+        for kind, pool in c.pools.items():
+            maps, held = c.maps.setdefault(kind, {}), c.held.setdefault(kind, {})
+            tasks = nodes.tasks
+            changed = [i for i in pool.nodes_with.tolist() if maps.get(i) is not tasks[i]]
+            for i in changed:  # every changed node's pods out first: a pod of the same name may be on another now
+                for uid in held.pop(i, ()):
+                    pool.release(uid)
+            for i in changed:
+                maps[i] = tasks[i]
+                got = self._read_node(ssn, pool, i)
+                if got:
+                    held[i] = got
+        return DeviceState(nodes, dv.GPUSHARE in kinds, dv.VGPU in kinds, {k: p.fork() for k, p in c.pools.items()})
+
+    def _read_node(self, ssn: Session, pool: DevicePool, i: int) -> list[str]:
+        """Charge ``pool`` with the devices of the pods on node ``i`` that hold its resources
+        (``NodeInfo.addResource``): gpushare from ``volcano.sh/gpu-index``, vGPU from ``volcano.sh/vgpu-ids-new``;
+        the pods charged."""
+        got = []
+        for t in self.nodes.tasks[i].values():
+            if t.status in _NOT_HOLDING:
                 continue
-            for i in pool.nodes_with.tolist():
-                for t in nodes.tasks[i].values():
-                    if t.status in _NOT_HOLDING:
-                        continue
-                    ann = (t.pod.get("metadata") or {}).get("annotations") or {}
-                    try:
-                        if pool.kind == dv.GPUSHARE:
-                            self._add_gpushare(pool, i, t, ann)
-                        else:
-                            self._add_vgpu(pool, i, t, ann)
-                    except ValueError as exc:  # refused at the boundary; a pod built in code may still carry one
-                        warn(ssn.state, f"Pod {t.uid}: field metadata.annotations: {exc}; its devices are not counted")
+            ann = (t.pod.get("metadata") or {}).get("annotations") or {}
+            try:
+                if pool.kind == dv.GPUSHARE:
+                    self._add_gpushare(pool, i, t, ann)
+                else:
+                    self._add_vgpu(pool, i, t, ann)
+            except ValueError as exc:  # refused at the boundary; a pod built in code may still carry one
+                warn(ssn.state, f"Pod {t.uid}: field metadata.annotations: {exc}; its devices are not counted")
+            if pool.holds(t.uid):
+                got.append(t.uid)
+        return got
 
     def _add_gpushare(self, pool: DevicePool, i: int, t: TaskInfo, ann: Mapping[str, Any]) -> None:
         mem, num = dv.gpu_memory_of(t.pod), dv.gpu_number_of(t.pod)
         if (mem <= 0 and num <= 0) or not ann.get(dv.GPU_INDEX):
             return
         rows = pool.index_of(i)
-        pool.charge(t.uid, [(rows[g], mem, 0) for g in dv.parse_gpu_index(str(ann[dv.GPU_INDEX])) if g in rows])
+        pool.charge(t.uid, [(rows[g], self._held_memory(pool, rows[g], mem), 0)
+                            for g in dv.parse_gpu_index(str(ann[dv.GPU_INDEX])) if g in rows])
+
+    def _held_memory(self, pool: DevicePool, row: int, mem: int) -> int:
+        """The memory a gpushare pod holds on a GPU: its ``gpu-memory``; with ``WHOLE_GPUS`` a whole-GPU pod (no
+        gpu-memory) holds all of it, so that no share lands beside it."""
+        return int(pool.memory[row]) if self.whole and mem <= 0 else mem
 
     def _add_vgpu(self, pool: DevicePool, i: int, t: TaskInfo, ann: Mapping[str, Any]) -> None:
         ids = ann.get(dv.VGPU_IDS)
@@ -269,7 +338,7 @@ class DeviceShare(Plugin):
         requests and for gpushare, node by node otherwise."""
         out = np.ones(len(idx), dtype=bool)
         st = self.state
-        if st.gpushare is not None and self.wants_gpushare(task.pod):
+        if st.gpushare is not None and self._wants(task):
             out &= self._gpushare_fits(st.gpushare, task, idx)
         req = self.vreq(task)
         if req is not None and st.vgpu is not None:
@@ -288,34 +357,53 @@ class DeviceShare(Plugin):
     def fit_error(self, task: TaskInfo, i: int) -> str | None:
         """The predicate's reason on node ``i``, or None when it passes (the scalar form: explanations)."""
         st = self.state
-        if st.gpushare is not None and self.wants_gpushare(task.pod) and st.gpushare.count[i] > 0:
+        if st.gpushare is not None and self._wants(task) and st.gpushare.count[i] > 0:
             name = self.nodes.names[i]
-            pool = st.gpushare
-            if self.sharing and dv.gpu_memory_of(task.pod) > 0 and not self._gpushare_memory_rows(pool, i, task):
+            mem_ok, num_ok = self._gpushare_ok(st.gpushare, *self._gsreq(task))
+            if not mem_ok[i]:
                 return f"GpuShare no enough gpu memory on node {name}"
-            if self.number and dv.gpu_number_of(task.pod) > 0 and self._gpushare_number_rows(pool, i, task) is None:
+            if not num_ok[i]:
                 return f"GpuNumber no enough gpu number on node {name}"
         req = self.vreq(task)
         if req is not None and st.vgpu is not None and st.vgpu.count[i] > 0 and not self._vgpu_take(st.vgpu, i, req)[0]:
             return VGPU_REASON
         return None
 
-    def _gpushare_fits(self, pool: DevicePool, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-        """``checkNodeGPUSharingPredicate``/``checkNodeGPUNumberPredicate`` over every device, reduced per node."""
+    def _gsreq(self, task: TaskInfo) -> tuple[int, int]:
+        """The pod's gpushare (``gpu-memory``, ``gpu-number``), read once per pod and session."""
+        got = self._gs.get(task.uid)
+        if got is None:
+            got = self._gs[task.uid] = (dv.gpu_memory_of(task.pod), dv.gpu_number_of(task.pod))
+        return got
+
+    def _wants(self, task: TaskInfo) -> bool:
+        """``gpushare.HasDeviceRequest`` of the task's pod."""
+        mem, num = self._gsreq(task)
+        return (self.sharing and mem > 0) or (self.by_number and num > 0)
+
+    def _gpushare_ok(self, pool: DevicePool, mem: int, num: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: ``checkNodeGPUSharingPredicate`` and ``checkNodeGPUNumberPredicate`` over every device, reduced
+        per node (True where the check does not apply); kept for the pool's use as it stands (``version``)."""
+        key = (mem, num, pool.version)
+        if self._ok_key == key and self._ok is not None:
+            return self._ok
         n = len(self.nodes)
-        ok = np.ones(n, dtype=bool)
-        if len(pool) == 0:
-            return ok[idx]
-        starts = pool.first[pool.nodes_with]
-        mem = dv.gpu_memory_of(task.pod)
-        if self.sharing and mem > 0:
-            free = np.maximum(pool.memory - pool.used_mem, 0) >= mem
-            ok[pool.nodes_with] &= np.logical_or.reduceat(free, starts)
-        num = dv.gpu_number_of(task.pod)
-        if self.number and num > 0:
-            idle = (pool.used_num == 0).astype(np.int64)
-            ok[pool.nodes_with] &= np.add.reduceat(idle, starts) >= num
-        return ok[idx]
+        mem_ok, num_ok = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+        if len(pool):
+            starts = pool.first[pool.nodes_with]
+            if self.sharing and mem > 0:
+                free = np.maximum(pool.memory - pool.used_mem, 0) >= mem
+                mem_ok[pool.nodes_with] = np.logical_or.reduceat(free, starts)
+            if self.by_number and num > 0:
+                idle = (pool.used_num == 0).astype(np.int64)
+                num_ok[pool.nodes_with] = np.add.reduceat(idle, starts) >= num
+        self._ok_key, self._ok = key, (mem_ok, num_ok)
+        return mem_ok, num_ok
+
+    def _gpushare_fits(self, pool: DevicePool, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        """``checkNodeGPUSharingPredicate``/``checkNodeGPUNumberPredicate`` for the nodes ``idx``."""
+        mem_ok, num_ok = self._gpushare_ok(pool, *self._gsreq(task))
+        return (mem_ok & num_ok)[idx]
 
     @staticmethod
     def _gpushare_memory_rows(pool: DevicePool, i: int, task: TaskInfo) -> list[int]:
@@ -473,7 +561,7 @@ class DeviceShare(Plugin):
             if pool is not None:
                 pool.charge(task.uid, parts, dv.podgroup_key(task.pod))
             return
-        if st.gpushare is not None and st.gpushare.count[i] > 0 and self.wants_gpushare(task.pod):
+        if st.gpushare is not None and st.gpushare.count[i] > 0 and self._wants(task):
             self._allocate_gpushare(st.gpushare, i, task)
         req = self.vreq(task)
         if req is not None and st.vgpu is not None and st.vgpu.count[i] > 0:
@@ -503,7 +591,7 @@ class DeviceShare(Plugin):
             rows = chosen
         if not rows:
             return
-        pool.charge(task.uid, [(r, mem, 0) for r in rows])
+        pool.charge(task.uid, [(r, self._held_memory(pool, r, mem), 0) for r in rows])
         self._annotate(task, {dv.PREDICATE_TIME: str(self.now * 10**9),
                               dv.GPU_INDEX: ",".join(str(int(pool.dev_id[r])) for r in rows)})
 

@@ -33,6 +33,12 @@ def compare_table(summaries: list[dict[str, Any]], wide: bool = True, names: lis
         row(name)
     for name in ("makespan", "util_cpu", "util_memory", "util_gpu", "fairness", "evictions"):
         row(name)
+    if any("gpu" in s for s in summaries):  # gpushare GPUs (sim/gpus.py): what is left, and how much is unusable
+        for name in ("gpu_alloc_final", "gpu_unallocated", "gpu_frag") + (("gpu_frag_mean",) if wide else ()):
+            row(name)
+    if any("fill_curve" in s for s in summaries):  # the FGD paper's fill runs
+        for name in ("fill_alloc_100", "fill_alloc_130"):
+            row(name)
     if any("topology" in s for s in summaries):  # the multi-pod jobs' spread: share within one tier-1 hypernode
         row("within_tier1")
     if any("sub_groups" in (s.get("topology") or {}) for s in summaries):  # jobs whose every partition stayed local

@@ -24,6 +24,7 @@ import numpy as np
 
 from pyvolcano.api import models
 from pyvolcano.api.convert import pod_requests
+from pyvolcano.api.devices import GPU_MEMORY, GPU_NUMBER
 from pyvolcano.api.job_info import PREEMPTION_BY_SCHEDULER, TaskInfo
 from pyvolcano.api.job_model import WorkloadJob
 from pyvolcano.api.quantity import format_quantity
@@ -44,6 +45,7 @@ from pyvolcano.framework.result import (
 )
 from pyvolcano.sim.evictions import EvictionLog, EvictionRecord
 from pyvolcano.sim.flows import SimFlows
+from pyvolcano.sim.gpus import GpuLedger
 from pyvolcano.sim.topology import SpreadLog, build_topology, sub_group_of
 from pyvolcano.sim.usage import UsageLedger
 from pyvolcano.sim.workload import DURATION, Workload, job_ref
@@ -161,6 +163,8 @@ class Sample:
     t: float
     used: np.ndarray  # cpu, memory, gpu held by bound/running/releasing pods
     queues: dict[str, tuple[float, float]]  # queue -> (allocated dominant share of cluster, deserved share)
+    #: FGD's fragmentation of the cluster in GPUs (``sim/gpus.py``), None when not known
+    gpu_frag: float | None = None
 
 
 @dataclass
@@ -184,6 +188,9 @@ class SimResult:
     eviction_log: list[EvictionRecord] = field(default_factory=list)
     #: with HyperNodes: how spread each job's pods ran (``sim/topology.py``)
     spread: SpreadLog | None = None
+    #: a fill run (``--fill``): per job in arrival order, (milli-GPU asked, placed at its try), and the cluster's
+    #: milli-GPU (``sim/metrics.py: fill_curve``)
+    fill: tuple[list[int], list[bool], int] | None = None
 
 
 #: PodGroup fields the job controller copies from the Job, by the Job field they come from
@@ -255,6 +262,8 @@ class SimAPI:
                     self.sim.spread.gone(self.sim._job_of(obj)[0], key)
                 log = self.sim.eviction_log
                 log.released(key, self.sim.usage.release(self.sim.now, key, log.cause(key) or "deleted by its job"))
+                if self.sim.gpus is not None:
+                    self.sim.gpus.release(key)
             self.sim.cache.delete(obj)
             self.sim.changed = True
         return True  # the simulator has no graceful termination
@@ -318,8 +327,15 @@ class SimWriter:
         if pod is None or pod["spec"].get("nodeName"):
             return
         pod["spec"]["nodeName"] = node
+        if task.pod_annotations:  # the Binding's annotations (deviceshare's GPUs), merged as the API server does
+            md = pod["metadata"]
+            md["annotations"] = {**(md.get("annotations") or {}), **task.pod_annotations}
         sim.api.update(pod, trusted=True)
+        if sim.gpus is not None:
+            sim.gpus.hold(task, node)
         rec = sim.records.get(sim._job_of(pod)[0])
+        if sim.one_try:
+            sim._trying.pop(sim._job_of(pod)[0], None)
         if sim.spread is not None:
             sim.spread.bound(sim._job_of(pod)[0], task.uid, node, sub_group_of(pod["metadata"].get("labels")))
         sim.usage.hold(sim.now, task.uid, rec.queue if rec is not None else "", sim._pick(task.resreq))
@@ -433,8 +449,13 @@ class Simulator:
                  node_failures: list[tuple[float, str, float]] | None = None,
                  cancellations: list[tuple[float, str]] | None = None, sample_every: float = 0.0,
                  full_sessions: bool = False, hypernodes: list[dict[str, Any]] | None = None,
-                 numatopologies: list[dict[str, Any]] | None = None) -> None:
+                 numatopologies: list[dict[str, Any]] | None = None, one_try: bool = False) -> None:
         self.conf = conf
+        #: the FGD fill protocol: a job not placed at its try (the session after its PodGroup was enqueued, or the
+        #: first one if enqueue refused it) is failed and deleted, never tried again (``_judge_tries``)
+        self.one_try = one_try
+        #: one_try: the jobs not yet placed -> the sessions they have been through
+        self._trying: dict[str, int] = {}
         #: the conf acts on the clock (shuffle: tdm's windows, rescheduling's interval): a session every period
         #: while anything is still to happen, not only when something changed
         self.time_driven = "shuffle" in conf.actions
@@ -451,6 +472,7 @@ class Simulator:
         # (framework/incremental/memo.py) unless ``full_sessions``
         self.cache = SchedulerCache(reuse_clones=True, memo=not full_sessions)
         self.cache.has_clock = True  # sessions read the simulated time (tdm's windows, rescheduling's interval)
+        self.cache.task_mix = workload.task_mix  # the workload's task mix (``Snapshot.task_mix``: fgd's)
         self.api = SimAPI(self)
         self.controller = JobController(self.api, keep_finished_pods=False)
         self.writer = SimWriter(self)
@@ -465,6 +487,9 @@ class Simulator:
         self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
+        #: the cluster's gpushare GPUs, for the GPU metrics (None: no node has any)
+        self.gpus = GpuLedger(nodes, workload.task_mix) \
+            if any(GPU_NUMBER in ((n.get("status") or {}).get("allocatable") or {}) for n in nodes) else None
         self.changed = True
         self.events = 0
         self.cycles = 0
@@ -487,7 +512,11 @@ class Simulator:
                 if n["metadata"]["name"] in self.cache.nodes]
         self.res = self.cache.res
         total = np.sum(caps, axis=0) if caps else self.res.zeros()
-        self.capacity = self._pick(total)
+        pos = self.res.pos
+        #: gpushare: one GPU's memory (the cluster's mean), to count a share of one in GPUs (0: none)
+        self._gpu_memory_each = float(total[pos[GPU_MEMORY]] / total[pos[GPU_NUMBER]]) \
+            if GPU_MEMORY in pos and GPU_NUMBER in pos and total[pos[GPU_NUMBER]] > 0 else 0.0
+        self.capacity = self._pick(total, capacity=True)
         self._capacity = self.capacity.tolist()
         #: every node's allocatable by resource name, for the "fits no node at all" check
         self.node_alloc = [{n: float(v) for n, v in zip(self.res.names, spec.allocatable, strict=True)}
@@ -512,11 +541,21 @@ class Simulator:
         self.total_jobs = admitted
 
     # --- helpers ---------------------------------------------------------------------------------------------
-    def _pick(self, v: np.ndarray) -> np.ndarray:
+    def _pick(self, v: np.ndarray, capacity: bool = False) -> np.ndarray:
         """cpu (cores), memory (GiB), gpu (devices) out of a cache vector (the cache's resource layout may
-        have grown since the start when a workload names a new resource)."""
+        have grown since the start when a workload names a new resource).  GPUs: ``nvidia.com/gpu``, plus gpushare's:
+        held, ``volcano.sh/gpu-number`` and ``volcano.sh/gpu-memory`` over one GPU's memory (the cluster's
+        gpu-memory / gpu-number: 1000 in the openb mapping, ``sim/alibaba.py``); a node's ``capacity``, its
+        ``gpu-number`` (its memory is the same GPUs)."""
         res = self.cache.res
-        gpu = v[res.pos["nvidia.com/gpu"]] / 1000 if "nvidia.com/gpu" in res.pos and len(v) == res.size else 0.0
+        if len(v) != res.size:
+            return np.array([v[0] / 1000, v[1] / 2**30, 0.0])
+        pos = res.pos
+        gpu = v[pos["nvidia.com/gpu"]] / 1000 if "nvidia.com/gpu" in pos else 0.0
+        if GPU_NUMBER in pos:
+            gpu += v[pos[GPU_NUMBER]] / 1000
+        if GPU_MEMORY in pos and not capacity and self._gpu_memory_each:
+            gpu += v[pos[GPU_MEMORY]] / 1000 / self._gpu_memory_each
         return np.array([v[0] / 1000, v[1] / 2**30, gpu])
 
     def _push(self, t: float, event: Event) -> None:
@@ -606,6 +645,8 @@ class Simulator:
                                       int(job["spec"].get("minAvailable", tasks)), self.now)
         if self.spread is not None:
             self.spread.arrived(key, job)
+        if self.one_try:
+            self._trying[key] = 0
         self.controller.add_job(job)
 
     def _running(self, key: str, uid: str) -> None:
@@ -638,6 +679,8 @@ class Simulator:
         pod["status"] = {"phase": "Succeeded"}
         self.api.update(pod, trusted=True)
         self.usage.release(self.now, key)  # a finished pod holds nothing on its node
+        if self.gpus is not None:
+            self.gpus.release(key)
         if self.spread is not None:
             self.spread.gone(self._job_of(pod)[0], key)
         job_key, task = self._job_of(pod)
@@ -745,7 +788,23 @@ class Simulator:
         self.changed = False
         self.eviction_log.on_session(result)
         apply(result, self.writer)
+        if self.one_try:
+            self._judge_tries()
         self._sample(result)
+
+    def _judge_tries(self) -> None:
+        """One try each: a job whose PodGroup a session left Pending, or whose pod the session after enqueue did
+        not bind, is failed and deleted with its pods and PodGroup (so nothing it asked for stays counted)."""
+        for key in list(self._trying):
+            n = self._trying[key] + 1
+            if n < 2 and self.controller.pg_phase.get(key) not in (None, "Pending"):
+                self._trying[key] = n
+                continue
+            del self._trying[key]
+            rec = self.records.get(key)
+            if rec is not None and rec.first_start is None:
+                rec.phase, rec.finished = "Failed", self.now
+            self.controller.delete_job(key)
 
     def _sample(self, result: SessionResult | None) -> None:
         """Cluster use and each queue's (allocated, deserved) dominant share of the cluster, as the fairness plugin
@@ -781,7 +840,8 @@ class Simulator:
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
-        self.samples.append(Sample(self.now, self._pick(used), queues))
+        self.samples.append(Sample(self.now, self._pick(used), queues,
+                                   self.gpus.frag() if self.gpus is not None else None))
 
     def _deserved_between_sessions(self) -> None:
         """Each queue's deserved amount while no session runs because nothing is pending: what a session would

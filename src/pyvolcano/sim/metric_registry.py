@@ -27,7 +27,8 @@ class Metric:
     name: str
     #: what the tables show in their metric column (the unit in brackets where it helps)
     label: str
-    #: "s", "fraction" (of the cluster, or of the jobs), "jobs", "pods", "restarts", "tier", "cycles", "" (an index)
+    #: "s", "fraction" (of the cluster, or of the jobs), "jobs", "pods", "restarts", "tier", "cycles", "gpus",
+    #: "%" (of the cluster's GPUs), "" (an index)
     unit: str
     better: Direction
     #: where the value is in summary.json (keys from the top)
@@ -122,7 +123,22 @@ _METRICS = (
     _m("sub_lca_tier_max_mean", "widest sub-group's LCA tier (mean)", "tier", "lower",
        ("topology", "sub_groups", "sub_lca_tier_max_mean"),
        "mean over partitioned jobs of their widest sub-group's LCA tier at gang start"),
+    _m("gpu_unallocated", "GPUs unallocated (end)", "gpus", "lower", ("gpu", "unallocated_gpus_final"),
+       "GPUs no pod holds at the end of the run (the cluster's minus the allocated milli-GPU / 1000)"),
+    _m("gpu_frag", "GPU fragmentation (end)", "gpus", "lower", ("gpu", "frag_gpus_final"),
+       "FGD's fragmentation at the end of the run: GPUs left that the workload's task mix cannot use, in "
+       "expectation (sum over nodes)"),
+    _m("fill_alloc_100", "GPU allocated at 100% arrived", "%", "higher", ("fill_curve", "allocated_at_100"),
+       "fill runs: allocated milli-GPU, % of the cluster, when the arrived demand is 100% of it", high=100.0),
+    _m("fill_alloc_130", "GPU allocated at 130% arrived", "%", "higher", ("fill_curve", "allocated_at_130"),
+       "fill runs: allocated milli-GPU, % of the cluster, when the arrived demand is 130% of it", high=100.0),
     # the rest of the terminal table and the report pages
+    _m("gpu_alloc_final", "GPU allocation (end)", "fraction", "higher", ("gpu", "allocation_final"),
+       "allocated milli-GPU over the cluster's at the end of the run (fraction)", high=1.0),
+    _m("gpu_unallocated_mean", "GPUs unallocated (mean)", "gpus", "lower", ("gpu", "unallocated_gpus_mean"),
+       "time-averaged GPUs no pod holds"),
+    _m("gpu_frag_mean", "GPU fragmentation (mean)", "gpus", "lower", ("gpu", "frag_gpus_mean"),
+       "FGD's fragmentation averaged over the session samples (GPUs)"),
     _m("jobs", "jobs", "jobs", None, ("jobs",), "jobs in the workload"),
     _m("jobs_failed", "failed", "jobs", "lower", ("failed",),
        "jobs that ended Failed (maxRetry reached, too few successes)"),
@@ -148,7 +164,8 @@ assert len(METRICS) == len(_METRICS), "metric names are unique"
 #: the metrics a sweep aggregates over its seeds (``sim/sweep.py: point_metrics``), in summary.csv's order
 SWEPT: tuple[str, ...] = ("wait_p50", "wait_p95", "jct_mean", "jct_p95", "util_cpu", "util_gpu", "evictions",
                           "restarts", "failed", "unfinished", "never_started", "completed", "fairness", "makespan",
-                          "lca_tier_mean", "within_tier1", "sub_within_tier1", "sub_lca_tier_max_mean")
+                          "lca_tier_mean", "within_tier1", "sub_within_tier1", "sub_lca_tier_max_mean",
+                          "gpu_unallocated", "gpu_frag", "fill_alloc_100", "fill_alloc_130")
 
 
 def metric(name: str) -> Metric:

@@ -115,7 +115,74 @@ def summary(result: SimResult, rows: list[dict[str, Any]], conf_name: str = "",
         "interrupted": result.interrupted, "problems": result.problems[:50], "problem_count": len(result.problems),
         **figures.summary_extra(result, rows, max(result.end_time, horizon or 0.0)),  # per-queue shares, cost
         **({"topology": topology.summary(result.spread, rows)} if result.spread is not None else {}),
+        **({"gpu": g} if (g := gpu_summary(result, float(util[2]))) is not None else {}),
+        **({"fill_curve": fill_curve(*result.fill)} if result.fill is not None else {}),
     }
+
+
+#: the GPU series of summary.json keep at most this many points (every k-th sample, the last one always)
+GPU_SERIES_POINTS = 200
+
+
+def _step_mean(t: np.ndarray, v: np.ndarray) -> float:
+    """The time average of a value that holds from each sample to the next (the last sample's time ends it); the
+    plain mean when the samples span no time."""
+    if len(v) == 1 or t[-1] <= t[0]:
+        return float(v.mean())
+    return float((v[:-1] * np.diff(t)).sum() / (t[-1] - t[0]))
+
+
+def gpu_summary(result: SimResult, util_gpu: float) -> dict[str, Any] | None:
+    """The GPU figures of a run on a cluster with GPUs (None without): the allocation rate (allocated GPUs over
+    the cluster's: at the end, and its time average, ``utilisation.gpu``), the GPUs left unallocated (the cluster's
+    minus the allocated, in GPUs: at the end and on average), FGD's fragmentation in GPUs (``sim/gpus.py``: at the
+    end and its time average over the session samples; None when not known: no task mix, or GPUs deviceshare did
+    not choose) and the series over time (``GPU_SERIES_POINTS`` at most)."""
+    cap = float(result.capacity[2])
+    s = result.samples
+    if cap <= 0 or not s:
+        return None
+    t = np.array([x.t for x in s])
+    alloc = np.array([float(x.used[2]) for x in s]) / cap
+    frags = [x.gpu_frag for x in s]
+    known = all(f is not None for f in frags)
+    fv = np.array([f if f is not None else 0.0 for f in frags])
+    keep = np.unique(np.r_[np.arange(0, len(s), max(1, -(-len(s) // GPU_SERIES_POINTS))), len(s) - 1])
+    return {
+        "gpus": round(cap, 3),
+        "allocation_final": round(float(alloc[-1]), 4), "allocation_mean": round(util_gpu, 4),
+        "unallocated_gpus_final": round(cap * (1 - float(alloc[-1])), 3),
+        "unallocated_gpus_mean": round(cap * (1 - util_gpu), 3),
+        "frag_gpus_final": round(float(fv[-1]), 3) if known else None,
+        "frag_gpus_mean": round(_step_mean(t, fv), 3) if known else None,
+        "series": {"t": [round(float(x), 3) for x in t[keep]],
+                   "allocation": [round(float(x), 4) for x in alloc[keep]],
+                   "frag_gpus": [round(float(x), 3) for x in fv[keep]] if known else None},
+    }
+
+
+#: the fill curve's points: every whole percent of arrived GPU demand, as the FGD paper's analysis takes them
+FILL_PERCENTS = range(0, 131)
+
+
+def fill_curve(milli: list[int], placed: list[bool], total: int) -> dict[str, Any]:
+    """GPU allocation against arrived GPU demand, as the FGD paper's analysis computes it
+    (``experiments/analysis/merge_alloc_discrete.py``): after each arrival, arrived = the milli-GPU asked by the
+    pods arrived so far and allocated = the milli-GPU held by those placed (nothing leaves), both in percent of the
+    cluster's ``total``; arrived rounded to a whole percent, allocated to two decimals.  At each whole percent
+    p of ``FILL_PERCENTS`` the point is the mean allocated over the arrivals whose arrived rounds to p, else over
+    those within p +- 1, else None (no arrival near p)."""
+    m = np.asarray(milli, dtype=np.int64)
+    arrived = np.round(np.cumsum(m) * 100.0 / total)
+    alloc = np.round(np.cumsum(np.where(np.asarray(placed, dtype=bool), m, 0)) * 100.0 / total, 2)
+    out: list[float | None] = []
+    for p in FILL_PERCENTS:
+        sel = alloc[arrived == p]
+        if not len(sel):
+            sel = alloc[(arrived >= p - 1) & (arrived <= p + 1)]
+        out.append(round(float(sel.mean()), 2) if len(sel) else None)
+    return {"arrived_gpu_pct": list(FILL_PERCENTS), "allocated_gpu_pct": out,
+            "allocated_at_100": out[100], "allocated_at_130": out[130]}
 
 
 def makespan(rows: list[dict[str, Any]]) -> float:

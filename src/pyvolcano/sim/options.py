@@ -55,6 +55,10 @@ MeanDuration = Annotated[float, _number(0, 1e9, lo_open=True)]
 Share = Annotated[float, _number(0, 1)]
 Span = Annotated[float, _number(0, 1e10, lo_open=True)]
 Nodes = Annotated[int, _integer(1, MAX_NODES)]
+#: ``--ali-nodes``: 0 is every node of the list (no sampling)
+AliNodes = Annotated[int, _integer(0, MAX_NODES)]
+#: ``--fill``: the pod list sampled to this many times the cluster's GPUs (0: no fill run)
+Fill = Annotated[float, _number(0, 100)]
 Pods = Annotated[int, _integer(0, 10_000_000)]
 Factor = Annotated[float, _number(0, 1e6, lo_open=True)]
 Window = Annotated[float, _number(0, 1e9)]
@@ -70,7 +74,8 @@ GangSize = Annotated[int, _integer(1, 100_000)]
 #: ``FLAGS`` names the flags spelt otherwise): the one table both read
 FIELDS: dict[str, Any] = {
     "jobs": Jobs, "rate": Rate, "mean_duration": MeanDuration, "gpu_fraction": Share, "services": Jobs,
-    "span": Span, "nodes": Nodes, "pods": Pods, "compress": Factor, "duration_scale": Factor, "gang_window": Window,
+    "span": Span, "nodes": AliNodes, "fill": Fill, "pods": Pods, "compress": Factor, "duration_scale": Factor,
+    "gang_window": Window,
     "max_gang": Nodes, "period": Period, "start_latency": Delay, "grace": Delay, "until": Until,
     "horizon": Horizon, "network_topology_fraction": Share, "node_failures": Failures, "cluster_size": Nodes,
     "gang_size": GangSize,

@@ -641,6 +641,10 @@ def summary_table(runs: list[RunData]) -> str:
         ["window (s)", *[_f(r.summary.get("window_s")) for r in runs]],
         ["utilisation cpu / memory / gpu", *[util(r.summary) for r in runs]],
         one("fairness", 3),
+        *([one(n, 2) for n in ("gpu_alloc_final", "gpu_unallocated", "gpu_unallocated_mean", "gpu_frag",
+                               "gpu_frag_mean")] if any("gpu" in r.summary for r in runs) else []),
+        *([one(n, 2) for n in ("fill_alloc_100", "fill_alloc_130")]
+          if any("fill_curve" in r.summary for r in runs) else []),
         one("gangs_rolled_back"),
         one("cycles"),
         one("scheduler_s_per_cycle", 4),

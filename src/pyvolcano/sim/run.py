@@ -11,7 +11,7 @@ from typing import Any
 from pyvolcano.api import models
 from pyvolcano.cache.manifests import load_objects
 from pyvolcano.collapse import collapse
-from pyvolcano.conf.loader import SchedulerConf, load_conf_file
+from pyvolcano.conf.loader import SchedulerConf, load_conf, load_conf_file
 from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.sim import alibaba, figures, metrics, report
 from pyvolcano.sim.cluster import parse_cluster_spec
@@ -32,6 +32,10 @@ class Inputs:
     hypernodes: list[dict[str, Any]] = field(default_factory=list)
     #: the cluster's Numatopology manifests (from the ``--cluster`` file), for the numa-aware plugin
     numatopologies: list[dict[str, Any]] = field(default_factory=list)
+    #: the conf run without ``-c`` (None: Volcano's default conf)
+    default_conf: str | None = None
+    #: the fill protocol (``--fill``): the cluster's milli-GPU, each job tried once (0: a normal run)
+    fill_milli: int = 0
 
 
 def describe(inputs: Inputs, capacity: Any, **options: Any) -> dict[str, Any]:
@@ -213,11 +217,14 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
 
     sim = Simulator(copy.deepcopy(inputs.nodes), copy.deepcopy(inputs.queues),
                     Workload(copy.deepcopy(inputs.workload.jobs), inputs.workload.priority_classes,
-                             list(inputs.workload.problems), copy.deepcopy(inputs.workload.flows)),
+                             list(inputs.workload.problems), copy.deepcopy(inputs.workload.flows),
+                             inputs.workload.task_mix),
                     conf, period=period, start_latency=start_latency, grace=grace,
                     node_failures=inputs.node_failures, cancellations=inputs.cancellations,
                     full_sessions=full_sessions, hypernodes=copy.deepcopy(inputs.hypernodes) or None,
-                    numatopologies=copy.deepcopy(inputs.numatopologies) or None)
+                    numatopologies=copy.deepcopy(inputs.numatopologies) or None, one_try=inputs.fill_milli > 0)
+    if inputs.fill_milli and until is None:  # one arrival a second: the last is tried two sessions later
+        until = max((t for t, _ in inputs.workload.jobs), default=0.0) + 2 * period + start_latency + 1
     known = len(sim.problems)  # the run's problems start with these
     if warn is not None:
         for p in collapse(sim.problems):  # the same problem of many jobs: one line with a count
@@ -246,7 +253,13 @@ def run_one(inputs: Inputs, conf: SchedulerConf, conf_name: str, out: Path, *, p
             result = sim.run(until, tick)
     else:
         result = sim.run(until)
-    if not result.interrupted:
+    if inputs.fill_milli:
+        keys = [f"{(j['metadata'].get('namespace') or 'default')}/{j['metadata']['name']}"
+                for _, j in inputs.workload.jobs]
+        result.fill = ([alibaba.job_milli_gpu(j) for _, j in inputs.workload.jobs],
+                       [k in result.records and result.records[k].first_start is not None for k in keys],
+                       inputs.fill_milli)
+    elif not result.interrupted:
         sim.why_waiting()  # jobs.csv's why column, after the run's own timing
     if warn is not None:
         for p in collapse(result.problems[known:]):
@@ -318,22 +331,56 @@ def paired_over_jobs(runs: list[Run], summaries: list[dict[str, Any]],
     return out
 
 
-def load_conf_arg(path: str | None) -> tuple[SchedulerConf, str]:
+def load_conf_arg(path: str | None, default: str | None = None) -> tuple[SchedulerConf, str]:
+    """The conf file ``path``, else ``default`` (a conf's text), else Volcano's default conf."""
+    if path is None and default is not None:
+        return load_conf(default, "default conf"), "default (Volcano's, with deviceshare)"
     return load_conf_file(path), path or "default (Volcano's)"
+
+
+def device_conf_note(inputs: Inputs, conf: SchedulerConf, name: str) -> str | None:
+    """A warning when the workload asks for gpushare GPUs and the conf has no deviceshare placing them: Volcano
+    then checks them against the nodes' totals only, one pool per node.  Shares (``volcano.sh/gpu-memory``) need
+    ``GPUSharingEnable``; whole GPUs (``volcano.sh/gpu-number``) ``GPUNumberEnable``, or beside shares
+    ``GPUShareWholeGPUs``."""
+    text = " ".join(str(((t.get("template") or {}).get("spec") or {}).get("containers"))
+                    for _, j in inputs.workload.jobs for t in (j.get("spec") or {}).get("tasks") or [])
+    asks_mem, asks_num = "volcano.sh/gpu-memory" in text, "volcano.sh/gpu-number" in text
+    if not (asks_mem or asks_num):
+        return None
+    on: dict[str, bool] = {}
+    for tier in conf.tiers:
+        for p in tier.plugins:
+            if p.name == "deviceshare":
+                on = {k: str(v).lower() in ("true", "1", "yes") for k, v in p.arguments.items()}
+    sharing, number = on.get("deviceshare.GPUSharingEnable", False), on.get("deviceshare.GPUNumberEnable", False)
+    whole = sharing and on.get("deviceshare.GPUShareWholeGPUs", False)
+    if (not asks_mem or sharing) and (not asks_num or number or whole):
+        return None
+    return (f"conf {name}: the workload asks for shared GPUs (volcano.sh/gpu-memory, volcano.sh/gpu-number) that "
+            "the conf's deviceshare does not place, so they are checked against each node's totals only, one pool "
+            "per node; add deviceshare with deviceshare.GPUSharingEnable and deviceshare.GPUShareWholeGPUs "
+            "(docs/gpu-sharing.md), or run the pooled mapping with --gpu-pool")
 
 
 def alibaba_inputs(trace_dir: str | None, knobs: alibaba.AlibabaKnobs, cluster: str | None) -> Inputs:
     d = Path(trace_dir) if trace_dir else alibaba.default_dir()
-    if not (d / "openb_pod_list_default.csv").is_file():
-        raise UserError(f"{d}: openb_pod_list_default.csv not found")
+    alibaba.pod_list(d)  # refused before anything is read when the directory has none
+    if knobs.fill:
+        knobs.node_list, knobs.skip = alibaba.GPU_NODE_LIST, 0
     nodes = load_cluster(cluster) if cluster else alibaba.load_nodes(d, knobs)
-    wl = alibaba.load_workload(d, knobs)
+    milli = alibaba.cluster_milli_gpu(nodes) if knobs.fill else 0
+    wl = alibaba.fill_workload(d, knobs, milli, alibaba.node_models(nodes)) if knobs.fill else \
+        alibaba.load_workload(d, knobs, alibaba.node_models(nodes))
     from dataclasses import asdict
 
     settings = {"workload": f"Alibaba openb trace ({d.name})",
                 "trace knobs": ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                          for k, v in asdict(knobs).items())}
-    return Inputs(nodes, alibaba.queues(), wl, settings=settings)
+    queues = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+               "spec": {"weight": 1}}] if knobs.fill else alibaba.queues()
+    return Inputs(nodes, queues, wl, settings=settings, default_conf=None if knobs.gpu_pool else alibaba.DEVICE_CONF,
+                  fill_milli=milli)
 
 
 def print_summary(s: dict[str, Any]) -> None:

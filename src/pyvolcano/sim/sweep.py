@@ -70,8 +70,12 @@ class AlibabaWorkload(BaseModel):
 
     model_config = _Finite
     trace_dir: str | None = None
-    nodes: opts.Nodes = 120
+    nodes: opts.AliNodes = 120
     pods: opts.Pods = 1500
+    #: the FGD paper's fill protocol (``simulate --fill``): 0 for a normal replay
+    fill: opts.Fill = 0.0
+    #: the pooled fractional ``nvidia.com/gpu`` mapping (``simulate --gpu-pool``)
+    gpu_pool: bool = False
     compress: opts.Factor = 20.0
     duration_scale: opts.Factor = 1.0
     gang_window: opts.Window = 60.0
@@ -340,8 +344,14 @@ def override(conf_yaml: str, settings: dict[str, Any], source: str) -> str:
 def conf_text(spec: SweepSpec, conf: ConfSpec, point: Point, files: Bundle | None) -> str:
     """The conf a point runs with: its file (or Volcano's default), its own overrides, then the grid's
     ``conf.*`` knobs; validated by the project's conf loader."""
+    ali = spec.workload.alibaba
+    default = DEFAULT_CONF
+    if ali is not None and not ali.gpu_pool:  # as simulate --alibaba: deviceshare places the per-device GPUs
+        from pyvolcano.sim.alibaba import DEVICE_CONF
+
+        default = DEVICE_CONF
     base = files.text(conf.file) if files is not None and conf.file else (
-        Path(conf.file).read_text() if conf.file else DEFAULT_CONF)
+        Path(conf.file).read_text() if conf.file else default)
     settings = dict(conf.set)
     settings.update({k[5:]: v for k, v in point.params if k.startswith("conf.")})
     text = override(base, settings, f"sweep conf {conf.name}") if settings else base
@@ -452,7 +462,8 @@ def run_point(bundle: Bundle, spec: SweepSpec, paths: dict[str, str], point: Poi
                                  compress=float(knobs.get("compress", a.compress)),
                                  duration_scale=float(knobs.get("duration_scale", a.duration_scale)),
                                  gang_window=float(knobs.get("gang_window", a.gang_window)),
-                                 max_gang=int(knobs.get("max_gang", a.max_gang)), seed=point.seed)
+                                 max_gang=int(knobs.get("max_gang", a.max_gang)), seed=point.seed,
+                                 fill=float(knobs.get("fill", a.fill)), gpu_pool=a.gpu_pool)
         from pyvolcano.sim.run import alibaba_inputs
 
         inputs = alibaba_inputs(d, k, cluster)

@@ -41,6 +41,8 @@ class JobSpec:
     gpu: str = "0"
     duration: float = 60.0
     namespace: str = "default"
+    #: more for the pod template: ``resources`` (extended resources its container requests and limits, e.g.
+    #: gpushare's ``volcano.sh/gpu-memory``, which Volcano reads from the limits) and ``affinity`` (the pod's)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -51,6 +53,9 @@ class Workload:
     problems: list[str] = field(default_factory=list)
     #: (arrival, CronJob / JobFlow / JobTemplate manifest), sorted (``sim/flows.py``)
     flows: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    #: the workload's task mix (``api/gpufrag.py: TaskMix``) when known (the openb trace's): the fragmentation
+    #: metric's and ``Snapshot.task_mix``
+    task_mix: Any = None
 
     @property
     def queues(self) -> set[str]:
@@ -65,6 +70,13 @@ def to_vcjob(js: JobSpec) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": js.cpu, "memory": js.memory}
     if js.gpu not in ("0", "", "0.0"):
         requests["nvidia.com/gpu"] = js.gpu
+    resources: dict[str, Any] = {"requests": requests}
+    if js.extra.get("resources"):  # as the API server defaults an extended resource's request to its limit
+        requests.update(js.extra["resources"])
+        resources["limits"] = dict(js.extra["resources"])
+    pod_spec: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox", "resources": resources}]}
+    if js.extra.get("affinity"):
+        pod_spec["affinity"] = js.extra["affinity"]
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
         "metadata": {"name": js.name, "namespace": js.namespace, "annotations": {ARRIVAL: f"{js.arrival:g}"}},
@@ -74,8 +86,7 @@ def to_vcjob(js: JobSpec) -> dict[str, Any]:
             "policies": [{"event": "PodEvicted", "action": "RestartJob"}] if js.min_available > 1 else [],
             "tasks": [{"name": "worker", "replicas": js.tasks, "template": {
                 "metadata": {"annotations": {DURATION: f"{js.duration:g}"}},
-                "spec": {"containers": [{"name": "main", "image": "busybox",
-                                         "resources": {"requests": requests}}]}}}],
+                "spec": pod_spec}}],
         },
     }
 

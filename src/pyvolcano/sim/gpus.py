@@ -1,0 +1,123 @@
+"""The simulator's view of the cluster's gpushare GPUs, for the GPU metrics: per GPU the milli-GPU left, per node
+the milli-cpu left, moved by every bind and every pod that stops holding its node (``engine.py``), and the
+cluster's fragmentation as the FGD paper measures it (``api/gpufrag.py: node_frag`` under the workload's task
+mix), recomputed only on the nodes that changed since it was last asked for.
+
+A GPU's milli-GPU is its gpushare memory over the memory of one GPU x 1000 (the openb mapping gives each GPU 1000,
+``sim/alibaba.py``).  A pod holds, on each GPU of its ``volcano.sh/gpu-index`` annotation (written by deviceshare
+when it chose them), its ``volcano.sh/gpu-memory``, or the whole GPU for a ``volcano.sh/gpu-number`` pod; a pod
+without the annotation (no deviceshare in the conf) is on no GPU here, and the fragmentation is then not known.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api import devices as dv
+from pyvolcano.api import gpufrag
+from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.quantity import parse_quantity
+from pyvolcano.errors import QuantityError
+
+MILLI = gpufrag.MILLI
+
+
+def _amount(alloc: dict[str, Any], name: str) -> int:
+    try:
+        return int(parse_quantity(alloc.get(name, 0)))
+    except QuantityError:
+        return 0
+
+
+class GpuLedger:
+    """Per-GPU milli-GPU left on the cluster's gpushare nodes, with the pods holding them."""
+
+    def __init__(self, nodes: list[dict[str, Any]], mix: gpufrag.TaskMix | None) -> None:
+        self.mix = mix
+        names, gpus, each, cpu, models = [], [], [], [], []
+        for n in nodes:
+            alloc = (n.get("status") or {}).get("allocatable") or {}
+            g = _amount(alloc, dv.GPU_NUMBER)
+            names.append(n["metadata"]["name"])
+            gpus.append(g)
+            each.append(_amount(alloc, dv.GPU_MEMORY) // g if g > 0 else 0)
+            try:
+                cpu.append(int(parse_quantity(alloc.get("cpu", 0)) * 1000))
+            except QuantityError:
+                cpu.append(0)
+            models.append(str(((n.get("metadata") or {}).get("labels") or {}).get(gpufrag.GPU_MODEL_LABEL, "")))
+        self.pos = {name: i for i, name in enumerate(names)}
+        self.count = np.array(gpus, dtype=np.int64)
+        #: one GPU's memory per node (the milli-GPU of a share is its memory x 1000 / this)
+        self.each = np.array(each, dtype=np.int64)
+        width = int(self.count.max()) if len(self.count) else 0
+        #: (nodes, GPUs): milli-GPU left; a node's columns past its GPU count stay 0
+        self.left = np.where(np.arange(max(width, 1))[None, :] < self.count[:, None], MILLI, 0).astype(np.int64)
+        self.cpu_left = np.array(cpu, dtype=np.int64)
+        self.total = int(MILLI * self.count.sum())
+        self.models = models
+        #: pod -> (node, [(gpu, milli)], milli-cpu)
+        self.held: dict[str, tuple[int, list[tuple[int, int]], int]] = {}
+        self.frag_known = True
+        self._frag = np.zeros(len(names))
+        self._dirty: set[int] = set(range(len(names)))
+        self._access = mix.access(models) if mix is not None else None
+
+    @property
+    def allocated(self) -> int:
+        """Milli-GPU held by the pods on the nodes."""
+        return self.total - int(self.left.sum())
+
+    def hold(self, task: TaskInfo, node: str) -> None:
+        """``task`` was bound to ``node``: its GPUs (from the annotation deviceshare wrote) and cpu are taken."""
+        i = self.pos.get(node)
+        if i is None or task.uid in self.held:
+            return
+        cpu = int(task.resreq[0])
+        parts: list[tuple[int, int]] = []
+        if self.count[i] > 0 and self.each[i] > 0:
+            mem, num = dv.gpu_memory_of(task.pod), dv.gpu_number_of(task.pod)
+            idx = (task.pod_annotations or {}).get(dv.GPU_INDEX)
+            if idx and (mem > 0 or num > 0):
+                milli = mem * MILLI // int(self.each[i]) if mem > 0 else MILLI
+                try:
+                    ids = dv.parse_gpu_index(str(idx))
+                except ValueError:
+                    ids = []
+                parts = [(g, milli) for g in ids if 0 <= g < self.count[i]]
+            elif mem > 0 or num > 0:
+                self.frag_known = False  # on the node's GPUs, but which is not known
+        for g, milli in parts:
+            self.left[i, g] -= milli
+        self.cpu_left[i] -= cpu
+        self.held[task.uid] = (i, parts, cpu)
+        self._dirty.add(i)
+
+    def release(self, uid: str) -> None:
+        """The pod ``uid`` no longer holds its node (finished, deleted)."""
+        got = self.held.pop(uid, None)
+        if got is None:
+            return
+        i, parts, cpu = got
+        for g, milli in parts:
+            self.left[i, g] += milli
+        self.cpu_left[i] += cpu
+        self._dirty.add(i)
+
+    def frag(self) -> float | None:
+        """The cluster's fragmentation in GPUs (FGD's measure, milli-GPU / 1000), None without a task mix or when a
+        GPU pod's GPUs are not known; recomputed on the nodes changed since the last call."""
+        if self.mix is None or self._access is None or not self.frag_known:
+            return None
+        if self._dirty:
+            rows = np.fromiter(self._dirty, dtype=np.int64)
+            self._dirty.clear()
+            has = rows[self.count[rows] > 0]
+            self._frag[rows] = 0.0
+            if len(has):
+                self._frag[has] = gpufrag.node_frag(self.mix, self.cpu_left[has], self.left[has],
+                                                    self._access[has])
+        return math.fsum(self._frag.tolist()) / MILLI
