@@ -50,8 +50,8 @@ def test_the_built_in_declarations() -> None:
             {n for n in registry.known_actions() if c in registry.action_class(n).contracts}
     assert declared(Contract.FINGERPRINTED) == {"priority", "gang", "conformance", "overcommit", "drf", "predicates",
                                                 "proportion", "nodeorder", "binpack", "cdp", "pdb", "rescheduling",
-                                                "nodegroup", "resource-strategy-fit", "fgd", "random", "dotprod",
-                                                "gpuclustering", "gpupacking", "bestfit"}
+                                                "nodegroup", "resource-strategy-fit", "fgd", "fgdpack", "random",
+                                                "dotprod", "gpuclustering", "gpupacking", "bestfit"}
     assert declared(Contract.STATEFUL_PERMIT) == {"proportion"}
     assert declared(Contract.GANG_READINESS) == declared(Contract.READY_CONDITION) == {"gang"}
     assert declared(Contract.LEAVES_BLOCKED) == {"enqueue", "allocate", "backfill", "shuffle"}

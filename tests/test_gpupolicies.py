@@ -156,9 +156,23 @@ def test_bad_arguments_name_the_plugin_and_key(policy: str, args: dict[str, Any]
         run([node("n1", 1, "T4"), *pod("p1", 1, gmem=100)], conf(policy, args))
 
 
-@pytest.mark.parametrize("policy", ["random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"])
+@pytest.mark.parametrize("policy", ["random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", "fgdpack"])
 def test_the_example_confs_load_with_their_policy(policy: str) -> None:
     path = Path(__file__).parents[1] / "examples" / "confs" / "fgd" / f"{policy}.conf"
     conf = load_conf(path.read_text(), str(path))
     names = [p.name for tier in conf.tiers for p in tier.plugins]
     assert names[-3:] == ["predicates", "deviceshare", policy]
+
+
+def test_fgdpack_packs_the_nodes_fgd_scores_the_same() -> None:
+    """A whole GPU: on the empty n0 or on n1 (one of two GPUs held) FGD scores 50 both (the mix, whole GPUs, keeps
+    fitting or has nothing left to lose): fgd takes the smallest name, fgdpack the node left fuller."""
+    objs = [node("n0", 2, "T4"), node("n1", 2, "T4"), *pod("r1", 1, gnum=1, node="n1", index="0"),
+            *pod("p1", 1, gnum=1, ts=5)]
+    mix = TaskMix([TaskClass(1000, 1, 1000)], [1.0])
+    number = {"deviceshare.GPUSharingEnable": "deviceshare.GPUNumberEnable"}
+    fgd, pack = conf("fgd"), conf("fgdpack")
+    for k, v in number.items():
+        fgd, pack = fgd.replace(k, v), pack.replace(k, v)
+    assert run(objs, fgd, mix) == ({"ns/p1": "n0"}, {"ns/p1": "0"})
+    assert run(objs, pack, mix) == ({"ns/p1": "n1"}, {"ns/p1": "1"})

@@ -27,9 +27,8 @@ from pyvolcano.errors import ConfigError
 from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
-from pyvolcano.plugins._gpushare import MAX_SCORE, GpuPolicy, Nodes
+from pyvolcano.plugins._gpushare import MAX_SCORE, MAX_SPEC_CPU, MAX_SPEC_GPU, GpuPolicy, Nodes
 
-TASK_MIX = "fgd.taskMix"
 WORKLOAD, SNAPSHOT = "workload", "snapshot"
 #: the tasks whose classes make a snapshot's mix: pending and placed ones (not those leaving)
 _COUNTED = frozenset({TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined, TaskStatus.Binding,
@@ -64,9 +63,10 @@ class FGD(GpuPolicy):
     name = "fgd"
 
     def open(self, ssn: Session) -> None:
-        how = self.arguments.get_str(TASK_MIX, WORKLOAD)
+        key = f"{self.name}.taskMix"
+        how = self.arguments.get_str(key, WORKLOAD)
         if how not in (WORKLOAD, SNAPSHOT):
-            raise ConfigError(f"{self.name}: {TASK_MIX} must be {WORKLOAD} or {SNAPSHOT}, not {how!r}")
+            raise ConfigError(f"{self.name}: {key} must be {WORKLOAD} or {SNAPSHOT}, not {how!r}")
         given = ssn.snapshot.task_mix if how == WORKLOAD else None
         self.mix = given if given is not None else snapshot_mix(ssn, self.view.classes)
         self.mix_key: Hashable = None
@@ -76,6 +76,10 @@ class FGD(GpuPolicy):
 
     def key(self, cls: TaskClass) -> Hashable:
         return (self.name, self.mix_key, cls)
+
+    def sigmoid(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """``int64(sigmoid(delta / 1000) x 100)``, truncated as the Go code."""
+        return gf.sigmoid_score(before, after)
 
     def scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         if not np.any(task.resreq > 0):  # ``PodRequestsAndLimits`` empty: MaxNodeScore everywhere
@@ -93,7 +97,7 @@ class FGD(GpuPolicy):
         before = gf.node_frag(mix, at.cpu_left, at.gpu_left, acc)
         after = gf.frag_after_share(mix, at.cpu_left, at.gpu_left, acc, cls.cpu, cls.milli)
         fits = ~np.isnan(after)
-        s = gf.sigmoid_score(before[:, None], np.where(fits, after, 0.0))
+        s = self.sigmoid(before[:, None], np.where(fits, after, 0.0))
         return np.where(fits, s, -1.0), before
 
     def score(self, cls: TaskClass, at: Nodes) -> np.ndarray:
@@ -107,7 +111,7 @@ class FGD(GpuPolicy):
         acc = self.access[at.rows]
         before = gf.node_frag(mix, at.cpu_left, at.gpu_left, acc)
         after = gf.node_frag(mix, at.cpu_left - cls.cpu, gf.take_whole(at.gpu_left, cls.gpus, cls.milli), acc)
-        return np.where(ok, gf.sigmoid_score(before, after), 0.0)
+        return np.where(ok, self.sigmoid(before, after), 0.0)
 
     def choose(self, task: TaskInfo, cls: TaskClass, at: Nodes) -> list[int]:
         """``allocateGpuIdBasedOnFGDScore``: a share goes to the first GPU with the best score; whole GPUs to the
@@ -116,3 +120,18 @@ class FGD(GpuPolicy):
             s, _ = self._after_share(cls, at)
             return [int(np.argmax(s[0]))] if s[0].max(initial=-1.0) >= 0 else []
         return super().choose(task, cls, at)
+
+
+@register_plugin
+class FGDBestFit(FGD):
+    """``fgdpack``, pyvolcano's own policy beyond the paper: FGD, with the nodes FGD scores the same ordered by best
+    fit (the least cpu and GPU left after the task, ``bestfit``'s measure) before the smallest name.  FGD's whole-number
+    scores tie often (every empty node of a model scores the same); packing the ties keeps whole nodes free for the
+    multi-GPU tasks of the mix.  Arguments as ``fgd`` under ``fgdpack.``."""
+
+    name = "fgdpack"
+
+    def score(self, cls: TaskClass, at: Nodes) -> np.ndarray:
+        left = ((at.cpu_left - cls.cpu) / MAX_SPEC_CPU + (at.gpu_left.sum(axis=1) - cls.milli * cls.gpus) / MAX_SPEC_GPU) / 2
+        return super().score(cls, at) + 0.5 * (1.0 - np.clip(left, 0.0, 1.0))
+
