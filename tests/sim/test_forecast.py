@@ -113,6 +113,49 @@ def test_survival_counts_running_pods_as_at_least_their_age() -> None:
     assert abs(draws.count(10.0) / 3000 - 1 / 3) < 0.03
 
 
+def test_a_gangs_pods_count_once_and_the_bootstrap_keeps_each_queue() -> None:
+    """Three pods of one job that started and ended together are one observed run time, not three (a gang's pods
+    end together); the bootstrap resample draws as many jobs per queue as seen, finished and running together,
+    and shares its notes with the estimate it came from."""
+    import numpy as np
+
+    objs = [*[pod(f"g-{i}", "g", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 900, end=T0 - 600)
+              for i in range(3)],
+            pod("solo-0", "solo", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 800, end=T0 - 700),
+            *[pod(f"r-{i}", "r", "1", T0, node="n1", phase="Running", start=T0) for i in range(2)]]
+    d = fc.durations_of(objs, T0 + 50)
+    assert sorted(d.finished["default"]) == [100.0, 300.0] and d.ages == {"default": [50.0]}
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        r = d.resampled(rng)
+        assert len(r.finished.get("default", [])) + len(r.ages.get("default", [])) == 3
+        assert set(r.finished.get("default", [])) <= {100.0, 300.0} and r.notes is d.notes
+
+
+def test_a_finished_job_without_its_podgroup_arrives_again_as_a_gang() -> None:
+    """New jobs are copies of the ones seen; a finished job whose PodGroup is gone is copied as a gang of all its
+    pods (a Volcano Job's minAvailable defaults to its replicas), not as minAvailable 1, which would let the copy
+    start pod by pod and take every fragment a waiting gang needs."""
+    objs = [*[pod(f"j{k}-{i}", f"j{k}", "1", T0 + k, node="n1", phase="Succeeded", start=T0 + k, end=T0 + k + 5)
+              for k in range(fc.MIN_SEEN) for i in range(3)]]
+    arr = fc.arrivals_of(objs, T0 + 100)
+    assert arr is not None
+    assert {(j["spec"]["minAvailable"], len(j["spec"]["tasks"])) for j in arr.jobs["default"]} == {(3, 3)}
+
+
+def test_a_bound_pod_runs_the_start_latency_after_its_bind() -> None:
+    """A pod bound (PodScheduled=True) before the snapshot runs at its bind plus the start latency, not a whole
+    latency after the snapshot: bound 0.6 s before now with a latency of 1 s, it starts in 0.4 s."""
+    objs = one_running_one_pending()
+    objs[-1]["spec"]["nodeName"] = "n1"
+    objs[-1]["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
+                                         "lastTransitionTime": T0 + 99.4}]
+    objs[-2]["status"]["phase"] = "Inqueue"
+    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=3, start_latency=1.0)
+    [j] = f.jobs
+    assert j.quantile(0.5) == pytest.approx(0.4)
+
+
 def test_no_history_uses_the_stated_default() -> None:
     """Nothing to estimate from (no annotation, no start time, no finished pod): the default duration, said."""
     objs = [node(), QUEUE, group("run", "Running", T0), pod("run-0", "run", "3", T0, node="n1", phase="Running"),

@@ -164,20 +164,38 @@ class Survival:
 
 
 class Durations:
-    """How long pods run, estimated from a snapshot (the module docstring gives the rule); ``notes`` says what each
-    queue's estimate rests on."""
+    """How long pods run, estimated from a snapshot (the module docstring gives the rule): per queue, the finished
+    jobs' run times and the running jobs' ages.  ``notes`` says what each queue's estimate rests on."""
 
     def __init__(self, finished: dict[str, list[float]], ages: dict[str, list[float]],
-                 default: float = DEFAULT_DURATION) -> None:
-        self.finished = {q: v for q, v in finished.items() if v}
+                 default: float = DEFAULT_DURATION, notes: list[str] | None = None,
+                 told: set[str] | None = None) -> None:
+        self.finished = {q: list(v) for q, v in finished.items() if v}
         self.ages = {q: [a for a in v if a > 0] for q, v in ages.items()}
         every_age = [a for v in self.ages.values() for a in v]
         self.all = Survival([d for v in self.finished.values() for d in v], every_age)
         self.per_queue = {q: Survival(v, self.ages.get(q, [])) for q, v in self.finished.items()}
         self.running_only = np.array(sorted(every_age))
         self.default = default
-        self.notes: list[str] = []
-        self._told: set[str] = set()
+        self.notes: list[str] = notes if notes is not None else []
+        self._told: set[str] = told if told is not None else set()
+
+    def resampled(self, rng: np.random.Generator) -> Durations:
+        """The same estimate from a bootstrap resample of each queue's jobs (finished and running drawn together,
+        with replacement, as many as seen): one run's durations then carry the uncertainty of the estimate itself
+        (a few dozen ends say little about the tail), not only the spread of run times around it.  The notes are
+        shared with this one."""
+        finished: dict[str, list[float]] = {}
+        ages: dict[str, list[float]] = {}
+        for q in set(self.finished) | set(self.ages):
+            done, alive = self.finished.get(q, []), self.ages.get(q, [])
+            n = len(done) + len(alive)
+            if not n:
+                continue
+            pick = rng.integers(n, size=n)
+            finished[q] = [done[i] for i in pick if i < len(done)]
+            ages[q] = [alive[i - len(done)] for i in pick if i >= len(done)]
+        return Durations(finished, ages, self.default, self.notes, self._told)
 
     def _tell(self, key: str, note: str) -> None:
         if key not in self._told:
@@ -190,11 +208,11 @@ class Durations:
             return self.per_queue[queue].draw(rng, age)
         if self.all.ended:
             self._tell(queue, f"queue {queue}: no finished pod; durations drawn from all queues' "
-                              f"{self.all.ended} finished pods")
+                              f"{self.all.ended} finished jobs")
             return self.all.draw(rng, age)
         if len(self.running_only):
             self._tell("", f"no finished pod in the snapshot: durations drawn as twice the ages of the "
-                           f"{len(self.running_only)} running pod(s)")
+                           f"{len(self.running_only)} running job(s)")
             longer = self.running_only[self.running_only * 2 > age]
             if len(longer):
                 return max(2 * float(longer[rng.integers(len(longer))]), age)
@@ -211,26 +229,34 @@ class Durations:
 
 
 def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float = DEFAULT_DURATION) -> Durations:
-    """The finished pods' run times and the running pods' ages per queue in ``objects`` at ``now``."""
+    """The finished jobs' run times and the running jobs' ages per queue in ``objects`` at ``now``.  The unit is a
+    job's pods that started (and ended) together: a gang's pods end together, and counting each pod would weigh a
+    job of 8 pods as 8 observations of one run time."""
     objs = list(objects)
     queue_of_group = {_key(o): str((o.get("spec") or {}).get("queue") or "default")
                       for o in objs if o.get("kind") == "PodGroup"}
     finished: dict[str, list[float]] = {}
     ages: dict[str, list[float]] = {}
+    seen: set[tuple[Any, ...]] = set()
     for p in objs:
         if p.get("kind") != "Pod":
             continue
         q = pod_queue(p, queue_of_group)
         if _phase(p) == "Succeeded":
             d = _annotated(p)
+            s = started_at(p)
             if d is None:
-                s, e = started_at(p), finished_at(p)
+                e = finished_at(p)
                 d = e - s if s is not None and e is not None and e >= s else None
-            if d is not None:
+            done = ("done", group_of(p), round(s) if s is not None else _key(p), round(d or 0.0))
+            if d is not None and done not in seen:
+                seen.add(done)
                 finished.setdefault(q, []).append(d)
         elif _phase(p) == "Running" and not _md(p).get("deletionTimestamp"):
             s = started_at(p)
-            if s is not None:
+            run = ("run", group_of(p), round(s or 0.0))
+            if s is not None and run not in seen:
+                seen.add(run)
                 ages.setdefault(q, []).append(max(now - s, 0.0))
     return Durations(finished, ages, default)
 
@@ -368,7 +394,10 @@ def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
         if created:
             first = min(first, min(created))
         q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
-        mm = int(((pg or {}).get("spec") or {}).get("minMember") or 1) if pg else 1
+        # a finished job's PodGroup may be gone: take it as the gang of all its pods (a Volcano Job's minAvailable
+        # defaults to the sum of its tasks' replicas: ``webhooks/admission/jobs/mutate``), not as 1, which would let
+        # its copies start pod by pod and take every fragment a waiting gang needs
+        mm = int(((pg or {}).get("spec") or {}).get("minMember") or 1) if pg else len(pods)
         pods = sorted(pods, key=lambda x: str(_md(x).get("name")))
         spec0 = pods[0].get("spec") or {}
         job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "", "namespace":
@@ -536,8 +565,10 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
                     sim.drawn += 1
                 left = left_of[mark]
             sim._push(now + left, PodFinish(_key(p), _md(p)["uid"]))
-        elif node:  # bound, not running yet
-            sim._push(now + start_latency, PodRunning(_key(p), _md(p)["uid"]))
+        elif node:  # bound, not running yet: it runs the start latency after its bind (PodScheduled=True)
+            bound = started_at(p)
+            sim._push(max(now, (bound if bound is not None else now) + start_latency),
+                      PodRunning(_key(p), _md(p)["uid"]))
     sim.problems.extend(sim.cache.problems)
     sim.cache.problems.clear()
     sim.waiting = {k for k in plan.waiting if k in sim.records}
@@ -566,7 +597,7 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
     done = 0
     for i in range(runs):
         rng = np.random.default_rng([seed, i])
-        sim = _build(plan, conf, now, durations, rng, period=period, start_latency=start_latency,
+        sim = _build(plan, conf, now, durations.resampled(rng), rng, period=period, start_latency=start_latency,
                      scheduler_name=scheduler_name)
         if future is not None:
             sim.future = future
@@ -617,11 +648,23 @@ def snapshot_time(objects: Iterable[dict[str, Any]]) -> float | None:
 class RecordingSim(Simulator):
     """The simulator, keeping what a snapshot of it needs: each pod's start time (``status.startTime``, as the
     kubelet writes it) and every finished pod with its container's start and finish (a cluster keeps finished pods
-    of a running or completed Job)."""
+    of a running or completed Job), and when each pod was bound (the ``PodScheduled=True`` condition the API
+    server's binding writes; the simulator's own pods get it only once running)."""
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.finished_pods: list[dict[str, Any]] = []
+        #: pod uid -> when the scheduler bound it
+        self.bound_at: dict[str, float] = {}
+        bind = self.writer.bind
+
+        def recorded(task: Any, node: str) -> None:
+            bind(task, node)
+            pod = self._pod(task.uid)
+            if pod is not None and pod["spec"].get("nodeName") == node:
+                self.bound_at.setdefault(pod["metadata"]["uid"], self.now)
+
+        self.writer.bind = recorded  # type: ignore[method-assign]
 
     def _running(self, key: str, uid: str) -> None:
         super()._running(key, uid)
@@ -655,6 +698,10 @@ def export(sim: RecordingSim, *, durations: bool = False) -> list[dict[str, Any]
             live.add(o["metadata"]["uid"])
             if _phase(o) == "Succeeded":
                 continue  # written below, with its container's times
+            bound = sim.bound_at.get(o["metadata"]["uid"])
+            if _phase(o) in ("", "Pending") and (o.get("spec") or {}).get("nodeName") and bound is not None:
+                o.setdefault("status", {})["conditions"] = [
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": bound}]
         out.append(o)
     out.extend(copy.deepcopy(p) for p in sim.finished_pods)
     for st in sim.controller.jobs.values():
