@@ -94,7 +94,7 @@ def test_durations_estimated_from_finished_pods_of_the_queue() -> None:
             *[pod(f"old-{i}", "old", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 900 + i,
                   end=T0 - 600 + i) for i in range(3)],
             group("wait", "Pending", T0 + 50), pod("wait-0", "wait", "2", T0 + 50)]
-    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=5, arrivals=False)
+    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=5, arrivals="none")
     [j] = f.jobs
     assert (j.quantile(0.05), j.quantile(0.5), j.quantile(0.95)) == (200.0, 200.0, 200.0)
     assert fc.durations_of(objs, T0 + 100).finished == {"default": pytest.approx([300.0, 300.0, 300.0])}
@@ -141,6 +141,52 @@ def test_a_finished_job_without_its_podgroup_arrives_again_as_a_gang() -> None:
     arr = fc.arrivals_of(objs, T0 + 100)
     assert arr is not None
     assert {(j["spec"]["minAvailable"], len(j["spec"]["tasks"])) for j in arr.jobs["default"]} == {(3, 3)}
+
+
+def test_higher_arrivals_draw_only_jobs_that_outrank_the_lowest_pending_one() -> None:
+    """``arrivals="higher"``: with a pending job of priority 0, only the seen jobs of a higher priority are drawn
+    again (a new job of its own rank queues behind it), at their own rate; ``"all"`` draws every job seen, the
+    pending one too."""
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+    seen = []
+    for k in range(12):
+        p = pod(f"j{k}-0", f"j{k}", "1", T0 + 10 * k, node="n1", phase="Succeeded", start=T0 + 10 * k,
+                end=T0 + 10 * k + 5)
+        if k % 3 == 0:
+            p["spec"]["priorityClassName"] = "high"
+        seen.append(p)
+    objs = [node(), QUEUE, pc, *seen, group("wait", "Pending", T0 + 100), pod("wait-0", "wait", "2", T0 + 100)]
+    plan = fc._plan(objs, "volcano")
+    assert fc.waiting_priorities(plan, objs) == {"default/wait": 0}
+    high = fc.arrivals_of(objs, T0 + 120, above=0)
+    every = fc.arrivals_of(objs, T0 + 120)
+    assert high is not None and every is not None
+    assert len(high.jobs["default"]) == 4 and len(every.jobs["default"]) == 13  # with the pending one
+    assert high.rate["default"] == pytest.approx(4 / 120) and "priority above 0" in high.note()
+    assert fc.arrivals_of(objs, T0 + 120, above=100) is None  # nothing outranks a job of the top priority
+
+
+def test_each_priority_level_draws_the_new_jobs_that_outrank_it() -> None:
+    """Two pending jobs, of priority 0 and 100, every duration of the snapshot annotated: the high one's runs draw
+    no new job (none outranks it) and nothing else, so one run is exact; the low one's runs draw the seen
+    high-priority jobs again, so each of its runs differs."""
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+    seen = []
+    for k in range(12):
+        p = pod(f"j{k}-0", f"j{k}", "1", T0 + 10 * k, node="n1", phase="Succeeded", start=T0 + 10 * k,
+                end=T0 + 10 * k + 5, duration=5)
+        p["spec"]["priorityClassName"] = "high"
+        seen.append(p)
+    hi_pg = group("hi", "Pending", T0 + 101)
+    hi_pg["spec"]["priorityClassName"] = "high"
+    hi_pod = pod("hi-0", "hi", "1", T0 + 101, duration=60)
+    hi_pod["spec"]["priorityClassName"] = "high"
+    objs = [*one_running_one_pending(), pc, *seen, hi_pg, hi_pod]
+    f = fc.forecast(objs, load_conf_file(None), T0 + 120, runs=5)
+    by = {j.podgroup: j for j in f.jobs}
+    assert len(by["default/hi"].starts) == 1 and len(by["default/wait"].starts) == 5
+    assert [n for n in f.notes if "drawn like" in n] == [
+        "new jobs of priority above 0 drawn like the 13 seen over the last 120 s: default 390/h"]
 
 
 def test_a_bound_pod_runs_the_start_latency_after_its_bind() -> None:

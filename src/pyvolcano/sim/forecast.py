@@ -357,6 +357,8 @@ class Arrivals:
     jobs: dict[str, list[dict[str, Any]]]
     rate: dict[str, float]
     window: float
+    #: only jobs of a priority above this one are drawn (None: every job)
+    above: int | None = None
 
     @property
     def seen(self) -> int:
@@ -373,14 +375,42 @@ class Arrivals:
 
     def note(self) -> str:
         per = ", ".join(f"{q} {r * 3600:.3g}/h" for q, r in sorted(self.rate.items()))
-        return (f"new jobs drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
+        which = "new jobs" if self.above is None else f"new jobs of priority above {self.above}"
+        return (f"{which} drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
                 f"{self.window:.0f} s: {per}")
 
 
-def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
+def priority_classes(objects: Iterable[dict[str, Any]]) -> tuple[dict[str, int], int]:
+    """The snapshot's PriorityClass values by name, and the global default's value (0 without one)."""
+    values: dict[str, int] = {}
+    default = 0
+    for o in objects:
+        if o.get("kind") == "PriorityClass":
+            try:
+                values[str(_md(o).get("name"))] = v = int(o.get("value") or 0)
+            except (TypeError, ValueError):
+                continue
+            if o.get("globalDefault"):
+                default = v
+    return values, default
+
+
+def priority_of(obj: dict[str, Any], classes: tuple[dict[str, int], int]) -> int:
+    """A pod's resolved ``spec.priority``, else the value of its (or a PodGroup's or Job's) ``priorityClassName``:
+    the job priority Volcano's priority plugin orders by (``plugins/priority/priority.go: JobOrderFn``)."""
+    spec = obj.get("spec") or {}
+    if isinstance(spec.get("priority"), int):
+        return int(spec["priority"])
+    values, default = classes
+    return values.get(str(spec.get("priorityClassName") or ""), default)
+
+
+def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = None) -> Arrivals | None:
     """The snapshot's jobs (pods grouped by :func:`group_of`, submitted at their PodGroup's creation or else their
-    first pod's), as Job manifests per queue with their arrival rates; None with fewer than ``MIN_SEEN`` jobs seen."""
+    first pod's), as Job manifests per queue with their arrival rates; only those of a priority above ``above`` when
+    given.  None with fewer than ``MIN_SEEN`` jobs seen in all, or none above ``above``."""
     pgs = {_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    classes = priority_classes(objects)
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in objects:
         if p.get("kind") == "Pod" and not _md(p).get("deletionTimestamp"):
@@ -393,6 +423,8 @@ def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
         created = [t for t in (_time(_md(x).get("creationTimestamp")) for x in ([pg] if pg else pods)) if t is not None]
         if created:
             first = min(first, min(created))
+        if above is not None and max(priority_of(x, classes) for x in pods) <= above:
+            continue
         q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
         # a finished job's PodGroup may be gone: take it as the gang of all its pods (a Volcano Job's minAvailable
         # defaults to the sum of its tasks' replicas: ``webhooks/admission/jobs/mutate``), not as 1, which would let
@@ -409,9 +441,9 @@ def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
                                   for i, x in enumerate(pods)]}}
         jobs.setdefault(q, []).append(job)
     window = now - first
-    if sum(len(v) for v in jobs.values()) < MIN_SEEN or window <= 0:
+    if len(groups) < MIN_SEEN or window <= 0 or not jobs:
         return None
-    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window)
+    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window, above)
 
 
 @dataclass
@@ -575,10 +607,32 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
     return sim
 
 
+#: which new jobs a forecast draws: none (the start if nothing new arrives), those of a priority above the lowest
+#: pending job's (they go first: the start if nothing new of its own rank arrives), or all
+ARRIVALS = ("none", "higher", "all")
+
+
+def waiting_priorities(plan: _Plan, objects: list[dict[str, Any]]) -> dict[str, int]:
+    """The priority of each job whose start is forecast (its PodGroup's or Job's priorityClassName, or its pods'
+    resolved priority, whichever is higher)."""
+    classes = priority_classes(objects)
+    pods_of: dict[str, list[dict[str, Any]]] = {}
+    for p in plan.pods:
+        pods_of.setdefault(group_of(p), []).append(p)
+    out = {}
+    for k in plan.waiting:
+        own = plan.podgroups.get(k) or plan.jobs.get(k)
+        cands = [priority_of(x, classes) for x in pods_of.get(k, [])]
+        if own is not None and (own.get("spec") or {}).get("priorityClassName"):
+            cands.append(priority_of(own, classes))
+        out[k] = max(cands) if cands else classes[1]
+    return out
+
+
 def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 30, seed: int = 0,
              horizon: float = DEFAULT_HORIZON, period: float = 1.0, start_latency: float = 0.0,
              default_duration: float = DEFAULT_DURATION, scheduler_name: str = "volcano",
-             arrivals: bool = True) -> Forecast:
+             arrivals: str = "higher") -> Forecast:
     """Each pending job's start after ``now`` (seconds since the epoch, the snapshot's time) over ``runs`` seeded
     simulations of ``objects``.  UserError when the snapshot has no node."""
     if runs < 1:
@@ -591,31 +645,44 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
         raise UserError("nothing to forecast on: the snapshot has no Node objects")
     plan = _plan(objects, scheduler_name)
     durations = durations_of(objects, now, default_duration)
-    future = arrivals_of(objects, now) if arrivals else None
+    if arrivals not in ARRIVALS:
+        raise UserError(f"arrivals: {arrivals!r} is not one of {', '.join(ARRIVALS)}")
+    # "higher": each priority level of pending jobs gets runs of its own, drawing the new jobs that outrank it
+    prio = waiting_priorities(plan, objects) if arrivals == "higher" else {k: 0 for k in plan.waiting}
+    levels: list[tuple[set[str], Arrivals | None]] = []
+    for level in sorted(set(prio.values())):
+        above = level if arrivals == "higher" else None
+        future = arrivals_of(objects, now, above) if arrivals != "none" else None
+        levels.append(({k for k, v in prio.items() if v == level}, future))
     starts: dict[str, list[float]] = {k: [] for k in plan.waiting}
     problems: list[str] = []
     done = 0
-    for i in range(runs):
-        rng = np.random.default_rng([seed, i])
-        sim = _build(plan, conf, now, durations.resampled(rng), rng, period=period, start_latency=start_latency,
-                     scheduler_name=scheduler_name)
-        if future is not None:
-            sim.future = future
-            for q in sorted(future.rate):
-                sim.push_arrival(q, now)
-        if i == 0:
-            problems = list(sim.problems)
-        sim.run(until=now + horizon)
-        for k in starts:
-            rec = sim.records.get(k)
-            t = rec.all_started if rec is not None else None
-            starts[k].append(t - now if t is not None and t >= now else (0.0 if t is not None else math.inf))
-        done += 1
-        if sim.drawn == 0:  # nothing was drawn: every run would be this one
-            break
+    told: list[str] = []
+    for n, (targets, future) in enumerate(levels):
+        for i in range(runs):
+            rng = np.random.default_rng([seed, i] if n == 0 else [seed, i, n])
+            sim = _build(plan, conf, now, durations.resampled(rng), rng, period=period, start_latency=start_latency,
+                         scheduler_name=scheduler_name)
+            sim.waiting &= targets
+            if future is not None:
+                sim.future = future
+                for q in sorted(future.rate):
+                    sim.push_arrival(q, now)
+            if i == 0 and n == 0:
+                problems = list(sim.problems)
+            sim.run(until=now + horizon)
+            for k in targets:
+                rec = sim.records.get(k)
+                t = rec.all_started if rec is not None else None
+                starts[k].append(t - now if t is not None and t >= now else (0.0 if t is not None else math.inf))
+            done = max(done, i + 1)
+            if sim.drawn == 0:  # nothing was drawn: every run would be this one
+                break
+        if future is not None and future.note() not in told:
+            told.append(future.note())
+    notes = durations.notes + told
     jobs = [JobForecast(k, plan.queue_of_group.get(k, "default"), plan.waiting[k], v) for k, v in starts.items()]
     jobs.sort(key=lambda j: (j.quantile(0.5) is None, j.quantile(0.5) or 0.0, j.podgroup))
-    notes = list(durations.notes) + ([future.note()] if future is not None else [])
     return Forecast(now, done, seed, horizon, jobs, notes, problems)
 
 
@@ -769,7 +836,7 @@ class Accuracy:
 
 def measure(nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload, conf: SchedulerConf, *,
             at: Iterable[float], runs: int = 20, seed: int = 0, period: float = 1.0, start_latency: float = 1.0,
-            grace: float = 5.0, durations: bool = False, arrivals: bool = True) -> Accuracy:
+            grace: float = 5.0, durations: bool = False, arrivals: str = "higher") -> Accuracy:
     """Run ``workload`` once, stopping at each time of ``at`` to forecast from a snapshot of the run (its duration
     annotations dropped unless ``durations``), then compare each forecast with when its jobs started in the run."""
     acc = Accuracy()
