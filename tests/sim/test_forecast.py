@@ -130,6 +130,7 @@ def test_a_gangs_pods_count_once_and_the_bootstrap_keeps_each_queue() -> None:
         r = d.resampled(rng)
         assert len(r.finished.get("default", [])) + len(r.ages.get("default", [])) == 3
         assert set(r.finished.get("default", [])) <= {100.0, 300.0} and r.notes is d.notes
+        assert r.finished.get("default")  # a queue with ends keeps at least one: no fall back to other queues
 
 
 def test_a_finished_job_without_its_podgroup_arrives_again_as_a_gang() -> None:
@@ -182,7 +183,7 @@ def test_each_priority_level_draws_the_new_jobs_that_outrank_it() -> None:
     hi_pod = pod("hi-0", "hi", "1", T0 + 101, duration=60)
     hi_pod["spec"]["priorityClassName"] = "high"
     objs = [*one_running_one_pending(), pc, *seen, hi_pg, hi_pod]
-    f = fc.forecast(objs, load_conf_file(None), T0 + 120, runs=5)
+    f = fc.forecast(objs, load_conf_file(None), T0 + 120, runs=5, arrivals="higher")
     by = {j.podgroup: j for j in f.jobs}
     assert len(by["default/hi"].starts) == 1 and len(by["default/wait"].starts) == 5
     assert [n for n in f.notes if "drawn like" in n] == [
@@ -242,10 +243,11 @@ def test_export_of_a_simulation_part_way() -> None:
     assert any(fc.finished_at(p) is not None for p in pods)
     assert not any("pyvolcano.io/duration" in (p["metadata"].get("annotations") or {}) for p in pods)
     assert {o["kind"] for o in snap} >= {"Node", "Queue", "PodGroup", "Pod", "Job"}
-    f = fc.forecast(snap, load_conf_file(None), 1000.0, runs=4)
+    f = fc.forecast(snap, load_conf_file(None), 1000.0, runs=4, arrivals="all")
     waiting = {k for k, r in sim.records.items() if r.all_started is None}
     assert {j.podgroup for j in f.jobs} == waiting and waiting
     assert any(n.startswith("new jobs drawn like") for n in f.notes)
+    assert not any("drawn like" in n for n in fc.forecast(snap, load_conf_file(None), 1000.0, runs=2).notes)
 
 
 def test_accuracy_measurement_on_a_tiny_workload() -> None:

@@ -168,8 +168,7 @@ class Durations:
     jobs' run times and the running jobs' ages.  ``notes`` says what each queue's estimate rests on."""
 
     def __init__(self, finished: dict[str, list[float]], ages: dict[str, list[float]],
-                 default: float = DEFAULT_DURATION, notes: list[str] | None = None,
-                 told: set[str] | None = None) -> None:
+                 default: float = DEFAULT_DURATION, origin: Durations | None = None) -> None:
         self.finished = {q: list(v) for q, v in finished.items() if v}
         self.ages = {q: [a for a in v if a > 0] for q, v in ages.items()}
         every_age = [a for v in self.ages.values() for a in v]
@@ -177,14 +176,17 @@ class Durations:
         self.per_queue = {q: Survival(v, self.ages.get(q, [])) for q, v in self.finished.items()}
         self.running_only = np.array(sorted(every_age))
         self.default = default
-        self.notes: list[str] = notes if notes is not None else []
-        self._told: set[str] = told if told is not None else set()
+        #: the estimate this one was resampled from: its notes are shared and its counts told
+        self.origin = origin if origin is not None else self
+        self.notes: list[str] = origin.notes if origin is not None else []
+        self._told: set[str] = origin._told if origin is not None else set()
 
     def resampled(self, rng: np.random.Generator) -> Durations:
         """The same estimate from a bootstrap resample of each queue's jobs (finished and running drawn together,
         with replacement, as many as seen): one run's durations then carry the uncertainty of the estimate itself
-        (a few dozen ends say little about the tail), not only the spread of run times around it.  The notes are
-        shared with this one."""
+        (a few dozen ends say little about the tail), not only the spread of run times around it.  A queue whose
+        resample holds no end keeps its jobs as seen (its estimate would otherwise fall back to other queues'); the
+        notes are shared with this one."""
         finished: dict[str, list[float]] = {}
         ages: dict[str, list[float]] = {}
         for q in set(self.finished) | set(self.ages):
@@ -195,7 +197,9 @@ class Durations:
             pick = rng.integers(n, size=n)
             finished[q] = [done[i] for i in pick if i < len(done)]
             ages[q] = [alive[i - len(done)] for i in pick if i >= len(done)]
-        return Durations(finished, ages, self.default, self.notes, self._told)
+            if done and not finished[q]:
+                finished[q], ages[q] = list(done), list(alive)
+        return Durations(finished, ages, self.default, self.origin)
 
     def _tell(self, key: str, note: str) -> None:
         if key not in self._told:
@@ -208,11 +212,11 @@ class Durations:
             return self.per_queue[queue].draw(rng, age)
         if self.all.ended:
             self._tell(queue, f"queue {queue}: no finished pod; durations drawn from all queues' "
-                              f"{self.all.ended} finished jobs")
+                              f"{self.origin.all.ended} finished jobs")
             return self.all.draw(rng, age)
         if len(self.running_only):
             self._tell("", f"no finished pod in the snapshot: durations drawn as twice the ages of the "
-                           f"{len(self.running_only)} running job(s)")
+                           f"{len(self.origin.running_only)} running job(s)")
             longer = self.running_only[self.running_only * 2 > age]
             if len(longer):
                 return max(2 * float(longer[rng.integers(len(longer))]), age)
@@ -629,10 +633,10 @@ def waiting_priorities(plan: _Plan, objects: list[dict[str, Any]]) -> dict[str, 
     return out
 
 
-def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 30, seed: int = 0,
+def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 40, seed: int = 0,
              horizon: float = DEFAULT_HORIZON, period: float = 1.0, start_latency: float = 0.0,
              default_duration: float = DEFAULT_DURATION, scheduler_name: str = "volcano",
-             arrivals: str = "higher") -> Forecast:
+             arrivals: str = "none") -> Forecast:
     """Each pending job's start after ``now`` (seconds since the epoch, the snapshot's time) over ``runs`` seeded
     simulations of ``objects``.  UserError when the snapshot has no node."""
     if runs < 1:
@@ -836,7 +840,7 @@ class Accuracy:
 
 def measure(nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload, conf: SchedulerConf, *,
             at: Iterable[float], runs: int = 20, seed: int = 0, period: float = 1.0, start_latency: float = 1.0,
-            grace: float = 5.0, durations: bool = False, arrivals: str = "higher") -> Accuracy:
+            grace: float = 5.0, durations: bool = False, arrivals: str = "none") -> Accuracy:
     """Run ``workload`` once, stopping at each time of ``at`` to forecast from a snapshot of the run (its duration
     annotations dropped unless ``durations``), then compare each forecast with when its jobs started in the run."""
     acc = Accuracy()
