@@ -1,7 +1,7 @@
 """How accurate ``pyvolcano forecast`` is: simulated runs snapshotted part-way, forecast, and compared with when
 each job started later in the same run (``sim/forecast.py: measure``).  ``bench --forecast`` runs the synthetic
 case; ``benchmarks/test_forecast_accuracy.py`` (under ``make bench``) runs the realistic synthetic workload and
-the openb replay and asserts the targets (docs/forecast.md)."""
+the openb replay, with and without the duration annotations, and asserts the targets (docs/forecast.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pyvolcano.sim.forecast import measure
 from pyvolcano.sim.run import load_queues
 from pyvolcano.sim.workload import synthetic
 
-#: the synthetic cases: (jobs, nodes of 32 cpu / 256 GiB / 8 GPUs, arrivals per second, forecast runs); "tiny"
+#: the synthetic cases: (jobs, nodes of 32 cpu / 256 GiB / 8 GPUs, arrivals per second, forecast runs: the
+#: command's default for the realistic one); "tiny"
 #: is what ``bench --forecast`` and the unit test run, "realistic" a cluster kept near full for hours
 CASES = {"tiny": (40, 2, 0.02, 8), "realistic": (300, 8, 0.06, 40)}
 #: where each run is snapshotted, as fractions of the workload's arrival span

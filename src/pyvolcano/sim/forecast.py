@@ -9,20 +9,24 @@ their PodGroup.  The first time at which at least ``minMember`` pods of a pendin
 
 How long a pod runs is read from its ``pyvolcano.io/duration`` annotation (seconds; a running pod has run for
 ``now - status.startTime`` of it) and otherwise drawn from what the snapshot shows (:class:`Durations`): the
-Kaplan-Meier estimate (:class:`Survival`) over the finished pods of the same queue (``status.startTime`` to the last
-container's ``finishedAt``) with its running pods' ages as "at least this long" (else over every queue); with no
-finished pod at all, twice the ages of the running pods (a pod seen running at a random moment is on average half
-way through: the renewal-theory estimate); with nothing at all, ``DEFAULT_DURATION``.  A running pod's remaining
-time is a duration drawn given its age, minus its age.  One duration is drawn per job (per job and start time for
-running pods): a gang's pods do the same work and end together.
+Kaplan-Meier estimate (:class:`Survival`) over the finished jobs of the same queue (``status.startTime`` to the last
+container's ``finishedAt``; a gang's pods that started and ended together count once) with its running jobs' ages as
+"at least this long" (else over every queue); with no finished pod at all, twice the ages of the running pods (a pod
+seen running at a random moment is on average half way through: the renewal-theory estimate); with nothing at all,
+``DEFAULT_DURATION``.  A running pod's remaining time is a duration drawn given its age, minus its age.  One duration
+is drawn per job (per job and start time for running pods): a gang's pods do the same work and end together.  Each
+run draws from a bootstrap resample of the jobs seen (:meth:`Durations.resampled`), so the range also carries the
+uncertainty of the estimate.
 
-New jobs keep arriving while a job waits, and a higher-priority or fairer-queue one goes first: when the snapshot
-shows at least ``MIN_SEEN`` jobs (live or finished), new ones are drawn like them (:class:`Arrivals`: copies of a
-random seen job of the queue, at the queue's rate over the time the snapshot covers, as a Poisson stream).
+By default no new job is drawn: the forecast is the start if nothing new arrives, which measured best
+(docs/forecast.md).  ``arrivals="higher"`` gives each priority level of pending jobs runs of its own that draw the
+seen jobs of a higher priority again (they go first), ``"all"`` every seen job (:class:`Arrivals`: copies of a random
+seen job of the queue, at the queue's rate over the time the snapshot covers, as a Poisson stream), when the snapshot
+shows at least ``MIN_SEEN`` jobs.
 
-Durations and arrivals are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is
+Durations and new jobs are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is
 reproducible); a job's predicted start is the median over the runs and its 90 % range the 5th to 95th percentile.
-When nothing was drawn (every duration annotated, no arrivals), one run is exact and the range is a point.
+When nothing was drawn (every duration annotated, no new jobs), one run is exact and the range is a point.
 
 ``RecordingSim`` and :func:`export` turn a simulation part-way into such a snapshot (pod start times, finished pods
 with their container times), and :func:`measure` checks the forecast against what the same run did next.
