@@ -193,7 +193,7 @@ class Durations:
         notes are shared with this one."""
         finished: dict[str, list[float]] = {}
         ages: dict[str, list[float]] = {}
-        for q in set(self.finished) | set(self.ages):
+        for q in sorted(set(self.finished) | set(self.ages)):  # sorted: the draws do not follow hash order
             done, alive = self.finished.get(q, []), self.ages.get(q, [])
             n = len(done) + len(alive)
             if not n:
