@@ -435,8 +435,9 @@ def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = N
             continue
         q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
         # a finished job's PodGroup may be gone: take it as the gang of all its pods (a Volcano Job's minAvailable
-        # defaults to the sum of its tasks' replicas: ``webhooks/admission/jobs/mutate``), not as 1, which would let
-        # its copies start pod by pod and take every fragment a waiting gang needs
+        # defaults to the sum of its tasks' replicas: ``pkg/webhooks/admission/jobs/mutate/mutate_job.go:
+        # patchDefaultMinAvailable``), not as 1, which would let its copies start pod by pod and take every
+        # fragment a waiting gang needs
         mm = int(((pg or {}).get("spec") or {}).get("minMember") or 1) if pg else len(pods)
         pods = sorted(pods, key=lambda x: str(_md(x).get("name")))
         spec0 = pods[0].get("spec") or {}
@@ -615,8 +616,8 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
     return sim
 
 
-#: which new jobs a forecast draws: none (the start if nothing new arrives), those of a priority above the lowest
-#: pending job's (they go first: the start if nothing new of its own rank arrives), or all
+#: which new jobs a forecast draws: none (the start if nothing new arrives); for each priority level of pending
+#: jobs, those of a higher priority (they go first: the start if nothing new of its own rank or lower arrives); or all
 ARRIVALS = ("none", "higher", "all")
 
 
