@@ -94,7 +94,7 @@ def test_durations_estimated_from_finished_pods_of_the_queue() -> None:
             *[pod(f"old-{i}", "old", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 900 + i,
                   end=T0 - 600 + i) for i in range(3)],
             group("wait", "Pending", T0 + 50), pod("wait-0", "wait", "2", T0 + 50)]
-    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=5, arrivals=False)
+    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=5, arrivals="none")
     [j] = f.jobs
     assert (j.quantile(0.05), j.quantile(0.5), j.quantile(0.95)) == (200.0, 200.0, 200.0)
     assert fc.durations_of(objs, T0 + 100).finished == {"default": pytest.approx([300.0, 300.0, 300.0])}
@@ -111,6 +111,96 @@ def test_survival_counts_running_pods_as_at_least_their_age() -> None:
     assert {km.draw(rng, 15.0) for _ in range(20)} == {30.0}
     draws = [km.draw(rng) for _ in range(3000)]
     assert abs(draws.count(10.0) / 3000 - 1 / 3) < 0.03
+
+
+def test_a_gangs_pods_count_once_and_the_bootstrap_keeps_each_queue() -> None:
+    """Three pods of one job that started and ended together are one observed run time, not three (a gang's pods
+    end together); the bootstrap resample draws as many jobs per queue as seen, finished and running together,
+    and shares its notes with the estimate it came from."""
+    import numpy as np
+
+    objs = [*[pod(f"g-{i}", "g", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 900, end=T0 - 600)
+              for i in range(3)],
+            pod("solo-0", "solo", "1", T0 - 1000, node="n1", phase="Succeeded", start=T0 - 800, end=T0 - 700),
+            *[pod(f"r-{i}", "r", "1", T0, node="n1", phase="Running", start=T0) for i in range(2)]]
+    d = fc.durations_of(objs, T0 + 50)
+    assert sorted(d.finished["default"]) == [100.0, 300.0] and d.ages == {"default": [50.0]}
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        r = d.resampled(rng)
+        assert len(r.finished.get("default", [])) + len(r.ages.get("default", [])) == 3
+        assert set(r.finished.get("default", [])) <= {100.0, 300.0} and r.notes is d.notes
+        assert r.finished.get("default")  # a queue with ends keeps at least one: no fall back to other queues
+
+
+def test_a_finished_job_without_its_podgroup_arrives_again_as_a_gang() -> None:
+    """New jobs are copies of the ones seen; a finished job whose PodGroup is gone is copied as a gang of all its
+    pods (a Volcano Job's minAvailable defaults to its replicas), not as minAvailable 1, which would let the copy
+    start pod by pod and take every fragment a waiting gang needs."""
+    objs = [*[pod(f"j{k}-{i}", f"j{k}", "1", T0 + k, node="n1", phase="Succeeded", start=T0 + k, end=T0 + k + 5)
+              for k in range(fc.MIN_SEEN) for i in range(3)]]
+    arr = fc.arrivals_of(objs, T0 + 100)
+    assert arr is not None
+    assert {(j["spec"]["minAvailable"], len(j["spec"]["tasks"])) for j in arr.jobs["default"]} == {(3, 3)}
+
+
+def test_higher_arrivals_draw_only_jobs_that_outrank_the_lowest_pending_one() -> None:
+    """``arrivals="higher"``: with a pending job of priority 0, only the seen jobs of a higher priority are drawn
+    again (a new job of its own rank queues behind it), at their own rate; ``"all"`` draws every job seen, the
+    pending one too."""
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+    seen = []
+    for k in range(12):
+        p = pod(f"j{k}-0", f"j{k}", "1", T0 + 10 * k, node="n1", phase="Succeeded", start=T0 + 10 * k,
+                end=T0 + 10 * k + 5)
+        if k % 3 == 0:
+            p["spec"]["priorityClassName"] = "high"
+        seen.append(p)
+    objs = [node(), QUEUE, pc, *seen, group("wait", "Pending", T0 + 100), pod("wait-0", "wait", "2", T0 + 100)]
+    plan = fc._plan(objs, "volcano")
+    assert fc.waiting_priorities(plan, objs) == {"default/wait": 0}
+    high = fc.arrivals_of(objs, T0 + 120, above=0)
+    every = fc.arrivals_of(objs, T0 + 120)
+    assert high is not None and every is not None
+    assert len(high.jobs["default"]) == 4 and len(every.jobs["default"]) == 13  # with the pending one
+    assert high.rate["default"] == pytest.approx(4 / 120) and "priority above 0" in high.note()
+    assert fc.arrivals_of(objs, T0 + 120, above=100) is None  # nothing outranks a job of the top priority
+
+
+def test_each_priority_level_draws_the_new_jobs_that_outrank_it() -> None:
+    """Two pending jobs, of priority 0 and 100, every duration of the snapshot annotated: the high one's runs draw
+    no new job (none outranks it) and nothing else, so one run is exact; the low one's runs draw the seen
+    high-priority jobs again, so each of its runs differs."""
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+    seen = []
+    for k in range(12):
+        p = pod(f"j{k}-0", f"j{k}", "1", T0 + 10 * k, node="n1", phase="Succeeded", start=T0 + 10 * k,
+                end=T0 + 10 * k + 5, duration=5)
+        p["spec"]["priorityClassName"] = "high"
+        seen.append(p)
+    hi_pg = group("hi", "Pending", T0 + 101)
+    hi_pg["spec"]["priorityClassName"] = "high"
+    hi_pod = pod("hi-0", "hi", "1", T0 + 101, duration=60)
+    hi_pod["spec"]["priorityClassName"] = "high"
+    objs = [*one_running_one_pending(), pc, *seen, hi_pg, hi_pod]
+    f = fc.forecast(objs, load_conf_file(None), T0 + 120, runs=5, arrivals="higher")
+    by = {j.podgroup: j for j in f.jobs}
+    assert len(by["default/hi"].starts) == 1 and len(by["default/wait"].starts) == 5
+    assert [n for n in f.notes if "drawn like" in n] == [
+        "new jobs of priority above 0 drawn like the 13 seen over the last 120 s: default 390/h"]
+
+
+def test_a_bound_pod_runs_the_start_latency_after_its_bind() -> None:
+    """A pod bound (PodScheduled=True) before the snapshot runs at its bind plus the start latency, not a whole
+    latency after the snapshot: bound 0.6 s before now with a latency of 1 s, it starts in 0.4 s."""
+    objs = one_running_one_pending()
+    objs[-1]["spec"]["nodeName"] = "n1"
+    objs[-1]["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
+                                         "lastTransitionTime": T0 + 99.4}]
+    objs[-2]["status"]["phase"] = "Inqueue"
+    f = fc.forecast(objs, load_conf_file(None), T0 + 100, runs=3, start_latency=1.0)
+    [j] = f.jobs
+    assert j.quantile(0.5) == pytest.approx(0.4)
 
 
 def test_no_history_uses_the_stated_default() -> None:
@@ -153,10 +243,11 @@ def test_export_of_a_simulation_part_way() -> None:
     assert any(fc.finished_at(p) is not None for p in pods)
     assert not any("pyvolcano.io/duration" in (p["metadata"].get("annotations") or {}) for p in pods)
     assert {o["kind"] for o in snap} >= {"Node", "Queue", "PodGroup", "Pod", "Job"}
-    f = fc.forecast(snap, load_conf_file(None), 1000.0, runs=4)
+    f = fc.forecast(snap, load_conf_file(None), 1000.0, runs=4, arrivals="all")
     waiting = {k for k, r in sim.records.items() if r.all_started is None}
     assert {j.podgroup for j in f.jobs} == waiting and waiting
     assert any(n.startswith("new jobs drawn like") for n in f.notes)
+    assert not any("drawn like" in n for n in fc.forecast(snap, load_conf_file(None), 1000.0, runs=2).notes)
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,7 @@ def register(group: click.Group) -> None:
     @click.option("--config", "-c", "config", default=None,
                   help="volcano-scheduler.conf or its ConfigMap (default: the scenario's config:, else Volcano's).")
     @output_option()
-    @click.option("--runs", type=click.IntRange(1, 1000), default=30, show_default=True,
+    @click.option("--runs", type=click.IntRange(1, 1000), default=40, show_default=True,
                   help="Simulations with freshly drawn durations (one when every duration is annotated).")
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the drawn durations.")
     @click.option("--now", "now_arg", default=None,
@@ -69,12 +69,14 @@ def register(group: click.Group) -> None:
                   help="How far ahead to simulate (a duration such as 72h or seconds).")
     @click.option("--default-duration", type=click.FloatRange(0.0, 1e9, min_open=True), default=3600.0, show_default=True,
                   help="Seconds a pod runs when the snapshot has nothing to estimate it from.")
-    @click.option("--arrivals/--no-arrivals", default=True, show_default=True,
-                  help="Draw new jobs like those the snapshot shows, at their rate per queue (needs 10 jobs seen).")
+    @click.option("--arrivals", type=click.Choice(["none", "higher", "all"]), default="none", show_default=True,
+                  help="New jobs drawn like those the snapshot shows, at their rate per queue (needs 10 jobs seen): "
+                       "none (the start if nothing new arrives); for each pending job, those of a higher priority, "
+                       "which go first; or all (docs/forecast.md measures each).")
     @click.option("--scheduler-name", default="volcano", show_default=True)
     def forecast(snapshot: str | None, filename: str | None, kubeconfig: str | None, master: str | None,
                  context: str | None, config: str | None, output: str, runs: int, seed: int, now_arg: str | None,
-                 horizon: str, default_duration: float, arrivals: bool, scheduler_name: str) -> None:
+                 horizon: str, default_duration: float, arrivals: str, scheduler_name: str) -> None:
         """Predict when each pending job of SNAPSHOT (or of the cluster of --kubeconfig) starts: the simulator runs
         forward from it RUNS times, with pod durations from their pyvolcano.io/duration annotation or drawn from the
         snapshot's finished and running pods, and prints each job's median start and 90 % range.

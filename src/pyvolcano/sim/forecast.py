@@ -9,20 +9,24 @@ their PodGroup.  The first time at which at least ``minMember`` pods of a pendin
 
 How long a pod runs is read from its ``pyvolcano.io/duration`` annotation (seconds; a running pod has run for
 ``now - status.startTime`` of it) and otherwise drawn from what the snapshot shows (:class:`Durations`): the
-Kaplan-Meier estimate (:class:`Survival`) over the finished pods of the same queue (``status.startTime`` to the last
-container's ``finishedAt``) with its running pods' ages as "at least this long" (else over every queue); with no
-finished pod at all, twice the ages of the running pods (a pod seen running at a random moment is on average half
-way through: the renewal-theory estimate); with nothing at all, ``DEFAULT_DURATION``.  A running pod's remaining
-time is a duration drawn given its age, minus its age.  One duration is drawn per job (per job and start time for
-running pods): a gang's pods do the same work and end together.
+Kaplan-Meier estimate (:class:`Survival`) over the finished jobs of the same queue (``status.startTime`` to the last
+container's ``finishedAt``; a gang's pods that started and ended together count once) with its running jobs' ages as
+"at least this long" (else over every queue); with no finished pod at all, twice the ages of the running pods (a pod
+seen running at a random moment is on average half way through: the renewal-theory estimate); with nothing at all,
+``DEFAULT_DURATION``.  A running pod's remaining time is a duration drawn given its age, minus its age.  One duration
+is drawn per job (per job and start time for running pods): a gang's pods do the same work and end together.  Each
+run draws from a bootstrap resample of the jobs seen (:meth:`Durations.resampled`), so the range also carries the
+uncertainty of the estimate.
 
-New jobs keep arriving while a job waits, and a higher-priority or fairer-queue one goes first: when the snapshot
-shows at least ``MIN_SEEN`` jobs (live or finished), new ones are drawn like them (:class:`Arrivals`: copies of a
-random seen job of the queue, at the queue's rate over the time the snapshot covers, as a Poisson stream).
+By default no new job is drawn: the forecast is the start if nothing new arrives, which measured best
+(docs/forecast.md).  ``arrivals="higher"`` gives each priority level of pending jobs runs of its own that draw the
+seen jobs of a higher priority again (they go first), ``"all"`` every seen job (:class:`Arrivals`: copies of a random
+seen job of the queue, at the queue's rate over the time the snapshot covers, as a Poisson stream), when the snapshot
+shows at least ``MIN_SEEN`` jobs.
 
-Durations and arrivals are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is
+Durations and new jobs are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is
 reproducible); a job's predicted start is the median over the runs and its 90 % range the 5th to 95th percentile.
-When nothing was drawn (every duration annotated, no arrivals), one run is exact and the range is a point.
+When nothing was drawn (every duration annotated, no new jobs), one run is exact and the range is a point.
 
 ``RecordingSim`` and :func:`export` turn a simulation part-way into such a snapshot (pod start times, finished pods
 with their container times), and :func:`measure` checks the forecast against what the same run did next.
@@ -164,20 +168,42 @@ class Survival:
 
 
 class Durations:
-    """How long pods run, estimated from a snapshot (the module docstring gives the rule); ``notes`` says what each
-    queue's estimate rests on."""
+    """How long pods run, estimated from a snapshot (the module docstring gives the rule): per queue, the finished
+    jobs' run times and the running jobs' ages.  ``notes`` says what each queue's estimate rests on."""
 
     def __init__(self, finished: dict[str, list[float]], ages: dict[str, list[float]],
-                 default: float = DEFAULT_DURATION) -> None:
-        self.finished = {q: v for q, v in finished.items() if v}
+                 default: float = DEFAULT_DURATION, origin: Durations | None = None) -> None:
+        self.finished = {q: list(v) for q, v in finished.items() if v}
         self.ages = {q: [a for a in v if a > 0] for q, v in ages.items()}
         every_age = [a for v in self.ages.values() for a in v]
         self.all = Survival([d for v in self.finished.values() for d in v], every_age)
         self.per_queue = {q: Survival(v, self.ages.get(q, [])) for q, v in self.finished.items()}
         self.running_only = np.array(sorted(every_age))
         self.default = default
-        self.notes: list[str] = []
-        self._told: set[str] = set()
+        #: the estimate this one was resampled from: its notes are shared and its counts told
+        self.origin = origin if origin is not None else self
+        self.notes: list[str] = origin.notes if origin is not None else []
+        self._told: set[str] = origin._told if origin is not None else set()
+
+    def resampled(self, rng: np.random.Generator) -> Durations:
+        """The same estimate from a bootstrap resample of each queue's jobs (finished and running drawn together,
+        with replacement, as many as seen): one run's durations then carry the uncertainty of the estimate itself
+        (a few dozen ends say little about the tail), not only the spread of run times around it.  A queue whose
+        resample holds no end keeps its jobs as seen (its estimate would otherwise fall back to other queues'); the
+        notes are shared with this one."""
+        finished: dict[str, list[float]] = {}
+        ages: dict[str, list[float]] = {}
+        for q in sorted(set(self.finished) | set(self.ages)):  # sorted: the draws do not follow hash order
+            done, alive = self.finished.get(q, []), self.ages.get(q, [])
+            n = len(done) + len(alive)
+            if not n:
+                continue
+            pick = rng.integers(n, size=n)
+            finished[q] = [done[i] for i in pick if i < len(done)]
+            ages[q] = [alive[i - len(done)] for i in pick if i >= len(done)]
+            if done and not finished[q]:
+                finished[q], ages[q] = list(done), list(alive)
+        return Durations(finished, ages, self.default, self.origin)
 
     def _tell(self, key: str, note: str) -> None:
         if key not in self._told:
@@ -190,11 +216,11 @@ class Durations:
             return self.per_queue[queue].draw(rng, age)
         if self.all.ended:
             self._tell(queue, f"queue {queue}: no finished pod; durations drawn from all queues' "
-                              f"{self.all.ended} finished pods")
+                              f"{self.origin.all.ended} finished jobs")
             return self.all.draw(rng, age)
         if len(self.running_only):
             self._tell("", f"no finished pod in the snapshot: durations drawn as twice the ages of the "
-                           f"{len(self.running_only)} running pod(s)")
+                           f"{len(self.origin.running_only)} running job(s)")
             longer = self.running_only[self.running_only * 2 > age]
             if len(longer):
                 return max(2 * float(longer[rng.integers(len(longer))]), age)
@@ -211,26 +237,34 @@ class Durations:
 
 
 def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float = DEFAULT_DURATION) -> Durations:
-    """The finished pods' run times and the running pods' ages per queue in ``objects`` at ``now``."""
+    """The finished jobs' run times and the running jobs' ages per queue in ``objects`` at ``now``.  The unit is a
+    job's pods that started (and ended) together: a gang's pods end together, and counting each pod would weigh a
+    job of 8 pods as 8 observations of one run time."""
     objs = list(objects)
     queue_of_group = {_key(o): str((o.get("spec") or {}).get("queue") or "default")
                       for o in objs if o.get("kind") == "PodGroup"}
     finished: dict[str, list[float]] = {}
     ages: dict[str, list[float]] = {}
+    seen: set[tuple[Any, ...]] = set()
     for p in objs:
         if p.get("kind") != "Pod":
             continue
         q = pod_queue(p, queue_of_group)
         if _phase(p) == "Succeeded":
             d = _annotated(p)
+            s = started_at(p)
             if d is None:
-                s, e = started_at(p), finished_at(p)
+                e = finished_at(p)
                 d = e - s if s is not None and e is not None and e >= s else None
-            if d is not None:
+            done = ("done", group_of(p), round(s) if s is not None else _key(p), round(d or 0.0))
+            if d is not None and done not in seen:
+                seen.add(done)
                 finished.setdefault(q, []).append(d)
         elif _phase(p) == "Running" and not _md(p).get("deletionTimestamp"):
             s = started_at(p)
-            if s is not None:
+            run = ("run", group_of(p), round(s or 0.0))
+            if s is not None and run not in seen:
+                seen.add(run)
                 ages.setdefault(q, []).append(max(now - s, 0.0))
     return Durations(finished, ages, default)
 
@@ -331,6 +365,8 @@ class Arrivals:
     jobs: dict[str, list[dict[str, Any]]]
     rate: dict[str, float]
     window: float
+    #: only jobs of a priority above this one are drawn (None: every job)
+    above: int | None = None
 
     @property
     def seen(self) -> int:
@@ -347,14 +383,42 @@ class Arrivals:
 
     def note(self) -> str:
         per = ", ".join(f"{q} {r * 3600:.3g}/h" for q, r in sorted(self.rate.items()))
-        return (f"new jobs drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
+        which = "new jobs" if self.above is None else f"new jobs of priority above {self.above}"
+        return (f"{which} drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
                 f"{self.window:.0f} s: {per}")
 
 
-def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
+def priority_classes(objects: Iterable[dict[str, Any]]) -> tuple[dict[str, int], int]:
+    """The snapshot's PriorityClass values by name, and the global default's value (0 without one)."""
+    values: dict[str, int] = {}
+    default = 0
+    for o in objects:
+        if o.get("kind") == "PriorityClass":
+            try:
+                values[str(_md(o).get("name"))] = v = int(o.get("value") or 0)
+            except (TypeError, ValueError):
+                continue
+            if o.get("globalDefault"):
+                default = v
+    return values, default
+
+
+def priority_of(obj: dict[str, Any], classes: tuple[dict[str, int], int]) -> int:
+    """A pod's resolved ``spec.priority``, else the value of its (or a PodGroup's or Job's) ``priorityClassName``:
+    the job priority Volcano's priority plugin orders by (``plugins/priority/priority.go: JobOrderFn``)."""
+    spec = obj.get("spec") or {}
+    if isinstance(spec.get("priority"), int):
+        return int(spec["priority"])
+    values, default = classes
+    return values.get(str(spec.get("priorityClassName") or ""), default)
+
+
+def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = None) -> Arrivals | None:
     """The snapshot's jobs (pods grouped by :func:`group_of`, submitted at their PodGroup's creation or else their
-    first pod's), as Job manifests per queue with their arrival rates; None with fewer than ``MIN_SEEN`` jobs seen."""
+    first pod's), as Job manifests per queue with their arrival rates; only those of a priority above ``above`` when
+    given.  None with fewer than ``MIN_SEEN`` jobs seen in all, or none above ``above``."""
     pgs = {_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    classes = priority_classes(objects)
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in objects:
         if p.get("kind") == "Pod" and not _md(p).get("deletionTimestamp"):
@@ -367,8 +431,14 @@ def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
         created = [t for t in (_time(_md(x).get("creationTimestamp")) for x in ([pg] if pg else pods)) if t is not None]
         if created:
             first = min(first, min(created))
+        if above is not None and max(priority_of(x, classes) for x in pods) <= above:
+            continue
         q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
-        mm = int(((pg or {}).get("spec") or {}).get("minMember") or 1) if pg else 1
+        # a finished job's PodGroup may be gone: take it as the gang of all its pods (a Volcano Job's minAvailable
+        # defaults to the sum of its tasks' replicas: ``pkg/webhooks/admission/jobs/mutate/mutate_job.go:
+        # patchDefaultMinAvailable``), not as 1, which would let its copies start pod by pod and take every
+        # fragment a waiting gang needs
+        mm = int(((pg or {}).get("spec") or {}).get("minMember") or 1) if pg else len(pods)
         pods = sorted(pods, key=lambda x: str(_md(x).get("name")))
         spec0 = pods[0].get("spec") or {}
         job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "", "namespace":
@@ -380,9 +450,9 @@ def arrivals_of(objects: list[dict[str, Any]], now: float) -> Arrivals | None:
                                   for i, x in enumerate(pods)]}}
         jobs.setdefault(q, []).append(job)
     window = now - first
-    if sum(len(v) for v in jobs.values()) < MIN_SEEN or window <= 0:
+    if len(groups) < MIN_SEEN or window <= 0 or not jobs:
         return None
-    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window)
+    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window, above)
 
 
 @dataclass
@@ -536,18 +606,42 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
                     sim.drawn += 1
                 left = left_of[mark]
             sim._push(now + left, PodFinish(_key(p), _md(p)["uid"]))
-        elif node:  # bound, not running yet
-            sim._push(now + start_latency, PodRunning(_key(p), _md(p)["uid"]))
+        elif node:  # bound, not running yet: it runs the start latency after its bind (PodScheduled=True)
+            bound = started_at(p)
+            sim._push(max(now, (bound if bound is not None else now) + start_latency),
+                      PodRunning(_key(p), _md(p)["uid"]))
     sim.problems.extend(sim.cache.problems)
     sim.cache.problems.clear()
     sim.waiting = {k for k in plan.waiting if k in sim.records}
     return sim
 
 
-def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 30, seed: int = 0,
+#: which new jobs a forecast draws: none (the start if nothing new arrives); for each priority level of pending
+#: jobs, those of a higher priority (they go first: the start if nothing new of its own rank or lower arrives); or all
+ARRIVALS = ("none", "higher", "all")
+
+
+def waiting_priorities(plan: _Plan, objects: list[dict[str, Any]]) -> dict[str, int]:
+    """The priority of each job whose start is forecast (its PodGroup's or Job's priorityClassName, or its pods'
+    resolved priority, whichever is higher)."""
+    classes = priority_classes(objects)
+    pods_of: dict[str, list[dict[str, Any]]] = {}
+    for p in plan.pods:
+        pods_of.setdefault(group_of(p), []).append(p)
+    out = {}
+    for k in plan.waiting:
+        own = plan.podgroups.get(k) or plan.jobs.get(k)
+        cands = [priority_of(x, classes) for x in pods_of.get(k, [])]
+        if own is not None and (own.get("spec") or {}).get("priorityClassName"):
+            cands.append(priority_of(own, classes))
+        out[k] = max(cands) if cands else classes[1]
+    return out
+
+
+def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 40, seed: int = 0,
              horizon: float = DEFAULT_HORIZON, period: float = 1.0, start_latency: float = 0.0,
              default_duration: float = DEFAULT_DURATION, scheduler_name: str = "volcano",
-             arrivals: bool = True) -> Forecast:
+             arrivals: str = "none") -> Forecast:
     """Each pending job's start after ``now`` (seconds since the epoch, the snapshot's time) over ``runs`` seeded
     simulations of ``objects``.  UserError when the snapshot has no node."""
     if runs < 1:
@@ -560,31 +654,44 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
         raise UserError("nothing to forecast on: the snapshot has no Node objects")
     plan = _plan(objects, scheduler_name)
     durations = durations_of(objects, now, default_duration)
-    future = arrivals_of(objects, now) if arrivals else None
+    if arrivals not in ARRIVALS:
+        raise UserError(f"arrivals: {arrivals!r} is not one of {', '.join(ARRIVALS)}")
+    # "higher": each priority level of pending jobs gets runs of its own, drawing the new jobs that outrank it
+    prio = waiting_priorities(plan, objects) if arrivals == "higher" else {k: 0 for k in plan.waiting}
+    levels: list[tuple[set[str], Arrivals | None]] = []
+    for level in sorted(set(prio.values())):
+        above = level if arrivals == "higher" else None
+        future = arrivals_of(objects, now, above) if arrivals != "none" else None
+        levels.append(({k for k, v in prio.items() if v == level}, future))
     starts: dict[str, list[float]] = {k: [] for k in plan.waiting}
     problems: list[str] = []
     done = 0
-    for i in range(runs):
-        rng = np.random.default_rng([seed, i])
-        sim = _build(plan, conf, now, durations, rng, period=period, start_latency=start_latency,
-                     scheduler_name=scheduler_name)
-        if future is not None:
-            sim.future = future
-            for q in sorted(future.rate):
-                sim.push_arrival(q, now)
-        if i == 0:
-            problems = list(sim.problems)
-        sim.run(until=now + horizon)
-        for k in starts:
-            rec = sim.records.get(k)
-            t = rec.all_started if rec is not None else None
-            starts[k].append(t - now if t is not None and t >= now else (0.0 if t is not None else math.inf))
-        done += 1
-        if sim.drawn == 0:  # nothing was drawn: every run would be this one
-            break
+    told: list[str] = []
+    for n, (targets, future) in enumerate(levels):
+        for i in range(runs):
+            rng = np.random.default_rng([seed, i] if n == 0 else [seed, i, n])
+            sim = _build(plan, conf, now, durations.resampled(rng), rng, period=period, start_latency=start_latency,
+                         scheduler_name=scheduler_name)
+            sim.waiting &= targets
+            if future is not None:
+                sim.future = future
+                for q in sorted(future.rate):
+                    sim.push_arrival(q, now)
+            if i == 0 and n == 0:
+                problems = list(sim.problems)
+            sim.run(until=now + horizon)
+            for k in targets:
+                rec = sim.records.get(k)
+                t = rec.all_started if rec is not None else None
+                starts[k].append(t - now if t is not None and t >= now else (0.0 if t is not None else math.inf))
+            done = max(done, i + 1)
+            if sim.drawn == 0:  # nothing was drawn: every run would be this one
+                break
+        if future is not None and future.note() not in told:
+            told.append(future.note())
+    notes = durations.notes + told
     jobs = [JobForecast(k, plan.queue_of_group.get(k, "default"), plan.waiting[k], v) for k, v in starts.items()]
     jobs.sort(key=lambda j: (j.quantile(0.5) is None, j.quantile(0.5) or 0.0, j.podgroup))
-    notes = list(durations.notes) + ([future.note()] if future is not None else [])
     return Forecast(now, done, seed, horizon, jobs, notes, problems)
 
 
@@ -617,11 +724,23 @@ def snapshot_time(objects: Iterable[dict[str, Any]]) -> float | None:
 class RecordingSim(Simulator):
     """The simulator, keeping what a snapshot of it needs: each pod's start time (``status.startTime``, as the
     kubelet writes it) and every finished pod with its container's start and finish (a cluster keeps finished pods
-    of a running or completed Job)."""
+    of a running or completed Job), and when each pod was bound (the ``PodScheduled=True`` condition the API
+    server's binding writes; the simulator's own pods get it only once running)."""
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.finished_pods: list[dict[str, Any]] = []
+        #: pod uid -> when the scheduler bound it
+        self.bound_at: dict[str, float] = {}
+        bind = self.writer.bind
+
+        def recorded(task: Any, node: str) -> None:
+            bind(task, node)
+            pod = self._pod(task.uid)
+            if pod is not None and pod["spec"].get("nodeName") == node:
+                self.bound_at.setdefault(pod["metadata"]["uid"], self.now)
+
+        self.writer.bind = recorded  # type: ignore[method-assign]
 
     def _running(self, key: str, uid: str) -> None:
         super()._running(key, uid)
@@ -655,6 +774,10 @@ def export(sim: RecordingSim, *, durations: bool = False) -> list[dict[str, Any]
             live.add(o["metadata"]["uid"])
             if _phase(o) == "Succeeded":
                 continue  # written below, with its container's times
+            bound = sim.bound_at.get(o["metadata"]["uid"])
+            if _phase(o) in ("", "Pending") and (o.get("spec") or {}).get("nodeName") and bound is not None:
+                o.setdefault("status", {})["conditions"] = [
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": bound}]
         out.append(o)
     out.extend(copy.deepcopy(p) for p in sim.finished_pods)
     for st in sim.controller.jobs.values():
@@ -722,7 +845,7 @@ class Accuracy:
 
 def measure(nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload, conf: SchedulerConf, *,
             at: Iterable[float], runs: int = 20, seed: int = 0, period: float = 1.0, start_latency: float = 1.0,
-            grace: float = 5.0, durations: bool = False, arrivals: bool = True) -> Accuracy:
+            grace: float = 5.0, durations: bool = False, arrivals: str = "none") -> Accuracy:
     """Run ``workload`` once, stopping at each time of ``at`` to forecast from a snapshot of the run (its duration
     annotations dropped unless ``durations``), then compare each forecast with when its jobs started in the run."""
     acc = Accuracy()
