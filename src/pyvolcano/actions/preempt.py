@@ -154,7 +154,11 @@ def candidate_preemptors(ssn: Session) -> Iterable[JobInfo]:
 class _QueueBounds:
     """Per queue with preemptors, what its preemptable candidates hold on each node (``victim_bound`` of a
     superset of every ``keep`` of the between-jobs phase): one pass over every job's tasks, made when a
-    preemptor first gets to try nodes, not when the action starts (most sessions of a backlog never do)."""
+    preemptor first gets to try nodes, not when the action starts (most sessions of a backlog never do).
+
+    In a session of one queue every candidate is a Running or Bound task on the node, whose request the node's
+    ``used`` holds (``NodeArrays.account``: every task but a pipelined one, requests never negative): that row
+    is an upper bound as good as the walk over the cluster's jobs, which it spares (the month of services)."""
 
     def __init__(self, ssn: Session, queues: Iterable[str]) -> None:
         self.ssn = ssn
@@ -162,6 +166,8 @@ class _QueueBounds:
         self.bounds: dict[str, np.ndarray] | None = None
 
     def of(self, queue: str) -> np.ndarray:
+        if self.bounds is None and len(self.ssn.queues) == 1:
+            self.bounds = dict.fromkeys(self.queues, self.ssn.nodes.used.copy())
         if self.bounds is None:
             by_queue: dict[str, list[TaskInfo]] = {q: [] for q in self.queues}
             for job in self.ssn.jobs.values():
