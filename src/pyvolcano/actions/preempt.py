@@ -20,8 +20,9 @@ candidate node chosen as kube-scheduler ranks them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.points import BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -70,14 +72,20 @@ def preemptor_fits(ssn: Session, queue: QueueInfo, job: JobInfo, preemptor: Task
     return fits
 
 
+#: a victim bound (``victim_bound``), or a function giving it when first needed, or None (no bound)
+Bound = np.ndarray | Callable[[], np.ndarray] | None
+
+
 def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool],
-                 opts: PreemptOptions, bound: np.ndarray | None = None, reason: str = "preempt") -> bool:
+                 opts: PreemptOptions, bound_of: Bound = None, reason: str = "preempt") -> bool:
     """Volcano's ``preempt`` for one task (preempt.go): a pod with ``preemptionPolicy: Never`` or a
     prePredicate objection preempts nothing; otherwise the nodes passing the predicates go to
     ``normalPreempt`` (best score first, greedy eviction per node) or, with ``enableTopologyAwarePreemption``,
     to ``topologyAwarePreempt`` (dry run in node order, best candidate).  ``keep`` filters the node's tasks
     before the plugins' preemptable vote; ``bound`` (``victim_bound`` of a superset of what ``keep`` admits)
-    lets nodes that cannot make room even with every candidate gone be skipped in one NumPy pass."""
+    lets nodes that cannot make room even with every candidate gone be skipped in one NumPy pass; given as a
+    function it is taken only when a node is to be tried (a bound taken later in the action is still one: the
+    candidates only shrink during an action, ``victim_bound``)."""
     job = ssn.jobs[preemptor.job]
     if never_preempts(preemptor) or not nominated_allows(ssn, preemptor, job) \
             or ssn.pre_predicate(preemptor) is not None:
@@ -87,6 +95,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     idx = np.nonzero(feasible)[0]
     if not len(idx):
         return False
+    bound = bound_of() if callable(bound_of) else bound_of
 
     def offer(i: int) -> list[TaskInfo]:
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
@@ -120,6 +129,65 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     order = reachable(ssn, preemptor.init_resreq, order, bound)
     return evict_greedily(ssn, stmt, preemptor, order, offer, fits_now, reason, bound,
                           lambda: not ssn.allocatable(queue, preemptor), freed_only=True) is not None
+
+
+def candidate_preemptors(ssn: Session) -> Iterable[JobInfo]:
+    """The jobs preempt and reclaim ask whether they are starving.  Volcano walks every job of the session
+    (preempt.go, reclaim.go: ``for _, job := range ssn.Jobs``); a job the session leaves settled
+    (``framework/incremental/plan.py``) has no pending pod, so as a preemptor it would pop no task and leave
+    its statement empty, and its jobValid passes (it closed the last session without an objection, and the
+    answer is a function of its version: ``Contract.VALID_BY_VERSION``), so asking changes nothing.  Only the
+    others are walked (``Session.unsettled_jobs``, in ``jobs`` order): the month of services keeps thousands
+    of settled jobs and a handful of starving ones.  With ``deltas.CHECK`` the skipped jobs are checked to have
+    no pod to offer."""
+    jobs = ssn.unsettled_jobs()
+    if deltas.CHECK and jobs is not ssn.jobs.values():
+        looked = {j.uid for j in jobs}
+        for uid, job in ssn.jobs.items():
+            if uid not in looked:
+                assert job.is_pending() or not any(not t.sch_gated for t in
+                                                   job.index.get(TaskStatus.Pending, {}).values()), \
+                    f"preempt/reclaim: settled job {uid} has a pending pod"
+    return jobs
+
+
+class _QueueBounds:
+    """Per queue with preemptors, what its preemptable candidates hold on each node (``victim_bound`` of a
+    superset of every ``keep`` of the between-jobs phase): one pass over every job's tasks, made when a
+    preemptor first gets to try nodes, not when the action starts (most sessions of a backlog never do).
+
+    In a session of one queue every candidate is a Running or Bound task on the node, whose request the node's
+    ``used`` holds (``NodeArrays.account``: every task but a pipelined one, requests never negative): that row
+    is an upper bound as good as the walk over the cluster's jobs, which it spares (the month of services)."""
+
+    def __init__(self, ssn: Session, queues: Iterable[str]) -> None:
+        self.ssn = ssn
+        self.queues = list(queues)
+        self.bounds: dict[str, np.ndarray] | None = None
+
+    def of(self, queue: str) -> np.ndarray:
+        if self.bounds is None and len(self.ssn.queues) == 1:
+            self.bounds = dict.fromkeys(self.queues, self.ssn.nodes.used.copy())
+        if self.bounds is None:
+            by_queue: dict[str, list[TaskInfo]] = {q: [] for q in self.queues}
+            for job in self.ssn.jobs.values():
+                group = by_queue.get(job.queue)
+                if group is not None:
+                    group.extend(t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable)
+            self.bounds = {q: victim_bound(self.ssn, ts) for q, ts in by_queue.items()}
+        return self.bounds[queue]
+
+
+def _own_bound(ssn: Session, job: JobInfo) -> Callable[[], np.ndarray]:
+    """The within-job phase's bound: what the job's own preemptable tasks hold per node, taken when first needed
+    and kept for the job's later tasks."""
+    got: list[np.ndarray] = []
+
+    def bound() -> np.ndarray:
+        if not got:
+            got.append(victim_bound(ssn, [t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable]))
+        return got[0]
+    return bound
 
 
 def never_preempts(task: TaskInfo) -> bool:
@@ -186,7 +254,7 @@ class Preempt(Action):
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         under: dict[str, list[JobInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in candidate_preemptors(ssn):
             q = ssn.queues.get(job.queue)
             # Volcano's preempt does not look at the queue's state: a Closed queue's running jobs still preempt
             if job.is_pending() or q is None or ssn.job_valid(job) is not None:
@@ -201,14 +269,8 @@ class Preempt(Action):
             under.setdefault(job.queue, []).append(job)
             tasks[job.uid] = pending_tasks(ssn, job)
         queues = PriorityQueue(ssn.queue_cmp, [ssn.queues[q] for q in preemptors])
-        queue_of = {uid: j.queue for uid, j in ssn.jobs.items()}
-        # per queue, what its preemptable candidates hold on each node (a superset of every `keep` below)
-        by_queue: dict[str, list[TaskInfo]] = {q: [] for q in preemptors}
-        for job in ssn.jobs.values():
-            group = by_queue.get(job.queue)
-            if group is not None:
-                group.extend(t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable)
-        bounds = {q: victim_bound(ssn, ts) for q, ts in by_queue.items()}
+        jobs_now = ssn.jobs
+        bounds = _QueueBounds(ssn, preemptors)
         while not queues.empty():
             qname = queues.pop().name
             jobs = preemptors[qname]
@@ -219,16 +281,16 @@ class Preempt(Action):
                     preemptor = tasks[pj.uid].pop()
 
                     def keep(t: TaskInfo, p: TaskInfo = preemptor, pj: JobInfo = pj) -> bool:
-                        return t.job != pj.uid and may_evict(p, t) and queue_of.get(t.job) == pj.queue
-                    preempt_task(ssn, stmt, preemptor, keep, opts, bounds[qname])
+                        return t.job != pj.uid and may_evict(p, t) and (j := jobs_now.get(t.job)) is not None \
+                            and j.queue == pj.queue
+                    preempt_task(ssn, stmt, preemptor, keep, opts, partial(bounds.of, qname))
                 if ssn.job_pipelined(pj):
                     stmt.commit()
                 else:
                     stmt.discard()
             for job in under[qname]:  # within each job: kept per task, stop at the first that fails
                 own = pending_tasks(ssn, job)
-                bound = victim_bound(ssn, [t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable]) \
-                    if not own.empty() else None
+                bound = _own_bound(ssn, job) if not own.empty() else None
                 while not own.empty():
                     preemptor = own.pop()
                     stmt = Statement(ssn)
@@ -239,6 +301,8 @@ class Preempt(Action):
                         stmt.discard()
                         break
                     stmt.commit()
+        if not ssn.has("victimTasks"):  # no plugin names victims (rescheduling, tdm): nothing to ask about
+            return
         victims = ssn.victim_tasks([t for j in ssn.jobs.values() for t in j.tasks_in(PREEMPTABLE_STATUS)])
         for t in victims:
             if t.status & PREEMPTABLE_STATUS:

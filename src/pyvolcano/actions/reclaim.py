@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyvolcano.actions._victims import evict_greedily, reachable, victim_bound
-from pyvolcano.actions.preempt import never_preempts, pending_tasks
+from pyvolcano.actions.preempt import candidate_preemptors, never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -35,24 +35,31 @@ class Reclaim(Action):
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        queues = PriorityQueue(ssn.queue_cmp)
-        seen: set[str] = set()
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
+        # only the jobs that can starve are walked (``candidate_preemptors``: settled jobs have no pod to place)
+        for job in candidate_preemptors(ssn):
             q = ssn.queues.get(job.queue)
             if job.is_pending() or q is None or ssn.job_valid(job) is not None:
                 continue
-            if q.name not in seen:
-                seen.add(q.name)
-                queues.push(q)
             if ssn.job_starving(job):
                 preemptors.setdefault(q.name, PriorityQueue(ssn.job_cmp)).push(job)
                 tasks[job.uid] = pending_tasks(ssn, job)
-        # what the candidates of every reclaimable queue hold per node: a superset of each task's reclaimees
-        bound = victim_bound(ssn, [t for j in ssn.jobs.values() if (q := ssn.queues.get(j.queue)) and q.reclaimable
-                                   for t in j.index.get(TaskStatus.Running, {}).values()
-                                   if t.preemptable]) if preemptors else None
+        queues = PriorityQueue(ssn.queue_cmp)
+        if len(preemptors) == 1:  # the other queues' turns do nothing (``overused`` only reads)
+            queues.push(ssn.queues[next(iter(preemptors))])
+        elif preemptors:
+            # Volcano pushes the queue of every job that is not Pending and valid, in the jobs' order, and the
+            # queue order is asked again after each queue's evictions: which queues sit in the heap can decide
+            # the order of those with starving jobs, so all of them are pushed as Volcano does
+            seen: set[str] = set()
+            for job in ssn.jobs.values():
+                q = ssn.queues.get(job.queue)
+                if q is None or q.name in seen or job.is_pending() or ssn.job_valid(job) is not None:
+                    continue
+                seen.add(q.name)
+                queues.push(q)
+        bound = _Bound(ssn)
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue) or not queue.is_open():  # a Closed queue's jobs wait, as in allocate
@@ -74,12 +81,17 @@ class Reclaim(Action):
                     stmt.discard()
 
     def reclaim_for(self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo,
-                    bound: np.ndarray | None = None) -> bool:
+                    bound: _Bound | None = None) -> bool:
         """Volcano's ``reclaimForTask``: on each node passing the predicates, or failing only resolvable ones
         (``PredicateForPreemptAction``; node order), running,
         preemptable tasks of other, reclaimable queues go to the plugins' reclaimable vote; a node without
         any is skipped.  The victims are evicted greedily (``evict_greedily``) until the task fits the
-        node's future idle, and the task is pipelined there."""
+        node's future idle, and the task is pipelined there.
+
+        Reclaimees come from other queues only: when no other queue of the session is reclaimable, every node
+        would be skipped for want of reclaimees, so none is looked at (a cluster of one queue)."""
+        if not any(q.reclaimable and name != job.queue for name, q in ssn.queues.items()):
+            return False
         feasible = np.nonzero(ssn.preempt_nodes(task, job))[0]
 
         def offer(i: int) -> list[TaskInfo] | None:
@@ -98,5 +110,23 @@ class Reclaim(Action):
 
         def fits(i: int) -> bool:
             return less_equal(task.init_resreq, ssn.nodes.future[i])
-        order = reachable(ssn, task.init_resreq, feasible, bound)
+        order = reachable(ssn, task.init_resreq, feasible, bound.get() if bound is not None else None)
         return evict_greedily(ssn, stmt, task, order, offer, fits, "reclaim") is not None
+
+
+class _Bound:
+    """What the running, preemptable tasks of every reclaimable queue hold per node (``victim_bound``): a
+    superset of each task's reclaimees, taken when a task first gets to try nodes (the candidates only shrink
+    during the action, so a bound taken then is one for every later task)."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.bound: np.ndarray | None = None
+
+    def get(self) -> np.ndarray:
+        if self.bound is None:
+            ssn = self.ssn
+            self.bound = victim_bound(ssn, [t for j in ssn.jobs.values()
+                                            if (q := ssn.queues.get(j.queue)) and q.reclaimable
+                                            for t in j.index.get(TaskStatus.Running, {}).values() if t.preemptable])
+        return self.bound
