@@ -147,6 +147,8 @@ class KubeScheduler:
         self.cluster = KubeWriter(self.binder, self.status)
         self.heartbeat = time.monotonic()
         self.last_result: SessionResult | None = None
+        #: the last session's warnings: a warning is logged when it appears, not again every session it stays
+        self._warnings: frozenset[str] = frozenset()
         self._stop = threading.Event()
         self._leading = False
         #: called when leadership is lost after having been held (the command exits, as Volcano does)
@@ -307,6 +309,10 @@ class KubeScheduler:
                   (time.perf_counter() - t0) * 1000)
         self.stats["sessions"] += 1
         self.last_result = result
+        for w in result.warnings:
+            if w not in self._warnings:
+                log.warning("%s", w)
+        self._warnings = frozenset(result.warnings)
         m = self.metrics
         m.sessions.inc()
         m.e2e.observe((time.perf_counter() - t0) * 1000)

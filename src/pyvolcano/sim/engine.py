@@ -465,6 +465,8 @@ class Simulator:
         self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
+        #: the sessions' warnings already among ``problems`` (input a plugin left out: each listed once)
+        self._warned: set[str] = set()
         self.changed = True
         self.events = 0
         self.cycles = 0
@@ -744,6 +746,10 @@ class Simulator:
         self.rollbacks += result.stats.rollbacks
         self.changed = False
         self.eviction_log.on_session(result)
+        for w in result.warnings:  # e.g. a task-topology annotation naming no task, an extender that fails
+            if w not in self._warned:
+                self._warned.add(w)
+                self.problems.append(w)
         apply(result, self.writer)
         self._sample(result)
 
