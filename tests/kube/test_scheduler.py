@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -696,34 +695,3 @@ def test_the_binding_carries_deviceshares_annotations(api: FakeApi, harness, tmp
     assert got["spec"]["nodeName"] == "n1"
     assert got["metadata"]["annotations"]["volcano.sh/vgpu-ids-new"] == "GPU-0,NVIDIA,1000,0:"
     assert "b-0" not in h.bound()
-
-
-TOPOLOGY_CONF = """\
-actions: "enqueue, allocate"
-tiers:
-- plugins:
-  - name: gang
-  - name: predicates
-  - name: task-topology
-"""
-
-
-def test_a_session_warning_is_logged_when_it_appears(api: FakeApi, harness, tmp_path, caplog) -> None:
-    """Input a plugin leaves out (a task-topology annotation naming a task the job does not have) is logged once
-    when it appears, not every session it stays; the job is scheduled."""
-    conf = tmp_path / "conf.yaml"
-    conf.write_text(TOPOLOGY_CONF)
-    api.create(NODE, node("n1", cpu="8"))
-    h = harness(conf=ConfFile(str(conf)))
-    pg = podgroup("a", "ns", 1)
-    pg["metadata"]["annotations"] = {"volcano.sh/task-topology-affinity": "ghost"}
-    api.create(PODGROUP, pg)
-    api.create(POD, pod("a-0", "a", "ns"))
-    h.settle(lambda: "ns/a-0" in h.s.cache.tasks)
-    with caplog.at_level(logging.WARNING, logger="pyvolcano.kube.scheduler"):
-        for _ in range(3):
-            h.session()
-    said = [r.getMessage() for r in caplog.records if "task-topology-affinity" in r.getMessage()]
-    assert said == ["PodGroup ns/a: metadata.annotations.volcano.sh/task-topology-affinity: task ghost does not exist "
-                    "in job ns/a; task-topology ignores the job's annotations"]
-    assert "a-0" in h.bound()
