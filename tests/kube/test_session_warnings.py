@@ -47,3 +47,28 @@ def test_a_session_warning_is_logged_when_it_appears(tmp_path: Path, caplog: pyt
         assert "a-0" in h.bound()
     finally:
         h.stop()
+
+
+def test_a_reloaded_conf_whose_plugin_cannot_open_is_dropped_for_the_previous(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A reloaded conf that loads but whose plugin refuses its arguments when it opens (a usage threshold that is
+    no integer) is dropped for the conf before it, once, as a conf that does not load is."""
+    from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.errors import ConfigError
+    from pyvolcano.framework.cycle import run_session
+
+    path = tmp_path / "conf.yaml"
+    path.write_text(TOPOLOGY_CONF)
+    cf = ConfFile(str(path))
+    good = cf.conf
+    path.write_text(TOPOLOGY_CONF + "  - name: usage\n    arguments: {thresholds: {cpu: abc}}\n")
+    assert cf.poll() and cf.conf is not good
+    cache = SchedulerCache.from_objects([node("n1")])
+    with pytest.raises(ConfigError, match=r"line 7: plugin usage: argument thresholds\.cpu") as exc:
+        run_session(cache, cf.conf)
+    with caplog.at_level(logging.ERROR, logger="pyvolcano.kube.conf_watch"):
+        cf.reject(exc.value)
+        assert cf.conf is good and not cf.poll()  # the bad version is not loaded again
+    assert [r.getMessage().split(": line")[0] for r in caplog.records] == [
+        f"scheduler conf {path} changed but is invalid, keeping the previous conf: {path}"]
+    run_session(cache, cf.conf)

@@ -30,6 +30,7 @@ from typing import Any
 
 from pyvolcano.api.types import DEFAULT_QUEUE
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
+from pyvolcano.errors import ConfigError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.result import ALL_NODES_UNAVAILABLE, SessionResult, apply
 from pyvolcano.kube.binder import Assumed, Binder
@@ -250,6 +251,8 @@ class KubeScheduler:
                 if self.may_schedule and not self._stop.is_set():  # still leading after the wait
                     try:
                         self.run_once()
+                    except ConfigError as exc:  # an argument read when a plugin opens
+                        self.conf.reject(exc)
                     except Exception:  # one bad session must not stop the scheduler
                         log.exception("scheduling session failed")
             else:
