@@ -113,6 +113,26 @@ def test_bad_plugin_argument_names_plugin_and_argument(tmp_path: Path) -> None:
     assert "overcommit" in msg and "overcommit-factor" in msg and "'lots'" in msg
 
 
+@pytest.mark.parametrize(("plugin", "args", "says"), [
+    # plugins that read nested or structured arguments raise "plugin NAME: ..." themselves when the session opens
+    ("usage", "{thresholds: {cpu: abc}}", "plugin usage: argument thresholds.cpu = 'abc' is not an integer"),
+    ("resource-strategy-fit", "{resourceStrategyFitWeight: zz}",
+     "plugin resource-strategy-fit: argument 'resourceStrategyFitWeight' = 'zz'"),
+    ("tdm", "{tdm.revocable-zone.rz1: '25:00-3:00'}", "'25:00' is out of range"),
+    ("rescheduling", "{strategies: 3}", "plugin rescheduling: argument 'strategies' = 3"),
+    ("extender", "{extender.predicateVerb: filter}", "'extender.urlPrefix' is required"),
+    ("numa-aware", "{weight: abc}", "plugin numa-aware: argument 'weight' = 'abc' is not an integer"),
+    ("task-topology", "{task-topology.weight: [1]}", "argument 'task-topology.weight' = [1] is not an integer"),
+])
+def test_malformed_plugin_arguments_name_file_line_plugin_and_argument(tmp_path: Path, plugin: str, args: str,
+                                                                        says: str) -> None:
+    """Issue 29's bad input: every plugin's malformed arguments are one line naming the conf file, the plugin's
+    line, the plugin and the argument, whether the loader or the plugin (when the session opens) finds them."""
+    conf = CONF.replace("  - name: predicates\n", f"  - name: predicates\n  - name: {plugin}\n    arguments: {args}\n")
+    msg = user_error(run(tmp_path, [node("n1"), podgroup("a"), pod("a-0", group="a")], conf))
+    assert f"conf.yaml: line 7: plugin {plugin}:" in msg and says in msg, msg
+
+
 def test_missing_snapshot_file(tmp_path: Path) -> None:
     out = subprocess.run([EXE, "cycle", str(tmp_path / "nope.yaml")], capture_output=True, text=True, check=False)
     assert "nope.yaml" in user_error(out)

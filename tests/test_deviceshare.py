@@ -121,7 +121,10 @@ def test_running_pods_use_is_rebuilt_from_their_annotations() -> None:
     assert pool.used_core.tolist() == [0, 30]
 
 
-def test_statement_discard_restores_devices_exactly() -> None:
+def test_statement_discard_keeps_pending_pods_vgpus_as_volcano_does() -> None:
+    """Volcano's vGPU release reads the pod's own annotations: a discarded placement of a pending pod (allocated or
+    pipelined) leaves its vGPUs taken for the rest of the session; an evicted running pod, whose own annotations
+    name its GPUs, gets them back on the undo exactly."""
     objs = [vnode("n1", [("GPU-a0", 2, 16384), ("GPU-a1", 2, 16384)]), vnode("n2", [("GPU-b0", 2, 16384)]),
             pg("run"), pod("r0", "run", 4000, "n1", {dv.VGPU_IDS: "GPU-a1,NVIDIA,4000,0:"}),
             pg("a", 3), pod("a0", "a", 2000), pod("a1", "a", 3000), pod("a2", "a", 1000)]
@@ -135,15 +138,42 @@ def test_statement_discard_restores_devices_exactly() -> None:
     stmt.pipeline(tasks[1], ssn.nodes.pos["n2"])
     stmt.evict(running, "test")
     stmt.allocate(tasks[2], ssn.nodes.pos["n1"])
-    after = use(plugin)
-    assert not same(before, after)
     assert tasks[0].pod_annotations and tasks[0].pod_annotations[dv.VGPU_IDS] == "GPU-a1,NVIDIA,2000,0:"
     pool = plugin.state.vgpu
     assert pool is not None and "ns/r0" not in pool.held  # an evicted pod's devices are free
+    # binpack: a0 on GPU-a1 (the most used), then r0 gone, a2 on GPU-a1 again (still the most used); a1 on GPU-b0
+    assert pool.used_mem.tolist() == [0, 3000, 3000] and pool.used_num.tolist() == [0, 2, 1]
     stmt.discard()
-    assert same(before, use(plugin))
-    assert all(t.pod_annotations is None for t in tasks)
+    assert all(t.pod_annotations is None for t in tasks)  # the binding annotations go
     assert running.status == TaskStatus.Running
+    # r0 holds GPU-a1 again; a0, a1 and a2 still hold what they took
+    assert pool.used_mem.tolist() == [0, 7000, 3000] and pool.used_num.tolist() == [0, 3, 1]
+    assert set(pool.held) == {"ns/r0", "ns/a0", "ns/a1", "ns/a2"}
+    assert set(pool.holders[1]) == {"ns/r0", "ns/a0", "ns/a2"} and set(pool.holders[2]) == {"ns/a1"}
+    assert not same(before, use(plugin))
+    # a pod taken again in the session takes its share a second time, as TryAddPod does on the live devices
+    stmt = Statement(ssn)
+    stmt.allocate(tasks[1], ssn.nodes.pos["n2"])
+    assert pool.used_mem.tolist() == [0, 7000, 6000] and pool.holders[2]["ns/a1"][0] == 6000
+
+
+def test_gpushare_discard_gives_back_exactly() -> None:
+    """gpushare's release forgets a pod on every GPU when its own annotations name none: exact, as in Volcano."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110", dv.GPU_MEMORY: "32000",
+                                       dv.GPU_NUMBER: "2"},
+                       "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110", dv.GPU_MEMORY: "32000",
+                                    dv.GPU_NUMBER: "2"}}}
+    p = pod("a0", "a", mem=None, res={dv.GPU_MEMORY: "5000"})
+    ssn, plugin = session([node, pg("a"), p], CONF.replace("VGPUEnable", "GPUSharingEnable"))
+    pool = plugin.state.gpushare
+    assert pool is not None
+    task = next(iter(ssn.jobs["ns/a"].tasks.values()))
+    stmt = Statement(ssn)
+    stmt.allocate(task, ssn.nodes.pos["n1"])
+    assert pool.used_mem.tolist() == [5000, 0] and task.pod_annotations and task.pod_annotations[dv.GPU_INDEX] == "0"
+    stmt.discard()
+    assert pool.used_mem.tolist() == [0, 0] and not pool.held and task.pod_annotations is None
 
 
 def test_vector_and_scalar_predicates_agree() -> None:

@@ -128,3 +128,93 @@ def test_cycle_wide_shows_the_reasons_with_their_brackets() -> None:
     r = CliRunner().invoke(main, ["cycle", str(path), "-o", "wide"], env={"COLUMNS": "400"})
     assert r.exit_code == 0, r.output
     assert "task topology policy[single-numa-node] is different with node[best-effort]" in r.output
+
+
+def _numa_pod(name: str, cpu: str = "4", node: str = "") -> dict[str, Any]:
+    r = {"cpu": cpu, "memory": "1Gi"}
+    p: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "annotations": {
+            "scheduling.k8s.io/group-name": name, "volcano.sh/numa-topology-policy": "single-numa-node"}},
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": r, "limits": r}}]},
+        "status": {"phase": "Pending"}}
+    if node:
+        p["spec"]["nodeName"], p["status"]["phase"] = node, "Running"
+    return p
+
+
+def _pg(name: str) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 1}, "status": {"phase": "Inqueue"}}
+
+
+def test_cpus_placed_stay_taken_across_sessions_until_the_numatopology_lists_every_pod() -> None:
+    """Volcano's cache keeps the CPUs a session gave a pod (``AddUnassignedNumaPods``) and takes them from the
+    node's Numatopology in each later snapshot until it lists every such pod of the node
+    (``RefreshNumaSchedulerInfoByCrd``); deleting a pod drops its entry (``clearUnassignedNumaPod``)."""
+    nt = copy.deepcopy(NT)
+    del nt["spec"]["resReserved"]
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "16", "memory": "16Gi", "pods": "10"}}}
+    conf = load_conf(yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [
+        {"name": "predicates"}, {"name": "numa-aware"}]}]}))
+    cache = SchedulerCache.from_objects([nt, node])
+
+    def place(name: str) -> bool:
+        cache.upsert(_pg(name))
+        cache.upsert(_numa_pod(name))
+        got = run_session(cache, conf).binds
+        if got:
+            cache.upsert(_numa_pod(name, node="n1"))  # the bind, as the API server echoes it
+        return got == {f"ns/{name}": "n1"}
+
+    assert place("a") and place("b")  # NUMA node 0, then 1: a's CPUs were still taken
+    assert not place("c")  # both NUMA nodes are taken, although the Numatopology still shows 8 free CPUs
+    listed = copy.deepcopy(nt)
+    listed["spec"]["podAllocations"] = [{"uid": "uid-a", "namespace": "ns", "name": "a"}]
+    cache.upsert(listed)  # the exporter has seen a, not b: both stay taken
+    assert not place("c")
+    listed["spec"]["podAllocations"].append({"uid": "other", "namespace": "ns", "name": "b"})  # b by its name
+    cache.upsert(listed)  # every pod listed: the entries go, the Numatopology alone counts (all 8 free here)
+    assert place("c")
+    cache.upsert(nt)  # listing no pod again: c's entry, made in that last session, takes its CPUs again
+    cache.delete(_numa_pod("c", node="n1"))
+    # c deleted: its entry went with it, and the Numatopology shows 8 free CPUs: d and e take one NUMA node each
+    assert place("d") and place("e") and not place("f")
+
+
+def test_a_cycle_keeps_nothing() -> None:
+    """Two ``cycle`` runs are two clusters: nothing is carried."""
+    nt = copy.deepcopy(NT)
+    del nt["spec"]["resReserved"]
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "16", "memory": "16Gi", "pods": "10"}}}
+    conf = load_conf(yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [{"name": "numa-aware"}]}]}))
+    for _ in range(3):
+        objs = [nt, node, _pg("a"), _numa_pod("a"), _pg("b"), _numa_pod("b"), _pg("c"), _numa_pod("c")]
+        assert len(run_session(SchedulerCache.from_objects(objs), conf).binds) == 2
+
+
+def test_simulator_carries_the_cpus_until_the_pods_go() -> None:
+    """In the simulator (no exporter: the Numatopology stays as given) a pod's CPUs stay taken in later sessions
+    until its job finishes and the job controller deletes its pods: the third job waits for the first."""
+    from pyvolcano.sim.engine import Simulator
+    from pyvolcano.sim.workload import JobSpec, from_specs
+
+    nt = copy.deepcopy(NT)
+    del nt["spec"]["resReserved"]
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "16", "memory": "16Gi", "pods": "10"}}}
+    wl = from_specs([JobSpec(f"j{k}", 30.0 * k, cpu="3", memory="1Gi", duration=100) for k in range(3)])
+    for _, job in wl.jobs:
+        tmpl = job["spec"]["tasks"][0]["template"]
+        tmpl["metadata"].setdefault("annotations", {})["volcano.sh/numa-topology-policy"] = "single-numa-node"
+        res = tmpl["spec"]["containers"][0]["resources"]
+        res["limits"] = dict(res["requests"])
+    conf = load_conf(yaml.safe_dump({"actions": "enqueue, allocate", "tiers": [{"plugins": [
+        {"name": "gang"}, {"name": "predicates"}, {"name": "numa-aware"}]}]}))
+    queue = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
+    res = Simulator([node, nt], queue, wl, conf, period=10.0).run(until=1000.0)
+    starts = {k.split("/")[-1]: r.first_start for k, r in res.records.items()}
+    assert starts["j0"] is not None and starts["j1"] is not None and starts["j2"] is not None
+    assert starts["j0"] < starts["j1"] < 60.0 and starts["j2"] >= starts["j0"] + 100.0, starts

@@ -102,3 +102,18 @@ def test_bad_annotation_is_a_warning_and_the_job_is_scheduled() -> None:
     assert result.binds == {"ns/a-0": "n"}
     assert result.warnings == ["PodGroup ns/j: metadata.annotations.volcano.sh/task-topology-affinity: task ghost "
                                "does not exist in job ns/j; task-topology ignores the job's annotations"]
+
+
+def test_bad_annotation_is_a_problem_of_the_simulation_once() -> None:
+    """In the simulator the job's annotation reaches its PodGroup (the vcjob controller copies it): the warning is
+    listed once among the run's problems, however many sessions see it, and the job runs."""
+    from pyvolcano.sim.engine import Simulator
+    from pyvolcano.sim.workload import JobSpec, from_specs
+
+    wl = from_specs([JobSpec("j", 0, tasks=2, cpu="1", duration=100), JobSpec("k", 50, tasks=1, cpu="1")])
+    wl.jobs[0][1]["metadata"].setdefault("annotations", {})["volcano.sh/task-topology-affinity"] = "worker,ghost"
+    queue = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
+    res = Simulator([_node("n", "4")], queue, wl, _conf(actions="enqueue, allocate"), period=10.0).run(until=500.0)
+    bad = [p for p in res.problems if "task-topology-affinity" in p]
+    assert len(bad) == 1 and bad[0].startswith("PodGroup default/j: metadata.annotations.") and "ghost" in bad[0]
+    assert all(r.finished is not None for r in res.records.values())

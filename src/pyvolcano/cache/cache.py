@@ -104,6 +104,9 @@ class Snapshot:
     #: ``CarryKey`` slots (the cache's one object, shared by its snapshots, never read by the cache): what Volcano
     #: keeps in plugin package variables, e.g. tdm's ``lastEvictAt``
     plugin_memory: CarriedValues = field(default_factory=CarriedValues)
+    #: every pod of the cache by namespace/name, finished ones too: the cache's own map, read-only and live (not
+    #: a copy; numa-aware asks whether a pod it placed still exists, as Volcano's ``DeletePod`` tells its cache)
+    pods: Mapping[str, TaskInfo] = field(default_factory=dict)
     #: the HyperNode tree over ``nodes`` (the virtual cluster top alone when there are no HyperNodes)
     topology: Topology | None = None
     #: the jobs of ``jobs`` with a pod that has pod (anti-)affinity or topology spread constraints
@@ -814,6 +817,7 @@ class SchedulerCache:
             numatopo=dict(self.numatopo),
             skipped_jobs=got.skipped, skipped_pods=got.skipped_pods, now=self.now, has_clock=self.has_clock,
             node_metrics=self.node_metrics, plugin_memory=self.plugin_memory, task_mix=self.task_mix,
+            pods=self.tasks,
             topology=self.topology(arrays.specs, arrays.names),
             constrained_jobs={uid for uid in self._constrained_jobs if uid in jobs}, carry=carry)
         self._jobs_lender.lend(snap)

@@ -57,6 +57,15 @@ class Arguments(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._values)
 
+    def located(self, exc: ConfigError) -> ConfigError:
+        """``exc`` naming the conf file and line of this entry: plugins that read nested or structured arguments
+        raise "plugin NAME: ..." themselves; the session puts where the entry is written in front."""
+        msg = str(exc)
+        head = self._owner.rsplit(": ", 1)[-1]
+        if head == self._owner or not msg.startswith(head + ":") or msg.startswith(self._owner):
+            return exc
+        return ConfigError(self._owner + msg[len(head):])
+
     def _bad(self, key: str, want: str) -> ConfigError:
         return ConfigError(f"{self._owner}: argument {key!r} = {self._values[key]!r} is not {want}")
 

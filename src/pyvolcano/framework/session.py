@@ -29,6 +29,7 @@ from pyvolcano.api.types import PodGroupPhase, TaskStatus
 from pyvolcano.cache.cache import Snapshot
 from pyvolcano.conf.loader import PluginOption, SchedulerConf
 from pyvolcano.conf.registration import slots
+from pyvolcano.errors import ConfigError
 from pyvolcano.framework import registry
 from pyvolcano.framework.closing import GANG_READY, SCHEDULED, UNSCHEDULABLE, build_result, job_phase
 from pyvolcano.framework.explain import score_breakdown
@@ -735,9 +736,12 @@ class Session:
         clock = time.perf_counter
         for ti, opt, args in self._reg.plugins:  # the conf's entries in order, their arguments parsed once
             name = opt.name
-            plugin = plugin_class(name)(args)
+            try:
+                plugin = plugin_class(name)(args)
+                self.contracts[name] = self.contracts[plugin.name or name] = type(plugin).contracts_for(args)
+            except ConfigError as exc:
+                raise args.located(exc) from None
             plugins[name] = plugin
-            self.contracts[name] = self.contracts[plugin.name or name] = type(plugin).contracts_for(args)
             # a plugin named ``module:Class`` in the conf registers under its own ``name``: same tier, flags
             alias = plugin.name
             if alias and alias not in self.options:
@@ -746,7 +750,10 @@ class Session:
                 self.options[alias] = (ti, opt)
                 self._at.update(slots(alias, ti, opt))
             t0 = clock()
-            plugin.on_session_open(self)
+            try:
+                plugin.on_session_open(self)
+            except ConfigError as exc:  # an argument read when the plugin opens: name the conf's file and line
+                raise args.located(exc) from None
             seconds[(name, "OnSessionOpen")] = clock() - t0
         self.selector.reset()
         # the plan: what this session leaves alone (``framework/incremental/plan.py``)

@@ -24,6 +24,9 @@ class ConfFile:
         self._digest = self._read_digest()[1] if path else ""
         self._bad = ""
         self.reloads = 0
+        #: the conf in force before the last reload, and the digest of that reload (``reject``)
+        self._previous: tuple[SchedulerConf, str] | None = None
+        self._told = ""
 
     def _read_digest(self) -> tuple[str, str]:
         text = Path(self.path).read_text() if self.path else ""
@@ -48,7 +51,22 @@ class ConfFile:
             self._bad = digest
             log.error("scheduler conf %s changed but is invalid, keeping the previous conf: %s", self.path, exc)
             return False
+        self._previous = (self.conf, self._digest)
         self.conf, self._digest, self._bad = conf, digest, ""
         self.reloads += 1
         log.info("scheduler conf %s reloaded: actions %s", self.path, ", ".join(conf.actions))
         return True
+
+    def reject(self, exc: ConfigError) -> None:
+        """A session could not open under the conf (a plugin argument read when the plugin opens, e.g. a usage
+        threshold that is no integer): a reloaded conf is dropped for the one before it, as a conf that does not
+        load is; the first conf has none before it, so the error is logged once and sessions keep failing until the
+        file is fixed."""
+        if self._previous is not None:
+            bad = self._digest
+            self.conf, self._digest = self._previous
+            self._previous, self._bad = None, bad
+            log.error("scheduler conf %s changed but is invalid, keeping the previous conf: %s", self.path, exc)
+        elif str(exc) != self._told:
+            self._told = str(exc)
+            log.error("scheduler conf %s is invalid, nothing is scheduled until it is fixed: %s", self.path, exc)

@@ -31,6 +31,7 @@ from typing import Any
 
 from pyvolcano.api.types import DEFAULT_QUEUE
 from pyvolcano.cache.cache import SchedulerCache, Snapshot
+from pyvolcano.errors import ConfigError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.result import ALL_NODES_UNAVAILABLE, SessionResult, apply
 from pyvolcano.kube.binder import Assumed, Binder
@@ -153,6 +154,8 @@ class KubeScheduler:
                            self.recorder.event, lambda: self.conf.conf)
         self.heartbeat = time.monotonic()
         self.last_result: SessionResult | None = None
+        #: the last session's warnings: a warning is logged when it appears, not again every session it stays
+        self._warnings: frozenset[str] = frozenset()
         self._stop = threading.Event()
         self._leading = False
         #: called when leadership is lost after having been held (the command exits, as Volcano does)
@@ -254,6 +257,8 @@ class KubeScheduler:
                 if self.may_schedule and not self._stop.is_set():  # still leading after the wait
                     try:
                         self.run_once()
+                    except ConfigError as exc:  # an argument read when a plugin opens
+                        self.conf.reject(exc)
                     except Exception:  # one bad session must not stop the scheduler
                         log.exception("scheduling session failed")
             else:
@@ -314,6 +319,10 @@ class KubeScheduler:
                   (time.perf_counter() - t0) * 1000)
         self.stats["sessions"] += 1
         self.last_result = result
+        for w in result.warnings:
+            if w not in self._warnings:
+                log.warning("%s", w)
+        self._warnings = frozenset(result.warnings)
         m = self.metrics
         m.sessions.inc()
         m.e2e.observe((time.perf_counter() - t0) * 1000)

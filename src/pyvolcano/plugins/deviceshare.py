@@ -36,8 +36,10 @@ taking it is never the case, so spread scores 0, as in Volcano), rounded, times 
 with ``predicates`` in the conf): the devices are chosen again on the node as it is then and taken
 (``DevicePool.charge``); the pod gets Volcano's annotations (``volcano.sh/vgpu-ids-new`` and the others, or
 ``volcano.sh/gpu-index``), carried in ``TaskInfo.pod_annotations`` to the binder and ``SessionResult``.  Undoing a
-placement (a statement discarded, ``DeallocateFunc``) gives the devices back and drops the annotations; an eviction
-gives a running pod's devices back and its undo takes the same ones again.
+placement (a statement discarded, ``DeallocateFunc``) drops the annotations and gives gpushare's GPUs back, but not
+the vGPUs of a pod whose own annotations name none (a pending pod): Volcano's vGPU release reads the pod's own
+annotations, so the share stays taken for the rest of the session (docs/volcano-differences.md, "deviceshare").  An
+eviction gives a running pod's devices back and its undo takes the same ones again.
 """
 
 from __future__ import annotations
@@ -612,12 +614,23 @@ class DeviceShare(Plugin):
         task.pod_annotations = {**(task.pod_annotations or {}), **ann}
 
     def deallocated(self, task: TaskInfo) -> None:
-        """``predicates.go: DeallocateFunc`` -> ``Devices.Release``: give the devices back and drop the annotations
-        the allocation added; an evicted pod's devices are kept aside for the undo."""
+        """``predicates.go: DeallocateFunc`` -> ``Devices.Release``: drop the annotations the allocation added and
+        give the devices back; an evicted pod's devices are kept aside for the undo.
+
+        Followed where it looks wrong: the vGPU ``Release`` (``vgpu/device_info.go: SubResource``) finds the GPUs
+        in the pod's own ``volcano.sh/vgpu-ids-new`` annotation, which ``Allocate`` never writes (it hands its
+        annotations to ``TaskInfo.MergePodAnnotations`` for the Binding), so a pod whose own annotations name no
+        vGPUs (a pending pod placed in this session, then discarded or un-pipelined) keeps its shares, memory and
+        cores taken for the rest of the session (the session's devices are a copy: the next one rebuilds them
+        from the pods).  gpushare's ``Release`` forgets the pod on every GPU when the pod names none, so it gives
+        back exactly."""
         st = self.state
         for pool in (st.gpushare, st.vgpu):
             if pool is None or not pool.holds(task.uid):
                 continue
+            if pool.kind == dv.VGPU and not ((task.pod.get("metadata") or {}).get("annotations") or {}).get(
+                    dv.VGPU_IDS):
+                continue  # Volcano's vGPU leak (see above)
             parts = pool.release(task.uid)
             if task.status == TaskStatus.Releasing:
                 self._stash[task.uid] = (pool.kind, parts)

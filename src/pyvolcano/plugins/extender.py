@@ -68,6 +68,7 @@ from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import ABSTAIN, PERMIT, REJECT, BatchScoreError, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
+from pyvolcano.framework.state import SessionState, warn
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +151,10 @@ class ExtenderError(Exception):
 class ExtenderClient:
     """``extenderPlugin.send``: one POST per call, JSON in and out, within the timeout."""
 
-    def __init__(self, cfg: ExtenderConfig) -> None:
+    def __init__(self, cfg: ExtenderConfig, state: SessionState | None = None) -> None:
         self.cfg = cfg
+        #: the session's state, where failures are recorded (``SessionResult.warnings``)
+        self.state = state
         #: the error of the first call that got no HTTP answer: every later call fails with it at once
         self.down: ExtenderError | None = None
         self._logged: set[str] = set()
@@ -198,11 +201,16 @@ class ExtenderClient:
         return out
 
     def warn(self, point: str, err: ExtenderError) -> None:
-        """Volcano's ``klog.Warningf("<Point> failed with error %v")``, once per distinct failure."""
+        """Volcano's ``klog.Warningf("<Point> failed with error %v")``, once per distinct failure and session: a
+        session warning (``cycle`` prints it, the simulator lists it among its problems, the Kubernetes scheduler
+        logs it when it appears), or a log warning without a session."""
         msg = f"extender: {point} failed: {err}"
         if msg not in self._logged:
             self._logged.add(msg)
-            log.warning("%s", msg)
+            if self.state is not None:
+                warn(self.state, msg)
+            else:
+                log.warning("%s", msg)
 
 
 def _json_default(o: Any) -> Any:
@@ -302,7 +310,7 @@ class Extender(Plugin):
         """Volcano's ``OnSessionOpen`` of ``plugins/extender/extender.go``: tell the extender the session opened,
         then register one callback per configured verb."""
         cfg = ExtenderConfig.parse(self.arguments)
-        client = self.client = ExtenderClient(cfg)
+        client = self.client = ExtenderClient(cfg, ssn.state)
         verbs = cfg.verbs
         if "onSessionOpen" in verbs:
             res = ssn.res

@@ -19,11 +19,20 @@ A container the policy refuses rejects the node: "container <name> cannot be ass
 pod's CPUs would span on each node, normalised in reverse to 0..100 (fewest best), times ``weight`` (default 1).
 
 The CPUs chosen on the node a pod is placed on are taken from that node for the rest of the session (and given
-back when the placement is undone), as Volcano's event handlers do.  Volcano also keeps them reserved in its cache
-across sessions until the node's Numatopology lists the pod (``AddUnassignedNumaPods``); pyvolcano reads the
-Numatopology as the snapshot shows it.  Volcano's copy of ``takeByTopology`` intersects socket and core ids with
-CPU ids (``freeSockets``, ``freeCores``) and sorts with comparisons that are not orders; pyvolcano follows the code,
-with Go's insertion sort for the sorts (what Go's ``sort.Slice`` does on up to 12 elements).
+back when the placement is undone), as Volcano's event handlers do.  **Across sessions** Volcano keeps them as
+its cache keeps them (``OnSessionClose`` -> ``SchedulerCache.AddUnassignedNumaPods``: per node, pod -> CPUs, for
+every task whose placement, allocated or pipelined, stands at the close), and each snapshot
+(``NodeInfo.RefreshNumaSchedulerInfoByCrd``) starts the node's free CPUs from its Numatopology: when every pod
+kept for the node is listed in the Numatopology's ``podAllocations`` (by uid, or namespace and name: the
+resource exporter has seen the kubelet assign it), the node's entries are dropped; otherwise *all* of them, listed
+or not, are taken from the allocatable CPUs again.  An entry goes when its pod is deleted (``DeletePod`` ->
+``clearUnassignedNumaPod``), not when it finishes.  pyvolcano keeps the entries in ``Snapshot.plugin_memory``
+(``UNASSIGNED``), so the simulator and the Kubernetes scheduler carry them from one session to the next as
+Volcano does; a ``cycle`` is one session, with none.
+
+Volcano's copy of ``takeByTopology`` intersects socket and core ids with CPU ids (``freeSockets``, ``freeCores``)
+and sorts with comparisons that are not orders; pyvolcano follows the code, with Go's insertion sort for the sorts
+(what Go's ``sort.Slice`` does on up to 12 elements).
 """
 
 from __future__ import annotations
@@ -40,11 +49,18 @@ from pyvolcano.api.node_info import NodeInfo
 from pyvolcano.api.numatopology import CPU_MANAGER_POLICY, TOPOLOGY_MANAGER_POLICY, CPUInfo, NumaInfo
 from pyvolcano.api.quantity import to_milli
 from pyvolcano.api.status import Code, Status
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 
 NAME = "numa-aware"
+#: Volcano's ``api.PodMeta``: (pod uid, namespace, name)
+PodMeta = tuple[str, str, str]
+#: node name -> pod -> (task uid, job uid, resource -> ids): ``NodeInfo.UnassignedNumaPods`` of Volcano's cache
+Unassigned = dict[str, dict[PodMeta, tuple[str, str, dict[str, frozenset[int]]]]]
+#: ``Snapshot.plugin_memory`` key of the pods placed with NUMA resources that no Numatopology lists yet
+UNASSIGNED: CarryKey[Unassigned] = CarryKey("numa-aware.UnassignedNumaPods")
 #: ``volcano.sh/apis`` ``scheduling/v1beta1.NumaPolicyKey``
 NUMA_POLICY = "volcano.sh/numa-topology-policy"
 NONE, BEST_EFFORT, RESTRICTED, SINGLE = "none", "best-effort", "restricted", "single-numa-node"
@@ -284,8 +300,12 @@ class NumaAware(Plugin):
             numa_at = np.zeros(len(nodes.names), dtype=bool)
             numa_at[list(infos)] = True
         topos = {i: Topo(info.cpus) for i, info in infos.items()}
-        #: per node, the resources' free ids (``nodeResSets``)
+        #: per node, the resources' free ids (``nodeResSets``), less the CPUs kept for pods placed before
         free: dict[int, dict[str, frozenset[int]]] = {i: dict(info.allocatable) for i, info in infos.items()}
+        self._unassigned = ssn.snapshot.plugin_memory.setdefault(UNASSIGNED, dict)
+        self._refresh(ssn, infos, free)
+        #: task uid -> (node it is placed on in this session, the task) (``taskBindNodeMap``, ``taskPodMetaMap``)
+        self._placed: dict[str, tuple[int, TaskInfo]] = {}
         #: task uid -> node -> resource -> ids chosen by the predicate (``assignRes``)
         assigned: dict[str, dict[int, dict[str, frozenset[int]]]] = {}
         guaranteed: dict[str, bool] = {}
@@ -372,6 +392,7 @@ class NumaAware(Plugin):
                 for res, ids in got.items():
                     if res in free[i]:
                         free[i][res] = free[i][res] - ids
+                self._placed[task.uid] = (i, task)
 
         def deallocated(task: TaskInfo) -> None:
             i = nodes.pos.get(task.node_name)
@@ -380,4 +401,61 @@ class NumaAware(Plugin):
                 for res, ids in got.items():
                     if res in free[i]:
                         free[i][res] = free[i][res] | ids
+                self._placed.pop(task.uid, None)
         ssn.add_event_handler(EventHandler(allocate=allocated, deallocate=deallocated))
+        self._assigned = assigned
+
+    def _refresh(self, ssn: Session, infos: dict[int, NumaInfo], free: dict[int, dict[str, frozenset[int]]]) -> None:
+        """``RefreshNumaSchedulerInfoByCrd`` over the kept entries: drop those of deleted pods and gone nodes; per
+        node with a Numatopology, drop them all when it lists every one, else take all of them from its free ids
+        (a node without one keeps its entries: Volcano sets no NUMA info then)."""
+        kept = self._unassigned
+        if not kept:
+            return
+        pos, pods = ssn.nodes.pos, ssn.snapshot.pods
+        for name in list(kept):
+            i = pos.get(name)
+            entries = kept[name]
+            for meta in [m for m, (tid, _, _) in entries.items() if not _same_pod(pods.get(tid), m)]:
+                del entries[meta]  # the pod is deleted
+            if i is None or not entries:
+                del kept[name]
+                continue
+            info = infos.get(i)
+            if info is None:
+                continue
+            if all(_listed(info, m) for m in entries):
+                del kept[name]
+                continue
+            for _, _, sets in entries.values():
+                for res, ids in sets.items():
+                    if res in free[i]:
+                        free[i][res] = free[i][res] - ids
+
+    def on_session_close(self, ssn: Session) -> None:
+        """``OnSessionClose`` -> ``AddUnassignedNumaPods``: every task whose placement stands keeps its ids on its
+        node (a pod's entry replaces its older one)."""
+        placed = getattr(self, "_placed", None)
+        if not placed:
+            return
+        names = ssn.nodes.names
+        for uid, (i, task) in placed.items():
+            sets = self._assigned.get(uid, {}).get(i)
+            if sets is None:
+                continue
+            md = task.pod.get("metadata") or {}
+            meta = (str(md.get("uid") or ""), str(md.get("namespace") or ""), str(md.get("name") or ""))
+            self._unassigned.setdefault(names[i], {})[meta] = (uid, task.job, dict(sets))
+
+
+def _same_pod(t: TaskInfo | None, meta: PodMeta) -> bool:
+    """The pod of ``meta`` still exists: the cache has a pod of that name with the same uid (a pod deleted and made
+    again under its name is another pod)."""
+    return t is not None and str((t.pod.get("metadata") or {}).get("uid") or "") == meta[0]
+
+
+def _listed(info: NumaInfo, meta: PodMeta) -> bool:
+    """``NumatopoInfo.CheckNumaPodAssigned``: the Numatopology's ``podAllocations`` name the pod, by uid or by
+    namespace and name."""
+    uid, ns, name = meta
+    return any(a_uid == uid or (a_name == name and a_ns == ns) for a_uid, a_ns, a_name in info.assigned)

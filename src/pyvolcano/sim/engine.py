@@ -490,6 +490,8 @@ class Simulator:
         #: the cluster's gpushare GPUs, for the GPU metrics (None: no node has any)
         self.gpus = GpuLedger(nodes, workload.task_mix) \
             if any(GPU_NUMBER in ((n.get("status") or {}).get("allocatable") or {}) for n in nodes) else None
+        #: the sessions' warnings already among ``problems`` (input a plugin left out: each listed once)
+        self._warned: set[str] = set()
         self.changed = True
         self.events = 0
         self.cycles = 0
@@ -787,6 +789,10 @@ class Simulator:
         self.rollbacks += result.stats.rollbacks
         self.changed = False
         self.eviction_log.on_session(result)
+        for w in result.warnings:  # e.g. a task-topology annotation naming no task, an extender that fails
+            if w not in self._warned:
+                self._warned.add(w)
+                self.problems.append(w)
         apply(result, self.writer)
         if self.one_try:
             self._judge_tries()

@@ -84,6 +84,7 @@ from pyvolcano import registry
 from pyvolcano.api.fit_errors import FitErrors
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import TaskStatus
+from pyvolcano.errors import ConfigError
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.contracts import Contract, Contracts, conf_plugins, memo_off_by
 
@@ -123,7 +124,11 @@ class BlockedMemo:
 def option_contracts(opt: Any) -> Contracts:
     """The contracts one plugin entry of a conf keeps: its class's, under the entry's arguments
     (``Plugin.contracts_for``)."""
-    return registry.plugin_class(opt.name).contracts_for(opt.args())
+    args = opt.args()
+    try:
+        return registry.plugin_class(opt.name).contracts_for(args)
+    except ConfigError as exc:
+        raise args.located(exc) from None
 
 
 def plugin_contracts(conf: Any) -> list[tuple[str, Contracts]]:
