@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
@@ -72,6 +72,19 @@ class SchedulerMetrics:
                                    "session, by kind (pods: this scheduler's)", ["kind"],
                                    registry=r)
         self._job_series: set[str] = set()
+
+    def observe_session(self, e2e_ms: float, action_seconds: Mapping[str, float],
+                        plugin_seconds: Mapping[tuple[str, str], float], lists: Mapping[str, int]) -> None:
+        """One session's latencies (Volcano's ``metrics.UpdateE2eDuration``, ``UpdateActionDuration``,
+        ``UpdatePluginDuration``) and each informer's list count."""
+        self.sessions.inc()
+        self.e2e.observe(e2e_ms)
+        for name, sec in action_seconds.items():
+            self.action.labels(name).observe(sec * 1000)
+        for (name, when), sec in plugin_seconds.items():
+            self.plugin.labels(name, when).observe(sec * 1000)
+        for res, n in lists.items():
+            self.relists.labels(res).set(n)
 
     def set_unschedulable(self, per_job: dict[str, int]) -> None:
         """Replace the per-job gauge: jobs that became schedulable drop out instead of staying stale."""

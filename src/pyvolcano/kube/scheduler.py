@@ -154,7 +154,7 @@ class KubeScheduler:
                            self.recorder.event, lambda: self.conf.conf)
         self.heartbeat = time.monotonic()
         self.last_result: SessionResult | None = None
-        #: the last session's warnings: a warning is logged when it appears, not again every session it stays
+        #: the last session's warnings
         self._warnings: frozenset[str] = frozenset()
         self._stop = threading.Event()
         self._leading = False
@@ -319,19 +319,11 @@ class KubeScheduler:
                   (time.perf_counter() - t0) * 1000)
         self.stats["sessions"] += 1
         self.last_result = result
-        for w in result.warnings:
-            if w not in self._warnings:
-                log.warning("%s", w)
+        for w in set(result.warnings) - self._warnings:  # logged when it appears, not every session it stays
+            log.warning("%s", w)
         self._warnings = frozenset(result.warnings)
-        m = self.metrics
-        m.sessions.inc()
-        m.e2e.observe((time.perf_counter() - t0) * 1000)
-        for name, sec in result.action_seconds.items():
-            m.action.labels(name).observe(sec * 1000)
-        for (name, when), sec in result.plugin_seconds.items():
-            m.plugin.labels(name, when).observe(sec * 1000)
-        for r in self.reflectors:
-            m.relists.labels(str(r.res)).set(r.lists)
+        self.metrics.observe_session((time.perf_counter() - t0) * 1000, result.action_seconds,
+                                     result.plugin_seconds, {str(r.res): r.lists for r in self.reflectors})
         return result
 
     def apply(self, result: SessionResult) -> None:
