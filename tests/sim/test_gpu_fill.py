@@ -135,6 +135,12 @@ def fill_sim(d: Path, full: bool, seed: int = 5) -> tuple[list[str], list[tuple[
     inp = alibaba_inputs(str(d), alibaba.AlibabaKnobs(nodes=0, pods=0, fill=1.3, seed=seed), None)
     sim = Simulator(inp.nodes, inp.queues, inp.workload, load_conf(alibaba.DEVICE_CONF), full_sessions=full,
                     one_try=True)
+    binds, res = recorded_run(sim, len(inp.workload.jobs) + 3.0)
+    return binds, sorted((k, r.phase, str(r.first_start)) for k, r in res.records.items())
+
+
+def recorded_run(sim: Simulator, until: float | None = None) -> tuple[list[str], Any]:
+    """Run ``sim``, recording each bind with its time, node and GPU indexes (what must not differ)."""
     binds: list[str] = []
     bind = sim.writer.bind
 
@@ -143,8 +149,7 @@ def fill_sim(d: Path, full: bool, seed: int = 5) -> tuple[list[str], list[tuple[
         bind(task, node)
 
     sim.writer.bind = rec  # type: ignore[method-assign]
-    res = sim.run(len(inp.workload.jobs) + 3.0)
-    return binds, sorted((k, r.phase, str(r.first_start)) for k, r in res.records.items())
+    return binds, (sim.run(until) if until is not None else sim.run())
 
 
 @pytest.mark.parametrize("seed", [5, 6])
@@ -237,15 +242,7 @@ def test_a_conf_without_deviceshare_is_warned_once(tmp_path: Path) -> None:
 def replay(full: bool) -> tuple[list[str], list[tuple[str, ...]]]:
     inp = alibaba_inputs(None, alibaba.AlibabaKnobs(nodes=6, pods=80, compress=400, duration_scale=0.05, seed=2), None)
     sim = Simulator(inp.nodes, inp.queues, inp.workload, load_conf(alibaba.DEVICE_CONF), full_sessions=full)
-    binds: list[str] = []
-    bind = sim.writer.bind
-
-    def rec(task: Any, node: str) -> None:
-        binds.append(f"{sim.now} {task.name} {node} {(task.pod_annotations or {}).get(dv.GPU_INDEX)}")
-        bind(task, node)
-
-    sim.writer.bind = rec  # type: ignore[method-assign]
-    res = sim.run()
+    binds, res = recorded_run(sim)
     return binds, sorted((k, r.phase, str(r.first_start), str(r.finished)) for k, r in res.records.items())
 
 
