@@ -13,6 +13,7 @@ ones are run there.  The CPU target is timed in this process (the machine is sha
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -69,3 +70,21 @@ def test_one_fill_experiment_cpu(tmp_path: Path) -> None:
           f"load {os.getloadavg()[0]:.1f}; allocated {curve['allocated_at_100']} % at 100 %, "
           f"{curve['allocated_at_130']} % at 130 %")
     assert cpu <= 60, f"one fill experiment took {cpu:.1f} s of CPU, the target is <= 60 s"
+
+
+@pytest.mark.slow
+def test_fgdpack_leaves_fewer_gpus_unallocated_than_fgd(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 28, item 6: ``fgdpack`` (FGD with its ties ordered by best fit) against ``fgd`` on the same ten pod lists
+    (``examples/sweeps/fgd-pack.yaml``, seeds 42-51), paired by seed as the sweep pairs confs: the mean of the
+    per-seed differences in GPUs left unallocated at the end, and its bootstrap interval, must be below zero.
+    ``PYVOLCANO_FGDPACK_SWEEP=DIR`` reuses a sweep folder as ``PYVOLCANO_FIG9A_SWEEP`` does."""
+    given = os.environ.get("PYVOLCANO_FGDPACK_SWEEP")
+    out = Path(given) if given else tmp_path_factory.mktemp("fgd-pack")
+    run = run_sweep(plan(load_spec(ROOT / "examples/sweeps/fgd-pack.yaml")), out, workers=2)
+    assert not run.failed, f"sweep points failed: {run.failed}"
+    paired = json.loads((out / "sweep.json").read_text())["paired"]
+    got = next(p for p in paired if p["metric"] == "gpu_unallocated" and {p["a"], p["b"]} == {"fgd", "fgdpack"})
+    sign = 1 if got["b"] == "fgdpack" else -1  # differences are b - a
+    diff, lo, hi = (sign * got["diff_mean"], *sorted(sign * v for v in got["diff_ci"]))
+    print(f"\nfgdpack - fgd, GPUs unallocated: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}], {got['verdict']}")
+    assert hi < 0, f"fgdpack - fgd GPUs unallocated {diff:+.1f} [{lo:+.1f}, {hi:+.1f}]: not fewer on the same runs"
