@@ -209,7 +209,8 @@ def test_gpu_summary_by_hand() -> None:
     from pyvolcano.sim.metrics import gpu_summary
 
     samples = [Sample(t, np.array([0.0, 0.0, u]), {}, f) for t, u, f in ((0, 0, 0.0), (10, 2, 0.5), (30, 3, 0.25))]
-    g = gpu_summary(SimpleNamespace(capacity=np.array([8.0, 32.0, 4.0]), samples=samples), 0.4)  # type: ignore[arg-type]
+    g = gpu_summary(SimpleNamespace(capacity=np.array([8.0, 32.0, 4.0]), samples=samples,  # type: ignore[arg-type]
+                                    gpu_series=None), 0.4)
     assert g is not None
     assert (g["allocation_final"], g["unallocated_gpus_final"], g["frag_gpus_final"]) == (0.75, 1.0, 0.25)
     assert (g["unallocated_gpus_mean"], g["frag_gpus_mean"]) == (2.4, 0.333)
@@ -219,6 +220,42 @@ def test_gpu_summary_by_hand() -> None:
     assert METRICS["gpu_frag"].value(summary) == 0.25
     assert METRICS["fill_alloc_130"].value(summary) == 91.5
     assert METRICS["gpu_frag"].improved(0.2, 0.25) is True
+
+
+def test_gpu_summary_from_the_ledger_by_hand() -> None:
+    """With the gpushare ledger the series are its changes, not the session samples: 4 GPUs (4,000 milli-GPU),
+    changes at t = 0, 10, 30 to 0, 2,000 and 3,000 milli-GPU with fragmentation 0, 0.5 and 0.25 GPU, the run ending
+    at t = 50 (one session sample only, at 0).  At the end 3/4 allocated and 0.25 GPU fragmented; the fragmentation's
+    time average over [0, 50] is (0 x 10 + 0.5 x 20 + 0.25 x 20) / 50 = 0.3 GPU, its last state lasting to the end."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from pyvolcano.sim.engine import Sample
+    from pyvolcano.sim.metrics import gpu_summary
+
+    series = [(0.0, 0, 0.0), (10.0, 2000, 0.5), (30.0, 3000, 0.25)]
+    got = gpu_summary(SimpleNamespace(capacity=np.array([8.0, 32.0, 4.0]), end_time=50.0,  # type: ignore[arg-type]
+                                      samples=[Sample(0.0, np.zeros(3), {}, 0.0)], gpu_series=(series, 4000)), 0.4)
+    assert got is not None
+    assert (got["allocation_final"], got["frag_gpus_final"], got["frag_gpus_mean"]) == (0.75, 0.25, 0.3)
+    assert got["series"]["t"] == [0.0, 10.0, 30.0, 50.0]
+    assert got["series"]["allocation"] == [0.0, 0.5, 0.75, 0.75]
+
+
+def test_the_ledger_records_a_point_per_change() -> None:
+    """``GpuLedger.record`` adds a point only when a pod was bound or left since the last one, one per time."""
+    from pyvolcano.api.gpufrag import TaskClass, TaskMix
+    from pyvolcano.sim.gpus import GpuLedger
+
+    led = GpuLedger([gpu_node("n0", 2)], TaskMix.from_classes([TaskClass(1000, 1, 500, "")]))
+    led.record(0.0)
+    led.hold(gpu_task("a", 1000, {dv.GPU_MEMORY: "700"}, "0"), "n0")  # type: ignore[arg-type]
+    led.record(5.0)
+    led.record(6.0)  # nothing moved: no point
+    led.release("a")
+    led.record(9.0)
+    assert [(t, a) for t, a, _ in led.series] == [(0.0, 0), (5.0, 700), (9.0, 0)]
 
 
 def test_a_conf_without_deviceshare_is_warned_once(tmp_path: Path) -> None:

@@ -191,6 +191,9 @@ class SimResult:
     #: a fill run (``--fill``): per job in arrival order, (milli-GPU asked, placed at its try), and the cluster's
     #: milli-GPU (``sim/metrics.py: fill_curve``)
     fill: tuple[list[int], list[bool], int] | None = None
+    #: with gpushare GPUs: the ledger's (time, milli-GPU allocated, fragmentation) at every change
+    #: (``sim/gpus.py: GpuLedger.record``), and the cluster's milli-GPU
+    gpu_series: tuple[list[tuple[float, int, float | None]], int] | None = None
 
 
 #: PodGroup fields the job controller copies from the Job, by the Job field they come from
@@ -848,6 +851,8 @@ class Simulator:
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
         self.samples.append(Sample(self.now, self._pick(used), queues,
                                    self.gpus.frag() if self.gpus is not None else None))
+        if self.gpus is not None:
+            self.gpus.record(self.now)
 
     def _deserved_between_sessions(self) -> None:
         """Each queue's deserved amount while no session runs because nothing is pending: what a session would
@@ -901,6 +906,8 @@ class Simulator:
                         self._dispatch(event)
                     if self._deserved_follows and self.usage.deserved and not self._has_pending():
                         self._deserved_between_sessions()
+                    if self.gpus is not None:
+                        self.gpus.record(self.now)
                     if next_cycle < self.now:  # align cycles to the period grid
                         next_cycle = self.now if self.period <= 0 else \
                             (self.now // self.period + (self.now % self.period > 0)) * self.period
@@ -912,7 +919,8 @@ class Simulator:
         return SimResult(self.records, self.samples, self.capacity, self.cycles, self.cycle_seconds, self.events,
                          self.rollbacks, self.evictions, time.perf_counter() - wall, self.now, interrupted,
                          self.problems + [f"skipped {p}" for p in self.cache.problems], self.usage,
-                         self.eviction_log.records, self.spread)
+                         self.eviction_log.records, self.spread,
+                         gpu_series=(self.gpus.series, self.gpus.total) if self.gpus is not None else None)
 
     #: ``why_waiting`` explains at most this many never-started jobs (the first submitted) ...
     WHY_JOBS = 10

@@ -65,6 +65,10 @@ class GpuLedger:
         self._frag = np.zeros(len(names))
         self._dirty: set[int] = set(range(len(names)))
         self._access = mix.access(models) if mix is not None else None
+        #: (time, milli-GPU allocated, fragmentation in GPUs or None) at every time the holdings changed
+        #: (``record``): the exact step functions the GPU series and time averages are taken from
+        self.series: list[tuple[float, int, float | None]] = []
+        self._moved = True
 
     @property
     def allocated(self) -> int:
@@ -95,6 +99,7 @@ class GpuLedger:
         self.cpu_left[i] -= cpu
         self.held[task.uid] = (i, parts, cpu)
         self._dirty.add(i)
+        self._moved = True
 
     def release(self, uid: str) -> None:
         """The pod ``uid`` no longer holds its node (finished, deleted)."""
@@ -106,6 +111,20 @@ class GpuLedger:
             self.left[i, g] += milli
         self.cpu_left[i] += cpu
         self._dirty.add(i)
+        self._moved = True
+
+    def record(self, now: float) -> None:
+        """A point of ``series`` at ``now`` if a pod was bound or left since the last one (several changes at one
+        time make one point): the simulator calls it after each session and after each batch of events, so a pod
+        finishing while no session runs still shows (the session samples alone missed those stretches)."""
+        if not self._moved:
+            return
+        self._moved = False
+        point = (now, self.allocated, self.frag())
+        if self.series and self.series[-1][0] == now:
+            self.series[-1] = point
+        else:
+            self.series.append(point)
 
     def frag(self) -> float | None:
         """The cluster's fragmentation in GPUs (FGD's measure, milli-GPU / 1000), None without a task mix or when a

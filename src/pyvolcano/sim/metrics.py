@@ -136,18 +136,28 @@ def gpu_summary(result: SimResult, util_gpu: float) -> dict[str, Any] | None:
     """The GPU figures of a run on a cluster with GPUs (None without): the allocation rate (allocated GPUs over
     the cluster's: at the end, and its time average, ``utilisation.gpu``), the GPUs left unallocated (the cluster's
     minus the allocated, in GPUs: at the end and on average), FGD's fragmentation in GPUs (``sim/gpus.py``: at the
-    end and its time average over the session samples; None when not known: no task mix, or GPUs deviceshare did
-    not choose) and the series over time (``GPU_SERIES_POINTS`` at most)."""
+    end and its time average; None when not known: no task mix, or GPUs deviceshare did not choose) and the series
+    over time (``GPU_SERIES_POINTS`` at most).  With the gpushare ledger (``result.gpu_series``) the allocation and
+    fragmentation are its exact step functions, recorded at every change, sessions or not; otherwise (the pooled
+    mapping) the session samples."""
     cap = float(result.capacity[2])
     s = result.samples
     if cap <= 0 or not s:
         return None
-    t = np.array([x.t for x in s])
-    alloc = np.array([float(x.used[2]) for x in s]) / cap
-    frags = [x.gpu_frag for x in s]
+    if result.gpu_series is not None and result.gpu_series[0]:
+        points, total = result.gpu_series
+        t = np.array([p[0] for p in points])
+        alloc = np.array([p[1] for p in points], dtype=float) / total
+        frags = [p[2] for p in points]
+        if result.end_time > t[-1]:  # the last state lasts until the run's end
+            t, alloc, frags = np.append(t, result.end_time), np.append(alloc, alloc[-1]), [*frags, frags[-1]]
+    else:
+        t = np.array([x.t for x in s])
+        alloc = np.array([float(x.used[2]) for x in s]) / cap
+        frags = [x.gpu_frag for x in s]
     known = all(f is not None for f in frags)
     fv = np.array([f if f is not None else 0.0 for f in frags])
-    keep = np.unique(np.r_[np.arange(0, len(s), max(1, -(-len(s) // GPU_SERIES_POINTS))), len(s) - 1])
+    keep = np.unique(np.r_[np.arange(0, len(t), max(1, -(-len(t) // GPU_SERIES_POINTS))), len(t) - 1])
     return {
         "gpus": round(cap, 3),
         "allocation_final": round(float(alloc[-1]), 4), "allocation_mean": round(util_gpu, 4),

@@ -114,6 +114,52 @@ def plot_utilisation(runs: list[RunData], window: float) -> str:
     return _png(fig)
 
 
+def plot_gpus(runs: list[RunData], window: float) -> str | None:
+    """With per-device GPUs (issue 28): the GPU allocation rate and FGD's fragmentation over time (the summary's
+    ``gpu.series``), and for a ``--fill`` run the fill curve (allocated against arrived GPU demand, as the FGD
+    paper plots it); None when no run has either."""
+    series: list[tuple[int, RunData, dict[str, Any]]] = [
+        (k, r, sr) for k, r in enumerate(runs) if (sr := (r.summary.get("gpu") or {}).get("series"))]
+    fills = [(k, r, r.summary["fill_curve"]) for k, r in enumerate(runs) if r.summary.get("fill_curve")]
+    if not series and not fills:
+        return None
+    panels = (1 if series else 0) + (1 if any(sr.get("frag_gpus") for _, _, sr in series) else 0) + (1 if fills else 0)
+    fig, axes = plt.subplots(panels, 1, figsize=(11, 2.4 * panels + 0.4), squeeze=False)
+    ax_list = list(axes[:, 0])
+    if series:
+        ax = ax_list.pop(0)
+        for k, r, sr in series:
+            ax.step(np.array(sr["t"]) / 3600, np.array(sr["allocation"]) * 100, where="post", color=_colour(k),
+                    label=r.name, linewidth=1.2)
+        ax.set(ylabel="GPUs allocated %", ylim=(0, 105), xlim=(0, window / 3600 or None), xlabel="simulated time (h)")
+        ax.set_title("GPU allocation over time (allocated share of the cluster's GPUs)")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8)
+        if any(sr.get("frag_gpus") for _, _, sr in series):
+            ax = ax_list.pop(0)
+            for k, r, sr in series:
+                if sr.get("frag_gpus"):
+                    ax.step(np.array(sr["t"]) / 3600, sr["frag_gpus"], where="post", color=_colour(k), label=r.name,
+                            linewidth=1.2)
+            ax.set(ylabel="GPUs", xlim=(0, window / 3600 or None), xlabel="simulated time (h)")
+            ax.set_title("FGD fragmentation: GPUs the workload's task mix cannot use")
+            ax.grid(alpha=0.3)
+            ax.legend(loc="upper left", fontsize=8)
+    if fills:
+        ax = ax_list.pop(0)
+        for k, r, fc in fills:
+            pts = [(a, v) for a, v in zip(fc["arrived_gpu_pct"], fc["allocated_gpu_pct"], strict=True) if v is not None]
+            ax.plot([a for a, _ in pts], [v for _, v in pts], color=_colour(k), label=r.name, linewidth=1.4)
+        ax.plot([0, 100], [0, 100], color="grey", linestyle=":", linewidth=0.8)
+        ax.set(xlabel="arrived GPU demand (% of the cluster's GPUs)", ylabel="allocated GPUs %", xlim=(0, 130),
+               ylim=(0, 100))
+        ax.set_title("Fill curve (--fill): GPU allocation as the pods arrive")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
 def plot_queues(runs: list[RunData], queues: list[str], window: float) -> str | None:
     """Each queue's allocated (solid) and deserved (dashed) dominant share of the cluster, every run overlaid."""
     if not queues:
@@ -748,6 +794,7 @@ def page(runs: list[RunData], title: str, settings: dict[str, Any] | None = None
     imgs: list[tuple[str, str, str | None]] = [
         ("utilisation", "Utilisation", plot_utilisation(runs, window)),
         ("queues", "Per-queue allocated vs deserved", plot_queues(runs, queues, window)),
+        ("gpus", "GPU allocation and fragmentation", plot_gpus(runs, window)),
         ("wait_cdf", "Wait-time CDFs per queue", plot_wait_cdfs(runs, queues)),
         ("throughput", "Throughput", plot_throughput(runs, window)),
         ("wait_stages", "Admission vs placement wait", plot_wait_stages(runs, queues)),
