@@ -116,10 +116,12 @@ def plot_utilisation(runs: list[RunData], window: float) -> str:
 
 def plot_gpus(runs: list[RunData], window: float) -> str | None:
     """With per-device GPUs (issue 28): the GPU allocation rate and FGD's fragmentation over time (the summary's
-    ``gpu.series``), and for a ``--fill`` run the fill curve (allocated against arrived GPU demand, as the FGD
-    paper plots it); None when no run has either."""
+    ``gpu.series``, the gpushare ledger's exact steps), and for a ``--fill`` run the fill curve (allocated against
+    arrived GPU demand, as the FGD paper plots it); None when no run has either (pooled GPUs are in the
+    utilisation plot)."""
     series: list[tuple[int, RunData, dict[str, Any]]] = [
-        (k, r, sr) for k, r in enumerate(runs) if (sr := (r.summary.get("gpu") or {}).get("series"))]
+        (k, r, sr) for k, r in enumerate(runs)
+        if r.result.gpu_series is not None and (sr := (r.summary.get("gpu") or {}).get("series"))]
     fills = [(k, r, r.summary["fill_curve"]) for k, r in enumerate(runs) if r.summary.get("fill_curve")]
     if not series and not fills:
         return None
