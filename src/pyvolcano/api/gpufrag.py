@@ -315,11 +315,13 @@ def sigmoid_score(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     return np.trunc(s)
 
 
-def milli_left(pool: dv.DevicePool) -> np.ndarray:
-    """Per device row of a gpushare pool: the milli-GPU (memory) left; a GPU held by a whole-GPU pod (charged with
-    no memory, ``volcano.sh/gpu-number``) has none left."""
-    left = np.maximum(pool.memory - pool.used_mem, 0)
-    return np.where((pool.used_num > 0) & (pool.used_mem == 0), 0, left)
+def milli_left(pool: dv.DevicePool, rows: slice | range | None = None) -> np.ndarray:
+    """Per device row of a gpushare pool (or of ``rows`` only): the milli-GPU (memory) left; a GPU held by a
+    whole-GPU pod (charged with no memory, ``volcano.sh/gpu-number``) has none left."""
+    at = slice(None) if rows is None else (slice(rows.start, rows.stop) if isinstance(rows, range) else rows)
+    used_mem = pool.used_mem[at]
+    left = np.maximum(pool.memory[at] - used_mem, 0)
+    return np.where((pool.used_num[at] > 0) & (used_mem == 0), 0, left)
 
 
 def per_node(pool: dv.DevicePool, rows_value: np.ndarray, width: int | None = None) -> np.ndarray:

@@ -153,8 +153,16 @@ class GpuView:
         return e.score[idx]
 
     def one(self, i: int) -> Nodes:
-        cpu, gpu, _ = self.state()
-        return self.at(np.array([i]), cpu, gpu)
+        """Node ``i`` alone, as ``at`` gives it from ``state``, without laying out every node (the device choice
+        reads one node per placed task)."""
+        cpu = np.rint(self.nodes.idle[[i], self.cpu]).astype(np.int64)
+        pool = self.pool()
+        if pool is None:
+            return Nodes(np.array([i]), cpu, np.zeros((1, 1), np.int64), np.zeros(1, np.int64))
+        rows = pool.rows(i)
+        gpu = np.zeros((1, max(int(pool.count.max()), 1)), np.int64)
+        gpu[0, :len(rows)] = gf.milli_left(pool, rows)
+        return Nodes(np.array([i]), cpu, gpu, pool.count[[i]])
 
 
 def rng_for(seed: int, uid: str, what: str) -> np.random.Generator:
