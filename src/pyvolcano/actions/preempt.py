@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 
 import numpy as np
 
@@ -181,13 +181,7 @@ class _QueueBounds:
 def _own_bound(ssn: Session, job: JobInfo) -> Callable[[], np.ndarray]:
     """The within-job phase's bound: what the job's own preemptable tasks hold per node, taken when first needed
     and kept for the job's later tasks."""
-    got: list[np.ndarray] = []
-
-    def bound() -> np.ndarray:
-        if not got:
-            got.append(victim_bound(ssn, [t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable]))
-        return got[0]
-    return bound
+    return cache(lambda: victim_bound(ssn, [t for t in job.tasks_in(PREEMPTABLE_STATUS) if t.preemptable]))
 
 
 def never_preempts(task: TaskInfo) -> bool:

@@ -16,6 +16,9 @@ does not fit is rolled back and the next one tried.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
+
 import numpy as np
 
 from pyvolcano.actions._victims import evict_greedily, reachable, victim_bound
@@ -59,7 +62,13 @@ class Reclaim(Action):
                     continue
                 seen.add(q.name)
                 queues.push(q)
-        bound = _Bound(ssn)
+        # what the running, preemptable tasks of every reclaimable queue hold per node (``victim_bound``): a
+        # superset of each task's reclaimees, taken when a task first gets to try nodes (the candidates only
+        # shrink during the action, so a bound taken then is one for every later task)
+        bound = cache(lambda: victim_bound(ssn, [t for j in ssn.jobs.values()
+                                                 if (q := ssn.queues.get(j.queue)) and q.reclaimable
+                                                 for t in j.index.get(TaskStatus.Running, {}).values()
+                                                 if t.preemptable]))
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue) or not queue.is_open():  # a Closed queue's jobs wait, as in allocate
@@ -81,7 +90,7 @@ class Reclaim(Action):
                     stmt.discard()
 
     def reclaim_for(self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo,
-                    bound: _Bound | None = None) -> bool:
+                    bound: Callable[[], np.ndarray] | None = None) -> bool:
         """Volcano's ``reclaimForTask``: on each node passing the predicates, or failing only resolvable ones
         (``PredicateForPreemptAction``; node order), running,
         preemptable tasks of other, reclaimable queues go to the plugins' reclaimable vote; a node without
@@ -110,23 +119,6 @@ class Reclaim(Action):
 
         def fits(i: int) -> bool:
             return less_equal(task.init_resreq, ssn.nodes.future[i])
-        order = reachable(ssn, task.init_resreq, feasible, bound.get() if bound is not None else None)
+        order = reachable(ssn, task.init_resreq, feasible, bound() if bound is not None else None)
         return evict_greedily(ssn, stmt, task, order, offer, fits, "reclaim") is not None
 
-
-class _Bound:
-    """What the running, preemptable tasks of every reclaimable queue hold per node (``victim_bound``): a
-    superset of each task's reclaimees, taken when a task first gets to try nodes (the candidates only shrink
-    during the action, so a bound taken then is one for every later task)."""
-
-    def __init__(self, ssn: Session) -> None:
-        self.ssn = ssn
-        self.bound: np.ndarray | None = None
-
-    def get(self) -> np.ndarray:
-        if self.bound is None:
-            ssn = self.ssn
-            self.bound = victim_bound(ssn, [t for j in ssn.jobs.values()
-                                            if (q := ssn.queues.get(j.queue)) and q.reclaimable
-                                            for t in j.index.get(TaskStatus.Running, {}).values() if t.preemptable])
-        return self.bound
