@@ -19,6 +19,7 @@ from pyvolcano.sim import alibaba
 from pyvolcano.sim.engine import Simulator
 from pyvolcano.sim.metrics import fill_curve
 from pyvolcano.sim.run import alibaba_inputs
+from tests.sim.recording import record_binds
 
 NODE_COLS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
@@ -141,14 +142,8 @@ def fill_sim(d: Path, full: bool, seed: int = 5) -> tuple[list[str], list[tuple[
 
 def recorded_run(sim: Simulator, until: float | None = None) -> tuple[list[str], Any]:
     """Run ``sim``, recording each bind with its time, node and GPU indexes (what must not differ)."""
-    binds: list[str] = []
-    bind = sim.writer.bind
-
-    def rec(task: Any, node: str) -> None:
-        binds.append(f"{sim.now} {task.name} {node} {(task.pod_annotations or {}).get(dv.GPU_INDEX)}")
-        bind(task, node)
-
-    sim.writer.bind = rec  # type: ignore[method-assign]
+    binds = record_binds(sim, lambda task, node:
+                         f"{sim.now} {task.name} {node} {(task.pod_annotations or {}).get(dv.GPU_INDEX)}")
     return binds, (sim.run(until) if until is not None else sim.run())
 
 

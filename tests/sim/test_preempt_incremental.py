@@ -20,6 +20,7 @@ from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
 from pyvolcano.sim.workload import services
+from tests.sim.recording import record_binds
 
 CONFS = Path(__file__).resolve().parents[2] / "benchmarks" / "confs"
 
@@ -32,13 +33,7 @@ def _run(full: bool, conf: str, seed: int, jobs: int, queues: dict[str, float], 
     sim = Simulator(parse_cluster_spec(f"{nodes}x{{cpu: 64, memory: 256Gi, nvidia.com/gpu: 2}}"), qs,
                     services(seed=seed, jobs=jobs, span=6 * 3600.0, queues=queues, min_life=600.0),
                     load_conf_file(str(CONFS / f"{conf}.conf")), full_sessions=full)
-    binds: list[str] = []
-    bind = sim.writer.bind
-
-    def recording_bind(task: Any, node: str) -> None:
-        binds.append(f"{sim.now:.3f} {task.namespace}/{task.name} {node}")
-        bind(task, node)
-    sim.writer.bind = recording_bind  # type: ignore[method-assign]
+    binds = record_binds(sim, lambda task, node: f"{sim.now:.3f} {task.namespace}/{task.name} {node}")
     res = sim.run()
     return metrics.job_rows(res), res.evictions, [str(e) for e in res.eviction_log], res.cycles, binds
 
