@@ -51,8 +51,9 @@ def test_the_built_in_declarations() -> None:
     assert declared(Contract.FINGERPRINTED) == {"priority", "gang", "conformance", "overcommit", "drf", "predicates",
                                                 "proportion", "nodeorder", "binpack", "cdp", "pdb", "rescheduling",
                                                 "nodegroup", "resource-strategy-fit", "fgd", "fgdpack", "random",
-                                                "dotprod", "gpuclustering", "gpupacking", "bestfit"}
-    assert declared(Contract.STATEFUL_PERMIT) == {"proportion"}
+                                                "dotprod", "gpuclustering", "gpupacking", "bestfit", "capacity",
+                                                "network-topology-aware"}
+    assert declared(Contract.STATEFUL_PERMIT) == {"proportion", "capacity"}
     assert declared(Contract.GANG_READINESS) == declared(Contract.READY_CONDITION) == {"gang"}
     assert declared(Contract.LEAVES_BLOCKED) == {"enqueue", "allocate", "backfill", "shuffle"}
     assert declared(Contract.CHECKS_BLOCKED) == {"allocate"} and declared(Contract.ADMITS) == {"enqueue"}
@@ -95,8 +96,7 @@ def test_a_plugin_that_declares_nothing_turns_the_memo_off() -> None:
 
 
 #: the plugins that stay exact, each with the reason docs/extending.md gives (the table's "exact" row)
-EXACT = ["task-topology", "numa-aware", "usage", "tdm", "extender", "sla", "capacity", "resourcequota",
-         "network-topology-aware"]
+EXACT = ["task-topology", "numa-aware", "usage", "tdm", "extender", "sla", "resourcequota"]
 
 
 def test_the_exact_plugins_turn_the_memo_off_and_are_explained() -> None:

@@ -49,6 +49,7 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.queue_validate import Problem, validate_parents
 from pyvolcano.api.resource import EPS, ResourceIndex, is_empty, less_equal
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import GANG_PREEMPT, PERMIT, REJECT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -311,6 +312,15 @@ class Capacity(Plugin):
 
     name = "capacity"
     queue_share = CAPACITY_QUEUES
+    #: the same in both modes (docs/extending.md, "Contracts").  Its refusals (jobEnqueueable, allocatable) read the
+    #: queue's and its ancestors' specs (state, capability, guarantee, the tree) and the cluster total, which move
+    #: the cache's epochs, and ``allocated`` and ``allocated + inqueue - elastic`` of the queue and its ancestors,
+    #: which only grow under what moves none (the sums are proportion's ``build_attrs``).  The hierarchy reads one
+    #: more input: whether some PodGroup sits in a queue with children (``readyToSchedule``).  Such a PodGroup
+    #: goes only by being deleted, which logs room on no node (``SchedulerCache._room``: every blocked job but
+    #: the one-pod jobs refused by every node, never by the queue, is looked at again) and moves ``free_epoch``,
+    #: or by moving to another queue, which moves ``alloc_epoch``.  Its permit counts what it admits (``inqueue``).
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.ENQUEUE_VOTER, Contract.STATEFUL_PERMIT})
 
     def on_session_open(self, ssn: Session) -> None:
         hierarchy = hierarchy_enabled(ssn, self.name)
@@ -520,9 +530,12 @@ class Capacity(Plugin):
                 r = need + a.allocated + a.inqueue - a.elastic
                 short = le_with_dimension(r, a.real_capability, need)
                 if short:
-                    names = ", ".join(ssn.res.names[i] for i in short)
-                    job.enqueue_reason = (f"queue {a.name} capacity insufficient ({names}): needs "
-                                          f"{ssn.res.format(r)}, realCapability {ssn.res.format(a.real_capability)}")
+                    # Volcano's text (``util.FormatResourceNames`` in ``checkJobEnqueueableHierarchically``), with
+                    # the queue's name: it names the short resources, not amounts (allocated and inqueue move with
+                    # every bind), so a job refused again for the same reason keeps the very status of the last
+                    # session instead of a new one, which would move its version and undo the blocked-job memo
+                    job.enqueue_reason = f"queue {a.name} resource quota insufficient: " + ", ".join(
+                        f"insufficient {ssn.res.names[i]}" for i in short)
                     return REJECT
             for a in chain(job.queue):
                 a.inqueue += need

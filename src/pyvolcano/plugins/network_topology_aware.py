@@ -35,6 +35,7 @@ import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.api.resource import EPS
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.scores import MAX_NODE_SCORE
@@ -47,6 +48,12 @@ NAME = "network-topology-aware"
 @register_plugin
 class NetworkTopologyAware(Plugin):
     name = NAME
+    #: it refuses nothing the blocked-job memo keeps (docs/extending.md, "Contracts"): its gradients and hypernode
+    #: scores are asked only for jobs that take the hypernode path (a networkTopology constraint or sub-groups,
+    #: ``actions/_hypernode.py``), whose turns the memo never records, nor are they parked or blocked; for every
+    #: other pod it gives a node score from node usage summed per hypernode, and no memo rule reads scores (one pod
+    #: fits somewhere or not; a gang is keyed on node usage).  The HyperNodes themselves move the cache's epochs.
+    contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
         a, res = self.arguments, ssn.res

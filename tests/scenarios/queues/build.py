@@ -420,7 +420,8 @@ sc("c03-capacity-capability-caps", "capacity: capability caps what a queue gets"
 sc("c04-capacity-enqueue-rejects", "capacity: a PodGroup whose minResources exceed realCapability stays Pending", C,
    [node("n1", 4), queue("q1", capability={"cpu": "2"}), job("x", "q1", pend=3, min_member=3, min_cpu=3,
                                                               phase="Pending")],
-   {"binds": {}, "podgroupPhases": {f"{NS}/x": "Pending"}, "unschedulable": {f"{NS}/x": "capacity insufficient"}},
+   {"binds": {}, "podgroupPhases": {f"{NS}/x": "Pending"},
+    "unschedulable": {f"{NS}/x": "queue q1 resource quota insufficient: insufficient cpu"}},
    "3 cpu of minResources > realCapability 2.")
 sc("c05-capacity-not-preemptive-at-deserved", "capacity: a queue at its deserved does not reclaim", C,
    [node("n1", 4), queue("q1", deserved={"cpu": "1"}), queue("q2", deserved={"cpu": "2"}),
