@@ -125,14 +125,23 @@ def _present(q: QueueInfo | None, res: ResourceIndex) -> np.ndarray:
 
 
 def _attr(q: QueueInfo, res: ResourceIndex, total: np.ndarray, total_guarantee: np.ndarray,
-          used: QueueAttr | None) -> CapacityAttr:
-    base = new_attr(q, res.zeros(), total, total_guarantee)
-    a = CapacityAttr(**{k: getattr(base, k) for k in QueueAttr.__dataclass_fields__})
-    a.present = _present(q, res)
+          used: QueueAttr | None, flat: bool = False) -> CapacityAttr:
+    """``flat``: ``total_guarantee`` is every queue's, as ``build_attrs`` sums it, so a queue with jobs takes the
+    guarantee, capability and realCapability ``build_attrs`` made with the same ``new_attr`` (carried between
+    sessions while the queue, the total and the guarantees are the same); nothing here changes them in place."""
+    if flat and used is not None:
+        g, cap, real = used.guarantee, used.capability, used.real_capability
+    else:
+        base = new_attr(q, res.zeros(), total, total_guarantee)
+        g, cap, real = base.guarantee, base.capability, base.real_capability
+    deserved = q.deserved.copy() if q.deserved is not None else res.zeros()
     if used is not None:
-        a.allocated, a.request = used.allocated.copy(), used.request.copy()
-        a.inqueue, a.elastic = used.inqueue.copy(), used.elastic.copy()
-    a.deserved = q.deserved.copy() if q.deserved is not None else res.zeros()
+        a = CapacityAttr(q.name, max(q.weight, 0), deserved, used.allocated.copy(), used.request.copy(),
+                         used.inqueue.copy(), used.elastic.copy(), g, cap, real)
+    else:
+        a = CapacityAttr(q.name, max(q.weight, 0), deserved, res.zeros(), res.zeros(), res.zeros(), res.zeros(),
+                         g, cap, real)
+    a.present = _present(q, res)
     return a
 
 
@@ -149,7 +158,7 @@ def build_capacity(ssn: Session, hierarchy: bool) -> tuple[dict[str, CapacityAtt
         total_guarantee = sum((q.guarantee for q in ssn.queues.values() if q.guarantee is not None), res.zeros())
         attrs = {}
         for q in ssn.queues.values():
-            a = _attr(q, res, total, total_guarantee, used.get(q.name))
+            a = _attr(q, res, total, total_guarantee, used.get(q.name), flat=True)
             a.deserved = np.maximum(np.minimum(a.deserved, a.real_capability), a.guarantee)
             a.update_share()
             attrs[q.name] = a
