@@ -31,9 +31,10 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   (resources, pod count, host ports, the proportional GPU check; node labels, taints and ``unschedulable`` are
   node changes) can only refuse more.  Inside the later session, jobs ahead of the skipped one consume at least
   what they did before (what was committed then is bound now).
-* **the queue's share did not move**: allocate's ``allocatable`` compares with proportion's/capacity's
-  *deserved*, which moves with every queue's demand (a new job in the same queue can raise it), so the key holds
-  the queue's deserved vector as this session computed it.
+* **the queue's share did not move**: allocate's ``allocatable`` compares with proportion's *deserved*, which
+  moves with every queue's demand (a new job in the same queue can raise it), so the key holds the queue's
+  deserved vector as this session computed it (``Session.proportion_deserved``).  capacity's compares with
+  ``realCapability``, a function of the queues' specs and the cluster total, whose changes move the epochs.
 * **its own spec did not change**: the cache job's ``version`` (PodGroup and every pod of the job).
 * **the conf is the same object** (a reload makes a new one) and every plugin in it declares that its rules are
   covered by the above (``Contract.FINGERPRINTED``, ``contracts.py``); any other plugin (sla's time-based
