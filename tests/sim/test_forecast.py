@@ -144,6 +144,34 @@ def test_a_finished_job_without_its_podgroup_arrives_again_as_a_gang() -> None:
     assert {(j["spec"]["minAvailable"], len(j["spec"]["tasks"])) for j in arr.jobs["default"]} == {(3, 3)}
 
 
+def test_recent_rate_and_jobs_whose_pods_are_not_created_yet() -> None:
+    """The rate of new jobs is read over the ``recent`` latest submissions: 12 one-pod jobs submitted every 100 s
+    (T0 .. T0+1100), 7 every 10 s (T0+1110 .. T0+1170) and a Volcano Job of 2 pods not created yet at T0+1180; now
+    T0+1200.  Over the whole history that is 20 jobs in 1200 s (60/h); the 10th latest was submitted at T0+1000, so
+    the recent rate is 10 jobs in 200 s (180/h).  The Job counts and is drawn as its own manifest; a PodGroup
+    without pods (at T0+1190) counts in the rate only: the 10 latest then span 100 s (360/h)."""
+    times = [T0 + 100 * k for k in range(12)] + [T0 + 1110 + 10 * k for k in range(7)]
+    objs: list[Obj] = [pod(f"j{k}-0", f"j{k}", "1", t, node="n1", phase="Succeeded", start=t, end=t + 5)
+                       for k, t in enumerate(times)]
+    vj = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+          "metadata": {"name": "late", "namespace": "default", "creationTimestamp": fc.stamp(T0 + 1180)},
+          "spec": {"queue": "default", "minAvailable": 2, "tasks": [
+              {"name": "w", "replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}]},
+          "status": {"state": {"phase": "Pending"}}}
+    objs.append(vj)
+    every = fc.arrivals_of(objs, T0 + 1200)
+    recent = fc.arrivals_of(objs, T0 + 1200, recent=10)
+    assert every is not None and recent is not None
+    assert every.rate["default"] * 3600 == pytest.approx(20 / 1200 * 3600)
+    assert recent.rate["default"] * 3600 == pytest.approx(180) and recent.window == pytest.approx(200)
+    assert len(recent.jobs["default"]) == 20  # the manifests drawn: every one seen
+    assert {j["spec"]["minAvailable"] for j in recent.jobs["default"]} == {1, 2}
+    assert "at the rate of the 10 submitted in the last 200 s" in recent.note()
+    objs.append(group("nopods", "Pending", T0 + 1190))
+    more = fc.arrivals_of(objs, T0 + 1200, recent=10)
+    assert more is not None and more.rate["default"] * 3600 == pytest.approx(360) and len(more.jobs["default"]) == 20
+
+
 def test_higher_arrivals_draw_only_jobs_that_outrank_the_lowest_pending_one() -> None:
     """``arrivals="higher"``: with a pending job of priority 0, only the seen jobs of a higher priority are drawn
     again (a new job of its own rank queues behind it), at their own rate; ``"all"`` draws every job seen, the

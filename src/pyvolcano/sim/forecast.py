@@ -367,6 +367,8 @@ class Arrivals:
     window: float
     #: only jobs of a priority above this one are drawn (None: every job)
     above: int | None = None
+    #: the jobs the rate was read from (those submitted within ``window``)
+    counted: int = 0
 
     @property
     def seen(self) -> int:
@@ -384,7 +386,9 @@ class Arrivals:
     def note(self) -> str:
         per = ", ".join(f"{q} {r * 3600:.3g}/h" for q, r in sorted(self.rate.items()))
         which = "new jobs" if self.above is None else f"new jobs of priority above {self.above}"
-        return (f"{which} drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
+        if self.counted in (0, self.seen):
+            return f"{which} drawn like the {self.seen} seen over the last {self.window:.0f} s: {per}"
+        return (f"{which} drawn like the {self.seen} seen, at the rate of the {self.counted} submitted in the last "
                 f"{self.window:.0f} s: {per}")
 
 
@@ -413,26 +417,29 @@ def priority_of(obj: dict[str, Any], classes: tuple[dict[str, int], int]) -> int
     return values.get(str(spec.get("priorityClassName") or ""), default)
 
 
-def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = None) -> Arrivals | None:
-    """The snapshot's jobs (pods grouped by :func:`group_of`, submitted at their PodGroup's creation or else their
-    first pod's), as Job manifests per queue with their arrival rates; only those of a priority above ``above`` when
-    given.  None with fewer than ``MIN_SEEN`` jobs seen in all, or none above ``above``."""
+def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = None,
+                recent: int | None = None) -> Arrivals | None:
+    """The snapshot's jobs as Job manifests per queue with their arrival rates; only those of a priority above
+    ``above`` when given.  A job is seen as its pods (grouped by :func:`group_of`, submitted at their PodGroup's
+    creation or else their first pod's), or, before its pods exist, as its Volcano Job (the manifest as it is) or
+    its PodGroup (counted in the rate only: it says nothing of its pods).  The rate is the jobs seen over the time
+    since the first one; with ``recent``, over the time since the ``recent``-th latest one (a rate that changes is
+    read where it is now; the manifests drawn stay every one seen, for their variety).  None with fewer than
+    ``MIN_SEEN`` jobs seen in all, or none above ``above``."""
     pgs = {_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    vcjobs = {_key(o): o for o in objects if o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith(
+        "batch.volcano.sh") and isinstance(o.get("spec"), dict) and (o["spec"].get("tasks") or None)}
     classes = priority_classes(objects)
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in objects:
         if p.get("kind") == "Pod" and not _md(p).get("deletionTimestamp"):
             groups.setdefault(group_of(p), []).append(p)
     queue_of_group = {k: str((pg.get("spec") or {}).get("queue") or "default") for k, pg in pgs.items()}
-    jobs: dict[str, list[dict[str, Any]]] = {}
-    first = now
-    for g, pods in groups.items():
+    #: every job seen: (submitted, queue, its manifest or None, priority)
+    seen: list[tuple[float, str, dict[str, Any] | None, int]] = []
+    for g, pods in sorted(groups.items()):
         pg = pgs.get(g)
         created = [t for t in (_time(_md(x).get("creationTimestamp")) for x in ([pg] if pg else pods)) if t is not None]
-        if created:
-            first = min(first, min(created))
-        if above is not None and max(priority_of(x, classes) for x in pods) <= above:
-            continue
         q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
         # a finished job's PodGroup may be gone: take it as the gang of all its pods (a Volcano Job's minAvailable
         # defaults to the sum of its tasks' replicas: ``pkg/webhooks/admission/jobs/mutate/mutate_job.go:
@@ -448,11 +455,37 @@ def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = N
                         **({"priorityClassName": spec0["priorityClassName"]} if spec0.get("priorityClassName") else {}),
                         "tasks": [{"name": f"t{i}", "replicas": 1, "template": _template(x)}
                                   for i, x in enumerate(pods)]}}
-        jobs.setdefault(q, []).append(job)
-    window = now - first
-    if len(groups) < MIN_SEEN or window <= 0 or not jobs:
+        seen.append((min(created) if created else now, q, job, max(priority_of(x, classes) for x in pods)))
+    for k, vj in sorted(vcjobs.items()):  # a Job whose pods are not created yet (its PodGroup not admitted)
+        if k in groups:
+            continue
+        spec = copy.deepcopy(vj["spec"])
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+               "metadata": {"name": "", "namespace": _md(vj).get("namespace") or "default"}, "spec": spec}
+        seen.append((_time(_md(vj).get("creationTimestamp")) or now, str(spec.get("queue") or "default"), job,
+                     priority_of(vj, classes)))
+    for k, pg in sorted(pgs.items()):  # a PodGroup whose pods are not created yet, of no Job: its rate only
+        if k not in groups and k not in vcjobs:
+            seen.append((_time(_md(pg).get("creationTimestamp")) or now, queue_of_group[k], None,
+                         priority_of(pg, classes)))
+    if len(seen) < MIN_SEEN:
         return None
-    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window, above)
+    times = sorted(t for t, *_ in seen)
+    first = times[0] if recent is None or recent >= len(times) else times[-recent]
+    window = now - first
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    counts: dict[str, int] = {}
+    for t, q, job, prio in seen:
+        if above is not None and prio <= above:
+            continue
+        if job is not None:
+            jobs.setdefault(q, []).append(job)
+        if t >= first:
+            counts[q] = counts.get(q, 0) + 1
+    rate = {q: n / window for q, n in counts.items() if q in jobs} if window > 0 else {}
+    if not rate:
+        return None
+    return Arrivals(jobs, rate, window, above, sum(counts.values()))
 
 
 @dataclass
@@ -617,8 +650,12 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
 
 
 #: which new jobs a forecast draws: none (the start if nothing new arrives); for each priority level of pending
-#: jobs, those of a higher priority (they go first: the start if nothing new of its own rank or lower arrives); or all
-ARRIVALS = ("none", "higher", "all")
+#: jobs, those of a higher priority (they go first: the start if nothing new of its own rank or lower arrives); all
+#: (every seen job, at the rate over the whole time the snapshot covers); recent (every seen job, at the rate of the
+#: ``RECENT`` latest submissions); mixed (half the runs none, half recent: the range covers both)
+ARRIVALS = ("none", "higher", "all", "recent", "mixed")
+#: how many of the latest submissions the ``recent`` rate is read from
+RECENT = 30
 
 
 def waiting_priorities(plan: _Plan, objects: list[dict[str, Any]]) -> dict[str, int]:
@@ -661,7 +698,8 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
     levels: list[tuple[set[str], Arrivals | None]] = []
     for level in sorted(set(prio.values())):
         above = level if arrivals == "higher" else None
-        future = arrivals_of(objects, now, above) if arrivals != "none" else None
+        recent = RECENT if arrivals in ("recent", "mixed") else None
+        future = arrivals_of(objects, now, above, recent) if arrivals != "none" else None
         levels.append(({k for k, v in prio.items() if v == level}, future))
     starts: dict[str, list[float]] = {k: [] for k in plan.waiting}
     problems: list[str] = []
@@ -673,9 +711,11 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
             sim = _build(plan, conf, now, durations.resampled(rng), rng, period=period, start_latency=start_latency,
                          scheduler_name=scheduler_name)
             sim.waiting &= targets
-            if future is not None:
-                sim.future = future
-                for q in sorted(future.rate):
+            # "mixed": the even runs draw no new job, the odd ones draw them
+            drawing = future if arrivals != "mixed" or i % 2 == 1 else None
+            if drawing is not None:
+                sim.future = drawing
+                for q in sorted(drawing.rate):
                     sim.push_arrival(q, now)
             if i == 0 and n == 0:
                 problems = list(sim.problems)
@@ -685,7 +725,7 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
                 t = rec.all_started if rec is not None else None
                 starts[k].append(t - now if t is not None and t >= now else (0.0 if t is not None else math.inf))
             done = max(done, i + 1)
-            if sim.drawn == 0:  # nothing was drawn: every run would be this one
+            if sim.drawn == 0 and future is None:  # nothing was drawn: every run would be this one
                 break
         if future is not None and future.note() not in told:
             told.append(future.note())
