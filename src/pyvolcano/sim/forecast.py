@@ -755,8 +755,11 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
             done = max(done, i + 1)
             if sim.drawn == 0 and future is None:  # nothing was drawn: every run would be this one
                 break
-        if future is not None and future.note() not in told:
-            told.append(future.note())
+        said = future.note() if future is not None else None
+        if said is not None and arrivals == "mixed":
+            said = f"half the runs draw no new job, the other half: {said}"
+        if said is not None and said not in told:
+            told.append(said)
     notes = durations.notes + told
     jobs = [JobForecast(k, plan.queue_of_group.get(k, "default"), plan.waiting[k], v) for k, v in starts.items()]
     jobs.sort(key=lambda j: (j.quantile(0.5) is None, j.quantile(0.5) or 0.0, j.podgroup))
