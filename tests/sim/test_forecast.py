@@ -4,6 +4,7 @@ snapshot of a simulation part-way, the accuracy measurement on a tiny workload, 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,37 @@ def test_survival_counts_running_pods_as_at_least_their_age() -> None:
     assert abs(draws.count(10.0) / 3000 - 1 / 3) < 0.03
 
 
+def test_survival_of_five_durations_two_censored_with_its_tail() -> None:
+    """Kaplan-Meier by hand on five jobs: ends at 10, 30 and 50, two still running at 20 and 40.  At 10 five are at
+    risk: S = 4/5; at 30 three (30, 40, 50): S = 4/5 * 2/3 = 8/15; at 50 one: S = 0.  The censored-data mean is all
+    seconds seen over the ends: (10 + 30 + 50 + 20 + 40) / 3 = 50.  Without the end at 50 (four jobs: S(10) = 3/4,
+    S(30) = 3/4 * 1/2 = 3/8, mean (10 + 30 + 20 + 40) / 2 = 50), the survival past the last end decays as the
+    exponential tail: S(50) = 3/8 * exp(-20 / 50)."""
+    km = fc.Survival([10.0, 30.0, 50.0], [20.0, 40.0])
+    assert [km.survival(a) for a in (5, 10, 25, 30, 45, 50)] == pytest.approx([1, 4 / 5, 4 / 5, 8 / 15, 8 / 15, 0])
+    assert km.mean == pytest.approx(50.0)
+    open_tail = fc.Survival([10.0, 30.0], [20.0, 40.0])
+    assert open_tail.mean == pytest.approx(50.0)
+    assert open_tail.survival_with_tail(25) == pytest.approx(3 / 4)
+    assert open_tail.survival_with_tail(50) == pytest.approx(3 / 8 * math.exp(-20 / 50))
+
+
+def test_a_queue_with_few_ends_is_pooled_with_every_queue() -> None:
+    """Partial pooling by hand: queue ``a`` saw 5 ends of 100 s, queue ``b`` 15 ends of 1000 s.  With a prior of
+    20 ends, ``a``'s own estimate weighs 5 / 25 = 1/5, the pooled one (15 of 20 ends at 1000 s: S(0) = 1) 4/5, so
+    a fresh pod of ``a`` runs 100 s with chance 1/5 + 4/5 * 5/20 = 2/5.  A pod of ``a`` already 200 s old is past
+    every end of ``a`` (S_a(200) = 0): it takes the pooled estimate only and ends at 1000 s."""
+    import numpy as np
+
+    d = fc.Durations({"a": [100.0] * 5, "b": [1000.0] * 15}, {}, pool_prior=20)
+    rng = np.random.default_rng(1)
+    fresh = [d.total("a", rng) for _ in range(4000)]
+    assert set(fresh) == {100.0, 1000.0} and abs(fresh.count(100.0) / 4000 - 2 / 5) < 0.03
+    assert {d.draw("a", 200.0, rng) for _ in range(50)} == {1000.0}
+    alone = fc.Durations({"a": [100.0] * 5, "b": [1000.0] * 15}, {}, pool_prior=0)  # no pooling: a's own ends
+    assert {alone.total("a", rng) for _ in range(50)} == {100.0}
+
+
 def test_a_gangs_pods_count_once_and_the_bootstrap_keeps_each_queue() -> None:
     """Three pods of one job that started and ended together are one observed run time, not three (a gang's pods
     end together); the bootstrap resample draws as many jobs per queue as seen, finished and running together,
@@ -142,6 +174,34 @@ def test_a_finished_job_without_its_podgroup_arrives_again_as_a_gang() -> None:
     arr = fc.arrivals_of(objs, T0 + 100)
     assert arr is not None
     assert {(j["spec"]["minAvailable"], len(j["spec"]["tasks"])) for j in arr.jobs["default"]} == {(3, 3)}
+
+
+def test_recent_rate_and_jobs_whose_pods_are_not_created_yet() -> None:
+    """The rate of new jobs is read over the ``recent`` latest submissions: 12 one-pod jobs submitted every 100 s
+    (T0 .. T0+1100), 7 every 10 s (T0+1110 .. T0+1170) and a Volcano Job of 2 pods not created yet at T0+1180; now
+    T0+1200.  Over the whole history that is 20 jobs in 1200 s (60/h); the 10th latest was submitted at T0+1000, so
+    the recent rate is 10 jobs in 200 s (180/h).  The Job counts and is drawn as its own manifest; a PodGroup
+    without pods (at T0+1190) counts in the rate only: the 10 latest then span 100 s (360/h)."""
+    times = [T0 + 100 * k for k in range(12)] + [T0 + 1110 + 10 * k for k in range(7)]
+    objs: list[Obj] = [pod(f"j{k}-0", f"j{k}", "1", t, node="n1", phase="Succeeded", start=t, end=t + 5)
+                       for k, t in enumerate(times)]
+    vj = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+          "metadata": {"name": "late", "namespace": "default", "creationTimestamp": fc.stamp(T0 + 1180)},
+          "spec": {"queue": "default", "minAvailable": 2, "tasks": [
+              {"name": "w", "replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}]},
+          "status": {"state": {"phase": "Pending"}}}
+    objs.append(vj)
+    every = fc.arrivals_of(objs, T0 + 1200)
+    recent = fc.arrivals_of(objs, T0 + 1200, recent=10)
+    assert every is not None and recent is not None
+    assert every.rate["default"] * 3600 == pytest.approx(20 / 1200 * 3600)
+    assert recent.rate["default"] * 3600 == pytest.approx(180) and recent.window == pytest.approx(200)
+    assert len(recent.jobs["default"]) == 20  # the manifests drawn: every one seen
+    assert {j["spec"]["minAvailable"] for j in recent.jobs["default"]} == {1, 2}
+    assert "at the rate of the 10 submitted in the last 200 s" in recent.note()
+    objs.append(group("nopods", "Pending", T0 + 1190))
+    more = fc.arrivals_of(objs, T0 + 1200, recent=10)
+    assert more is not None and more.rate["default"] * 3600 == pytest.approx(360) and len(more.jobs["default"]) == 20
 
 
 def test_higher_arrivals_draw_only_jobs_that_outrank_the_lowest_pending_one() -> None:
@@ -247,7 +307,8 @@ def test_export_of_a_simulation_part_way() -> None:
     waiting = {k for k, r in sim.records.items() if r.all_started is None}
     assert {j.podgroup for j in f.jobs} == waiting and waiting
     assert any(n.startswith("new jobs drawn like") for n in f.notes)
-    assert not any("drawn like" in n for n in fc.forecast(snap, load_conf_file(None), 1000.0, runs=2).notes)
+    assert not any("drawn like" in n for n in fc.forecast(snap, load_conf_file(None), 1000.0, runs=2,
+                                                          arrivals="none").notes)
 
 
 @pytest.fixture(scope="module")

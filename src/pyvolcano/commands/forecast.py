@@ -69,10 +69,13 @@ def register(group: click.Group) -> None:
                   help="How far ahead to simulate (a duration such as 72h or seconds).")
     @click.option("--default-duration", type=click.FloatRange(0.0, 1e9, min_open=True), default=3600.0, show_default=True,
                   help="Seconds a pod runs when the snapshot has nothing to estimate it from.")
-    @click.option("--arrivals", type=click.Choice(["none", "higher", "all"]), default="none", show_default=True,
-                  help="New jobs drawn like those the snapshot shows, at their rate per queue (needs 10 jobs seen): "
-                       "none (the start if nothing new arrives); for each pending job, those of a higher priority, "
-                       "which go first; or all (docs/forecast.md measures each).")
+    @click.option("--arrivals", type=click.Choice(["none", "higher", "all", "recent", "mixed"]), default="mixed",
+                  show_default=True,
+                  help="New jobs drawn like those the snapshot shows, per queue (needs 10 jobs seen): none (the start "
+                       "if nothing new arrives); higher (for each pending job, those of a higher priority, which go "
+                       "first); all (at the rate over the whole snapshot); recent (at the rate of the 30 latest "
+                       "submissions); mixed (half the runs none, half recent: the range covers both; "
+                       "docs/forecast.md measures each).")
     @click.option("--scheduler-name", default="volcano", show_default=True)
     def forecast(snapshot: str | None, filename: str | None, kubeconfig: str | None, master: str | None,
                  context: str | None, config: str | None, output: str, runs: int, seed: int, now_arg: str | None,

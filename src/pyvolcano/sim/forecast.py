@@ -11,18 +11,21 @@ How long a pod runs is read from its ``pyvolcano.io/duration`` annotation (secon
 ``now - status.startTime`` of it) and otherwise drawn from what the snapshot shows (:class:`Durations`): the
 Kaplan-Meier estimate (:class:`Survival`) over the finished jobs of the same queue (``status.startTime`` to the last
 container's ``finishedAt``; a gang's pods that started and ended together count once) with its running jobs' ages as
-"at least this long" (else over every queue); with no finished pod at all, twice the ages of the running pods (a pod
+"at least this long", pooled with the estimate over every queue by the queue's number of ends (``POOL_PRIOR``; a
+queue without an end uses every queue's); with no finished pod at all, twice the ages of the running pods (a pod
 seen running at a random moment is on average half way through: the renewal-theory estimate); with nothing at all,
 ``DEFAULT_DURATION``.  A running pod's remaining time is a duration drawn given its age, minus its age.  One duration
 is drawn per job (per job and start time for running pods): a gang's pods do the same work and end together.  Each
 run draws from a bootstrap resample of the jobs seen (:meth:`Durations.resampled`), so the range also carries the
 uncertainty of the estimate.
 
-By default no new job is drawn: the forecast is the start if nothing new arrives, which measured best
-(docs/forecast.md).  ``arrivals="higher"`` gives each priority level of pending jobs runs of its own that draw the
-seen jobs of a higher priority again (they go first), ``"all"`` every seen job (:class:`Arrivals`: copies of a random
-seen job of the queue, at the queue's rate over the time the snapshot covers, as a Poisson stream), when the snapshot
-shows at least ``MIN_SEEN`` jobs.
+By default (``arrivals="mixed"``) half the runs draw no new job (the start if nothing new arrives) and half draw new
+jobs like the seen ones (:class:`Arrivals`: copies of a random seen job of the queue, as a Poisson stream) at the
+rate of the ``RECENT`` latest submissions, so the range covers both and the median sits between: a forecast cannot
+know whether the recent rate goes on, and either model alone measured worse on one of the two benchmark cases
+(docs/forecast.md).  ``"none"``, ``"recent"``, ``"all"`` (every seen job, at the rate over the whole time the
+snapshot covers) and ``"higher"`` (each priority level of pending jobs gets runs of its own that draw the seen jobs
+of a higher priority only) use one model in every run; new jobs need at least ``MIN_SEEN`` jobs seen.
 
 Durations and new jobs are drawn again in each of ``runs`` simulations (seeded per run, so a forecast is
 reproducible); a job's predicted start is the median over the runs and its 90 % range the 5th to 95th percentile.
@@ -154,8 +157,16 @@ class Survival:
         self.mean = float((d.sum() + c.sum()) / len(d)) if len(d) else self.longest
 
     def survival(self, age: float) -> float:
+        """The Kaplan-Meier survival at ``age`` (flat past the last end seen: what :meth:`draw` splits)."""
         i = int(np.searchsorted(self.t, age, "right"))
         return float(self.s[i - 1]) if i else 1.0
+
+    def survival_with_tail(self, age: float) -> float:
+        """The survival at ``age`` with the exponential tail past the last end seen: the chance, under this estimate,
+        that a run lasts beyond ``age`` (how :class:`Durations` weighs two estimates given a pod's age)."""
+        last = float(self.t[-1]) if len(self.t) else 0.0
+        s = self.survival(age)
+        return s * math.exp(-(age - last) / max(self.mean, 1.0)) if age > last else s
 
     def draw(self, rng: np.random.Generator, age: float = 0.0) -> float:
         """A run time, given that the pod has run ``age`` seconds already."""
@@ -167,12 +178,20 @@ class Survival:
         return base + float(rng.exponential(max(self.mean, 1.0)))
 
 
+#: partial pooling of the duration estimates: a queue's own estimate weighs its ends over its ends plus this many,
+#: the estimate over every queue the rest (a queue with a few ends says little past them, and all queues' pods run
+#: on the same cluster)
+POOL_PRIOR = 20
+
+
 class Durations:
     """How long pods run, estimated from a snapshot (the module docstring gives the rule): per queue, the finished
     jobs' run times and the running jobs' ages.  ``notes`` says what each queue's estimate rests on."""
 
     def __init__(self, finished: dict[str, list[float]], ages: dict[str, list[float]],
-                 default: float = DEFAULT_DURATION, origin: Durations | None = None) -> None:
+                 default: float = DEFAULT_DURATION, origin: Durations | None = None,
+                 pool_prior: float = POOL_PRIOR) -> None:
+        self.pool_prior = pool_prior
         self.finished = {q: list(v) for q, v in finished.items() if v}
         self.ages = {q: [a for a in v if a > 0] for q, v in ages.items()}
         every_age = [a for v in self.ages.values() for a in v]
@@ -203,7 +222,7 @@ class Durations:
             ages[q] = [alive[i - len(done)] for i in pick if i >= len(done)]
             if done and not finished[q]:
                 finished[q], ages[q] = list(done), list(alive)
-        return Durations(finished, ages, self.default, self.origin)
+        return Durations(finished, ages, self.default, self.origin, self.pool_prior)
 
     def _tell(self, key: str, note: str) -> None:
         if key not in self._told:
@@ -211,9 +230,17 @@ class Durations:
             self.notes.append(note)
 
     def draw(self, queue: str, age: float, rng: np.random.Generator) -> float:
-        """A run time of a pod of ``queue`` that has run ``age`` seconds."""
-        if queue in self.per_queue:
-            return self.per_queue[queue].draw(rng, age)
+        """A run time of a pod of ``queue`` that has run ``age`` seconds: from the mixture of the queue's estimate
+        (weight ``w`` = its ends / (its ends + ``POOL_PRIOR``)) and the estimate over every queue (``1 - w``), given
+        the age: the queue's part is taken with chance ``w S_q(age) / (w S_q(age) + (1 - w) S_all(age))``."""
+        own = self.per_queue.get(queue)
+        if own is not None:
+            if len(self.per_queue) > 1 and self.pool_prior > 0:
+                w = own.ended / (own.ended + self.pool_prior)
+                mine, other = w * own.survival_with_tail(age), (1 - w) * self.all.survival_with_tail(age)
+                if mine + other > 0 and float(rng.uniform()) * (mine + other) >= mine:
+                    return self.all.draw(rng, age)
+            return own.draw(rng, age)
         if self.all.ended:
             self._tell(queue, f"queue {queue}: no finished pod; durations drawn from all queues' "
                               f"{self.origin.all.ended} finished jobs")
@@ -236,7 +263,8 @@ class Durations:
         return self.draw(queue, age, rng) - age
 
 
-def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float = DEFAULT_DURATION) -> Durations:
+def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float = DEFAULT_DURATION,
+                 pool_prior: float = POOL_PRIOR) -> Durations:
     """The finished jobs' run times and the running jobs' ages per queue in ``objects`` at ``now``.  The unit is a
     job's pods that started (and ended) together: a gang's pods end together, and counting each pod would weigh a
     job of 8 pods as 8 observations of one run time."""
@@ -266,7 +294,7 @@ def durations_of(objects: Iterable[dict[str, Any]], now: float, default: float =
             if s is not None and run not in seen:
                 seen.add(run)
                 ages.setdefault(q, []).append(max(now - s, 0.0))
-    return Durations(finished, ages, default)
+    return Durations(finished, ages, default, pool_prior=pool_prior)
 
 
 def pod_queue(pod: dict[str, Any], queue_of_group: dict[str, str]) -> str:
@@ -367,6 +395,8 @@ class Arrivals:
     window: float
     #: only jobs of a priority above this one are drawn (None: every job)
     above: int | None = None
+    #: the jobs the rate was read from (those submitted within ``window``)
+    counted: int = 0
 
     @property
     def seen(self) -> int:
@@ -384,7 +414,9 @@ class Arrivals:
     def note(self) -> str:
         per = ", ".join(f"{q} {r * 3600:.3g}/h" for q, r in sorted(self.rate.items()))
         which = "new jobs" if self.above is None else f"new jobs of priority above {self.above}"
-        return (f"{which} drawn like the {sum(len(v) for v in self.jobs.values())} seen over the last "
+        if self.counted in (0, self.seen):
+            return f"{which} drawn like the {self.seen} seen over the last {self.window:.0f} s: {per}"
+        return (f"{which} drawn like the {self.seen} seen, at the rate of the {self.counted} submitted in the last "
                 f"{self.window:.0f} s: {per}")
 
 
@@ -413,26 +445,29 @@ def priority_of(obj: dict[str, Any], classes: tuple[dict[str, int], int]) -> int
     return values.get(str(spec.get("priorityClassName") or ""), default)
 
 
-def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = None) -> Arrivals | None:
-    """The snapshot's jobs (pods grouped by :func:`group_of`, submitted at their PodGroup's creation or else their
-    first pod's), as Job manifests per queue with their arrival rates; only those of a priority above ``above`` when
-    given.  None with fewer than ``MIN_SEEN`` jobs seen in all, or none above ``above``."""
+def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = None,
+                recent: int | None = None) -> Arrivals | None:
+    """The snapshot's jobs as Job manifests per queue with their arrival rates; only those of a priority above
+    ``above`` when given.  A job is seen as its pods (grouped by :func:`group_of`, submitted at their PodGroup's
+    creation or else their first pod's), or, before its pods exist, as its Volcano Job (the manifest as it is) or
+    its PodGroup (counted in the rate only: it says nothing of its pods).  The rate is the jobs seen over the time
+    since the first one; with ``recent``, over the time since the ``recent``-th latest one (a rate that changes is
+    read where it is now; the manifests drawn stay every one seen, for their variety).  None with fewer than
+    ``MIN_SEEN`` jobs seen in all, or none above ``above``."""
     pgs = {_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    vcjobs = {_key(o): o for o in objects if o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith(
+        "batch.volcano.sh") and isinstance(o.get("spec"), dict) and (o["spec"].get("tasks") or None)}
     classes = priority_classes(objects)
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in objects:
         if p.get("kind") == "Pod" and not _md(p).get("deletionTimestamp"):
             groups.setdefault(group_of(p), []).append(p)
     queue_of_group = {k: str((pg.get("spec") or {}).get("queue") or "default") for k, pg in pgs.items()}
-    jobs: dict[str, list[dict[str, Any]]] = {}
-    first = now
-    for g, pods in groups.items():
+    #: every job seen: (submitted, queue, its manifest or None, priority)
+    seen: list[tuple[float, str, dict[str, Any] | None, int]] = []
+    for g, pods in sorted(groups.items()):
         pg = pgs.get(g)
         created = [t for t in (_time(_md(x).get("creationTimestamp")) for x in ([pg] if pg else pods)) if t is not None]
-        if created:
-            first = min(first, min(created))
-        if above is not None and max(priority_of(x, classes) for x in pods) <= above:
-            continue
         q = queue_of_group.get(g) or pod_queue(pods[0], queue_of_group)
         # a finished job's PodGroup may be gone: take it as the gang of all its pods (a Volcano Job's minAvailable
         # defaults to the sum of its tasks' replicas: ``pkg/webhooks/admission/jobs/mutate/mutate_job.go:
@@ -448,11 +483,37 @@ def arrivals_of(objects: list[dict[str, Any]], now: float, above: int | None = N
                         **({"priorityClassName": spec0["priorityClassName"]} if spec0.get("priorityClassName") else {}),
                         "tasks": [{"name": f"t{i}", "replicas": 1, "template": _template(x)}
                                   for i, x in enumerate(pods)]}}
-        jobs.setdefault(q, []).append(job)
-    window = now - first
-    if len(groups) < MIN_SEEN or window <= 0 or not jobs:
+        seen.append((min(created) if created else now, q, job, max(priority_of(x, classes) for x in pods)))
+    for k, vj in sorted(vcjobs.items()):  # a Job whose pods are not created yet (its PodGroup not admitted)
+        if k in groups:
+            continue
+        spec = copy.deepcopy(vj["spec"])
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+               "metadata": {"name": "", "namespace": _md(vj).get("namespace") or "default"}, "spec": spec}
+        seen.append((_time(_md(vj).get("creationTimestamp")) or now, str(spec.get("queue") or "default"), job,
+                     priority_of(vj, classes)))
+    for k, pg in sorted(pgs.items()):  # a PodGroup whose pods are not created yet, of no Job: its rate only
+        if k not in groups and k not in vcjobs:
+            seen.append((_time(_md(pg).get("creationTimestamp")) or now, queue_of_group[k], None,
+                         priority_of(pg, classes)))
+    if len(seen) < MIN_SEEN:
         return None
-    return Arrivals(jobs, {q: len(v) / window for q, v in jobs.items()}, window, above)
+    times = sorted(t for t, *_ in seen)
+    first = times[0] if recent is None or recent >= len(times) else times[-recent]
+    window = now - first
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    counts: dict[str, int] = {}
+    for t, q, manifest, prio in seen:
+        if above is not None and prio <= above:
+            continue
+        if manifest is not None:
+            jobs.setdefault(q, []).append(manifest)
+        if t >= first:
+            counts[q] = counts.get(q, 0) + 1
+    rate = {q: n / window for q, n in counts.items() if q in jobs} if window > 0 else {}
+    if not rate:
+        return None
+    return Arrivals(jobs, rate, window, above, sum(counts.values()))
 
 
 @dataclass
@@ -617,8 +678,12 @@ def _build(plan: _Plan, conf: SchedulerConf, now: float, durations: Durations, r
 
 
 #: which new jobs a forecast draws: none (the start if nothing new arrives); for each priority level of pending
-#: jobs, those of a higher priority (they go first: the start if nothing new of its own rank or lower arrives); or all
-ARRIVALS = ("none", "higher", "all")
+#: jobs, those of a higher priority (they go first: the start if nothing new of its own rank or lower arrives); all
+#: (every seen job, at the rate over the whole time the snapshot covers); recent (every seen job, at the rate of the
+#: ``RECENT`` latest submissions); mixed (half the runs none, half recent: the range covers both)
+ARRIVALS = ("none", "higher", "all", "recent", "mixed")
+#: how many of the latest submissions the ``recent`` rate is read from
+RECENT = 30
 
 
 def waiting_priorities(plan: _Plan, objects: list[dict[str, Any]]) -> dict[str, int]:
@@ -641,7 +706,7 @@ def waiting_priorities(plan: _Plan, objects: list[dict[str, Any]]) -> dict[str, 
 def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, runs: int = 40, seed: int = 0,
              horizon: float = DEFAULT_HORIZON, period: float = 1.0, start_latency: float = 0.0,
              default_duration: float = DEFAULT_DURATION, scheduler_name: str = "volcano",
-             arrivals: str = "none") -> Forecast:
+             arrivals: str = "mixed", pool_prior: float = POOL_PRIOR) -> Forecast:
     """Each pending job's start after ``now`` (seconds since the epoch, the snapshot's time) over ``runs`` seeded
     simulations of ``objects``.  UserError when the snapshot has no node."""
     if runs < 1:
@@ -653,7 +718,7 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
     if not any(o.get("kind") == "Node" for o in objects):
         raise UserError("nothing to forecast on: the snapshot has no Node objects")
     plan = _plan(objects, scheduler_name)
-    durations = durations_of(objects, now, default_duration)
+    durations = durations_of(objects, now, default_duration, pool_prior)
     if arrivals not in ARRIVALS:
         raise UserError(f"arrivals: {arrivals!r} is not one of {', '.join(ARRIVALS)}")
     # "higher": each priority level of pending jobs gets runs of its own, drawing the new jobs that outrank it
@@ -661,7 +726,8 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
     levels: list[tuple[set[str], Arrivals | None]] = []
     for level in sorted(set(prio.values())):
         above = level if arrivals == "higher" else None
-        future = arrivals_of(objects, now, above) if arrivals != "none" else None
+        recent = RECENT if arrivals in ("recent", "mixed") else None
+        future = arrivals_of(objects, now, above, recent) if arrivals != "none" else None
         levels.append(({k for k, v in prio.items() if v == level}, future))
     starts: dict[str, list[float]] = {k: [] for k in plan.waiting}
     problems: list[str] = []
@@ -673,9 +739,11 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
             sim = _build(plan, conf, now, durations.resampled(rng), rng, period=period, start_latency=start_latency,
                          scheduler_name=scheduler_name)
             sim.waiting &= targets
-            if future is not None:
-                sim.future = future
-                for q in sorted(future.rate):
+            # "mixed": the even runs draw no new job, the odd ones draw them
+            drawing = future if arrivals != "mixed" or i % 2 == 1 else None
+            if drawing is not None:
+                sim.future = drawing
+                for q in sorted(drawing.rate):
                     sim.push_arrival(q, now)
             if i == 0 and n == 0:
                 problems = list(sim.problems)
@@ -685,10 +753,13 @@ def forecast(objects: list[dict[str, Any]], conf: SchedulerConf, now: float, *, 
                 t = rec.all_started if rec is not None else None
                 starts[k].append(t - now if t is not None and t >= now else (0.0 if t is not None else math.inf))
             done = max(done, i + 1)
-            if sim.drawn == 0:  # nothing was drawn: every run would be this one
+            if sim.drawn == 0 and future is None:  # nothing was drawn: every run would be this one
                 break
-        if future is not None and future.note() not in told:
-            told.append(future.note())
+        said = future.note() if future is not None else None
+        if said is not None and arrivals == "mixed":
+            said = f"half the runs draw no new job, the other half: {said}"
+        if said is not None and said not in told:
+            told.append(said)
     notes = durations.notes + told
     jobs = [JobForecast(k, plan.queue_of_group.get(k, "default"), plan.waiting[k], v) for k, v in starts.items()]
     jobs.sort(key=lambda j: (j.quantile(0.5) is None, j.quantile(0.5) or 0.0, j.podgroup))
@@ -845,7 +916,7 @@ class Accuracy:
 
 def measure(nodes: list[dict[str, Any]], queues: list[dict[str, Any]], workload: Workload, conf: SchedulerConf, *,
             at: Iterable[float], runs: int = 20, seed: int = 0, period: float = 1.0, start_latency: float = 1.0,
-            grace: float = 5.0, durations: bool = False, arrivals: str = "none") -> Accuracy:
+            grace: float = 5.0, durations: bool = False, arrivals: str = "mixed") -> Accuracy:
     """Run ``workload`` once, stopping at each time of ``at`` to forecast from a snapshot of the run (its duration
     annotations dropped unless ``durations``), then compare each forecast with when its jobs started in the run."""
     acc = Accuracy()
