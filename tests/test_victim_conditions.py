@@ -62,7 +62,10 @@ def cluster(*objs: dict[str, Any], queues: tuple[str, ...] = ("default",), cpu: 
 
 
 def session(objs: list[dict[str, Any]], text: str) -> Session:
-    return Session(SchedulerCache.from_objects(objs).snapshot(), load_conf(text)).open()
+    """A session that carries per-job values (the proof is taken only then: ``victims.session_ledger``)."""
+    ssn = Session(SchedulerCache.from_objects(objs).snapshot(), load_conf(text))
+    ssn.carry = True
+    return ssn.open()
 
 
 def task(ssn: Session, name: str) -> TaskInfo:
@@ -157,6 +160,8 @@ def test_no_proof_when_a_tier_starts_with_a_plugin_that_declares_nothing() -> No
     first = session(objs, conf(["cdp", "gang"], ["drf"]))
     assert victim_proof(first, PREEMPTABLE) is None and victim_proof(first, RECLAIMABLE) is None
     assert session_ledger(first) is None
+    plain = Session(SchedulerCache.from_objects(objs).snapshot(), load_conf(conf(["gang"], ["drf"]))).open()
+    assert not plain.carry and victim_proof(plain, PREEMPTABLE) is None  # nothing carried: no ledger, no proof
     later = session(objs, conf(["priority", "gang", "conformance", "cdp"], ["drf"]))
     proof = victim_proof(later, PREEMPTABLE)
     assert proof is not None

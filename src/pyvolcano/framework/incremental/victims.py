@@ -263,9 +263,12 @@ def _classifiers(ssn: Session) -> tuple[VictimClass, ...]:
 
 def session_ledger(ssn: Session) -> VictimLedger | None:
     """The session's ledger, synced once per session (the one carried from the last session when its
-    classifications are this session's, a new one otherwise); None when neither point can be proven empty."""
+    classifications are this session's, a new one otherwise); None when neither point can be proven empty, and
+    when the session carries nothing (``Session.carry`` false: ``--full-sessions``, a single ``cycle``): counting
+    every job's candidates afresh would cost each session what the search costs, so the search runs as Volcano's,
+    which makes ``--full-sessions`` the reference the shortcut is compared with."""
     def make() -> VictimLedger | None:
-        if not (_provable(ssn, PREEMPTABLE) or _provable(ssn, RECLAIMABLE)):
+        if not ssn.carry or not (_provable(ssn, PREEMPTABLE) or _provable(ssn, RECLAIMABLE)):
             return None
         classifiers = _classifiers(ssn)
         values = ssn.carried_values()
