@@ -93,7 +93,8 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     (``framework/incremental/victims.py``).  The search then keeps what it does without victims: the dry run finds
     no candidate node (a node's victims must not be empty), and the greedy path pipelines the task onto the first
     node, best score first, where it already fits (``validate`` of no victims, then ``fits_now``); only the nodes
-    where its request fits the future idle can be that node (a bound of zero), and no plugin is asked.  With
+    where its request fits the future idle can be that node (a bound of zero; when there is none, the nodes are
+    not scored or ordered at all), and no plugin is asked.  With
     ``deltas.CHECK`` the search runs as without the proof, and every answer must be empty."""
     job = ssn.jobs[preemptor.job]
     if never_preempts(preemptor) or not nominated_allows(ssn, preemptor, job) \
@@ -108,6 +109,8 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     if shortcut and opts.topology_aware:
         return False  # dry_run: select_victims_on_node makes no node a candidate without victims
     bound = np.zeros((len(ssn.nodes), ssn.res.size)) if shortcut else (bound_of() if callable(bound_of) else bound_of)
+    if shortcut and not len(reachable(ssn, preemptor.init_resreq, idx, bound)):
+        return False  # no node can take the task without victims: the node order below decides nothing
 
     def offer(i: int) -> list[TaskInfo]:
         if shortcut:
