@@ -94,7 +94,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     no candidate node (a node's victims must not be empty), and the greedy path pipelines the task onto the first
     node, best score first, where it already fits (``validate`` of no victims, then ``fits_now``); only the nodes
     where its request fits the future idle can be that node (a bound of zero; when there is none, the nodes are
-    not scored or ordered at all), and no plugin is asked.  With
+    not scored or ordered at all, unless a batch score would be asked), and no victim is asked for.  With
     ``deltas.CHECK`` the search runs as without the proof, and every answer must be empty."""
     job = ssn.jobs[preemptor.job]
     if never_preempts(preemptor) or not nominated_allows(ssn, preemptor, job) \
@@ -109,8 +109,10 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     if shortcut and opts.topology_aware:
         return False  # dry_run: select_victims_on_node makes no node a candidate without victims
     bound = np.zeros((len(ssn.nodes), ssn.res.size)) if shortcut else (bound_of() if callable(bound_of) else bound_of)
-    if shortcut and not len(reachable(ssn, preemptor.init_resreq, idx, bound)):
-        return False  # no node can take the task without victims: the node order below decides nothing
+    if shortcut and not ssn.batch_scores and not len(reachable(ssn, preemptor.init_resreq, idx, bound)):
+        # no node can take the task without victims: the node order below decides nothing (a batch score, the
+        # extender's, is still asked: it may fail and warn)
+        return False
 
     def offer(i: int) -> list[TaskInfo]:
         if shortcut:

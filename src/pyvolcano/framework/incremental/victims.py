@@ -208,6 +208,8 @@ class VictimProof:
             scopes = [one] if one is not None else []
         else:
             scopes = [c for q in queues if (c := ledger.of_queue(q)) is not None]
+        if not scopes:
+            return True  # no candidate at all (every tier's first plugin declares a condition: ``_provable``)
         minus = ledger.of_job(less) if less is not None else None
         for chain in self.chains:
             for k, cond in chain:
