@@ -31,6 +31,7 @@ from pyvolcano.actions._victims import (
     CandidateLimits,
     dry_run,
     evict_greedily,
+    fitting,
     reachable,
     victim_bound,
 )
@@ -108,11 +109,11 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     shortcut = no_victims and not deltas.CHECK
     if shortcut and opts.topology_aware:
         return False  # dry_run: select_victims_on_node makes no node a candidate without victims
-    bound = np.zeros((len(ssn.nodes), ssn.res.size)) if shortcut else (bound_of() if callable(bound_of) else bound_of)
-    if shortcut and not ssn.batch_scores and not len(reachable(ssn, preemptor.init_resreq, idx, bound)):
+    if shortcut and not ssn.batch_scores and not len(fitting(ssn, preemptor.init_resreq, idx)):
         # no node can take the task without victims: the node order below decides nothing (a batch score, the
         # extender's, is still asked: it may fail and warn)
         return False
+    bound = np.zeros((len(ssn.nodes), ssn.res.size)) if shortcut else (bound_of() if callable(bound_of) else bound_of)
 
     def offer(i: int) -> list[TaskInfo]:
         if shortcut:

@@ -21,7 +21,7 @@ from functools import cache
 
 import numpy as np
 
-from pyvolcano.actions._victims import evict_greedily, reachable, victim_bound
+from pyvolcano.actions._victims import evict_greedily, fitting, reachable, victim_bound
 from pyvolcano.actions.preempt import candidate_preemptors, never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
@@ -143,7 +143,7 @@ class Reclaim(Action):
         def fits(i: int) -> bool:
             return less_equal(task.init_resreq, ssn.nodes.future[i])
         if shortcut:
-            order = reachable(ssn, task.init_resreq, feasible, np.zeros((len(ssn.nodes), ssn.res.size)))
+            order = fitting(ssn, task.init_resreq, feasible)
         else:
             order = reachable(ssn, task.init_resreq, feasible, bound() if bound is not None else None)
         return evict_greedily(ssn, stmt, task, order, offer, fits, "reclaim") is not None
