@@ -1,5 +1,5 @@
 """The plugins' declared victim conditions (``contracts.VictimCondition``) and the proof preempt and reclaim draw
-from them (``framework/incremental/victims.py``).
+from them (``framework/victim_ledger.py``).
 
 For each declaring plugin: a candidate meeting its condition that the plugin offers, and one that does not meet it,
 which the plugin does not offer -- whatever else it would say, a candidate outside the condition is never in its
@@ -15,10 +15,10 @@ import pytest
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
-from pyvolcano.framework.incremental.victims import VictimLedger, session_ledger, victim_proof
 from pyvolcano.framework.points import ABSTAIN, PREEMPTABLE, RECLAIMABLE, Point
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.victim_ledger import VictimLedger, session_ledger, victim_proof
 
 PRIORITIES = {"low": 1, "high": 10}
 

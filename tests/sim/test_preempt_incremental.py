@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pyvolcano.actions import preempt, reclaim
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.incremental.victims import VictimProof
+from pyvolcano.framework.victim_ledger import VictimProof
 from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
@@ -106,7 +106,7 @@ def _run_gangs(full: bool, check: bool, conf: str, seed: int) -> tuple[Any, ...]
 @pytest.mark.parametrize(("conf", "seed"), [("cdp", 1), ("preempt", 2)])
 def test_victim_ledger_where_victims_exist(monkeypatch: pytest.MonkeyPatch, conf: str, seed: int) -> None:
     """Preempt and reclaim skip the victim search where the plugins' declared conditions prove it empty
-    (``framework/incremental/victims.py``), from a ledger carried between sessions.  On gangs above their minimum
+    (``framework/victim_ledger.py``), from a ledger carried between sessions.  On gangs above their minimum
     over two queues victims exist, so the ledger moves with evictions and the proof goes both ways: the shortcut
     with the ledger carried (``deltas.CHECK`` off) decides as ``--full-sessions`` with every search run and every
     answer checked empty where proven so (``deltas.CHECK`` on, which also compares the ledger with a fresh count

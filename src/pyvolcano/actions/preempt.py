@@ -42,12 +42,12 @@ from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.incremental.victims import session_ledger, victim_proof
 from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
+from pyvolcano.framework.victim_ledger import session_ledger, victim_proof
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     candidates only shrink during an action, ``victim_bound``).
 
     ``no_victims``: the plugins' declared victim conditions prove that every node's preemptable answer is empty
-    (``framework/incremental/victims.py``).  The search then keeps what it does without victims: the dry run finds
+    (``framework/victim_ledger.py``).  The search then keeps what it does without victims: the dry run finds
     no candidate node (a node's victims must not be empty), and the greedy path pipelines the task onto the first
     node, best score first, where it already fits (``validate`` of no victims, then ``fits_now``); only the nodes
     where its request fits the future idle can be that node (a bound of zero; when there is none, the nodes are

@@ -28,12 +28,12 @@ from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.incremental.victims import VictimProof, session_ledger, victim_proof
 from pyvolcano.framework.points import RECLAIMABLE
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
+from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof
 
 
 @register_action
@@ -72,7 +72,7 @@ class Reclaim(Action):
                                                  if (q := ssn.queues.get(j.queue)) and q.reclaimable
                                                  for t in j.index.get(TaskStatus.Running, {}).values()
                                                  if t.preemptable]))
-        # the plugins' declared victim conditions (``framework/incremental/victims.py``); the ledger is synced in
+        # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
         # every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
         proof = victim_proof(ssn, RECLAIMABLE) if preemptors and ledger is not None else None

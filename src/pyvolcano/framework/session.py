@@ -160,9 +160,7 @@ class Session:
         #: the contracts each plugin's class declares, by conf name and by the name it registers under
         #: (``framework/incremental/contracts.py``): what the incremental layer may rely on
         self.contracts: dict[str, Contracts] = {}
-        #: the necessary victim conditions declared with preemptable / reclaimable callbacks, by callback
-        #: (``framework/incremental/victims.py``)
-        self.victim_conditions: dict[Callable[..., Any], VictimCondition] = {}
+        self.victim_conditions: dict[Callable[..., Any], VictimCondition] = {}  # by callback: victim_ledger.py
         self.binds: dict[str, str] = {}
         self.bind_tasks: list[TaskInfo] = []
         #: called with each task as it is dispatched, while the session goes on (Volcano's ``Statement.Commit`` ->
@@ -329,13 +327,11 @@ class Session:
         self._add(OVERUSED, plugin, fn)
 
     def add_preemptable_fn(self, plugin: str, fn: EvictableFn, condition: VictimCondition | None = None) -> None:
-        """``condition``: what ``fn`` never offers a victim without (``contracts.VictimCondition``), if declared."""
         self._add(PREEMPTABLE, plugin, fn)
-        if condition is not None:
+        if condition is not None:  # what ``fn`` never offers a victim without (``contracts.VictimCondition``)
             self.victim_conditions[fn] = condition
 
     def add_reclaimable_fn(self, plugin: str, fn: EvictableFn, condition: VictimCondition | None = None) -> None:
-        """``condition``: as for ``add_preemptable_fn``."""
         self._add(RECLAIMABLE, plugin, fn)
         if condition is not None:
             self.victim_conditions[fn] = condition

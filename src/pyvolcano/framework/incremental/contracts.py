@@ -89,7 +89,7 @@ def conf_plugins(tiers: Iterable[Iterable[tuple[str, T]]], contracts_of: Callabl
 
 #: a candidate victim's class for a ``VictimCondition``: a function of its job (at the job's ``version``) and the task
 #: alone, the same function in every session (a module-level function: the classes are counted in a ledger carried
-#: between sessions, ``victims.py``)
+#: between sessions, ``framework/victim_ledger.py``)
 VictimClass = Callable[["JobInfo", "TaskInfo"], Hashable]
 #: (the preemptor or reclaimer, a candidate's class, whether the candidate is of the preemptor's own job) -> may a
 #: candidate of that class be in the plugin's answer; made in the session (it may read the plugin's session state)
@@ -107,8 +107,9 @@ class VictimCondition:
     With Volcano's tier rule (a plugin answering empty ends its tier with no victims) preempt and reclaim use the
     conditions to prove that no candidate of a scope (a queue, the reclaimable queues, one job) can be a victim
     without asking the plugins node by node; the candidates' classes are counted per queue in a ledger kept
-    between sessions by the jobs that changed (``victims.py``).  A plugin that declares nothing gives no proof: a
-    tier whose first plugins declare nothing keeps the search as it was."""
+    between sessions by the jobs that changed (``framework/victim_ledger.py``).  A plugin that declares nothing
+    gives no proof: a tier in which such a plugin comes before any that proves it empty keeps the search as it
+    was."""
 
     classify: VictimClass
     admits: VictimAdmits
