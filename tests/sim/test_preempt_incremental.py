@@ -7,6 +7,8 @@ preempt+reclaim confs give every job, every eviction and every bind the same wit
 
 from __future__ import annotations
 
+import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,12 @@ from hypothesis import strategies as st
 
 from pyvolcano.actions import preempt, reclaim
 from pyvolcano.conf.loader import load_conf_file
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.victim_ledger import VictimProof
 from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
-from pyvolcano.sim.workload import services
+from pyvolcano.sim.workload import JobSpec, from_specs, services
 from tests.sim.recording import record_binds
 
 CONFS = Path(__file__).resolve().parents[2] / "benchmarks" / "confs"
@@ -68,3 +72,55 @@ def test_preempt_and_reclaim_walk_only_the_unsettled_jobs(monkeypatch: pytest.Mo
     assert all(w == n for w, n in walked)
     assert carried == full
     assert (carried[1] > 0) == (len(queues) > 1)
+
+
+def _gangs(seed: int, jobs: int) -> Any:
+    """Jobs of one to four pods with ``minAvailable`` from one to all of them, two priorities, over two queues:
+    victims exist (a job above its minimum, of a lower priority, gives pods up), unlike on the services."""
+    rnd = random.Random(seed)
+    specs, t = [], 0.0
+    for i in range(jobs):
+        t += rnd.expovariate(jobs / (6 * 3600.0))
+        size = rnd.choice((1, 2, 4))
+        specs.append(JobSpec(name=f"g-{i:04d}", arrival=round(t, 3), queue=rnd.choice(("a", "b")),
+                             priority=rnd.choice((0, 100)), tasks=size, min_available=rnd.randint(1, size),
+                             cpu=str(rnd.choice((4, 8, 16))), memory="8Gi",
+                             duration=round(math.exp(rnd.uniform(math.log(600.0), math.log(6 * 3600.0))), 1)))
+    return from_specs(specs)
+
+
+def _run_gangs(full: bool, check: bool, conf: str, seed: int) -> tuple[Any, ...]:
+    qs = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w, "reclaimable": True}}
+          for q, w in (("a", 1), ("b", 3))]
+    sim = Simulator(parse_cluster_spec("2x{cpu: 64, memory: 256Gi, nvidia.com/gpu: 2}"), qs, _gangs(seed, 40),
+                    load_conf_file(str(CONFS / f"{conf}.conf")), full_sessions=full)
+    binds = record_binds(sim, lambda task, node: f"{sim.now:.3f} {task.namespace}/{task.name} {node}")
+    was, deltas.CHECK = deltas.CHECK, check
+    try:
+        res = sim.run()
+    finally:
+        deltas.CHECK = was
+    return metrics.job_rows(res), res.evictions, [str(e) for e in res.eviction_log], res.cycles, binds
+
+
+@pytest.mark.parametrize(("conf", "seed"), [("cdp", 1), ("preempt", 2)])
+def test_victim_ledger_where_victims_exist(monkeypatch: pytest.MonkeyPatch, conf: str, seed: int) -> None:
+    """Preempt and reclaim skip the victim search where the plugins' declared conditions prove it empty
+    (``framework/victim_ledger.py``), from a ledger carried between sessions.  On gangs above their minimum
+    over two queues victims exist, so the ledger moves with evictions and the proof goes both ways: the shortcut
+    with the ledger carried (``deltas.CHECK`` off) decides as ``--full-sessions`` with every search run and every
+    answer checked empty where proven so (``deltas.CHECK`` on, which also compares the ledger with a fresh count
+    after every change), and as the carried ledger under that check."""
+    proven: list[bool] = []
+    real = VictimProof.none
+
+    def counting(self: VictimProof, *args: Any, **kwargs: Any) -> bool:
+        got = real(self, *args, **kwargs)
+        proven.append(got)
+        return got
+    monkeypatch.setattr(VictimProof, "none", counting)
+    shortcut = _run_gangs(False, False, conf, seed)
+    assert True in proven and False in proven
+    assert shortcut[1] > 0  # evictions
+    assert shortcut == _run_gangs(True, True, conf, seed)
+    assert shortcut == _run_gangs(False, True, conf, seed)

@@ -52,6 +52,15 @@ def reachable(ssn: Session, need: np.ndarray, order: np.ndarray, bound: np.ndarr
     return order[ok[order]]
 
 
+def fitting(ssn: Session, need: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``reachable`` with a bound of zero (no candidate anywhere): the nodes of ``order`` whose future idle alone
+    could hold the task, the only ones where ``validate`` of no victims can pass."""
+    if not len(order):
+        return order
+    ok = np.all(ssn.nodes.future > fit_floor(need) - EPS, axis=1)
+    return order[ok[order]]
+
+
 def validate(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo]) -> bool:
     """Volcano's ``util.ValidateVictims``: the task fits the node's future idle with every victim gone
     (an empty victim list is valid when it already fits)."""

@@ -31,6 +31,7 @@ from pyvolcano.actions._victims import (
     CandidateLimits,
     dry_run,
     evict_greedily,
+    fitting,
     reachable,
     victim_bound,
 )
@@ -41,11 +42,12 @@ from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.points import BatchScoreError
+from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
+from pyvolcano.framework.victim_ledger import session_ledger, victim_proof
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,8 @@ Bound = np.ndarray | Callable[[], np.ndarray] | None
 
 
 def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool],
-                 opts: PreemptOptions, bound_of: Bound = None, reason: str = "preempt") -> bool:
+                 opts: PreemptOptions, bound_of: Bound = None, reason: str = "preempt",
+                 no_victims: bool = False) -> bool:
     """Volcano's ``preempt`` for one task (preempt.go): a pod with ``preemptionPolicy: Never`` or a
     prePredicate objection preempts nothing; otherwise the nodes passing the predicates go to
     ``normalPreempt`` (best score first, greedy eviction per node) or, with ``enableTopologyAwarePreemption``,
@@ -85,7 +88,15 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     before the plugins' preemptable vote; ``bound`` (``victim_bound`` of a superset of what ``keep`` admits)
     lets nodes that cannot make room even with every candidate gone be skipped in one NumPy pass; given as a
     function it is taken only when a node is to be tried (a bound taken later in the action is still one: the
-    candidates only shrink during an action, ``victim_bound``)."""
+    candidates only shrink during an action, ``victim_bound``).
+
+    ``no_victims``: the plugins' declared victim conditions prove that every node's preemptable answer is empty
+    (``framework/victim_ledger.py``).  The search then keeps what it does without victims: the dry run finds
+    no candidate node (a node's victims must not be empty), and the greedy path pipelines the task onto the first
+    node, best score first, where it already fits (``validate`` of no victims, then ``fits_now``); only the nodes
+    where its request fits the future idle can be that node (a bound of zero; when there is none, the nodes are
+    not scored or ordered at all, unless a batch score would be asked), and no victim is asked for.  With
+    ``deltas.CHECK`` the search runs as without the proof, and every answer must be empty."""
     job = ssn.jobs[preemptor.job]
     if never_preempts(preemptor) or not nominated_allows(ssn, preemptor, job) \
             or ssn.pre_predicate(preemptor) is not None:
@@ -95,11 +106,22 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
     idx = np.nonzero(feasible)[0]
     if not len(idx):
         return False
-    bound = bound_of() if callable(bound_of) else bound_of
+    shortcut = no_victims and not deltas.CHECK
+    if shortcut and opts.topology_aware:
+        return False  # dry_run: select_victims_on_node makes no node a candidate without victims
+    if shortcut and not ssn.batch_scores and not len(fitting(ssn, preemptor.init_resreq, idx)):
+        # no node can take the task without victims: the node order below decides nothing (a batch score, the
+        # extender's, is still asked: it may fail and warn)
+        return False
+    bound = np.zeros((len(ssn.nodes), ssn.res.size)) if shortcut else (bound_of() if callable(bound_of) else bound_of)
 
     def offer(i: int) -> list[TaskInfo]:
+        if shortcut:
+            return []
         preemptees = [t for t in ssn.nodes.tasks[i].values() if keep(t)]
-        return ssn.preemptable(preemptor, preemptees) if preemptees else []
+        got = ssn.preemptable(preemptor, preemptees) if preemptees else []
+        assert not (no_victims and got), f"preempt: victims on node {i} where none was proven possible"
+        return got
 
     if opts.topology_aware:
         order = reachable(ssn, preemptor.init_resreq, idx, bound)
@@ -265,6 +287,10 @@ class Preempt(Action):
         queues = PriorityQueue(ssn.queue_cmp, [ssn.queues[q] for q in preemptors])
         jobs_now = ssn.jobs
         bounds = _QueueBounds(ssn, preemptors)
+        # whether the plugins' declared victim conditions can prove a scope empty (None: a tier starts with a plugin
+        # that declares none); the ledger is synced in every session, so that it follows the jobs that change
+        ledger = session_ledger(ssn)
+        proof = victim_proof(ssn, PREEMPTABLE) if preemptors and ledger is not None else None
         while not queues.empty():
             qname = queues.pop().name
             jobs = preemptors[qname]
@@ -277,7 +303,9 @@ class Preempt(Action):
                     def keep(t: TaskInfo, p: TaskInfo = preemptor, pj: JobInfo = pj) -> bool:
                         return t.job != pj.uid and may_evict(p, t) and (j := jobs_now.get(t.job)) is not None \
                             and j.queue == pj.queue
-                    preempt_task(ssn, stmt, preemptor, keep, opts, partial(bounds.of, qname))
+                    # the queue's candidates less the job's own (a superset of every node's ``keep``)
+                    none = proof is not None and proof.none(preemptor, [qname], less=pj.uid)
+                    preempt_task(ssn, stmt, preemptor, keep, opts, partial(bounds.of, qname), no_victims=none)
                 if ssn.job_pipelined(pj):
                     stmt.commit()
                 else:
@@ -291,7 +319,8 @@ class Preempt(Action):
 
                     def same_job(t: TaskInfo, p: TaskInfo = preemptor) -> bool:
                         return t.job == p.job and may_evict(p, t)
-                    if not preempt_task(ssn, stmt, preemptor, same_job, opts, bound):
+                    none = proof is not None and proof.none(preemptor, job=job.uid, own=True)
+                    if not preempt_task(ssn, stmt, preemptor, same_job, opts, bound, no_victims=none):
                         stmt.discard()
                         break
                     stmt.commit()

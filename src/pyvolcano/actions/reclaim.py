@@ -21,16 +21,19 @@ from functools import cache
 
 import numpy as np
 
-from pyvolcano.actions._victims import evict_greedily, reachable, victim_bound
+from pyvolcano.actions._victims import evict_greedily, fitting, reachable, victim_bound
 from pyvolcano.actions.preempt import candidate_preemptors, never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.points import RECLAIMABLE
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
+from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof
 
 
 @register_action
@@ -69,6 +72,10 @@ class Reclaim(Action):
                                                  if (q := ssn.queues.get(j.queue)) and q.reclaimable
                                                  for t in j.index.get(TaskStatus.Running, {}).values()
                                                  if t.preemptable]))
+        # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
+        # every session, so that it follows the jobs that change
+        ledger = session_ledger(ssn)
+        proof = victim_proof(ssn, RECLAIMABLE) if preemptors and ledger is not None else None
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue) or not queue.is_open():  # a Closed queue's jobs wait, as in allocate
@@ -83,14 +90,14 @@ class Reclaim(Action):
                     if never_preempts(task) or not ssn.preemptive(queue, task) \
                             or ssn.pre_predicate(task) is not None:
                         continue
-                    self.reclaim_for(ssn, stmt, job, task, bound)
+                    self.reclaim_for(ssn, stmt, job, task, bound, proof)
                 if ssn.job_pipelined(job):
                     stmt.commit()
                 else:
                     stmt.discard()
 
     def reclaim_for(self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo,
-                    bound: Callable[[], np.ndarray] | None = None) -> bool:
+                    bound: Callable[[], np.ndarray] | None = None, proof: VictimProof | None = None) -> bool:
         """Volcano's ``reclaimForTask``: on each node passing the predicates, or failing only resolvable ones
         (``PredicateForPreemptAction``; node order), running,
         preemptable tasks of other, reclaimable queues go to the plugins' reclaimable vote; a node without
@@ -98,10 +105,20 @@ class Reclaim(Action):
         node's future idle, and the task is pipelined there.
 
         Reclaimees come from other queues only: when no other queue of the session is reclaimable, every node
-        would be skipped for want of reclaimees, so none is looked at (a cluster of one queue)."""
-        if not any(q.reclaimable and name != job.queue for name, q in ssn.queues.items()):
+        would be skipped for want of reclaimees, so none is looked at (a cluster of one queue).
+
+        ``proof``: when the plugins' declared victim conditions show that no running task of the other reclaimable
+        queues can be in the reclaimable answer, every node's answer is empty; the search then keeps what it does
+        without victims -- the task is pipelined onto the first node, in node order, that has a reclaimee and where
+        it already fits the future idle -- and only nodes where its request fits the future idle are looked at (a
+        bound of zero), with no plugin asked.  With ``deltas.CHECK`` the search runs as without the proof, and every
+        answer must be empty."""
+        others = [name for name, q in ssn.queues.items() if q.reclaimable and name != job.queue]
+        if not others:
             return False
         feasible = np.nonzero(ssn.preempt_nodes(task, job))[0]
+        no_victims = proof is not None and proof.none(task, others)
+        shortcut = no_victims and not deltas.CHECK
 
         def offer(i: int) -> list[TaskInfo] | None:
             reclaimees = []
@@ -115,10 +132,19 @@ class Reclaim(Action):
                 if q is None or not q.reclaimable:
                     continue
                 reclaimees.append(t)
-            return ssn.reclaimable(task, reclaimees) if reclaimees else None
+                if shortcut:  # the answer is proven empty: what matters is that the node has a reclaimee
+                    return []
+            if not reclaimees:
+                return None
+            got = ssn.reclaimable(task, reclaimees)
+            assert not (no_victims and got), f"reclaim: victims on node {i} where none was proven possible"
+            return got
 
         def fits(i: int) -> bool:
             return less_equal(task.init_resreq, ssn.nodes.future[i])
-        order = reachable(ssn, task.init_resreq, feasible, bound() if bound is not None else None)
+        if shortcut:
+            order = fitting(ssn, task.init_resreq, feasible)
+        else:
+            order = reachable(ssn, task.init_resreq, feasible, bound() if bound is not None else None)
         return evict_greedily(ssn, stmt, task, order, offer, fits, "reclaim") is not None
 

@@ -33,7 +33,7 @@ from pyvolcano.errors import ConfigError
 from pyvolcano.framework import registry
 from pyvolcano.framework.closing import GANG_READY, SCHEDULED, UNSCHEDULABLE, build_result, job_phase
 from pyvolcano.framework.explain import score_breakdown
-from pyvolcano.framework.incremental.contracts import NONE, Contract, Contracts
+from pyvolcano.framework.incremental.contracts import NONE, Contract, Contracts, VictimCondition
 from pyvolcano.framework.incremental.memo import SessionMemo
 from pyvolcano.framework.incremental.plan import Plan
 from pyvolcano.framework.incremental.records import CloseCounts
@@ -160,6 +160,7 @@ class Session:
         #: the contracts each plugin's class declares, by conf name and by the name it registers under
         #: (``framework/incremental/contracts.py``): what the incremental layer may rely on
         self.contracts: dict[str, Contracts] = {}
+        self.victim_conditions: dict[Callable[..., Any], VictimCondition] = {}  # by callback: victim_ledger.py
         self.binds: dict[str, str] = {}
         self.bind_tasks: list[TaskInfo] = []
         #: called with each task as it is dispatched, while the session goes on (Volcano's ``Statement.Commit`` ->
@@ -325,11 +326,15 @@ class Session:
     def add_overused_fn(self, plugin: str, fn: OverusedFn) -> None:
         self._add(OVERUSED, plugin, fn)
 
-    def add_preemptable_fn(self, plugin: str, fn: EvictableFn) -> None:
+    def add_preemptable_fn(self, plugin: str, fn: EvictableFn, condition: VictimCondition | None = None) -> None:
         self._add(PREEMPTABLE, plugin, fn)
+        if condition is not None:  # what ``fn`` never offers a victim without (``contracts.VictimCondition``)
+            self.victim_conditions[fn] = condition
 
-    def add_reclaimable_fn(self, plugin: str, fn: EvictableFn) -> None:
+    def add_reclaimable_fn(self, plugin: str, fn: EvictableFn, condition: VictimCondition | None = None) -> None:
         self._add(RECLAIMABLE, plugin, fn)
+        if condition is not None:
+            self.victim_conditions[fn] = condition
 
     def add_preemptive_fn(self, plugin: str, fn: QueueTaskFn) -> None:
         self._add(PREEMPTIVE, plugin, fn)

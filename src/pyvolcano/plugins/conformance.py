@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import SYSTEM_CRITICAL
-from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -17,6 +17,21 @@ def is_critical(task: TaskInfo) -> bool:
     return spec.get("priorityClassName") in SYSTEM_CRITICAL or task.namespace == "kube-system"
 
 
+def victim_class(_: JobInfo, task: TaskInfo) -> bool:
+    """A candidate's class for conformance's victim condition: whether it is not critical (``VictimCondition``)."""
+    return not is_critical(task)
+
+
+def _not_critical(_: TaskInfo, cls: object, own: bool) -> bool:
+    """conformance.go's evictableFn skips a pod of a system-critical priority class or of kube-system, whoever
+    asks."""
+    return bool(cls)
+
+
+#: conformance's victim condition, the same for preempt and reclaim
+CONDITION = VictimCondition(victim_class, _not_critical)
+
+
 @register_plugin
 class Conformance(Plugin):
     name = "conformance"
@@ -25,8 +40,8 @@ class Conformance(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             return [t for t in preemptees if not is_critical(t)], PERMIT
-        ssn.add_preemptable_fn(self.name, victims)
-        ssn.add_reclaimable_fn(self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims, CONDITION)
+        ssn.add_reclaimable_fn(self.name, victims, CONDITION)
 
         def unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             return [t for t in candidates if not is_critical(t)], PERMIT

@@ -20,7 +20,8 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import share
-from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
@@ -30,6 +31,17 @@ from pyvolcano.plugins._hdrf import HierarchicalDRF
 from pyvolcano.plugins._shared import hierarchy_enabled, session_sums
 
 SHARE_DELTA = 1e-6
+
+
+def victim_class(job: JobInfo, task: TaskInfo) -> bool:
+    """A candidate's class for drf's victim condition: whether its job would still hold something once the task is
+    gone -- its allocated resources plus its pipelined tasks' requests, less the task's, positive in some
+    resource.  drf's session allocation of a job is at most that sum: it starts at ``JobInfo.allocated`` and its
+    event handlers also count the tasks pipelined in the session."""
+    left = job.allocated - task.resreq
+    for t in job.index.get(TaskStatus.Pipelined, {}).values():
+        left = left + t.resreq
+    return bool((left > 0).any())
 
 
 @register_plugin
@@ -70,7 +82,17 @@ class DRF(Plugin):
                 if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                     out.append(t)
             return out, PERMIT
-        ssn.add_preemptable_fn(self.name, victims)
+
+        def admits(preemptor: TaskInfo, cls: object, own: bool) -> bool:
+            """drf.go's preemptableFn offers a task only when its job's share after losing it, ``rs``, is at least
+            the preemptor job's share with the preemptor, ``ls``, less ``shareDelta``.  A job left holding nothing
+            has ``rs = 0``, so its task is offered only while ``ls <= shareDelta`` (twice that here: a margin for
+            the order of float sums)."""
+            if cls:
+                return True
+            ls = share(alloc.get(preemptor.job, ssn.res.zeros()) + preemptor.resreq, total)
+            return ls <= 2 * SHARE_DELTA
+        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits))
 
         def change(task: TaskInfo, sign: float) -> None:
             a = alloc.get(task.job)

@@ -16,7 +16,7 @@ from pyvolcano.api.status import Status, unschedulable
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.incremental.carry import carried
-from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
@@ -54,6 +54,21 @@ def releasing_keeps_gang(job: JobInfo) -> bool:
     return job.count(SCHEDULED_STATUS) + on_node >= job.min_available
 
 
+def victim_class(job: JobInfo, _: TaskInfo) -> bool:
+    """A candidate's class for gang's victim condition: whether its job has more ready pods than minAvailable."""
+    return job.ready_task_num() > job.min_available
+
+
+def _above_min(_: TaskInfo, cls: object, own: bool) -> bool:
+    """gang.go's preemptableFn (also its reclaimable) offers a task only while its job's ready count, less the
+    victims already taken from it, is above ``MinAvailable``: never one of a job at or below it."""
+    return bool(cls)
+
+
+#: gang's victim condition, the same for preempt and reclaim
+CONDITION = VictimCondition(victim_class, _above_min)
+
+
 @register_plugin
 class Gang(Plugin):
     name = "gang"
@@ -81,8 +96,8 @@ class Gang(Plugin):
                     occupied[t.job] -= 1
                     out.append(t)
             return out, PERMIT
-        ssn.add_preemptable_fn(self.name, victims)
-        ssn.add_reclaimable_fn(self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims, CONDITION)
+        ssn.add_reclaimable_fn(self.name, victims, CONDITION)
 
         def unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             """gangpreempt/gangreclaim keep minMember through their safe/whole bundles: every candidate passes."""

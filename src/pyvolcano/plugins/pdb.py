@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.labels import selector_matches
 from pyvolcano.api.types import TaskStatus
-from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -110,6 +110,21 @@ def session_budgets(ssn: Session) -> Budgets | None:
     return ssn.state.read_or_init(BUDGETS, lambda: Budgets(ssn.snapshot.pdbs, all_tasks(ssn)))
 
 
+def victim_class(_: JobInfo, task: TaskInfo) -> bool:
+    """A candidate's class for pdb's victim condition: whether its pod has labels."""
+    return bool(_labels(task))
+
+
+def _labelled(_: TaskInfo, cls: object, own: bool) -> bool:
+    """pdb.go's pdbFilterFn skips a pod without labels ("a pod with no labels will not match any PDB": skipped, not
+    kept), with or without budgets."""
+    return bool(cls)
+
+
+#: pdb's victim condition, the same for preempt and reclaim
+CONDITION = VictimCondition(victim_class, _labelled)
+
+
 @register_plugin
 class PDB(Plugin):
     name = "pdb"
@@ -123,5 +138,5 @@ class PDB(Plugin):
                 return [t for t in preemptees if _labels(t)], PERMIT
             b = base.copy()
             return [t for t in preemptees if _labels(t) and b.take(t)], PERMIT
-        ssn.add_preemptable_fn(self.name, victims)
-        ssn.add_reclaimable_fn(self.name, victims)
+        ssn.add_preemptable_fn(self.name, victims, CONDITION)
+        ssn.add_reclaimable_fn(self.name, victims, CONDITION)

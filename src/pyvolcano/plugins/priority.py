@@ -4,8 +4,10 @@ while it has tasks that hold nothing."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from pyvolcano.api.job_info import JobInfo, TaskInfo
-from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import GANG_RECLAIM, PERMIT, EvictionContext, Vote
@@ -15,6 +17,11 @@ from pyvolcano.framework.session import Session
 
 def _higher_first(lp: int, rp: int) -> int:
     return 0 if lp == rp else (-1 if lp > rp else 1)
+
+
+def victim_class(job: JobInfo, task: TaskInfo) -> tuple[int, int]:
+    """A candidate's class for priority's victim condition: its job's priority and its own (``VictimCondition``)."""
+    return job.priority, task.priority
 
 
 def _neg_priority(job: JobInfo) -> int:
@@ -52,7 +59,17 @@ class Priority(Plugin):
                     continue
                 out.append(t)
             return out, PERMIT
-        ssn.add_preemptable_fn(self.name, victims)
+
+        def admits(preemptor: TaskInfo, cls: object, own: bool) -> bool:
+            """priority.go's preemptableFn: a task of another job only when that job's priority is lower than the
+            preemptor's job's, a task of the preemptor's own job only when its priority is lower than the
+            preemptor's (no victim at all when the preemptor's job is not in the session)."""
+            pj = ssn.jobs.get(preemptor.job)
+            if pj is None:
+                return False
+            job_prio, task_prio = cast("tuple[int, int]", cls)
+            return task_prio < preemptor.priority if own else job_prio < pj.priority
+        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits))
 
         def unified(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             """gangpreempt: only tasks of jobs of lower priority than the starving job; gangreclaim: any

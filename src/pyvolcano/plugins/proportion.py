@@ -30,7 +30,7 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import less_equal
-from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -38,6 +38,11 @@ from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.framework.state import PROPORTION_QUEUES
 from pyvolcano.plugins._queue_res import le_with_dimension
 from pyvolcano.plugins._shared import build_attrs, deserved_loop, queue_priority_cmp
+
+
+def victim_class(job: JobInfo, _: TaskInfo) -> str:
+    """A candidate's class for proportion's victim condition: its job's queue."""
+    return job.queue
 
 
 @register_plugin
@@ -76,7 +81,13 @@ class Proportion(Plugin):
                     alloc -= t.resreq
                     out.append(t)
             return out, PERMIT
-        ssn.add_reclaimable_fn(self.name, reclaimable)
+
+        def admits(_: TaskInfo, cls: object, own: bool) -> bool:
+            """proportion.go's reclaimable fn offers a task only while its queue's allocation (less the victims
+            already taken from it) is not within the queue's deserved share: never one of a queue within it now."""
+            a = attrs.get(str(cls))
+            return a is not None and not less_equal(a.allocated, a.deserved)
+        ssn.add_reclaimable_fn(self.name, reclaimable, VictimCondition(victim_class, admits))
 
         def overused(queue: QueueInfo) -> bool:
             a = attrs.get(queue.name)

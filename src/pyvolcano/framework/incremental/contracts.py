@@ -16,8 +16,12 @@ appears in cache/, framework/ or this package).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from pyvolcano.api.job_info import JobInfo, TaskInfo
 
 T = TypeVar("T")
 
@@ -81,3 +85,31 @@ def conf_plugins(tiers: Iterable[Iterable[tuple[str, T]]], contracts_of: Callabl
                  ) -> list[tuple[str, Contracts]]:
     """Each plugin of a conf's tiers, in order: (its name, the contracts ``contracts_of`` gives for its entry)."""
     return [(name, contracts_of(entry)) for tier in tiers for name, entry in tier]
+
+
+#: a candidate victim's class for a ``VictimCondition``: a function of its job (at the job's ``version``) and the task
+#: alone, the same function in every session (a module-level function: the classes are counted in a ledger carried
+#: between sessions, ``framework/victim_ledger.py``)
+VictimClass = Callable[["JobInfo", "TaskInfo"], Hashable]
+#: (the preemptor or reclaimer, a candidate's class, whether the candidate is of the preemptor's own job) -> may a
+#: candidate of that class be in the plugin's answer; made in the session (it may read the plugin's session state)
+VictimAdmits = Callable[["TaskInfo", Hashable, bool], bool]
+
+
+@dataclass(frozen=True)
+class VictimCondition:
+    """A plugin's *necessary* condition on its preemptable / reclaimable victims, declared with the callback
+    (``Session.add_preemptable_fn(name, fn, condition=...)``): the plugin never offers a candidate ``t`` of job ``j``
+    to ``preemptor`` unless ``admits(preemptor, classify(j, t), t.job == preemptor.job)``.  Declaring also promises
+    that the callback never abstains and has no effect besides its answer (no warning, no state a later answer or
+    the session reads), so that not calling it changes nothing.
+
+    With Volcano's tier rule (a plugin answering empty ends its tier with no victims) preempt and reclaim use the
+    conditions to prove that no candidate of a scope (a queue, the reclaimable queues, one job) can be a victim
+    without asking the plugins node by node; the candidates' classes are counted per queue in a ledger kept
+    between sessions by the jobs that changed (``framework/victim_ledger.py``).  A plugin that declares nothing
+    gives no proof: a tier in which such a plugin comes before any that proves it empty keeps the search as it
+    was."""
+
+    classify: VictimClass
+    admits: VictimAdmits

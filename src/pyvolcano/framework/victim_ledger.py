@@ -1,0 +1,296 @@
+"""Whether preempt's or reclaim's victim search can find anything, without the search: the plugins' declared
+victim conditions (``contracts.VictimCondition``), Volcano's tier rule and a ledger of the candidates' classes
+kept between sessions.
+
+Volcano's ``Session.Preemptable`` / ``Session.Reclaimable`` (framework/session_plugins.go, master ed72c7c8;
+``points._intersect`` here): within a tier a plugin answering empty (with any vote but abstain) ends the tier with
+no victims, and a tier without victims leaves the decision to the next one.  So when in every tier some plugin
+declares a condition no candidate of the scope meets -- and every plugin called before it in its tier declares one
+too, which promises it has no effect besides its answer -- every node's answer is empty, whatever the node.
+preempt and reclaim then skip the plugins' votes node by node and keep only what the search does with no victims
+(a task that already fits a node's future idle is still pipelined there; ``actions/preempt.py``).
+
+The ledger (``VictimLedger``) counts, per queue and per declared classification, the classes of the queue's
+candidate tasks: Running or Bound, preemptable (a superset of every action's candidates: preempt keeps Running
+and Bound preemptable tasks, reclaim Running ones).  Like the plugins' ``JobSums`` (``plugins/_shared.py``) it
+is carried between sessions (``Session.carried_values``) and moved only by the jobs that changed: those the
+snapshot did not carry as settled, and those the session itself changed (``Session.touched``), each recounted
+from its tasks.  A check is then a walk over a few classes per tier, not over the cluster's running tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.types import TaskStatus
+from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import VictimClass, VictimCondition
+from pyvolcano.framework.incremental.state import CarryKey
+from pyvolcano.framework.points import PREEMPTABLE, RECLAIMABLE, Point
+from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
+
+#: the statuses of every action's candidates (preempt: Running and Bound; reclaim: Running)
+CANDIDATE = TaskStatus.Running | TaskStatus.Bound
+
+#: class -> how many candidates have it
+Counts = dict[Hashable, int]
+#: one job's counts, one ``Counts`` per classification of the ledger (None: the job has no candidate)
+JobCounts = tuple[Counts, ...] | None
+
+
+def count_job(job: JobInfo, classifiers: Sequence[VictimClass]) -> JobCounts:
+    """Per classification, the classes of the job's candidate tasks (Running or Bound, preemptable)."""
+    cands = [t for t in job.tasks_in(CANDIDATE) if t.preemptable]
+    if not cands:
+        return None
+    out = []
+    for f in classifiers:
+        c: Counts = {}
+        for t in cands:
+            k = f(job, t)
+            c[k] = c.get(k, 0) + 1
+        out.append(c)
+    return tuple(out)
+
+
+def _move(into: list[Counts], counts: tuple[Counts, ...], sign: int) -> None:
+    for mine, theirs in zip(into, counts, strict=True):
+        for k, n in theirs.items():
+            m = mine.get(k, 0) + sign * n
+            if m:
+                mine[k] = m
+            else:
+                del mine[k]
+
+
+class VictimLedger:
+    """Per queue, per classification (``classifiers``, in order) the classes of its candidate tasks, kept up to
+    date job by job.  An entry is reused for a job computed from the same object at the same ``version``, or from
+    an unchanged clone of the same cache job at the same version (the rule of ``JobSums.sync``)."""
+
+    def __init__(self, classifiers: tuple[VictimClass, ...]) -> None:
+        self.classifiers = classifiers
+        #: uid -> (job object, its version, queue, derived dict, cloned_from, its counts)
+        self.entries: dict[str, tuple[JobInfo, int, str, dict[str, Any], int, JobCounts]] = {}
+        self.queues: dict[str, list[Counts]] = {}
+        #: the ``SnapshotCarry.seq`` of the last sync
+        self.seq = -1
+
+    def _set(self, job: JobInfo) -> None:
+        uid = job.uid
+        old = self.entries.get(uid)
+        if old is not None and old[5] is not None:
+            _move(self.queues[old[2]], old[5], -1)
+        counts = count_job(job, self.classifiers)
+        if counts is not None:
+            q = self.queues.get(job.queue)
+            if q is None:
+                q = self.queues[job.queue] = [{} for _ in self.classifiers]
+            _move(q, counts, 1)
+        self.entries[uid] = (job, job.version, job.queue, job.derived, job.cloned_from, counts)
+
+    def _drop(self, uid: str) -> None:
+        e = self.entries.pop(uid)
+        if e[5] is not None:
+            _move(self.queues[e[2]], e[5], -1)
+
+    def sync(self, ssn: Session) -> None:
+        """Bring the ledger to the session's jobs: when it was synced to the last snapshot, only the jobs the
+        snapshot did not carry as settled are looked at (the settled ones are the very objects of the last
+        session, unchanged), else every job; then the jobs this session changed so far (``refresh``)."""
+        jobs = ssn.jobs
+        carry = ssn.snapshot.carry
+        seq = carry.seq if carry is not None else 0
+        entries = self.entries
+        look: Sequence[JobInfo]
+        changed: set[str] | None = None
+        known = 0
+        if ssn.carry and carry is not None and carry.settled and seq >= 1 and self.seq == seq - 1:
+            look, known, changed = carry.unsettled, len(carry.settled), carry.changed
+        else:
+            look = list(jobs.values())
+        self.seq = seq
+        stale = []
+        for job in look:
+            e = entries.get(job.uid)
+            if e is None:
+                stale.append(job)
+                continue
+            known += 1
+            v = job.version
+            if not (e[1] == v and (e[0] is job or (e[3] is job.derived and job.cloned_from == v and e[4] == v))):
+                stale.append(job)
+        if known == len(entries):
+            gone = []
+        elif changed is not None:
+            gone = [uid for uid in changed if uid in entries and uid not in jobs]
+            if deltas.CHECK:
+                assert set(gone) == {uid for uid in entries if uid not in jobs}, "VictimLedger gone by deltas"
+        else:
+            gone = [uid for uid in entries if uid not in jobs]
+        for uid in gone:
+            self._drop(uid)
+        for job in stale:
+            self._set(job)
+        self.refresh(ssn)
+
+    def refresh(self, ssn: Session) -> None:
+        """Recount the jobs this session changed since they were last counted (``Session.touched``: every place,
+        unplace, eviction and dispatch names its job)."""
+        jobs, entries = ssn.jobs, self.entries
+        for uid in ssn.touched:
+            job = jobs.get(uid)
+            if job is None:
+                continue
+            e = entries.get(uid)
+            if e is None or e[0] is not job or e[1] != job.version:
+                self._set(job)
+        if deltas.CHECK:
+            self.check(ssn)
+
+    def check(self, ssn: Session) -> None:
+        """Every queue's counts are those of its jobs counted afresh (tests: ``deltas.CHECK``)."""
+        fresh: dict[str, list[Counts]] = {}
+        for job in ssn.jobs.values():
+            counts = count_job(job, self.classifiers)
+            if counts is not None:
+                _move(fresh.setdefault(job.queue, [{} for _ in self.classifiers]), counts, 1)
+        mine = {q: c for q, c in self.queues.items() if any(c)}
+        assert mine == fresh, f"VictimLedger: {mine} != {fresh}"
+
+    def of_queue(self, queue: str) -> list[Counts] | None:
+        return self.queues.get(queue)
+
+    def of_job(self, uid: str) -> JobCounts:
+        e = self.entries.get(uid)
+        return e[5] if e is not None else None
+
+
+#: the ledger carried from one session to the next
+CARRIED_LEDGER: CarryKey[VictimLedger] = CarryKey("victim-ledger")
+
+
+class VictimProof:
+    """One session's proofs over a point (preemptable or reclaimable): per tier, the declared conditions of the
+    plugins in tier order up to the first that declares none (``chains``); built only when every tier that has
+    a plugin on the point starts with a declared one."""
+
+    def __init__(self, ssn: Session, point: Point[Any], ledger: VictimLedger) -> None:
+        self.ssn = ssn
+        self.ledger = ledger
+        at = {f: k for k, f in enumerate(ledger.classifiers)}
+        self.chains: list[list[tuple[int, VictimCondition]]] = []
+        for tier in ssn.fns[point.name]:
+            if not tier:
+                continue
+            chain = []
+            for _, fn in tier:
+                cond = ssn.victim_conditions.get(fn)
+                if cond is None:
+                    break
+                chain.append((at[cond.classify], cond))
+            self.chains.append(chain)
+
+    def none(self, actor: TaskInfo, queues: Sequence[str] = (), less: str | None = None, job: str | None = None,
+             own: bool = False) -> bool:
+        """True when no candidate of the scope can be in the point's answer for ``actor``: in every tier some
+        plugin, reached only through declared plugins, admits none of the classes present.  The scope: the
+        candidates of ``queues`` less those of job ``less``, or those of job ``job``; ``own``: they are of
+        ``actor``'s own job."""
+        ledger = self.ledger
+        ledger.refresh(self.ssn)
+        scopes: list[Sequence[Counts]]
+        if job is not None:
+            one = ledger.of_job(job)
+            scopes = [one] if one is not None else []
+        else:
+            scopes = [c for q in queues if (c := ledger.of_queue(q)) is not None]
+        if not scopes:
+            return True  # no candidate at all (every tier's first plugin declares a condition: ``_provable``)
+        minus = ledger.of_job(less) if less is not None else None
+        for chain in self.chains:
+            for k, cond in chain:
+                if not _admits_any(cond, actor, [s[k] for s in scopes], minus[k] if minus is not None else None,
+                                   own):
+                    break  # this plugin answers empty on every node: the tier ends without victims
+            else:
+                return False
+        return True
+
+
+def _admits_any(cond: VictimCondition, actor: TaskInfo, counts: list[Counts], minus: Counts | None,
+                own: bool) -> bool:
+    if not counts:
+        return False
+    if len(counts) == 1:
+        merged = counts[0]
+    else:
+        merged = {}
+        for c in counts:
+            for k, n in c.items():
+                merged[k] = merged.get(k, 0) + n
+    admits = cond.admits
+    for k, n in merged.items():
+        if minus:
+            n -= minus.get(k, 0)
+        if n > 0 and admits(actor, k, own):
+            return True
+    return False
+
+
+#: the session's ledger, synced once (``victim_proof``)
+LEDGER: StateKey[VictimLedger | None] = StateKey("victim-ledger")
+
+
+def _provable(ssn: Session, point: Point[Any]) -> bool:
+    """Every tier with a plugin on the point starts with a plugin that declared a condition (else no proof is
+    possible for that tier, and the search runs as it is)."""
+    tiers = [t for t in ssn.fns[point.name] if t]
+    return bool(tiers) and all(t[0][1] in ssn.victim_conditions for t in tiers)
+
+
+def _classifiers(ssn: Session) -> tuple[VictimClass, ...]:
+    seen: dict[VictimClass, None] = {}
+    for point in (PREEMPTABLE, RECLAIMABLE):
+        for tier in ssn.fns[point.name]:
+            for _, fn in tier:
+                cond = ssn.victim_conditions.get(fn)
+                if cond is not None:
+                    seen[cond.classify] = None
+    return tuple(seen)
+
+
+def session_ledger(ssn: Session) -> VictimLedger | None:
+    """The session's ledger, synced once per session (the one carried from the last session when its
+    classifications are this session's, a new one otherwise); None when neither point can be proven empty, and
+    when the session carries nothing (``Session.carry`` false: ``--full-sessions``, a single ``cycle``): counting
+    every job's candidates afresh would cost each session what the search costs, so the search runs as Volcano's,
+    which makes ``--full-sessions`` the reference the shortcut is compared with."""
+    def make() -> VictimLedger | None:
+        if not ssn.carry or not (_provable(ssn, PREEMPTABLE) or _provable(ssn, RECLAIMABLE)):
+            return None
+        classifiers = _classifiers(ssn)
+        values = ssn.carried_values()
+        ledger = values.get(CARRIED_LEDGER) if values is not None else None
+        if ledger is None or ledger.classifiers != classifiers:
+            ledger = VictimLedger(classifiers)
+            if values is not None:
+                values.put(CARRIED_LEDGER, ledger)
+        ledger.sync(ssn)
+        return ledger
+    return ssn.state.read_or_init(LEDGER, make)
+
+
+def victim_proof(ssn: Session, point: Point[Any]) -> VictimProof | None:
+    """The proof over ``point`` for this session, or None when a tier with a plugin on it starts with one that
+    declares no condition (the search then runs as Volcano's)."""
+    if not _provable(ssn, point):
+        return None
+    ledger = session_ledger(ssn)
+    return VictimProof(ssn, point, ledger) if ledger is not None else None
+
+
+__all__ = ["CARRIED_LEDGER", "VictimLedger", "VictimProof", "count_job", "session_ledger", "victim_proof"]
