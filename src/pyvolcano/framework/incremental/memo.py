@@ -228,14 +228,18 @@ class SessionMemo:
         e = self.memo.allocate.get(job.uid)
         if e is None:
             return False
-        key = self._allocate_key(job, deserved)
-        # the queue's deserved decides ``allocatable`` only: not whether a node can take a pod that every node refused
-        if e.key != key and (not e.nodes_only or e.key[:3] != key[:3]):
-            return self._gang_short(job, e, key, short)
+        # ``_allocate_key`` compared in place, part by part (asked for every blocked job of every session): the
+        # tuple is built only when a part differs.  The queue's deserved decides ``allocatable`` only: not whether
+        # a node can take a pod that every node refused (``nodes_only`` entries do not compare it)
+        k = e.key
+        pending = job.index.get(TaskStatus.Pending)
+        if (k[0] != self.alloc_epoch or k[2] != job.cloned_from
+                or k[1] != (self.use_epoch if pending is not None and len(pending) > 1 else -1)
+                or (not e.nodes_only and k[3] != (None if deserved is None else deserved.tobytes()))):
+            return self._gang_short(job, e, self._allocate_key(job, deserved), short)
         if e.room != self.room_seq:
-            pending = job.index.get(TaskStatus.Pending)
             if not e.nodes_only or e.room < self.room_base or pending is None or len(pending) != 1:
-                return self._gang_short(job, e, key, short)
+                return self._gang_short(job, e, self._allocate_key(job, deserved), short)
             (task,) = pending.values()
             since = self._room_since(e.room)
             if (since and fits(task, since)) or not self._proved(job):
