@@ -74,10 +74,11 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return counts
 
 
-@pytest.mark.parametrize("conf_text", [None, "examples/confs/reclaim-preempt.conf", WEIGHTED],
-                         ids=["default", "reclaim-preempt", "weighted"])
+@pytest.mark.parametrize("conf_text", [None, "examples/confs/reclaim-preempt.conf", WEIGHTED,
+                                       "benchmarks/confs/resource-strategy-fit.conf"],
+                         ids=["default", "reclaim-preempt", "weighted", "resource-strategy-fit"])
 def test_carried_entries_equal_fresh_ones(checked: Counter[str], conf_text: str | None) -> None:
-    if conf_text is None or conf_text.startswith("examples/"):
+    if conf_text is None or conf_text.startswith(("examples/", "benchmarks/")):
         sconf = load_conf_file(str(ROOT / conf_text) if conf_text else None)
     else:
         sconf = load_conf(conf_text, "weighted conf")

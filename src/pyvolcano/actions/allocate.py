@@ -166,8 +166,7 @@ class Allocate(Action):
             # looked at with the others (the same check, before any turn: nodes and deserved are as they will be
             # when ``schedulable_jobs`` asks it)
             if ssn.plan.blocked:
-                jobs = ssn.jobs
-                ssn.plan.unblock([uid for uid in ssn.plan.blocked if unblocked(jobs[uid])])
+                ssn.plan.unblock(live.still_blocked(ssn.plan.blocked, ssn.jobs, deserved, fits, short, blocked_now))
         elif ssn.plan.blocked:  # no memo in this session (future idle): every job takes its turn
             ssn.plan.unblock(list(ssn.plan.blocked))
         key, tkey = job_order_key(ssn), task_order_key(ssn)

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pyvolcano.api.job_info import TaskInfo
-from pyvolcano.api.node_info import NodeInfo
+from pyvolcano.api.node_info import NodeArrays, NodeInfo
 from pyvolcano.api.resource import CPU, EPS, MEMORY, ResourceIndex
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import RESOURCE_STRATEGY_TYPE, RESOURCE_STRATEGY_WEIGHT
@@ -237,6 +237,147 @@ def plan_of(task: TaskInfo, cfg: Config, res: ResourceIndex) -> Plan:
     return out
 
 
+#: a template's strategy terms: ([(dim, MostAllocated?, weight, request)], sum of the plan's weights), or None: the
+#: strategy scores 0 on every node
+Terms = tuple[list[tuple[int, bool, int, float]], int] | None
+
+#: ``NodeStatic.derived`` key of the plugin's per node set facts (``_Prepared``)
+_PREPARED = "resource-strategy-fit"
+#: templates whose terms and sra scores ``_Prepared`` keeps at most (then it starts again: a scheduler that
+#: meets ever new templates must not grow without end)
+TEMPLATES_KEPT = 4096
+
+
+class _Prepared:
+    """What the scores read besides the node's ``used`` row, worked out once per conf (``Arguments``), resource
+    index and node set (allocatable), and kept in ``NodeStatic.derived``: per template its strategy terms and its
+    sra scores on every node (sra reads only allocatable and which resources the task requests, so it is computed
+    once per template for all nodes, and a node whose usage changed costs the strategy part alone).
+
+    The score has a vector form (many nodes, NumPy) and a per-node form (the node selector's few changed nodes:
+    ``framework/node_select.py: PER_NODE_MAX``) doing the *same float operations in the same order* on the same
+    values, so the two agree to the last bit and a carried entry equals one computed afresh."""
+
+    def __init__(self, arguments: Arguments, cfg: Config, res: ResourceIndex, alloc: np.ndarray) -> None:
+        self.arguments, self.cfg, self.res, self.alloc = arguments, cfg, res, alloc
+        self.safe = np.where(alloc != 0, alloc, 1.0)
+        self.safe.flags.writeable = False
+        #: allocatable per node as Python floats (the per-node form)
+        self.rows: list[list[float]] = alloc.tolist()
+        self.top = MAX_NODE_SCORE * cfg.weight
+        self.sra_dims = [(res.pos[n], w) for n, w in cfg.sra_resources.items() if n in res.pos]
+        self.sra_sum = sum(cfg.sra_resources.values())
+        #: template key -> (strategy terms, sra scores of every node as an array and as a list, or None)
+        self.templates: dict[Any, tuple[Terms, tuple[np.ndarray, list[float]] | None]] = {}
+        #: requested resources -> sra scores of every node (templates asking for the same resources share them)
+        self.sra_by_dims: dict[tuple[int, ...], tuple[np.ndarray, list[float]]] = {}
+        # the scores read the node's allocatable and used rows and the task's request and strategy annotations
+        # (its template): template-safe, and carried between sessions (``framework/node_select.py``,
+        # ``ScoreReg.carry``)
+        self.carry = (NAME, cfg.weight, tuple(sorted(cfg.resources.items())), cfg.sra_weight,
+                      tuple(sorted(cfg.sra_resources.items())))
+
+    def of(self, task: TaskInfo) -> tuple[Terms, tuple[np.ndarray, list[float]] | None]:
+        """The template's strategy terms and sra scores (a pod's own strategy annotations are part of its
+        template key: ``api/convert.py: constraints_key``)."""
+        key = task.template_key
+        got = self.templates.get(key)
+        if got is None:
+            if len(self.templates) >= TEMPLATES_KEPT:
+                self.templates.clear()
+            got = self.templates[key] = (self._terms(task) if self.cfg.weight > 0 else None,
+                                         self._sra(task) if self.cfg.sra_weight > 0 else None)
+        return got
+
+    def _terms(self, task: TaskInfo) -> Terms:
+        p = plan_of(task, self.cfg, self.res)
+        if not p:
+            return None
+        wsum = 0
+        terms = []
+        for d, typ, w in p:
+            wsum += w
+            if typ in (MOST, LEAST) and w != 0:
+                terms.append((d, typ == MOST, w, float(task.resreq[d])))
+        return terms, wsum
+
+    def _sra(self, task: TaskInfo) -> tuple[np.ndarray, list[float]]:
+        """``sraScore`` on every node: 0 where the node lacks a resource the task requests, else ``1 - (weights of
+        the scarce resources the node has) / (all their weights)``, times 100 and ``sra.weight``."""
+        requested = tuple(np.nonzero(task.resreq >= EPS)[0].tolist())
+        got = self.sra_by_dims.get(requested)
+        if got is None:
+            alloc = self.alloc
+            ok = (alloc[:, list(requested)] != 0).all(axis=1)
+            s = np.zeros(len(alloc))
+            for d, w in self.sra_dims:
+                s = s + np.where(alloc[:, d] > 0, float(w), 0.0)
+            if self.sra_sum > 0:
+                s = 1.0 - s / self.sra_sum
+            out = np.where(ok, s * MAX_NODE_SCORE * self.cfg.sra_weight, 0.0)
+            out.flags.writeable = False
+            got = self.sra_by_dims[requested] = (out, out.tolist())
+        return got
+
+    def vector(self, nodes: NodeArrays) -> Callable[[TaskInfo, np.ndarray], np.ndarray]:
+        alloc, safe, top = self.alloc, self.safe, self.top
+
+        def score(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            terms, sra = self.of(task)
+            out = np.zeros(len(idx))
+            if self.cfg.weight > 0:
+                if terms is None:
+                    strategy = np.zeros(len(idx))
+                else:
+                    total, broken = np.zeros(len(idx)), np.zeros(len(idx), dtype=bool)
+                    for d, most, w, r in terms[0]:
+                        a = alloc[idx, d]
+                        final = nodes.used[idx, d] + r
+                        has = a != 0
+                        broken |= has & (final > a)
+                        per = (final if most else a - final) * w / safe[idx, d]
+                        total = total + np.where(has, per, 0.0)
+                    if terms[1] > 0:
+                        total = total / terms[1]
+                    strategy = np.where(broken, 0.0, total * top)
+                out = out + strategy
+            if sra is not None:
+                out = out + sra[0][idx]
+            return out
+        return score
+
+    def scalar(self, nodes: NodeArrays) -> Callable[[TaskInfo, NodeInfo], float]:
+        rows, top = self.rows, self.top
+
+        def score_one(task: TaskInfo, node: NodeInfo) -> float:
+            terms, sra = self.of(task)
+            i = node.index
+            out = 0.0
+            if self.cfg.weight > 0:
+                if terms is None:
+                    strategy = 0.0
+                else:
+                    alloc, used = rows[i], nodes.used[i].tolist()
+                    total, broken = 0.0, False
+                    for d, most, w, r in terms[0]:
+                        a = alloc[d]
+                        final = used[d] + r
+                        if a != 0:
+                            if final > a:
+                                broken = True
+                            total = total + (final if most else a - final) * w / a
+                        else:
+                            total = total + 0.0
+                    if terms[1] > 0:
+                        total = total / terms[1]
+                    strategy = 0.0 if broken else total * top
+                out = out + strategy
+            if sra is not None:
+                out = out + sra[1][i]
+            return out
+        return score_one
+
+
 @register_plugin
 class ResourceStrategyFit(Plugin):
     name = NAME
@@ -262,66 +403,14 @@ class ResourceStrategyFit(Plugin):
             self._proportional(ssn, cfg.proportional)
         if cfg.weight <= 0 and cfg.sra_weight <= 0:
             return
-        # a pod's own strategy annotations are part of its template key (``api/convert.py: constraints_key``): one
-        # plan per template
-        plans: dict[Any, Plan] = {}
-
-        def plan(task: TaskInfo) -> Plan:
-            key = task.template_key
-            if key not in plans:
-                plans[key] = plan_of(task, cfg, res)
-            return plans[key]
-
-        sra_dims = [(res.pos[n], w) for n, w in cfg.sra_resources.items() if n in res.pos]
-        sra_sum = sum(cfg.sra_resources.values())
-        top = MAX_NODE_SCORE * cfg.weight
-
-        def strategy(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-            p = plan(task)
-            if not p:
-                return np.zeros(len(idx))
-            total, wsum = np.zeros(len(idx)), 0
-            broken = np.zeros(len(idx), dtype=bool)
-            for d, typ, w in p:
-                wsum += w
-                if typ not in (MOST, LEAST) or w == 0:
-                    continue
-                alloc = nodes.allocatable[idx, d]
-                final = nodes.used[idx, d] + task.resreq[d]
-                has = alloc != 0
-                safe = np.where(has, alloc, 1.0)
-                broken |= has & (final > alloc)
-                per = (final if typ == MOST else alloc - final) * w / safe
-                total = total + np.where(has, per, 0.0)
-            if wsum > 0:
-                total = total / wsum
-            return np.where(broken, 0.0, total * top)
-
-        def sra(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-            requested = np.nonzero(task.resreq >= EPS)[0]
-            ok = (nodes.allocatable[np.ix_(idx, requested)] != 0).all(axis=1)
-            s = np.zeros(len(idx))
-            for d, w in sra_dims:
-                s = s + np.where(nodes.allocatable[idx, d] > 0, float(w), 0.0)
-            if sra_sum > 0:
-                s = 1.0 - s / sra_sum
-            return np.where(ok, s * MAX_NODE_SCORE * cfg.sra_weight, 0.0)
-
-        def score(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-            out = np.zeros(len(idx))
-            if cfg.weight > 0:
-                out = out + strategy(task, idx)
-            if cfg.sra_weight > 0:
-                out = out + sra(task, idx)
-            return out
-
-        def score_one(task: TaskInfo, node: NodeInfo) -> float:
-            return float(score(task, np.array([node.index]))[0])
-        # reads the node's allocatable and used rows and the task's request and strategy annotations (its template):
-        # template-safe, and carried between sessions (``framework/node_select.py``, ``ScoreReg.carry``)
-        carry = (NAME, cfg.weight, tuple(sorted(cfg.resources.items())), cfg.sra_weight,
-                 tuple(sorted(cfg.sra_resources.items())))
-        ssn.add_node_order(self.name, vector=score, scalar=score_one, carry=carry)
+        # from the arguments, the resource index and the node set's allocatable alone: kept per node set
+        # (``NodeStatic.derived``, as binpack's and nodeorder's facts), not rebuilt every session
+        derived = nodes.static.derived
+        prep = derived.get(_PREPARED)
+        if prep is None or prep.arguments is not self.arguments or prep.res is not res \
+                or prep.alloc is not nodes.allocatable:
+            prep = derived[_PREPARED] = _Prepared(self.arguments, cfg, res, nodes.allocatable)
+        ssn.add_node_order(self.name, vector=prep.vector(nodes), scalar=prep.scalar(nodes), carry=prep.carry)
 
     def _proportional(self, ssn: Session, rates: dict[str, tuple[float, float]]) -> None:
         res, nodes = ssn.res, ssn.nodes

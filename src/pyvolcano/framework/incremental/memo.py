@@ -75,7 +75,7 @@ job's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,20 +229,65 @@ class SessionMemo:
         e = self.memo.allocate.get(job.uid)
         if e is None:
             return False
-        key = self._allocate_key(job, deserved)
-        # the queue's deserved decides ``allocatable`` only: not whether a node can take a pod that every node refused
-        if e.key != key and (not e.nodes_only or e.key[:3] != key[:3]):
-            return self._gang_short(job, e, key, short)
+        # ``_allocate_key`` compared in place, part by part (asked for every blocked job of every session): the
+        # tuple is built only when a part differs.  The queue's deserved decides ``allocatable`` only: not whether
+        # a node can take a pod that every node refused (``nodes_only`` entries do not compare it)
+        k = e.key
+        pending = job.index.get(TaskStatus.Pending)
+        if (k[0] != self.alloc_epoch or k[2] != job.cloned_from
+                or k[1] != (self.use_epoch if pending is not None and len(pending) > 1 else -1)
+                or (not e.nodes_only and k[3] != (None if deserved is None else deserved.tobytes()))):
+            return self._gang_short(job, e, self._allocate_key(job, deserved), short)
         if e.room != self.room_seq:
-            pending = job.index.get(TaskStatus.Pending)
             if not e.nodes_only or e.room < self.room_base or pending is None or len(pending) != 1:
-                return self._gang_short(job, e, key, short)
+                return self._gang_short(job, e, self._allocate_key(job, deserved), short)
             (task,) = pending.values()
             since = self._room_since(e.room)
             if (since and fits(task, since)) or not self._proved(job):
                 return False
             e.room = self.room_seq
         return self._hand_back(job, e)
+
+    def still_blocked(self, uids: Iterable[str], jobs: Mapping[str, JobInfo], deserved: Mapping[str, np.ndarray],
+                      fits: Callable[[TaskInfo, frozenset[str]], bool], short: Callable[[JobInfo], bool],
+                      blocked: set[str]) -> list[str]:
+        """``allocate_blocked`` for each of the jobs the last sessions left blocked (``Plan.blocked``), in order:
+        those still blocked go into ``blocked``, the others are returned, to be looked at.  Asked for every one of
+        them in every session, so the usual answer (the same fingerprint, no room back since: the last turn's
+        fit errors handed back) is taken here in one loop, with each queue's deserved row turned into bytes
+        once; every other case goes through ``allocate_blocked``, with the same result."""
+        entries = self.memo.allocate if self.allocate_ok else {}
+        alloc_epoch, use_epoch, room_seq = self.alloc_epoch, self.use_epoch, self.room_seq
+        row_bytes: dict[str, bytes | None] = {}
+        pending_key = TaskStatus.Pending
+        memo = self.memo
+        out: list[str] = []
+        for uid in uids:
+            job = jobs[uid]
+            e = entries.get(uid)
+            if e is not None and e.room == room_seq:
+                k = e.key
+                pending = job.index.get(pending_key)
+                if k[0] == alloc_epoch and k[2] == job.cloned_from \
+                        and k[1] == (use_epoch if pending is not None and len(pending) > 1 else -1):
+                    same = e.nodes_only  # its key's deserved part is not compared (``allocate_blocked``)
+                    if not same:
+                        q = job.queue
+                        if q not in row_bytes:
+                            row = deserved.get(q)
+                            row_bytes[q] = None if row is None else row.tobytes()
+                        same = k[3] == row_bytes[q]
+                    if same:
+                        job.nodes_fit_errors.update(e.fit_errors)  # ``_hand_back``
+                        job.fit_failed_roles.update(e.failed_roles)
+                        memo.skipped += 1
+                        blocked.add(uid)
+                        continue
+            if self.allocate_blocked(job, deserved.get(job.queue), fits, short):
+                blocked.add(uid)
+            else:
+                out.append(uid)
+        return out
 
     def _room_since(self, start: int) -> frozenset[str]:
         """The nodes given room back from ``room_seq`` ``start`` to this session's; many entries share a start
