@@ -103,6 +103,9 @@ class NodeArrays:
         self.extra_at: set[int] | None = set()
         self.constrained_at: set[int] | None = set()
         self.log: list[int] = []
+        #: (the last snapshot's ``tasks`` list, the positions whose maps this one rebuilt from it): every other
+        #: position holds the very same map object as that list; None: not known (every map may be new)
+        self.rebuilt: tuple[list[dict[str, TaskInfo]], set[int]] | None = None
         self._views: NodeViews | None = None
         #: ``used`` summed over the nodes (``used_total``), and a bound on every column's sum of absolute amounts
         #: while every amount is a whole number (``_TOTAL_INEXACT`` otherwise): then the sum is kept exactly,
@@ -121,6 +124,7 @@ class NodeArrays:
         a.tasks = []
         a.extra_at = a.constrained_at = None  # the caller fills the task maps (and says where the special pods are)
         a.log = []
+        a.rebuilt = None
         a._views = None
         if self._used_total is None:  # summed here once and kept from then on (the cache's running totals)
             self.used_total()

@@ -841,6 +841,7 @@ class SchedulerCache:
             for i in touched:
                 tasks[i] = self._node_map(names[i], jobs)
             arrays.tasks = tasks
+            arrays.rebuilt = (last.tasks, touched)
         pos = arrays.pos
         arrays.extra_at = {pos[n] for n in self._extra_on if n in pos}
         arrays.constrained_at = {pos[n] for n in self._constrained_on if n in pos}

@@ -186,6 +186,9 @@ class _CarriedPools:
     pools: dict[str, DevicePool]
     maps: dict[str, dict[int, Any]] = field(default_factory=dict)
     held: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    #: the snapshot's ``NodeArrays.tasks`` list ``maps`` were last brought up to date with (then only the positions
+    #: the next snapshot rebuilt from it, ``NodeArrays.rebuilt``, can hold another map)
+    seen: list[Any] | None = None
 
 
 _POOLS: CarryKey[_CarriedPools] = CarryKey("deviceshare pools")
@@ -275,10 +278,15 @@ class DeviceShare(Plugin):
         if c is None or c.static is not nodes.static or c.flags != flags:
             c = _CarriedPools(nodes.static, flags, {k: _pool(nodes, k) for k in kinds})
             mem.put(_POOLS, c)
+        tasks = nodes.tasks
+        rebuilt = nodes.rebuilt
+        since = sorted(rebuilt[1]) if rebuilt is not None and rebuilt[0] is c.seen else None
         for kind, pool in c.pools.items():
             maps, held = c.maps.setdefault(kind, {}), c.held.setdefault(kind, {})
-            tasks = nodes.tasks
-            changed = [i for i in pool.nodes_with.tolist() if maps.get(i) is not tasks[i]]
+            if since is None:  # every node with devices is looked at (first session, or maps not carried)
+                changed = [i for i in pool.nodes_with.tolist() if maps.get(i) is not tasks[i]]
+            else:  # only the maps the snapshot rebuilt can differ: work in proportion to what changed
+                changed = [i for i in since if pool.count[i] > 0 and maps.get(i) is not tasks[i]]
             for i in changed:  # every changed node's pods out first: a pod of the same name may be on another now
                 for uid in held.pop(i, ()):
                     pool.release(uid)
@@ -287,6 +295,7 @@ class DeviceShare(Plugin):
                 got = self._read_node(ssn, pool, i)
                 if got:
                     held[i] = got
+        c.seen = tasks
         return DeviceState(nodes, dv.GPUSHARE in kinds, dv.VGPU in kinds, {k: p.fork() for k, p in c.pools.items()})
 
     def _read_node(self, ssn: Session, pool: DevicePool, i: int) -> list[str]:
