@@ -95,7 +95,9 @@ class Reclaim(Action):
         return idle
 
     def _turns(self, ssn: Session, starving: list[JobInfo], proof: VictimProof | None) -> None:
-        """The starving jobs' turns, queue by queue (reclaim.go's loop over ``queues``)."""
+        """The starving jobs' turns, queue by queue (reclaim.go's loop over ``queues``).  When ``execute`` skips
+        them all (``turns_idle``), the jobValid asks below go too: each is of a job ``candidate_preemptors`` just
+        asked (the same answer, nothing changed since) or of a settled job, whose answer passes."""
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in starving:
