@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyvolcano.actions import preempt, reclaim
+from pyvolcano.actions import _victims, preempt, reclaim
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.victim_ledger import VictimProof
@@ -124,3 +124,33 @@ def test_victim_ledger_where_victims_exist(monkeypatch: pytest.MonkeyPatch, conf
     assert shortcut[1] > 0  # evictions
     assert shortcut == _run_gangs(True, True, conf, seed)
     assert shortcut == _run_gangs(False, True, conf, seed)
+
+
+@pytest.mark.parametrize("queues", [{"default": 1.0}, {"a": 1.0, "b": 3.0}])
+def test_idle_turns_are_skipped_and_decide_the_same(monkeypatch: pytest.MonkeyPatch,
+                                                    queues: dict[str, float]) -> None:
+    """Preempt and reclaim skip every starving job's turn when each of them provably evicts and pipelines nothing
+    (``actions/_victims.py: turns_idle``: no victim possible, no node's future idle holds the task).  The skip
+    must be taken on the services (waiting jobs that fit nowhere), must not be taken where reclaim evicts (two
+    queues), and must decide as the turns taken: with ``deltas.CHECK`` (on in the suite) the turns run and are
+    checked to leave the session unchanged, and ``--full-sessions`` takes every turn as Volcano does."""
+    answers: list[bool] = []
+
+    def counting(*args: Any, **kwargs: Any) -> bool:
+        got = _victims.turns_idle(*args, **kwargs)
+        answers.append(got)
+        return got
+    monkeypatch.setattr(preempt, "turns_idle", counting)
+    monkeypatch.setattr(reclaim, "turns_idle", counting)
+    was, deltas.CHECK = deltas.CHECK, False
+    try:
+        skipped = _run(False, "cdp", 7, 50, queues, 2)
+    finally:
+        deltas.CHECK = was
+    assert True in answers
+    assert (False in answers) == (len(queues) > 1)
+    assert (skipped[1] > 0) == (len(queues) > 1)
+    answers.clear()
+    checked = _run(False, "cdp", 7, 50, queues, 2)
+    assert True in answers
+    assert skipped == checked == _run(True, "cdp", 7, 50, queues, 2)

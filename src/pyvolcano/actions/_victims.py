@@ -4,13 +4,13 @@ default, the vectorised node pre-filter, and the candidate dry run of preempt's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from pyvolcano.api.convert import parse_time
-from pyvolcano.api.job_info import TaskInfo
+from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import EPS, fit_floor, is_empty, less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.arguments import Arguments
@@ -224,3 +224,72 @@ def dry_run(ssn: Session, task: TaskInfo, nodes: list[int], offer: Callable[[int
             if len(found) >= want:
                 break
     return min(found, key=Candidate.key) if found else None
+
+
+# --- turns that yield nothing: the whole action skipped -------------------------------------------------------
+
+#: ``idle(job, task)``: the task's turn in the action, at the action's start, provably evicts and pipelines nothing
+IdleTask = Callable[[JobInfo, TaskInfo], bool]
+
+
+def turns_idle(ssn: Session, jobs: Sequence[JobInfo], idle: IdleTask) -> bool:
+    """Whether preempt's or reclaim's turns for ``jobs`` (the starving jobs it would push) can all be skipped: each
+    pending task of each of them takes a turn that provably evicts and pipelines nothing (``idle``, judged on the
+    session as the action starts).  Then no turn changes the session, so each one meets the very state ``idle``
+    judged (by induction over the turns, whatever their order): the job and queue heaps, the turns and their
+    statements are all no-ops, and so is skipping them.
+
+    What a skipped turn would have asked besides: jobStarving, jobPipelined, prePredicate, the predicates for
+    preemption, preemptive, overused and the order callbacks.  Skipping them is exact only when none has an effect
+    besides its answer: the same promise the blocked-job memo relies on when it skips an allocate turn, so the
+    conf's allocate memo must be allowed (every plugin declares ``Contract.FINGERPRINTED``: ``SessionMemo.allocate_ok``).
+    The one effect the session itself keeps, a task's note in ``Session.prepredicated``, is read only for a pod with
+    a nominated node (``actions/preempt.py: nominated_allows``): ``idle`` answers False for such a pod.  A batch node
+    score (the extender's: it may warn) would be asked by preempt's greedy path: ``idle`` answers False then too.
+    ``--full-sessions`` carries no ledger and no proof, so it never gets here: the reference."""
+    memo = ssn.memo
+    if memo is None or not memo.allocate_ok:
+        return False
+    pending = TaskStatus.Pending
+    for job in jobs:
+        for t in job.index.get(pending, {}).values():
+            if not t.sch_gated and not idle(job, t):
+                return False
+    return True
+
+
+class FitsNowhere:
+    """Per request, whether no node's future idle can hold it (``fitting`` over every node empty): a turn with no
+    victims can then pipeline the task nowhere.  Asked for many tasks of few shapes against one unchanging
+    session state (``turns_idle``), so each request is checked once."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.all = np.arange(len(ssn.nodes))
+        self.seen: dict[bytes, bool] = {}
+
+    def __call__(self, task: TaskInfo) -> bool:
+        key = task.init_resreq.tobytes()
+        got = self.seen.get(key)
+        if got is None:
+            got = self.seen[key] = not len(fitting(self.ssn, task.init_resreq, self.all))
+        return got
+
+
+class NoChange:
+    """With ``deltas.CHECK``: the turns ``turns_idle`` proved idle are taken anyway, and must leave the session as
+    they found it (no eviction, no pipeline, node future idle the same)."""
+
+    def __init__(self, ssn: Session, jobs: Sequence[JobInfo]) -> None:
+        self.ssn = ssn
+        self.jobs = list(jobs)
+        self.evictions = len(ssn.evictions)
+        self.future = ssn.nodes.future.copy()
+        self.pending = [len(j.index.get(TaskStatus.Pending, {})) for j in self.jobs]
+
+    def check(self, action: str) -> None:
+        ssn = self.ssn
+        assert len(ssn.evictions) == self.evictions, f"{action}: evictions in turns proven idle"
+        assert np.array_equal(ssn.nodes.future, self.future), f"{action}: future idle moved in turns proven idle"
+        assert self.pending == [len(j.index.get(TaskStatus.Pending, {})) for j in self.jobs], \
+            f"{action}: a task placed in turns proven idle"

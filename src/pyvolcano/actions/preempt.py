@@ -29,10 +29,13 @@ import numpy as np
 from pyvolcano.actions._victims import (
     PREEMPTABLE_STATUS,
     CandidateLimits,
+    FitsNowhere,
+    NoChange,
     dry_run,
     evict_greedily,
     fitting,
     reachable,
+    turns_idle,
     victim_bound,
 )
 from pyvolcano.api.job_info import JobInfo, TaskInfo, pod_priority, terminating_by_preemption
@@ -47,7 +50,7 @@ from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
-from pyvolcano.framework.victim_ledger import session_ledger, victim_proof
+from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof
 
 
 @dataclass(frozen=True)
@@ -267,9 +270,7 @@ class Preempt(Action):
 
     def execute(self, ssn: Session) -> None:
         opts = PreemptOptions.of(self.arguments)
-        preemptors: dict[str, PriorityQueue[JobInfo]] = {}
-        tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        under: dict[str, list[JobInfo]] = {}
+        starving: list[JobInfo] = []
         for job in candidate_preemptors(ssn):
             q = ssn.queues.get(job.queue)
             # Volcano's preempt does not look at the queue's state: a Closed queue's running jobs still preempt
@@ -281,16 +282,43 @@ class Preempt(Action):
                 # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job
                 # neither preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
                 continue
+            starving.append(job)
+        # whether the plugins' declared victim conditions can prove a scope empty (None: a tier starts with a plugin
+        # that declares none); the ledger is synced in every session, so that it follows the jobs that change
+        ledger = session_ledger(ssn)
+        proof = victim_proof(ssn, PREEMPTABLE) if starving and ledger is not None else None
+        idle = proof is not None and turns_idle(ssn, starving, partial(_idle_preemptor, ssn, proof, opts,
+                                                                       FitsNowhere(ssn)))
+        unchanged = None
+        if idle:  # every turn would evict and pipeline nothing (``turns_idle``); with ``deltas.CHECK`` they are taken
+            if deltas.CHECK:
+                unchanged = NoChange(ssn, starving)
+            else:
+                starving = []
+        self._turns(ssn, opts, starving, proof)
+        if unchanged is not None:
+            unchanged.check("preempt")
+        if not ssn.has("victimTasks"):  # no plugin names victims (rescheduling, tdm): nothing to ask about
+            return
+        victims = ssn.victim_tasks([t for j in ssn.jobs.values() for t in j.tasks_in(PREEMPTABLE_STATUS)])
+        for t in victims:
+            if t.status & PREEMPTABLE_STATUS:
+                ssn.evict(t, "evicted by a victimTasks plugin")
+
+    @staticmethod
+    def _turns(ssn: Session, opts: PreemptOptions, starving: list[JobInfo], proof: VictimProof | None) -> None:
+        """The starving jobs' turns, queue by queue (preempt.go's loops over ``preemptorsMap``): between jobs,
+        then within each job."""
+        preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+        tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+        under: dict[str, list[JobInfo]] = {}
+        for job in starving:
             preemptors.setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
             under.setdefault(job.queue, []).append(job)
             tasks[job.uid] = pending_tasks(ssn, job)
         queues = PriorityQueue(ssn.queue_cmp, [ssn.queues[q] for q in preemptors])
         jobs_now = ssn.jobs
         bounds = _QueueBounds(ssn, preemptors)
-        # whether the plugins' declared victim conditions can prove a scope empty (None: a tier starts with a plugin
-        # that declares none); the ledger is synced in every session, so that it follows the jobs that change
-        ledger = session_ledger(ssn)
-        proof = victim_proof(ssn, PREEMPTABLE) if preemptors and ledger is not None else None
         while not queues.empty():
             qname = queues.pop().name
             jobs = preemptors[qname]
@@ -324,9 +352,18 @@ class Preempt(Action):
                         stmt.discard()
                         break
                     stmt.commit()
-        if not ssn.has("victimTasks"):  # no plugin names victims (rescheduling, tdm): nothing to ask about
-            return
-        victims = ssn.victim_tasks([t for j in ssn.jobs.values() for t in j.tasks_in(PREEMPTABLE_STATUS)])
-        for t in victims:
-            if t.status & PREEMPTABLE_STATUS:
-                ssn.evict(t, "evicted by a victimTasks plugin")
+
+
+def _idle_preemptor(ssn: Session, proof: VictimProof, opts: PreemptOptions, nowhere: FitsNowhere, job: JobInfo,
+                    task: TaskInfo) -> bool:
+    """The task's two turns (between jobs, within its job) provably evict and pipeline nothing (``turns_idle``):
+    it never preempts; or it has no nominated node (its prePredicate note is never read), no candidate of either
+    scope can be a victim (``VictimProof``: the queue less the job, the job's own), and without victims
+    ``preempt_task`` places it nowhere -- the dry run makes no node a candidate, and the greedy path pipelines it
+    only onto a node whose future idle holds it, of which there is none (with no batch score to ask first)."""
+    if never_preempts(task):
+        return True
+    if task.nominated_node or not proof.none(task, [job.queue], less=job.uid) \
+            or not proof.none(task, job=job.uid, own=True):
+        return False
+    return opts.topology_aware or (not ssn.batch_scores and nowhere(task))

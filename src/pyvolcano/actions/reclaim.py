@@ -21,7 +21,16 @@ from functools import cache
 
 import numpy as np
 
-from pyvolcano.actions._victims import evict_greedily, fitting, reachable, victim_bound
+from pyvolcano.actions._victims import (
+    FitsNowhere,
+    IdleTask,
+    NoChange,
+    evict_greedily,
+    fitting,
+    reachable,
+    turns_idle,
+    victim_bound,
+)
 from pyvolcano.actions.preempt import candidate_preemptors, never_preempts, pending_tasks
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
@@ -41,16 +50,59 @@ class Reclaim(Action):
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        preemptors: dict[str, PriorityQueue[JobInfo]] = {}
-        tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+        starving: list[JobInfo] = []
         # only the jobs that can starve are walked (``candidate_preemptors``: settled jobs have no pod to place)
         for job in candidate_preemptors(ssn):
             q = ssn.queues.get(job.queue)
             if job.is_pending() or q is None or ssn.job_valid(job) is not None:
                 continue
             if ssn.job_starving(job):
-                preemptors.setdefault(q.name, PriorityQueue(ssn.job_cmp)).push(job)
-                tasks[job.uid] = pending_tasks(ssn, job)
+                starving.append(job)
+        # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
+        # every session, so that it follows the jobs that change
+        ledger = session_ledger(ssn)
+        proof = victim_proof(ssn, RECLAIMABLE) if starving and ledger is not None else None
+        unchanged = None
+        if ledger is not None and starving and turns_idle(ssn, starving, self._idle_reclaimer(ssn, proof)):
+            # every turn would evict and pipeline nothing; with ``deltas.CHECK`` they are taken
+            if deltas.CHECK:
+                unchanged = NoChange(ssn, starving)
+            else:
+                starving = []
+        self._turns(ssn, starving, proof)
+        if unchanged is not None:
+            unchanged.check("reclaim")
+
+    def _idle_reclaimer(self, ssn: Session, proof: VictimProof | None) -> IdleTask:
+        """The task's turn provably evicts and pipelines nothing (``turns_idle``): it never preempts; or it has no
+        nominated node (its prePredicate note is never read) and either no other queue is reclaimable
+        (``reclaim_for`` looks at no node) or no running task of those queues can be a victim (``VictimProof``) and
+        no node's future idle holds it (without victims ``reclaim_for`` pipelines it only onto such a node)."""
+        others_of: dict[str, list[str]] = {}
+        nowhere = FitsNowhere(ssn)
+
+        def idle(job: JobInfo, task: TaskInfo) -> bool:
+            if never_preempts(task):
+                return True
+            if task.nominated_node:
+                return False
+            others = others_of.get(job.queue)
+            if others is None:
+                others = others_of[job.queue] = [n for n, q in ssn.queues.items() if q.reclaimable and n != job.queue]
+            if not others:
+                return True
+            return proof is not None and proof.none(task, others) and nowhere(task)
+        return idle
+
+    def _turns(self, ssn: Session, starving: list[JobInfo], proof: VictimProof | None) -> None:
+        """The starving jobs' turns, queue by queue (reclaim.go's loop over ``queues``).  When ``execute`` skips
+        them all (``turns_idle``), the jobValid asks below go too: each is of a job ``candidate_preemptors`` just
+        asked (the same answer, nothing changed since) or of a settled job, whose answer passes."""
+        preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+        tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in starving:
+            preemptors.setdefault(job.queue, PriorityQueue(ssn.job_cmp)).push(job)
+            tasks[job.uid] = pending_tasks(ssn, job)
         queues = PriorityQueue(ssn.queue_cmp)
         if len(preemptors) == 1:  # the other queues' turns do nothing (``overused`` only reads)
             queues.push(ssn.queues[next(iter(preemptors))])
@@ -72,10 +124,6 @@ class Reclaim(Action):
                                                  if (q := ssn.queues.get(j.queue)) and q.reclaimable
                                                  for t in j.index.get(TaskStatus.Running, {}).values()
                                                  if t.preemptable]))
-        # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
-        # every session, so that it follows the jobs that change
-        ledger = session_ledger(ssn)
-        proof = victim_proof(ssn, RECLAIMABLE) if preemptors and ledger is not None else None
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue) or not queue.is_open():  # a Closed queue's jobs wait, as in allocate

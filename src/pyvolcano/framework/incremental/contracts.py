@@ -33,7 +33,9 @@ class Contract(enum.Enum):
     #: room only shrank, the job's queue deserved and the job's own spec are the same and the conf is the same
     #: object -- the blocked-job memo's fingerprint (``memo.py``) covers its rules.  Its votes and predicates
     #: read only the job's own fields, the requested dimensions against node usage and queue state, and cluster
-    #: objects whose changes move the cache's epochs; its job order depends only on the jobs' own fields.
+    #: objects whose changes move the cache's epochs; its job order depends only on the jobs' own fields.  Its
+    #: callbacks have no effect besides their answers, so a turn that yields nothing can be left untaken (the
+    #: memo's allocate skips; preempt's and reclaim's idle turns, ``actions/_victims.py: turns_idle``).
     FINGERPRINTED = "fingerprinted"
     #: plugin: votes in jobEnqueueable (under ``enableJobEnqueued``); with ``STATEFUL_PERMIT`` the memo checks
     #: its place among the tier's voters
