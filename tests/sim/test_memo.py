@@ -47,11 +47,8 @@ def _same_outcome(conf: str | None, seed: int, jobs: int, rate: float, gangs: tu
     assert full[3] == 0
     # with ``deltas.CHECK`` (the suite's) a job the one-node rule finds blocked still takes its turn, which must
     # place nothing; without it the rule skips the turn, and every outcome must still be the same
-    was, deltas.CHECK = deltas.CHECK, False
-    try:
+    with deltas.checking(False):
         skipping = _run(False, conf, seed, jobs, rate, gangs, gpu, weights, nodes, failures)
-    finally:
-        deltas.CHECK = was
     assert skipping[:3] == full[:3]
 
 

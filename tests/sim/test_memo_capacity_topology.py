@@ -105,11 +105,8 @@ def _compare(kind: str, actions: str, seed: int, gangs: tuple[int, ...] = (1, 1,
     memo = _run(kind, actions, False, seed, gangs)  # deltas.CHECK on (the suite's): proved skips take their turn
     assert memo[:4] == full[:4]
     assert full[4] == 0 and memo[4] > 0, "the memo never skipped a job: the case checks nothing"
-    was, deltas.CHECK = deltas.CHECK, False
-    try:
+    with deltas.checking(False):
         skipping = _run(kind, actions, False, seed, gangs)
-    finally:
-        deltas.CHECK = was
     assert skipping[:4] == full[:4]
 
 

@@ -109,11 +109,8 @@ def test_declared_plugins_give_the_same_outcome_with_the_memo(case: Case, seed: 
         assert memo[3] == 0
         return
     assert full[3] == 0 and memo[3] > 0, "the memo never skipped a job: the case checks nothing"
-    was, deltas.CHECK = deltas.CHECK, False
-    try:
+    with deltas.checking(False):
         skipping = _run(case, False, seed, gangs, nodes)
-    finally:
-        deltas.CHECK = was
     assert skipping[:3] == full[:3]
 
 

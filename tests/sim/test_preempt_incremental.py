@@ -95,11 +95,8 @@ def _run_gangs(full: bool, check: bool, conf: str, seed: int) -> tuple[Any, ...]
     sim = Simulator(parse_cluster_spec("2x{cpu: 64, memory: 256Gi, nvidia.com/gpu: 2}"), qs, _gangs(seed, 40),
                     load_conf_file(str(CONFS / f"{conf}.conf")), full_sessions=full)
     binds = record_binds(sim, lambda task, node: f"{sim.now:.3f} {task.namespace}/{task.name} {node}")
-    was, deltas.CHECK = deltas.CHECK, check
-    try:
+    with deltas.checking(check):
         res = sim.run()
-    finally:
-        deltas.CHECK = was
     return metrics.job_rows(res), res.evictions, [str(e) for e in res.eviction_log], res.cycles, binds
 
 
@@ -142,11 +139,8 @@ def test_idle_turns_are_skipped_and_decide_the_same(monkeypatch: pytest.MonkeyPa
         return got
     monkeypatch.setattr(preempt, "turns_idle", counting)
     monkeypatch.setattr(reclaim, "turns_idle", counting)
-    was, deltas.CHECK = deltas.CHECK, False
-    try:
+    with deltas.checking(False):
         skipped = _run(False, "cdp", 7, 50, queues, 2)
-    finally:
-        deltas.CHECK = was
     assert True in answers
     assert (False in answers) == (len(queues) > 1)
     assert (skipped[1] > 0) == (len(queues) > 1)

@@ -21,6 +21,7 @@ the one computed afresh, and a difference raises ``AssertionError``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from collections.abc import Iterator, MutableMapping
@@ -30,6 +31,18 @@ V = TypeVar("V")
 
 #: compare every delta-moved map with its fresh computation (tests; ``PYVOLCANO_CHECK_DELTAS=1``)
 CHECK = os.environ.get("PYVOLCANO_CHECK_DELTAS", "") == "1"
+
+
+@contextlib.contextmanager
+def checking(on: bool) -> Iterator[None]:
+    """``CHECK`` set to ``on`` for the block, then put back: the tests run one case with the checks (proved skips
+    still take their turn and must change nothing) and again without (the skips are taken)."""
+    global CHECK
+    was, CHECK = CHECK, on
+    try:
+        yield
+    finally:
+        CHECK = was
 
 
 class SettledView(MutableMapping[str, V], Generic[V]):
