@@ -66,6 +66,13 @@ def _move(into: list[Counts], counts: tuple[Counts, ...], sign: int) -> None:
                 del mine[k]
 
 
+def _fresh(e: tuple[Any, ...], job: JobInfo) -> bool:
+    """A ledger entry still counts ``job``: the same object or an unchanged clone of the same cache job, at the
+    same version (``JobSums``' rule without the phase, which no condition reads)."""
+    v = job.version
+    return bool(e[1] == v and (e[0] is job or (e[3] is job.derived and job.cloned_from == v and e[4] == v)))
+
+
 class VictimLedger:
     """Per queue, per classification (``classifiers``, in order) the classes of its candidate tasks, kept up to
     date job by job.  An entry is reused for a job computed from the same object at the same ``version``, or from
@@ -101,36 +108,12 @@ class VictimLedger:
         """Bring the ledger to the session's jobs: when it was synced to the last snapshot, only the jobs the
         snapshot did not carry as settled are looked at (the settled ones are the very objects of the last
         session, unchanged), else every job; then the jobs this session changed so far (``refresh``)."""
-        jobs = ssn.jobs
         carry = ssn.snapshot.carry
         seq = carry.seq if carry is not None else 0
-        entries = self.entries
-        look: Sequence[JobInfo]
-        changed: set[str] | None = None
-        known = 0
-        if ssn.carry and carry is not None and carry.settled and seq >= 1 and self.seq == seq - 1:
-            look, known, changed = carry.unsettled, len(carry.settled), carry.changed
-        else:
-            look = list(jobs.values())
+        carried = (carry.unsettled, len(carry.settled), carry.changed) \
+            if ssn.carry and carry is not None and carry.settled and seq >= 1 and self.seq == seq - 1 else None
         self.seq = seq
-        stale = []
-        for job in look:
-            e = entries.get(job.uid)
-            if e is None:
-                stale.append(job)
-                continue
-            known += 1
-            v = job.version
-            if not (e[1] == v and (e[0] is job or (e[3] is job.derived and job.cloned_from == v and e[4] == v))):
-                stale.append(job)
-        if known == len(entries):
-            gone = []
-        elif changed is not None:
-            gone = [uid for uid in changed if uid in entries and uid not in jobs]
-            if deltas.CHECK:
-                assert set(gone) == {uid for uid in entries if uid not in jobs}, "VictimLedger gone by deltas"
-        else:
-            gone = [uid for uid in entries if uid not in jobs]
+        stale, gone = deltas.stale_and_gone(self.entries, ssn.jobs, carried, _fresh, "VictimLedger")
         for uid in gone:
             self._drop(uid)
         for job in stale:

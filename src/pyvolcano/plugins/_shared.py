@@ -132,6 +132,16 @@ def _checks_few(rows: list[np.ndarray]) -> tuple[list[int], list[bool]]:
 _SMALL = 8
 
 
+def _fresh(e: tuple[Any, ...], job: JobInfo) -> bool:
+    """A ``JobSums`` entry still counts ``job``: the same object or an unchanged clone of the same cache job, at
+    the same version, and the same PodGroup phase."""
+    v = job.version
+    if e[1] == v and (e[0] is job or (e[5] is job.derived and job.cloned_from == v and e[6] == v)):
+        pg = job.podgroup
+        return bool(e[2] == (pg.phase if pg is not None else None))
+    return False
+
+
 class JobSums:
     """Every job's ``_job_rows`` and their per-queue sums, kept up to date from what changed since the last session.
 
@@ -183,38 +193,11 @@ class JobSums:
         where every one of them got its entry.  ``changed``: then, the jobs that changed in the cache since
         (``SnapshotCarry.changed``), among which are the only ones that can have gone."""
         entries = self.entries
-        get = entries.get
-        stale: list[JobInfo] = []
-        known = 0
-        if look is None or seq < 1 or self.seq != seq - 1:
-            look = list(jobs.values())
-            changed = None
-        else:
-            known = unchanged
+        carried = None if look is None or seq < 1 or self.seq != seq - 1 else (look, unchanged, changed)
         self.seq = seq
-        for job in look:
-            uid = job.uid
-            e = get(uid)
-            if e is None:
-                stale.append(job)
-                continue
-            known += 1
-            v = job.version
-            if e[1] == v and (e[0] is job or (e[5] is job.derived and job.cloned_from == v and e[6] == v)):
-                pg = job.podgroup
-                if e[2] == (pg.phase if pg is not None else None):
-                    continue
-            stale.append(job)
+        stale, gone = deltas.stale_and_gone(entries, jobs, carried, _fresh, "JobSums")
         self._queue_order = None
         self.jobs = jobs
-        if known == len(entries):
-            gone = []
-        elif changed is not None:
-            gone = [uid for uid in changed if uid in entries and uid not in jobs]
-            if deltas.CHECK:
-                assert set(gone) == {uid for uid in entries if uid not in jobs}, "JobSums gone by deltas"
-        else:
-            gone = [uid for uid in entries if uid not in jobs]
         if not stale and not gone:
             return
         size = self.size
@@ -237,11 +220,11 @@ class JobSums:
             bounds, whole = _checks(rows)
         for k, job in enumerate(stale):
             uid = job.uid
-            e = entries.get(uid)
-            if e is not None:
-                moves.append((e[3], e[4], -1.0))
-                self.bound -= e[7]
-                self.inexact -= not e[8]
+            was = entries.get(uid)
+            if was is not None:
+                moves.append((was[3], was[4], -1.0))
+                self.bound -= was[7]
+                self.inexact -= not was[8]
             r = rows[k]
             moves.append((job.queue, r, 1.0))
             pg = job.podgroup

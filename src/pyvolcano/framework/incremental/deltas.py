@@ -10,6 +10,9 @@ Two tools for that:
 
 * ``SettledView``: the settled jobs as one mapping over the two maps the snapshot keeps apart (settled-only and
   parked), so that nothing merges them into a third map every session.
+* ``stale_and_gone``: which entries of a per-job ledger carried between sessions (``plugins/_shared.py:
+  JobSums``, ``framework/victim_ledger.py: VictimLedger``) are to be recounted and which jobs left, looking only at
+  the jobs the snapshot did not carry as settled when the ledger was synced to the snapshot before.
 * ``Lender``: a map a ``SessionResult`` hands out (the carried statuses, the parked jobs' reasons) is handed out
   as it is, not copied; the next session copies it only if that result is still alive when the map is about to
   change (copy on write, decided by a weak reference: a simulation drops each result after applying it, so it
@@ -24,10 +27,14 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from collections.abc import Iterator, MutableMapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from pyvolcano.api.job_info import JobInfo
 
 V = TypeVar("V")
+E = TypeVar("E")
 
 #: compare every delta-moved map with its fresh computation (tests; ``PYVOLCANO_CHECK_DELTAS=1``)
 CHECK = os.environ.get("PYVOLCANO_CHECK_DELTAS", "") == "1"
@@ -43,6 +50,41 @@ def checking(on: bool) -> Iterator[None]:
         yield
     finally:
         CHECK = was
+
+
+def stale_and_gone(entries: Mapping[str, E], jobs: Mapping[str, JobInfo],
+                   carried: tuple[Sequence[JobInfo], int, set[str] | None] | None, fresh: Callable[[E, JobInfo], bool],
+                   who: str) -> tuple[list[JobInfo], list[str]]:
+    """A per-job ledger's work for this session: the jobs whose entry is missing or no longer ``fresh``, and the
+    uids of entries whose job is gone.  ``carried``: (the snapshot's unsettled jobs, how many settled jobs it
+    carried, the jobs changed in the cache since: ``SnapshotCarry.unsettled``, ``settled``, ``changed``) when the
+    ledger was synced to the last snapshot, so that each settled job (the very clone it counted, unchanged) has
+    its entry and only the unsettled ones are looked at, and only changed jobs can have gone; None: every job is
+    looked at."""
+    if carried is None:
+        look: Sequence[JobInfo] = list(jobs.values())
+        known, changed = 0, None
+    else:
+        look, known, changed = carried
+    get = entries.get
+    stale: list[JobInfo] = []
+    for job in look:
+        e = get(job.uid)
+        if e is None:
+            stale.append(job)
+            continue
+        known += 1
+        if not fresh(e, job):
+            stale.append(job)
+    if known == len(entries):
+        gone: list[str] = []
+    elif changed is not None:
+        gone = [uid for uid in changed if uid in entries and uid not in jobs]
+        if CHECK:
+            assert set(gone) == {uid for uid in entries if uid not in jobs}, f"{who} gone by deltas"
+    else:
+        gone = [uid for uid in entries if uid not in jobs]
+    return stale, gone
 
 
 class SettledView(MutableMapping[str, V], Generic[V]):
