@@ -14,6 +14,7 @@ from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import EPS, fit_floor, is_empty, less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.victims import victims_queue
@@ -274,6 +275,17 @@ class FitsNowhere:
         if got is None:
             got = self.seen[key] = not len(fitting(self.ssn, task.init_resreq, self.all))
         return got
+
+
+def take_turns(action: str, ssn: Session, starving: list[JobInfo], idle: bool,
+               turns: Callable[[list[JobInfo]], None]) -> None:
+    """The action's ``turns`` for the ``starving`` jobs, or for none when ``idle`` (``turns_idle`` proved every one
+    evicts and pipelines nothing); with ``deltas.CHECK`` proved turns are taken anyway and must change nothing
+    (``NoChange``)."""
+    unchanged = NoChange(ssn, starving) if idle and deltas.CHECK else None
+    turns(starving if not idle or unchanged is not None else [])
+    if unchanged is not None:
+        unchanged.check(action)
 
 
 class NoChange:

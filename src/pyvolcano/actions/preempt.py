@@ -30,11 +30,11 @@ from pyvolcano.actions._victims import (
     PREEMPTABLE_STATUS,
     CandidateLimits,
     FitsNowhere,
-    NoChange,
     dry_run,
     evict_greedily,
     fitting,
     reachable,
+    take_turns,
     turns_idle,
     victim_bound,
 )
@@ -289,15 +289,7 @@ class Preempt(Action):
         proof = victim_proof(ssn, PREEMPTABLE) if starving and ledger is not None else None
         idle = proof is not None and turns_idle(ssn, starving, partial(_idle_preemptor, ssn, proof, opts,
                                                                        FitsNowhere(ssn)))
-        unchanged = None
-        if idle:  # every turn would evict and pipeline nothing (``turns_idle``); with ``deltas.CHECK`` they are taken
-            if deltas.CHECK:
-                unchanged = NoChange(ssn, starving)
-            else:
-                starving = []
-        self._turns(ssn, opts, starving, proof)
-        if unchanged is not None:
-            unchanged.check("preempt")
+        take_turns("preempt", ssn, starving, idle, lambda jobs: self._turns(ssn, opts, jobs, proof))
         if not ssn.has("victimTasks"):  # no plugin names victims (rescheduling, tdm): nothing to ask about
             return
         victims = ssn.victim_tasks([t for j in ssn.jobs.values() for t in j.tasks_in(PREEMPTABLE_STATUS)])

@@ -24,10 +24,10 @@ import numpy as np
 from pyvolcano.actions._victims import (
     FitsNowhere,
     IdleTask,
-    NoChange,
     evict_greedily,
     fitting,
     reachable,
+    take_turns,
     turns_idle,
     victim_bound,
 )
@@ -62,16 +62,8 @@ class Reclaim(Action):
         # every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
         proof = victim_proof(ssn, RECLAIMABLE) if starving and ledger is not None else None
-        unchanged = None
-        if ledger is not None and starving and turns_idle(ssn, starving, self._idle_reclaimer(ssn, proof)):
-            # every turn would evict and pipeline nothing; with ``deltas.CHECK`` they are taken
-            if deltas.CHECK:
-                unchanged = NoChange(ssn, starving)
-            else:
-                starving = []
-        self._turns(ssn, starving, proof)
-        if unchanged is not None:
-            unchanged.check("reclaim")
+        idle = ledger is not None and bool(starving) and turns_idle(ssn, starving, self._idle_reclaimer(ssn, proof))
+        take_turns("reclaim", ssn, starving, idle, lambda jobs: self._turns(ssn, jobs, proof))
 
     def _idle_reclaimer(self, ssn: Session, proof: VictimProof | None) -> IdleTask:
         """The task's turn provably evicts and pipelines nothing (``turns_idle``): it never preempts; or it has no
