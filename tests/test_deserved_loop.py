@@ -56,3 +56,91 @@ def test_non_finite_input_takes_the_array_rounds() -> None:
     assert expected is not None
     for q, want in zip(queues, expected, strict=True):
         assert q.deserved.tobytes() == want.tobytes()
+
+
+def _copies(queues: list[QueueAttr]) -> dict[str, QueueAttr]:
+    return {q.name: QueueAttr(q.name, q.weight, q.deserved.copy(), q.allocated.copy(), q.request.copy(),
+                              q.inqueue.copy(), q.elastic.copy(), q.guarantee.copy(), q.capability.copy(),
+                              q.real_capability.copy()) for q in queues}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_carried_rows_are_the_loops_and_any_changed_input_runs_it_again(seed: int) -> None:
+    """With carried values the second session of the same inputs takes the last session's rows (no round runs);
+    each input the loop reads, changed, gives the loop's own new rows, never the carried ones."""
+    from pyvolcano.framework.incremental import deltas
+    from pyvolcano.framework.incremental.state import CarriedValues
+    from pyvolcano.plugins import _shared
+
+    rng = np.random.default_rng(100 + seed)
+    dims = int(rng.integers(3, 6))
+    base = _queues(rng, int(rng.integers(1, 5)), dims)
+    total = np.round(rng.random(dims) * 5000.0, 2)
+    values = CarriedValues()
+    runs = []
+    real_run = _shared._run_loop
+
+    def counting(*a: object) -> object:
+        runs.append(1)
+        return real_run(*a)  # type: ignore[arg-type]
+
+    def check(attrs: dict[str, QueueAttr], tot: np.ndarray, expect_run: bool) -> None:
+        fresh = _copies(list(attrs.values()))
+        deserved_loop(fresh, tot)
+        before = len(runs)
+        with deltas.checking(False):  # the carried path as production takes it
+            deserved_loop(attrs, tot, values=values)
+        assert (len(runs) > before) == expect_run
+        for name, a in attrs.items():
+            assert a.deserved.tobytes() == fresh[name].deserved.tobytes()
+            assert a.share == fresh[name].share
+
+    _shared._run_loop = counting  # type: ignore[assignment]
+    try:
+        check(_copies(base), total, True)
+        check(_copies(base), total, False)  # the same inputs: carried
+        q = base[int(rng.integers(len(base)))]
+        for vec in (q.request, q.real_capability, q.guarantee, q.deserved):
+            k = int(rng.integers(dims))
+            old = vec[k]
+            vec[k] = old + 7.0 if np.isfinite(old) else 3.0
+            check(_copies(base), total, True)
+            check(_copies(base), total, False)
+            vec[k] = old
+            check(_copies(base), total, True)
+        q.weight += 1
+        check(_copies(base), total, True)
+        bigger = total.copy()
+        bigger[0] += 1.0
+        check(_copies(base), bigger, True)
+        check(_copies(base), bigger, False)
+        zero = base[0].request.copy()  # a zero's sign is an input too (the memo keys deserved by its bytes)
+        base[0].request[:] = np.where(zero == 0.0, -0.0, zero)
+        if (zero == 0.0).any():
+            check(_copies(base), bigger, True)
+    finally:
+        _shared._run_loop = real_run  # type: ignore[assignment]
+
+
+def test_carried_rows_under_check_mode_are_checked() -> None:
+    """Under ``deltas.CHECK`` a carried answer is computed again and must be the same bytes: a carried value that is
+    not the loop's raises."""
+    from pyvolcano.framework.incremental import deltas
+    from pyvolcano.framework.incremental.state import CarriedValues
+    from pyvolcano.plugins import _shared
+
+    rng = np.random.default_rng(5)
+    base = _queues(rng, 2, 4)
+    base[0].weight = base[1].weight = 1
+    total = np.full(4, 1000.0)
+    values = CarriedValues()
+    deserved_loop(_copies(base), total, values=values)
+    carried = values.get(_shared._CARRIED_DESERVED)
+    assert carried is not None and carried[1] is not None
+    carried[1][0] = carried[1][0] + 1.0  # spoil the carried rows
+    with deltas.checking(True), pytest.raises(AssertionError, match="carried rows"):
+        deserved_loop(_copies(base), total, values=values)
+    with deltas.checking(False):  # without the checks the (spoiled) carried rows are taken: the key matched
+        attrs = _copies(base)
+        deserved_loop(attrs, total, values=values)
+        assert attrs["q0"].deserved.tobytes() == carried[1][0].tobytes()

@@ -36,7 +36,7 @@ class Registration:
     as ``Session.options`` always did).  ``n_tiers`` is at least 1, so a conf without tiers still has one (empty)
     tier for callbacks registered by plugins it does not name."""
 
-    __slots__ = ("at", "n_tiers", "options", "plugins", "tiers")
+    __slots__ = ("_flags", "at", "n_tiers", "options", "plugins", "tiers")
 
     def __init__(self, tiers: list[Tier]) -> None:
         #: the tier list this was built from (``SchedulerConf.registration`` rebuilds when it is another list)
@@ -54,6 +54,16 @@ class Registration:
         #: attribute reads, was a tenth of a session's fixed cost)
         self.plugins: list[tuple[int, PluginOption, Arguments]] = [
             (ti, opt, opt.args()) for ti, tier in enumerate(tiers) for opt in tier.plugins]
+        #: per plugin entry (by identity), its ``flags`` as set in the conf: read by plugins every session
+        #: (``PluginOption.flags`` builds the dict from the pydantic extras at each read)
+        self._flags: dict[int, tuple[PluginOption, dict[str, bool]]] = {}
+
+    def flags_of(self, opt: PluginOption) -> dict[str, bool]:
+        """``opt.flags``, made once per entry of this conf (read-only: the conf is a value)."""
+        got = self._flags.get(id(opt))
+        if got is None or got[0] is not opt:
+            got = self._flags[id(opt)] = (opt, opt.flags)
+        return got[1]
 
     def tier(self, plugin: str, flag: str | None) -> int | None:
         """The tier of ``plugin``'s callbacks on a point switched by ``flag``, None when its option switches the

@@ -26,7 +26,7 @@ from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.resource import EPS, is_empty, share
 from pyvolcano.api.types import ALLOCATED, PodGroupPhase, TaskStatus
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.incremental.state import CarryKey
+from pyvolcano.framework.incremental.state import CarriedValues, CarryKey
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.state import StateKey
 from pyvolcano.plugins._queue_res import deserved_share
@@ -399,7 +399,34 @@ _Static = dict[str, tuple[QueueInfo, tuple[bytes, bytes], tuple[np.ndarray, np.n
 _CARRIED_STATIC: CarryKey[_Static] = CarryKey("proportion-queues")
 
 
-def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray | None = None) -> None:
+#: proportion's last ``deserved_loop`` inputs (bytes) and the rows it made, carried between sessions
+#: (``framework/incremental/state.py``): a session whose queues ask for what they asked for in the last one
+#: gets the same rows without a round
+_CARRIED_DESERVED: CarryKey[list[Any]] = CarryKey("proportion-deserved")
+
+#: ``deserved_loop``'s "every dimension" mask per resource count (read-only)
+_FULL: dict[int, np.ndarray] = {}
+
+
+def _full(size: int) -> np.ndarray:
+    got = _FULL.get(size)
+    if got is None:
+        got = _FULL[size] = np.ones(size, dtype=bool)
+        got.flags.writeable = False
+    return got
+
+
+def _loop_key(queues: list[QueueAttr], total: np.ndarray, full: np.ndarray) -> tuple[Any, ...]:
+    """Everything ``_loop_lists`` / ``_loop_arrays`` read, as bytes (exact: a different sign of zero or NaN
+    payload is another key) and whole numbers: the total, the mask, and per queue in order its weight,
+    deserved, realCapability, request and guarantee."""
+    return (total.tobytes(), full.tobytes(), tuple(a.weight for a in queues),
+            b"".join([b for a in queues for b in (a.deserved.tobytes(), a.real_capability.tobytes(),
+                                                  a.request.tobytes(), a.guarantee.tobytes())]))
+
+
+def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarray | None = None,
+                  values: CarriedValues | None = None) -> None:
     """Volcano's water-filling of ``deserved`` in proportion's OnSessionOpen (see module docstring).  The pod
     count is handed out like any other resource, but, as Volcano's ``remaining.IsEmpty()`` ignores pods, the
     loop stops once everything but pods is handed out.  "Unchanged" is exact equality, as Volcano's
@@ -412,14 +439,43 @@ def deserved_loop(attrs: dict[str, QueueAttr], total: np.ndarray, mask: np.ndarr
     (some twenty calls a round) would dominate every session; ``_loop_arrays`` (NumPy, one queue a row) for
     many.  Both make every number the per-queue loop makes (``tests/test_deserved_loop.py`` checks them
     against each other bit for bit).  Every queue's share is then updated (``update_share``), whether a round
-    ran or not."""
+    ran or not.
+
+    ``values`` (``Session.carried_values``, None without carry): the loop's inputs and rows are carried from one
+    session to the next, and a session whose inputs are byte for byte the last one's takes copies of its rows
+    (the loop is a function of them alone: a waiting backlog leaves the queues' requests as they were session
+    after session); under ``deltas.CHECK`` the loop runs anyway and must give the same bytes."""
     queues = list(attrs.values())
     if not queues:
         return
-    full = np.ones(total.shape, dtype=bool) if mask is None else mask
+    full = _full(total.shape[0]) if mask is None else mask
+    key = None
+    if values is not None:
+        key = _loop_key(queues, total, full)
+        last = values.get(_CARRIED_DESERVED)
+        if last is not None and last[0] == key:
+            rows = None if last[1] is None else [r.copy() for r in last[1]]
+            if deltas.CHECK:
+                fresh = _run_loop(queues, total, full)
+                assert (fresh is None) == (rows is None) and (
+                    fresh is None or rows is None or [r.tobytes() for r in fresh] == [r.tobytes() for r in rows]), \
+                    "deserved_loop: the carried rows are not the loop's"
+            _set_deserved(queues, rows)
+            return
+    rows = _run_loop(queues, total, full)
+    if values is not None:
+        values.put(_CARRIED_DESERVED, [key, None if rows is None else [r.copy() for r in rows]])
+    _set_deserved(queues, rows)
+
+
+def _run_loop(queues: list[QueueAttr], total: np.ndarray, full: np.ndarray) -> list[np.ndarray] | None:
     done, rows = _loop_lists(queues, total, full) if len(queues) <= _LIST_QUEUES else (False, None)
     if not done:
         rows = _loop_arrays(queues, total, full)
+    return rows
+
+
+def _set_deserved(queues: list[QueueAttr], rows: list[np.ndarray] | None) -> None:
     for k, a in enumerate(queues):
         if rows is not None:
             a.deserved = rows[k]
@@ -602,8 +658,7 @@ def queue_priority_cmp(left: QueueInfo, right: QueueInfo) -> int:
 
 def hierarchy_enabled(ssn: Session, plugin: str) -> bool:
     """Volcano's HierarchyEnabled: off unless the plugin's option sets ``enableHierarchy: true``."""
-    _, opt = ssn.options.get(plugin, (0, None))
-    return bool(opt is not None and opt.flags.get("enableHierarchy", False))
+    return bool(ssn.option_flags(plugin).get("enableHierarchy", False))
 
 
 

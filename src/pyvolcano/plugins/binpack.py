@@ -53,19 +53,20 @@ class Binpack(Plugin):
         derived = nodes.static.derived
         got = derived.get("binpack-weights")
         if got is not None and got[0] is a and got[1] is res:
-            weight, weights, carry = got[2]
+            weight, weights, carry, off, zero_key = got[2]
         else:
             weight, weights = _weights(a, res)
             carry = (weight, *weights.tolist())
-            derived["binpack-weights"] = (a, res, (weight, weights, carry))
-        if weight <= 0 or not weights.any():
+            off = weight <= 0 or not weights.any()
+            zero_key = "binpack-has-zero-" + "".join("1" if w > 0 else "0" for w in weights)
+            derived["binpack-weights"] = (a, res, (weight, weights, carry, off, zero_key))
+        if off:
             return
         alloc_all = nodes.allocatable
         safe_alloc = derived.get("binpack-safe-alloc")
         if safe_alloc is None:
             safe_alloc = derived["binpack-safe-alloc"] = np.where(alloc_all > 0, alloc_all, 1.0)
             safe_alloc.flags.writeable = False
-        zero_key = "binpack-has-zero-" + "".join("1" if w > 0 else "0" for w in weights)
         has_zero = derived.get(zero_key)
         if has_zero is None:
             has_zero = derived[zero_key] = bool((alloc_all[:, weights > 0] <= 0).any())

@@ -247,7 +247,7 @@ class NodeOrder(Plugin):
 
     def _resource_scores(self, ssn: Session, least: int, most: int, balanced: int) -> None:
         """LeastAllocated, MostAllocated and BalancedAllocation: per node, from the node's requests."""
-        kr = K8sNodeRequests(ssn, track="predicates" in ssn.conf.plugin_names)
+        kr = K8sNodeRequests(ssn, track="predicates" in ssn.conf.registration.options)  # the conf's names
         alloc_all = ssn.nodes.allocatable
         dims = kr.dims
 

@@ -38,9 +38,10 @@ class Overcommit(Plugin):
             pg = job.podgroup
             if pg is None or pg.min_resources is None:  # ``has_min_resources``
                 return PERMIT
-            need = [a * m for a, m in zip(pg.min_resources.tolist(), fair, strict=True)]
-            short = [i for i, (n, q, h) in enumerate(zip(need, state["inqueue"], idle, strict=True))
-                     if n > 0 and not q + n < h + EPS]
+            # one pass: need = minResources * mask, then Volcano's ``q + need < idle`` on the dimensions it names
+            short = [i for i, (a, m, q, h) in enumerate(zip(pg.min_resources.tolist(), fair, state["inqueue"], idle,
+                                                            strict=True))
+                     if a * m > 0 and not q + a * m < h + EPS]
             if not short:
                 return PERMIT
             # Volcano's text (``util.FormatResourceNames`` in overcommit's JobEnqueueableFn): the overused

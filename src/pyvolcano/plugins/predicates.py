@@ -88,8 +88,7 @@ def refuse_every_placement(ssn: Session, plugin: str, args: Arguments) -> None:
 
     pyvolcano reaches the same decisions by a filter that rejects every node, registered whatever the flag says:
     no node is found, so nothing is placed or evicted (only the "why" text differs from Volcano's)."""
-    opt = ssn.options.get(plugin)
-    if opt is None or opt[1].enabled("enablePredicate"):
+    if ssn.enabled(plugin, "enablePredicate"):
         return
     reserve = [name for name, key in (("VolumeBinding", "predicate.VolumeBindingEnable"),
                                       ("DynamicResources", "predicate.DynamicResourceAllocationEnable"))

@@ -36,7 +36,7 @@ from pyvolcano.framework.points import PERMIT, REJECT, Vote
 from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import EventHandler, Session
 from pyvolcano.framework.state import PROPORTION_QUEUES
-from pyvolcano.plugins._queue_res import le_with_dimension
+from pyvolcano.plugins._queue_res import PODS, le_with_dimension
 from pyvolcano.plugins._shared import build_attrs, deserved_loop, queue_priority_cmp
 
 
@@ -53,7 +53,7 @@ class Proportion(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         attrs = build_attrs(ssn)
-        deserved_loop(attrs, ssn.total_resource)  # every queue's share too
+        deserved_loop(attrs, ssn.total_resource, values=ssn.carried_values())  # every queue's share too
         ssn.state.write(PROPORTION_QUEUES, attrs)
         self.attrs = attrs
 
@@ -105,19 +105,33 @@ class Proportion(Plugin):
         # Volcano 1.11+: a queue may reclaim for a task only while the task still fits its deserved share.
         ssn.add_preemptive_fn(self.name, allocatable)
 
+        # per queue its (allocated, inqueue, elastic, realCapability) as plain floats, made at the first enqueue
+        # vote that reads them and dropped when one changes (``change``, a permit): enqueue asks this of every
+        # waiting job's turn, and a handful of float operations in Python cost less than NumPy's calls on them
+        flat: dict[str, tuple[list[float], list[float], list[float], list[float]]] = {}
+
         def enqueueable(job: JobInfo) -> Vote:
             queue = ssn.queues.get(job.queue)
             if queue is not None and not queue.is_open():
                 job.enqueue_reason = f"queue {job.queue} is {queue.state}, not Open"
                 return REJECT
             a = attrs.get(job.queue)
-            if a is None or not job.has_min_resources():
+            pg = job.podgroup
+            if a is None or pg is None or pg.min_resources is None:  # ``has_min_resources``
                 return PERMIT
-            need = job.min_resources(ssn.res.size)
-            r = need + a.allocated + a.inqueue - a.elastic
-            short = le_with_dimension(r, a.real_capability, need)
+            need = pg.min_resources
+            f = flat.get(a.name)
+            if f is None:
+                f = flat[a.name] = (a.allocated.tolist(), a.inqueue.tolist(), a.elastic.tolist(),
+                                    a.real_capability.tolist())
+            # Volcano's ``LessEqualWithDimensionAndResourcesName(minReq + allocated + inqueue - elastic,
+            # realCapability, minReq)`` (``_queue_res.le_with_dimension``): the same IEEE additions, left to right,
+            # as NumPy's on the rows
+            short = [i for i, (n, al, iq, el, rc) in enumerate(zip(need.tolist(), *f, strict=True))
+                     if i != PODS and n > 0 and n + al + iq - el > rc]
             if not short:
                 a.inqueue += need
+                flat[a.name] = (f[0], a.inqueue.tolist(), f[2], f[3])
                 return PERMIT
             # Volcano's text (``util.FormatResourceNames`` in proportion's JobEnqueueableFn), with the queue's
             # name: it names the short resources, not amounts, so a job refused again for the same reason keeps
@@ -133,4 +147,5 @@ class Proportion(Plugin):
             if a is not None:
                 a.allocated += sign * task.resreq
                 a.update_share()
+                flat.pop(a.name, None)
         ssn.add_event_handler(EventHandler(lambda t: change(t, 1.0), lambda t: change(t, -1.0)))
