@@ -175,3 +175,48 @@ def test_queues_command_shows_root_capability_as_volcano_reads_it() -> None:
     assert by["root"].values["capability"] == {"cpu": "8", "memory": "0 (not named)",
                                                "nvidia.com/gpu": "0 (not named)"}
     assert any(p.queue == "q1" and p.field == "spec.capability" for p in rep.problems)
+
+
+def test_proportion_enqueue_vote_in_floats_is_volcanos_formula_vote_after_vote() -> None:
+    """proportion's jobEnqueueable compares plain floats over per-queue lists it remakes when the queue's numbers
+    change (a permit adds the job's minResources to inqueue, an allocation moves allocated): vote after vote it
+    answers as Volcano's ``minReq + allocated + inqueue - elastic`` within ``realCapability`` on NumPy rows."""
+    from pyvolcano.plugins._queue_res import le_with_dimension
+
+    objects: list[Any] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}},
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
+         "spec": {"weight": 1, "capability": {"cpu": "10", "memory": "40Gi"}}}]
+    sizes = [("3", "8Gi"), ("3", "8Gi"), ("2.5", "30Gi"), ("3", "1Gi"), ("1", "1Gi"), ("2", "1Gi")]
+    for k, (cpu, mem) in enumerate(sizes):
+        objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                        "metadata": {"name": f"pg{k}", "namespace": "ns"},
+                        "spec": {"minMember": 1, "queue": "q", "minResources": {"cpu": cpu, "memory": mem}},
+                        "status": {"phase": "Pending"}})
+        objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"p{k}", "namespace": "ns", "annotations": {"scheduling.k8s.io/group-name": f"pg{k}"}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]},
+            "status": {"phase": "Pending"}})
+    ssn = session(objects, "actions: enqueue\ntiers:\n- plugins:\n  - name: proportion\n")
+    a = ssn.state.read(PROPORTION_QUEUES)["q"]
+    inqueue = np.array(a.inqueue, dtype=float)
+    votes = []
+    for k in range(len(sizes)):
+        job = next(j for j in ssn.jobs.values() if j.name == f"pg{k}")
+        need = job.min_resources(ssn.res.size)
+        want = not le_with_dimension(need + a.allocated + inqueue - a.elastic, a.real_capability, need)
+        if k == 3:  # an allocation between two votes: the queue's allocated moves (the event handler)
+            task = next(iter(next(j for j in ssn.jobs.values() if j.name == "pg4").tasks.values()))
+            ssn.place(task, 0, task.status.__class__.Allocated)
+            want = not le_with_dimension(need + a.allocated + inqueue - a.elastic, a.real_capability, need)
+        got = ssn.job_enqueueable(job)
+        assert got == want, k
+        if want:
+            inqueue = inqueue + need
+        assert a.inqueue.tolist() == inqueue.tolist()
+        votes.append(got)
+    # pg2 is short of memory; pg4 fits the capability as the session opened (1 + 9 <= 10 cpu) but not once pg4's
+    # own pod holds 1 cpu: a list not remade after the allocation would admit it
+    assert votes == [True, True, False, True, False, False]
