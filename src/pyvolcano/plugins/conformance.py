@@ -32,17 +32,21 @@ def _not_critical(_: TaskInfo, cls: object, own: bool) -> bool:
 CONDITION = VictimCondition(victim_class, _not_critical)
 
 
+def _victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+    return [t for t in preemptees if not is_critical(t)], PERMIT
+
+
+def _unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+    return [t for t in candidates if not is_critical(t)], PERMIT
+
+
 @register_plugin
 class Conformance(Plugin):
     name = "conformance"
     contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
-        def victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
-            return [t for t in preemptees if not is_critical(t)], PERMIT
-        ssn.add_preemptable_fn(self.name, victims, CONDITION)
-        ssn.add_reclaimable_fn(self.name, victims, CONDITION)
-
-        def unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
-            return [t for t in candidates if not is_critical(t)], PERMIT
-        ssn.add_unified_evictable_fn(self.name, unified)
+        # functions of their arguments alone: made once, not at every session's open
+        ssn.add_preemptable_fn(self.name, _victims, CONDITION)
+        ssn.add_reclaimable_fn(self.name, _victims, CONDITION)
+        ssn.add_unified_evictable_fn(self.name, _unified)

@@ -69,6 +69,66 @@ def _above_min(_: TaskInfo, cls: object, own: bool) -> bool:
 CONDITION = VictimCondition(victim_class, _above_min)
 
 
+def _unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+    """gangpreempt/gangreclaim keep minMember through their safe/whole bundles: every candidate passes."""
+    return candidates, PERMIT
+
+
+def _by_readiness(lr: bool, rr: bool) -> int:
+    if lr == rr:
+        return 0
+    return 1 if lr else -1
+
+
+def _job_order(left: JobInfo, right: JobInfo) -> int:
+    return _by_readiness(left.is_ready(), right.is_ready())
+
+
+def _sub_job_order(left: SubJob, right: SubJob) -> int:
+    return _by_readiness(left.is_ready(), right.is_ready())
+
+
+def _job_ready(job: JobInfo) -> bool:
+    return job.check_task_ready() and job.check_sub_job_ready() and job.is_ready()
+
+
+def _sub_job_ready(sj: SubJob) -> bool:
+    return sj.is_ready()
+
+
+def _job_pipelined(job: JobInfo) -> Vote:
+    return PERMIT if job.check_task_pipelined() and job.check_sub_job_pipelined() and job.is_pipelined() else REJECT
+
+
+def _sub_job_pipelined(sj: SubJob) -> Vote:
+    return PERMIT if sj.is_pipelined() else REJECT
+
+
+def _starving(job: JobInfo) -> bool:
+    # Volcano: in preemption only minMember matters, not the per-spec minimums
+    return job.is_starving()
+
+
+def _ready_carried(job: JobInfo) -> bool:
+    return carried(job, "gang-ready", job.version, JobInfo.is_ready)
+
+
+def _valid_carried(job: JobInfo) -> Status | None:
+    # a function of the job's pods and minimums only: carried while the job is unchanged
+    return carried(job, "gang-valid", job.version, _valid)
+
+
+def _order_carried(left: JobInfo, right: JobInfo) -> int:
+    return _job_order(left, right)
+
+
+# The callbacks that read nothing of the session, made once rather than at every session's open: the job order keyed
+# by readiness (a backlog is sorted without recounting per comparison, ``framework/order.py``), carried as close
+# carries it with carry (``Session.carry``), computed afresh without
+keyed(_order_carried, _ready_carried)
+keyed(_job_order, JobInfo.is_ready)
+
+
 @register_plugin
 class Gang(Plugin):
     name = "gang"
@@ -77,11 +137,7 @@ class Gang(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         carry = ssn.carry
-
-        def valid(job: JobInfo) -> Status | None:
-            # a function of the job's pods and minimums only: carried while the job is unchanged
-            return carried(job, "gang-valid", job.version, _valid, carry)
-        ssn.add_job_valid_fn(self.name, valid)
+        ssn.add_job_valid_fn(self.name, _valid_carried if carry else _valid)
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             occupied: dict[str, int] = {}
@@ -98,34 +154,14 @@ class Gang(Plugin):
             return out, PERMIT
         ssn.add_preemptable_fn(self.name, victims, CONDITION)
         ssn.add_reclaimable_fn(self.name, victims, CONDITION)
-
-        def unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
-            """gangpreempt/gangreclaim keep minMember through their safe/whole bundles: every candidate passes."""
-            return candidates, PERMIT
-        ssn.add_unified_evictable_fn(self.name, unified)
-
-        def job_order(left: JobInfo, right: JobInfo) -> int:
-            lr, rr = left.is_ready(), right.is_ready()
-            if lr == rr:
-                return 0
-            return 1 if lr else -1
-        # keyed by readiness, carried as close carries it: a backlog is sorted without recounting per comparison
-        ssn.add_job_order_fn(self.name, keyed(job_order, lambda j: carried(j, "gang-ready", j.version,
-                                                                           JobInfo.is_ready, carry)))
-
-        def sub_job_order(left: SubJob, right: SubJob) -> int:
-            lr, rr = left.is_ready(), right.is_ready()
-            if lr == rr:
-                return 0
-            return 1 if lr else -1
-        ssn.add_sub_job_order_fn(self.name, sub_job_order)
-        ssn.add_job_ready_fn(self.name, lambda j: j.check_task_ready() and j.check_sub_job_ready() and j.is_ready())
-        ssn.add_sub_job_ready_fn(self.name, lambda sj: sj.is_ready())
-        ssn.add_job_pipelined_fn(self.name, lambda j: PERMIT if j.check_task_pipelined() and j.check_sub_job_pipelined()
-                                 and j.is_pipelined() else REJECT)
-        ssn.add_sub_job_pipelined_fn(self.name, lambda sj: PERMIT if sj.is_pipelined() else REJECT)
-        # Volcano: in preemption only minMember matters, not the per-spec minimums
-        ssn.add_job_starving_fn(self.name, lambda j: j.is_starving())
+        ssn.add_unified_evictable_fn(self.name, _unified)
+        ssn.add_job_order_fn(self.name, _order_carried if carry else _job_order)
+        ssn.add_sub_job_order_fn(self.name, _sub_job_order)
+        ssn.add_job_ready_fn(self.name, _job_ready)
+        ssn.add_sub_job_ready_fn(self.name, _sub_job_ready)
+        ssn.add_job_pipelined_fn(self.name, _job_pipelined)
+        ssn.add_sub_job_pipelined_fn(self.name, _sub_job_pipelined)
+        ssn.add_job_starving_fn(self.name, _starving)
 
     def on_session_close(self, ssn: Session) -> None:
         """Every job gets a condition.  Most jobs of a session are ready and unchanged, so this loop runs over the

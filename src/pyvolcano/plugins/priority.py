@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from pyvolcano.api.job_info import JobInfo, TaskInfo
+from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
 from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
@@ -32,18 +32,38 @@ def _neg_task_priority(task: TaskInfo) -> int:
     return -task.priority
 
 
+def _task_order(a: TaskInfo, b: TaskInfo) -> int:
+    return _higher_first(a.priority, b.priority)
+
+
+def _job_order(a: JobInfo, b: JobInfo) -> int:
+    return _higher_first(a.priority, b.priority)
+
+
+def _sub_job_order(a: SubJob, b: SubJob) -> int:
+    return _higher_first(a.priority, b.priority)
+
+
+def _starving(job: JobInfo) -> bool:
+    return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+
+
+# keyed: allocate's task heaps and a backlog's sort compare the value instead of asking per comparison
+# (framework/order.py); functions of their arguments alone, made once rather than at every session's open
+keyed(_task_order, _neg_task_priority)
+keyed(_job_order, _neg_priority)
+
+
 @register_plugin
 class Priority(Plugin):
     name = "priority"
     contracts = frozenset({Contract.FINGERPRINTED})
 
     def on_session_open(self, ssn: Session) -> None:
-        # keyed as the job order is: allocate's task heaps compare the value (framework/order.py)
-        ssn.add_task_order_fn(self.name, keyed(lambda a, b: _higher_first(a.priority, b.priority), _neg_task_priority))
-        # keyed: a backlog is sorted by the value instead of asking this per comparison (framework/order.py)
-        ssn.add_job_order_fn(self.name, keyed(lambda a, b: _higher_first(a.priority, b.priority), _neg_priority))
+        ssn.add_task_order_fn(self.name, _task_order)
+        ssn.add_job_order_fn(self.name, _job_order)
         # a sub-group's priority is its highest task priority (SubJobInfo.Priority)
-        ssn.add_sub_job_order_fn(self.name, lambda a, b: _higher_first(a.priority, b.priority))
+        ssn.add_sub_job_order_fn(self.name, _sub_job_order)
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             pj = ssn.jobs.get(preemptor.job)
@@ -80,7 +100,4 @@ class Priority(Plugin):
             return [t for t in candidates if (j := jobs.get(t.job)) is not None and j.priority < ctx.job.priority], \
                 PERMIT
         ssn.add_unified_evictable_fn(self.name, unified)
-
-        def starving(job: JobInfo) -> bool:
-            return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
-        ssn.add_job_starving_fn(self.name, starving)
+        ssn.add_job_starving_fn(self.name, _starving)
