@@ -122,7 +122,7 @@ def _checks_few(rows: list[np.ndarray]) -> tuple[list[int], list[bool]]:
     bounds, whole = [], []
     for r in rows:
         flat = r.ravel().tolist()
-        w = all(x.is_integer() for x in flat)
+        w = all(map(float.is_integer, flat))  # (``tolist`` of a float array: Python floats)
         bounds.append(int(max(map(abs, flat), default=0.0)) + 1 if w else 0)
         whole.append(w)
     return bounds, whole
