@@ -115,3 +115,17 @@ def test_arguments_once_per_conf() -> None:
                                                                            arguments={"x": 1})]})
     assert other.action_args("allocate")["x"] == 1
     assert "x" not in conf.action_args("allocate")
+
+
+def test_session_uid_is_a_random_version_4_uuid() -> None:
+    """A session's UID (the conditions' ``transitionID``) is a version 4 UUID in its text form, as Volcano's
+    ``uuid.NewUUID``, and no two sessions share one."""
+    import uuid
+
+    from pyvolcano.framework.uids import session_uid
+
+    got = [session_uid() for _ in range(500)]
+    assert len(set(got)) == len(got)
+    for u in got:
+        parsed = uuid.UUID(u)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == u

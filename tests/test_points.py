@@ -463,20 +463,17 @@ def test_a_plugin_registering_under_its_own_name_keeps_its_entrys_tier_and_flags
     assert ssn.options["renamed-picky"][0] == 1
 
 
-def test_enabled_and_option_flags_are_the_conf_entries_read_once() -> None:
-    """``Session.enabled`` is Volcano's ``isEnabled`` (unset: on; a plugin the conf does not name: on) and
-    ``Session.option_flags`` the flags an entry sets, made once per conf (drf's ``enableHierarchy`` reads them)."""
-    from pyvolcano.plugins._shared import hierarchy_enabled
+def test_option_flags_are_the_conf_entries_read_once() -> None:
+    """``option_flags`` are the flags a conf entry sets, made once per conf: Volcano's ``isEnabled`` (unset: on; a
+    plugin the conf does not name: on) for predicates' ``enablePredicate``, drf's ``enableHierarchy``."""
+    from pyvolcano.plugins._shared import hierarchy_enabled, option_flags
 
     conf = CONF.replace("  - name: predicates\n", "  - name: predicates\n    enablePredicate: false\n")
     conf = conf.replace("  - name: binpack\n", "  - name: binpack\n    enableHierarchy: true\n")
     ssn = session(conf.format(flags="")).open()
-    assert not ssn.enabled("predicates", "enablePredicate")
-    assert ssn.enabled("predicates", "enableNodeOrder") and ssn.enabled("binpack", "enablePredicate")
-    assert ssn.enabled("not-in-the-conf", "enablePredicate")
-    assert ssn.option_flags("predicates") == {"enablePredicate": False}
-    assert ssn.option_flags("predicates") is ssn.option_flags("predicates")
-    assert ssn.option_flags("not-in-the-conf") == {}
+    assert option_flags(ssn, "predicates") == {"enablePredicate": False}
+    assert option_flags(ssn, "predicates") is option_flags(ssn, "predicates")
+    assert option_flags(ssn, "not-in-the-conf") == {}
     assert hierarchy_enabled(ssn, "binpack") and not hierarchy_enabled(ssn, "predicates")
     again = Session(ssn.snapshot, ssn.conf)
-    assert again.option_flags("predicates") is ssn.option_flags("predicates")  # once per conf
+    assert option_flags(again, "predicates") is option_flags(ssn, "predicates")  # once per conf

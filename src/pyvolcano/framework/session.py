@@ -11,7 +11,6 @@ Kubernetes binder) applies them.  Nothing here knows where the snapshot came fro
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -118,6 +117,7 @@ from pyvolcano.framework.result import (
 )
 from pyvolcano.framework.state import PROPORTION_QUEUES, SessionState
 from pyvolcano.framework.topology import SessionTopology
+from pyvolcano.framework.uids import session_uid
 
 
 @dataclass
@@ -132,7 +132,7 @@ class Session:
     """One scheduling cycle (Volcano's framework.Session)."""
 
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, engine: str = "vector") -> None:
-        self.uid = _session_uid()
+        self.uid = session_uid()
         self.snapshot = snapshot
         self.conf = conf
         self.res = snapshot.res
@@ -222,17 +222,6 @@ class Session:
         if ti is None or ti >= 0:
             return ti
         return self._reg.tier(plugin, flag) if self._at is self._reg.at else _tier_of(self.options, plugin, flag)
-
-    def enabled(self, plugin: str, flag: str) -> bool:
-        """Whether ``plugin``'s option leaves ``flag`` on (Volcano's ``isEnabled``: unset means on; a plugin the
-        conf does not name: on), as resolved once for the conf."""
-        return self._tier(plugin, flag) is not None
-
-    def option_flags(self, plugin: str) -> dict[str, bool]:
-        """The enable flags ``plugin``'s option sets (``PluginOption.flags``, made once per conf; read-only), empty
-        for a plugin the conf does not name."""
-        got = self.options.get(plugin)
-        return {} if got is None else self._reg.flags_of(got[1])
 
     def _add(self, point: Point[F], plugin: str, fn: F) -> None:
         """Append ``fn`` to the point's list of the plugin's tier, unless the plugin's option switches the point
@@ -818,20 +807,6 @@ class Session:
             plugin.on_session_close(self)
             self.plugin_seconds[(name, "OnSessionClose")] = time.perf_counter() - t0
         return build_result(self)
-
-
-#: random bits for the session uids, seeded from the system's entropy once (``random.Random()``): a uid names a
-#: session in the PodGroup conditions' ``transitionID``, it guards nothing
-_UID_BITS = random.Random()
-
-
-def _session_uid() -> str:
-    """A random (version 4) UUID in its text form, as Volcano's ``uuid.NewUUID`` for a session's UID: the bits of
-    ``uuid.uuid4`` set the same way, drawn from ``_UID_BITS`` rather than the system's entropy for each session
-    (a fifth of the cost)."""
-    n = _UID_BITS.getrandbits(128) & ~(0xF000 << 64) | (0x4000 << 64)  # version 4
-    h = "%032x" % (n & ~(0xC000 << 48) | (0x8000 << 48))  # RFC 4122 variant
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _NO_FNS: dict[int, dict[str, tuple[tuple[()], ...]]] = {}

@@ -656,9 +656,17 @@ def queue_priority_cmp(left: QueueInfo, right: QueueInfo) -> int:
     return right.priority - left.priority
 
 
+def option_flags(ssn: Session, plugin: str) -> dict[str, bool]:
+    """The enable flags ``plugin``'s option sets in the session's conf (``PluginOption.flags``, made once per conf:
+    ``Registration.flags_of``; read-only), empty for a plugin the conf does not name.  Volcano's ``isEnabled``
+    (framework/util.go) is ``option_flags(ssn, plugin).get(flag, True)``."""
+    got = ssn.options.get(plugin)
+    return {} if got is None else ssn.conf.registration.flags_of(got[1])
+
+
 def hierarchy_enabled(ssn: Session, plugin: str) -> bool:
     """Volcano's HierarchyEnabled: off unless the plugin's option sets ``enableHierarchy: true``."""
-    return bool(ssn.option_flags(plugin).get("enableHierarchy", False))
+    return bool(option_flags(ssn, plugin).get("enableHierarchy", False))
 
 
 

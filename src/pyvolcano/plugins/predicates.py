@@ -34,6 +34,7 @@ from pyvolcano.framework.registry import register_plugin
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins._k8s import LABELS, LabelIndex, selector_mask, taint_reason, untolerated
 from pyvolcano.plugins._podaffinity import counted, register_predicates
+from pyvolcano.plugins._shared import option_flags
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 # Kubernetes' own phrases for the rejections whose text does not depend on the node
@@ -88,7 +89,7 @@ def refuse_every_placement(ssn: Session, plugin: str, args: Arguments) -> None:
 
     pyvolcano reaches the same decisions by a filter that rejects every node, registered whatever the flag says:
     no node is found, so nothing is placed or evicted (only the "why" text differs from Volcano's)."""
-    if ssn.enabled(plugin, "enablePredicate"):
+    if option_flags(ssn, plugin).get("enablePredicate", True):  # Volcano's isEnabled: unset means on
         return
     reserve = [name for name, key in (("VolumeBinding", "predicate.VolumeBindingEnable"),
                                       ("DynamicResources", "predicate.DynamicResourceAllocationEnable"))
