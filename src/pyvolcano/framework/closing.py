@@ -481,7 +481,7 @@ def _held(rows: dict[str, list[np.ndarray]],
             out[q] = rs[0].copy()
             continue
         m = np.concatenate(rs).reshape(len(rs), -1)  # faster than np.array on a list of vectors
-        if np.array_equal(m, np.rint(m)) and float(np.abs(m).sum(axis=0).max(initial=0.0)) < EXACT:
+        if (m == np.rint(m)).all() and float(np.abs(m).sum(axis=0).max(initial=0.0)) < EXACT:
             out[q] = m.sum(axis=0)
         else:
             if in_order is not None:

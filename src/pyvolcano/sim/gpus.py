@@ -21,8 +21,18 @@ from pyvolcano.api import gpufrag
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import QuantityError
+from pyvolcano.framework.incremental import deltas
 
 MILLI = gpufrag.MILLI
+#: a float times this is an integer (the smallest positive double is 2**-1074): per-node fragmentation values are
+#: summed exactly as integers in these units (``GpuLedger.frag``)
+_EXACT = 1 << 1074
+
+
+def _exact(x: float) -> int:
+    """``x`` (finite) in units of 2**-1074, exactly."""
+    n, d = x.as_integer_ratio()
+    return n * (_EXACT // d)
 
 
 def _amount(alloc: dict[str, Any], name: str) -> int:
@@ -63,6 +73,11 @@ class GpuLedger:
         self.held: dict[str, tuple[int, list[tuple[int, int]], int]] = {}
         self.frag_known = True
         self._frag = np.zeros(len(names))
+        #: the exact sum of ``_frag`` in units of 2**-1074 (``_exact``), moved by the rows recomputed; None: not
+        #: kept (a value was not finite), summed afresh with ``math.fsum``
+        self._frag_sum: int | None = 0
+        #: the cluster's fragmentation as last returned by ``frag`` (None: to compute)
+        self._frag_out: float | None = None
         self._dirty: set[int] = set(range(len(names)))
         self._access = mix.access(models) if mix is not None else None
         #: (time, milli-GPU allocated, fragmentation in GPUs or None) at every time the holdings changed
@@ -135,8 +150,27 @@ class GpuLedger:
             rows = np.fromiter(self._dirty, dtype=np.int64)
             self._dirty.clear()
             has = rows[self.count[rows] > 0]
+            before = self._frag[rows].tolist()
             self._frag[rows] = 0.0
             if len(has):
                 self._frag[has] = gpufrag.node_frag(self.mix, self.cpu_left[has], self.left[has],
                                                     self._access[has])
-        return math.fsum(self._frag.tolist()) / MILLI
+            self._frag_out = None
+            total = self._frag_sum
+            if total is not None:
+                try:
+                    for old, now in zip(before, self._frag[rows].tolist(), strict=True):
+                        total += _exact(now) - _exact(old)
+                except (OverflowError, ValueError):  # an infinite or NaN value: fsum from here on
+                    total = None
+                self._frag_sum = total
+        if self._frag_out is None:
+            # the correctly rounded sum of the nodes' values, what ``math.fsum`` over them all gives: kept as an
+            # exact integer moved by the changed nodes (int / int is correctly rounded), so a call costs what
+            # changed, not the cluster's 1,500 nodes (a zero: fsum's, signed as it signs it)
+            total = self._frag_sum
+            self._frag_out = (total / _EXACT if total else math.fsum(self._frag.tolist())) / MILLI
+        if deltas.CHECK:
+            want = math.fsum(self._frag.tolist()) / MILLI
+            assert self._frag_out == want or math.isnan(want), "GpuLedger.frag moved by the changed nodes"
+        return self._frag_out
