@@ -29,6 +29,10 @@ MILLI = gpufrag.MILLI
 _EXACT = 1 << 1074
 
 
+#: node states whose fragmentation ``GpuLedger.frag`` remembers before it starts again
+_STATES = 1 << 16
+
+
 def _exact(x: float) -> int:
     """``x`` (finite) in units of 2**-1074, exactly."""
     n, d = x.as_integer_ratio()
@@ -79,6 +83,8 @@ class GpuLedger:
         #: the cluster's fragmentation as last returned by ``frag`` (None: to compute)
         self._frag_out: float | None = None
         self._dirty: set[int] = set(range(len(names)))
+        #: (GPU model, milli-cpu left, milli-GPU left per GPU as bytes) -> that node state's fragmentation
+        self._states: dict[tuple[str, int, bytes], float] = {}
         self._access = mix.access(models) if mix is not None else None
         #: (time, milli-GPU allocated, fragmentation in GPUs or None) at every time the holdings changed
         #: (``record``): the exact step functions the GPU series and time averages are taken from
@@ -153,8 +159,26 @@ class GpuLedger:
             before = self._frag[rows].tolist()
             self._frag[rows] = 0.0
             if len(has):
-                self._frag[has] = gpufrag.node_frag(self.mix, self.cpu_left[has], self.left[has],
-                                                    self._access[has])
+                # a node's value depends on its GPU model and what it has left alone: a state seen before (a node
+                # emptied, the same pod come and gone) gets the value worked out then, the others are worked out
+                memo = self._states
+                if len(memo) > _STATES:
+                    memo.clear()
+                keys = [(self.models[i], c, g.tobytes()) for i, c, g in
+                        zip(has.tolist(), self.cpu_left[has].tolist(), self.left[has], strict=True)]
+                got = [memo.get(k) for k in keys]
+                todo = [j for j, v in enumerate(got) if v is None]
+                if todo:
+                    rows_todo = has[todo]
+                    fresh = gpufrag.node_frag(self.mix, self.cpu_left[rows_todo], self.left[rows_todo],
+                                              self._access[rows_todo]).tolist()
+                    for j, v in zip(todo, fresh, strict=True):
+                        got[j] = memo[keys[j]] = v
+                self._frag[has] = got
+                if deltas.CHECK:
+                    assert self._frag[has].tobytes() == gpufrag.node_frag(
+                        self.mix, self.cpu_left[has], self.left[has], self._access[has]).tobytes(), \
+                        "GpuLedger.frag: a remembered node state"
             self._frag_out = None
             total = self._frag_sum
             if total is not None:
