@@ -472,10 +472,15 @@ class SchedulerCache:
             pg.conditions = list(status.get("conditions") or [])
         else:
             pg = convert.podgroup(obj, self.res)
+            last = None
         uid = f"{pg.namespace}/{pg.name}"
         old = self.podgroups.get(uid)
-        if old is not None and not _consumes(old, pg):
-            self.freed(spec=not _same_spec(old, pg) or pg.phase == PodGroupPhase.Pending)
+        if old is not None:
+            # a status written on the last conversion (``known``) keeps its very spec: the same without comparing
+            same = (old is last) or _same_spec(old, pg)
+            if not (same and (old.phase == pg.phase
+                              or (old.phase == PodGroupPhase.Pending and pg.phase == PodGroupPhase.Inqueue))):
+                self.freed(spec=not same or pg.phase == PodGroupPhase.Pending)
         self.podgroups[uid] = pg
         self._file_group(uid, pg)
         job = self.jobs.get(uid)
@@ -1006,13 +1011,6 @@ def _count(cache: SchedulerCache, t: TaskInfo, node: str, sign: int) -> None:
                 counts[node] = n
             else:
                 del counts[node]
-
-
-def _consumes(old: PodGroup, new: PodGroup) -> bool:
-    """A PodGroup change that gives no room back: re-sent unchanged, or admitted (Pending -> Inqueue), with the
-    same spec (see ``framework/incremental/memo.py``)."""
-    return _same_spec(old, new) and (old.phase == new.phase
-                                     or (old.phase == PodGroupPhase.Pending and new.phase == PodGroupPhase.Inqueue))
 
 
 def _same_spec(old: PodGroup, new: PodGroup) -> bool:

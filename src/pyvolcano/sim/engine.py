@@ -28,7 +28,7 @@ from pyvolcano.api.devices import GPU_MEMORY, GPU_NUMBER
 from pyvolcano.api.job_info import PREEMPTION_BY_SCHEDULER, TaskInfo
 from pyvolcano.api.job_model import WorkloadJob
 from pyvolcano.api.quantity import format_quantity
-from pyvolcano.api.resource import EPS
+from pyvolcano.api.resource import EPS, ResourceIndex
 from pyvolcano.api.types import TASK_SPEC_ANNOTATION
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import SchedulerConf
@@ -315,13 +315,24 @@ class SimWriter:
         self.unwritten: set[str] = set()
         self._events: dict[tuple[str, str, str], str] = {}
         self._stamped: tuple[float, str] = (float("nan"), "")
+        #: the day of the last whole-second stamp and its date part (``_stamp``)
+        self._day: tuple[int, str] = (-1, "")
 
     def _stamp(self) -> str:
         """The current time as an RFC 3339 stamp, formatted once per simulated instant (every PodGroup status
         and pod condition written after a session carries it)."""
         now = self.sim.now
         if self._stamped[0] != now:
-            self._stamped = (now, datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            t = float(now)
+            if t.is_integer() and t >= 0:  # a whole second (every session's time): the day's date, once a day
+                day, sec = divmod(int(t), 86400)
+                if self._day[0] != day:
+                    self._day = (day, datetime.fromtimestamp(day * 86400, UTC).strftime("%Y-%m-%dT"))
+                h, sec = divmod(sec, 3600)
+                m, sec = divmod(sec, 60)
+                self._stamped = (now, f"{self._day[1]}{h:02d}:{m:02d}:{sec:02d}Z")
+            else:
+                self._stamped = (now, datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         return self._stamped[1]
 
     def bind(self, task: TaskInfo, node: str) -> None:
@@ -544,6 +555,9 @@ class Simulator:
         for t, key in cancellations or []:
             self._push(t, Cancel(key))
         self.total_jobs = admitted
+        #: ``_sample``'s last fair columns and cluster use, by the bytes they were made from
+        self._sample_cols: tuple[tuple[bytes, bytes] | None, list[tuple[int, float]]] = (None, [])
+        self._sample_used: tuple[ResourceIndex | None, bytes, np.ndarray] = (None, b"", np.zeros(3))
 
     # --- helpers ---------------------------------------------------------------------------------------------
     def _pick(self, v: np.ndarray, capacity: bool = False) -> np.ndarray:
@@ -824,9 +838,15 @@ class Simulator:
             total, fair = result.total, result.fair_mask
             if total is not None and fair is not None:
                 # a handful of queues and resources: plain floats, the operations NumPy made on the rows (a
-                # share is the largest allocated / total over the fair dimensions the cluster has, from 0.0)
-                tot = total.tolist()
-                cols = [(j, t) for j, (t, f) in enumerate(zip(tot, fair.tolist(), strict=True)) if f and t > 0]
+                # share is the largest allocated / total over the fair dimensions the cluster has, from 0.0);
+                # the columns as for the last session while the total and the fair dimensions are the same
+                ckey = (total.tobytes(), fair.tobytes())
+                if self._sample_cols[0] == ckey:
+                    cols = self._sample_cols[1]
+                else:
+                    tot = total.tolist()
+                    cols = [(j, t) for j, (t, f) in enumerate(zip(tot, fair.tolist(), strict=True)) if f and t > 0]
+                    self._sample_cols = (ckey, cols)
                 res = self.cache.res
                 g = res.pos.get("nvidia.com/gpu")
                 cap = self._capacity
@@ -837,8 +857,13 @@ class Simulator:
                         queues[name] = (_largest(alloc, cols), _largest(des, cols))
                         gpu = des[g] / 1000 if g is not None and len(des) == res.size else 0.0
                         picked = (des[0] / 1000, des[1] / 2**30, gpu)
-                        self.usage.set_deserved(self.now, name, np.array(
-                            [x if x < c else c for x, c in zip(picked, cap, strict=True)]))
+                        capped = [x if x < c else c for x, c in zip(picked, cap, strict=True)]
+                        steps = self.usage.deserved.get(name)
+                        # the same deserved amount as the queue's last step, set before now (most sessions): a
+                        # step that ``Steps.set`` would not add
+                        if steps is None or not steps.times or steps.times[-1] == self.now or \
+                                steps.values[-1].tolist() != capped:
+                            self.usage.set_deserved(self.now, name, np.array(capped))
                         if self._deserved_follows:
                             gua = f.guarantee.tolist()
                             self._guarantee[name] = np.array([gua[0] / 1000, gua[1] / 2**30, gua[g] / 1000 if
@@ -849,8 +874,16 @@ class Simulator:
         else:
             nodes = self.cache.snapshot().nodes
             used = nodes.used.sum(axis=0) if len(nodes) else self.cache.res.zeros()
-        self.samples.append(Sample(self.now, self._pick(used), queues,
-                                   self.gpus.frag() if self.gpus is not None else None))
+        # the cluster's use as for the last sample while the amounts are the same (most sessions place nothing):
+        # the same values, a copy of them
+        res, ub = self.cache.res, used.tobytes()
+        last_res, last_ub, last_use = self._sample_used
+        if last_res is res and last_ub == ub:
+            use = last_use.copy()
+        else:
+            use = self._pick(used)
+            self._sample_used = (res, ub, use.copy())
+        self.samples.append(Sample(self.now, use, queues, self.gpus.frag() if self.gpus is not None else None))
         if self.gpus is not None:
             self.gpus.record(self.now)
 

@@ -21,8 +21,22 @@ from pyvolcano.api import gpufrag
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.errors import QuantityError
+from pyvolcano.framework.incremental import deltas
 
 MILLI = gpufrag.MILLI
+#: a float times this is an integer (the smallest positive double is 2**-1074): per-node fragmentation values are
+#: summed exactly as integers in these units (``GpuLedger.frag``)
+_EXACT = 1 << 1074
+
+
+#: node states whose fragmentation ``GpuLedger.frag`` remembers before it starts again
+_STATES = 1 << 16
+
+
+def _exact(x: float) -> int:
+    """``x`` (finite) in units of 2**-1074, exactly."""
+    n, d = x.as_integer_ratio()
+    return n * (_EXACT // d)
 
 
 def _amount(alloc: dict[str, Any], name: str) -> int:
@@ -63,7 +77,14 @@ class GpuLedger:
         self.held: dict[str, tuple[int, list[tuple[int, int]], int]] = {}
         self.frag_known = True
         self._frag = np.zeros(len(names))
+        #: the exact sum of ``_frag`` in units of 2**-1074 (``_exact``), moved by the rows recomputed; None: not
+        #: kept (a value was not finite), summed afresh with ``math.fsum``
+        self._frag_sum: int | None = 0
+        #: the cluster's fragmentation as last returned by ``frag`` (None: to compute)
+        self._frag_out: float | None = None
         self._dirty: set[int] = set(range(len(names)))
+        #: (GPU model, milli-cpu left, milli-GPU left per GPU as bytes) -> that node state's fragmentation
+        self._states: dict[tuple[str, int, bytes], float] = {}
         self._access = mix.access(models) if mix is not None else None
         #: (time, milli-GPU allocated, fragmentation in GPUs or None) at every time the holdings changed
         #: (``record``): the exact step functions the GPU series and time averages are taken from
@@ -135,8 +156,45 @@ class GpuLedger:
             rows = np.fromiter(self._dirty, dtype=np.int64)
             self._dirty.clear()
             has = rows[self.count[rows] > 0]
+            before = self._frag[rows].tolist()
             self._frag[rows] = 0.0
             if len(has):
-                self._frag[has] = gpufrag.node_frag(self.mix, self.cpu_left[has], self.left[has],
-                                                    self._access[has])
-        return math.fsum(self._frag.tolist()) / MILLI
+                # a node's value depends on its GPU model and what it has left alone: a state seen before (a node
+                # emptied, the same pod come and gone) gets the value worked out then, the others are worked out
+                memo = self._states
+                if len(memo) > _STATES:
+                    memo.clear()
+                keys = [(self.models[i], c, g.tobytes()) for i, c, g in
+                        zip(has.tolist(), self.cpu_left[has].tolist(), self.left[has], strict=True)]
+                got = [memo.get(k) for k in keys]
+                todo = [j for j, v in enumerate(got) if v is None]
+                if todo:
+                    rows_todo = has[todo]
+                    fresh = gpufrag.node_frag(self.mix, self.cpu_left[rows_todo], self.left[rows_todo],
+                                              self._access[rows_todo]).tolist()
+                    for j, v in zip(todo, fresh, strict=True):
+                        got[j] = memo[keys[j]] = v
+                self._frag[has] = got
+                if deltas.CHECK:
+                    assert self._frag[has].tobytes() == gpufrag.node_frag(
+                        self.mix, self.cpu_left[has], self.left[has], self._access[has]).tobytes(), \
+                        "GpuLedger.frag: a remembered node state"
+            self._frag_out = None
+            total = self._frag_sum
+            if total is not None:
+                try:
+                    for old, now in zip(before, self._frag[rows].tolist(), strict=True):
+                        total += _exact(now) - _exact(old)
+                except (OverflowError, ValueError):  # an infinite or NaN value: fsum from here on
+                    total = None
+                self._frag_sum = total
+        if self._frag_out is None:
+            # the correctly rounded sum of the nodes' values, what ``math.fsum`` over them all gives: kept as an
+            # exact integer moved by the changed nodes (int / int is correctly rounded), so a call costs what
+            # changed, not the cluster's 1,500 nodes (a zero: fsum's, signed as it signs it)
+            total = self._frag_sum
+            self._frag_out = (total / _EXACT if total else math.fsum(self._frag.tolist())) / MILLI
+        if deltas.CHECK:
+            want = math.fsum(self._frag.tolist()) / MILLI
+            assert self._frag_out == want or math.isnan(want), "GpuLedger.frag moved by the changed nodes"
+        return self._frag_out

@@ -457,7 +457,7 @@ class SettledSums:
             if self.whole:
                 mag = float(np.abs(row).max(initial=0.0))
                 self.bound += mag
-                if self.bound >= EXACT or not np.array_equal(row, np.rint(row)):
+                if self.bound >= EXACT or not (row == np.rint(row)).all():
                     self.whole = False
 
     def remove(self, uid: str) -> None:
