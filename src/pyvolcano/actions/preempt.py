@@ -50,6 +50,7 @@ from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.points import JOB_STARVING, JOB_VALID, PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
 from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof
@@ -182,8 +183,12 @@ def walk_by_version(ssn: Session) -> bool:
     """Whether ``valid_starving`` may carry its answer for unchanged jobs: the session carries values and every
     jobValid and jobStarving callback comes from a plugin whose answer is a function of the job's version
     (``Contract.VALID_BY_VERSION``, ``Contract.STARVING_BY_VERSION``)."""
-    return ssn.carry and ssn.registered_only_by(JOB_VALID, Contract.VALID_BY_VERSION) \
-        and ssn.registered_only_by(JOB_STARVING, Contract.STARVING_BY_VERSION)
+    return ssn.state.read_or_init(_BY_VERSION, lambda: ssn.carry and ssn.registered_only_by(
+        JOB_VALID, Contract.VALID_BY_VERSION) and ssn.registered_only_by(JOB_STARVING, Contract.STARVING_BY_VERSION))
+
+
+#: ``walk_by_version``'s answer, worked out once per session (preempt and reclaim both ask)
+_BY_VERSION: StateKey[bool] = StateKey("preempt-walk-by-version")
 
 
 #: the name ``valid_starving`` carries its answers under (``JobInfo.derived``)
@@ -308,7 +313,7 @@ class Preempt(Action):
     name = "preempt"
 
     def execute(self, ssn: Session) -> None:
-        opts = PreemptOptions.of(self.arguments)
+        opts = self.arguments.derived("preempt", PreemptOptions.of)  # read once per conf
         starving: list[JobInfo] = []
         by_version = walk_by_version(ssn)
         queues = ssn.queues

@@ -250,12 +250,13 @@ class VictimProof:
         agree."""
         ledger = self.ledger
         actors = self.actors
-        if actors is None or (less is not None and ledger.of_job(less) is not None) \
-                or (job is not None and ledger.of_job(job) is not None):
-            return self.none(actor, queues, less=less) and (job is None or self.none(actor, job=job, own=True))
         ledger.refresh(self.ssn)
+        entries = ledger.entries
+        if actors is None or (less is not None and (e := entries.get(less)) is not None and e[5] is not None) \
+                or (job is not None and job != less and (e := entries.get(job)) is not None and e[5] is not None):
+            return self.none(actor, queues, less=less) and (job is None or self.none(actor, job=job, own=True))
         present = ledger.present
-        key = (self.shape, tuple(queues), tuple(present.get(q) for q in queues), tuple(a(actor) for a in actors))
+        key = (self.shape, tuple(queues), tuple([present.get(q) for q in queues]), tuple([a(actor) for a in actors]))
         got = ledger.verdicts.get(key)
         if got is None:
             got = ledger.verdicts[key] = self.none(actor, queues)  # the own scope has no candidate: empty
