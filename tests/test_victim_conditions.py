@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.actions._victims import FitsNowhere, fitting
 from pyvolcano.actions.preempt import valid_starving, walk_by_version
+from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.incremental import deltas

@@ -16,6 +16,12 @@ and Bound preemptable tasks, reclaim Running ones).  Like the plugins' ``JobSums
 is carried between sessions (``Session.carried_values``) and moved only by the jobs that changed: those the
 snapshot did not carry as settled, and those the session itself changed (``Session.touched``), each recounted
 from its tasks.  A check is then a walk over a few classes per tier, not over the cluster's running tasks.
+
+The proofs preempt and reclaim need to skip idle turns are carried too (``VictimProof.verdict``): per queue the
+ledger stamps the classes present (``present``, moved when a class appears or its count drops to zero), and a
+waiting preemptor's proof is kept under those stamps and what the conditions' ``admits`` read of it
+(``VictimCondition.actor``), so a job that waits through many sessions is proved once per change of its queue's
+classes.
 """
 
 from __future__ import annotations

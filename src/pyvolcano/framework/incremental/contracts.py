@@ -123,7 +123,8 @@ class VictimCondition:
     without asking the plugins node by node; the candidates' classes are counted per queue in a ledger kept
     between sessions by the jobs that changed (``framework/victim_ledger.py``).  A plugin that declares nothing
     gives no proof: a tier in which such a plugin comes before any that proves it empty keeps the search as it
-    was."""
+    was.  ``actor`` (optional) names what ``admits`` reads of the preemptor and the session, so that a proof is
+    made once per value and carried between sessions (``VictimProof.verdict``)."""
 
     classify: VictimClass
     admits: VictimAdmits
