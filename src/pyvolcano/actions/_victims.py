@@ -276,7 +276,8 @@ class FitsNowhere:
         key = need.tobytes()
         got = self.seen.get(key)
         if got is None:
-            got = self.seen[key] = self._above_top(need) or not len(fitting(self.ssn, need, np.arange(len(self.ssn.nodes))))
+            got = self.seen[key] = self._above_top(need) \
+                or not len(fitting(self.ssn, need, np.arange(len(self.ssn.nodes))))
         return got
 
     def _above_top(self, need: np.ndarray) -> bool:

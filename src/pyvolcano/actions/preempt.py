@@ -200,9 +200,9 @@ def valid_starving(ssn: Session, job: JobInfo, by_version: bool) -> bool:
     ``ssn.JobValid`` then ``ssn.JobStarving``).  With ``by_version`` (``walk_by_version``) both answers are functions
     of the job's version, so for a clone the session has not changed (``incremental/carry.py: unchanged``) they are
     carried in ``JobInfo.derived`` under its version and the conf (the same object: the same callbacks): a job that
-    waits through many sessions is asked once.  An
-    objection is asked again, so that the session records its message (``Session.invalid``) as the ask does; with
-    ``deltas.CHECK`` a carried answer is asked again and must agree."""
+    waits through many sessions is asked once.  An objection is asked again, so that the session records its
+    message (``Session.invalid``) as the ask does; with ``deltas.CHECK`` a carried answer is asked again and must
+    agree."""
     if by_version and unchanged(job):
         hit = job.derived.get(_WALK)
         if hit is not None and hit[0][0] == job.version and hit[0][1] is ssn.conf:

@@ -240,7 +240,6 @@ class VictimProof:
                 return False
         return True
 
-
     def verdict(self, actor: TaskInfo, queues: Sequence[str], less: str | None = None, job: str | None = None) -> bool:
         """``none(actor, queues, less=less)`` and, with ``job``, ``none(actor, job=job, own=True)``: the proof a
         turn that is to be skipped needs (``actions/_victims.py: turns_idle``), proved once per key and carried
