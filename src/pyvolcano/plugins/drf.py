@@ -96,8 +96,11 @@ class DRF(Plugin):
         def actor(preemptor: TaskInfo) -> tuple[bytes | None, bytes, bytes]:
             """What ``admits`` reads: the preemptor's job's allocation now (None: none recorded), its request and
             the cluster total (``ls``'s inputs)."""
-            row = alloc.get(preemptor.job)
-            return (None if row is None else row.tobytes()), preemptor.resreq.tobytes(), total.tobytes()
+            try:  # not ``get``: a ChainMap's asks every map twice
+                row = alloc[preemptor.job].tobytes()
+            except KeyError:
+                row = None
+            return row, preemptor.resreq.tobytes(), total.tobytes()
         ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits, actor))
 
         def change(task: TaskInfo, sign: float) -> None:
