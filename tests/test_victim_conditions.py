@@ -316,5 +316,5 @@ def test_fits_nowhere_agrees_with_fitting() -> None:
         for t in ssn.jobs["ns/p"].tasks.values():
             want = not len(fitting(ssn, t.init_resreq, everyone))
             assert nowhere(t) == want, (future, t.init_resreq)
-            seen.add((nowhere._above_top(t.init_resreq), want))
+            seen.add((nowhere._above_top(t.init_resreq.tobytes(), t.init_resreq), want))
     assert seen == {(True, True), (False, True), (False, False)}  # both ways, and fitting asked when not above

@@ -276,21 +276,35 @@ class FitsNowhere:
         key = need.tobytes()
         got = self.seen.get(key)
         if got is None:
-            got = self.seen[key] = self._above_top(need) \
+            got = self.seen[key] = self._above_top(key, need) \
                 or not len(fitting(self.ssn, need, np.arange(len(self.ssn.nodes))))
         return got
 
-    def _above_top(self, need: np.ndarray) -> bool:
-        """Some resource of ``need`` that every node's future idle fails (``fit_floor``'s rule: cpu and memory
-        always, the others when requested)."""
+    def _above_top(self, key: bytes, need: np.ndarray) -> bool:
+        """Some resource of ``need`` (``key``: its bytes) that every node's future idle fails."""
         top = self.top
         if top is None:
             future = self.ssn.nodes.future
             top = self.top = future.max(axis=0).tolist() if len(future) else []
-        for d, (have, n) in enumerate(zip(top, need.tolist(), strict=False)):
-            if (d < 2 or n != 0.0) and have <= n - EPS - EPS:  # ``fitting``: future > fit_floor(need) - EPS
-                return True
-        return False
+        if not top:
+            return False
+        floors = _FLOORS.get(key)
+        if floors is None:
+            floors = _floors(key, need)
+        return any(top[d] <= floor for d, floor in floors)
+
+
+#: per request (its bytes), the resources ``fitting`` compares and what a node's future idle must exceed in each:
+#: ``fit_floor(need) - EPS`` where it is finite (cpu and memory always, the others when requested), the same float
+#: operations in the same order; a function of the request alone, so kept across sessions
+_FLOORS: dict[bytes, tuple[tuple[int, float], ...]] = {}
+
+
+def _floors(key: bytes, need: np.ndarray) -> tuple[tuple[int, float], ...]:
+    if len(_FLOORS) > 4096:  # requests of workloads gone by
+        _FLOORS.clear()
+    got = _FLOORS[key] = tuple((d, n - EPS - EPS) for d, n in enumerate(need.tolist()) if d < 2 or n != 0.0)
+    return got
 
 
 def take_turns(action: str, ssn: Session, starving: list[JobInfo], idle: bool,
