@@ -8,17 +8,22 @@ eviction made in the session."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import numpy as np
 import pytest
 
+from pyvolcano.actions._victims import FitsNowhere, fitting
+from pyvolcano.actions.preempt import valid_starving, walk_by_version
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.points import ABSTAIN, PREEMPTABLE, RECLAIMABLE, Point
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
-from pyvolcano.framework.victim_ledger import VictimLedger, session_ledger, victim_proof
+from pyvolcano.framework.victim_ledger import VictimLedger, VictimProof, session_ledger, victim_proof
 
 PRIORITIES = {"low": 1, "high": 10}
 
@@ -195,3 +200,121 @@ def test_the_ledger_follows_an_eviction_in_the_session() -> None:
     assert not proof.none(p, ["default"], less="ns/p")
     Statement(ssn).evict(task(ssn, "two-1"), "test")
     assert proof.none(p, ["default"], less="ns/p")
+
+
+def _verdict(objs: list[dict[str, Any]], ledger: VictimLedger | None, text: str) -> tuple[bool, bool, VictimLedger]:
+    """A session over ``objs`` whose proof uses ``ledger`` (carried from an earlier session, as
+    ``session_ledger`` carries it; a new one when None): the verdict for the pending pod ``p-0`` of job ``p`` (both
+    scopes of preempt's turns), and the proof made afresh."""
+    ssn = session(objs, text)
+    fresh = session_ledger(ssn)
+    assert fresh is not None
+    if ledger is None:
+        ledger = fresh
+    ledger.sync(ssn)
+    proof = VictimProof(ssn, PREEMPTABLE, ledger)
+    p = task(ssn, "p-0")
+    return proof.verdict(p, ["default"], less="ns/p", job="ns/p"), \
+        proof.none(p, ["default"], less="ns/p") and proof.none(p, job="ns/p", own=True), ledger
+
+
+def test_a_carried_verdict_is_not_used_once_a_victim_class_appears() -> None:
+    """A verdict carried between sessions is keyed by the classes present in the queue (``VictimLedger.present``):
+    while only jobs of the preemptor's priority run it holds; when a lower-priority job starts running (a class
+    priority admits) the next session proves again and finds a victim possible, so the turn is taken."""
+    text = conf(["priority"])
+    base = cluster(group("p", prio="high"), pod("p-0", "p", prio="high"),
+                   group("hi", prio="high"), pod("hi-0", "hi", node="n1", prio="high"))
+    idle, fresh, ledger = _verdict(base, None, text)
+    assert idle and fresh and ledger.verdicts
+    again, fresh, _ = _verdict(base, ledger, text)  # nothing changed: the verdict is reused, and still right
+    assert again and fresh
+    more = [*base, group("lo", prio="low"), pod("lo-0", "lo", node="n2", prio="low")]
+    stamps = dict(ledger.present)
+    idle, fresh, _ = _verdict(more, ledger, text)
+    assert ledger.present["default"] != stamps["default"]
+    assert not idle and not fresh
+
+
+def test_a_carried_verdict_is_not_used_for_a_preemptor_that_changed() -> None:
+    """The verdict is keyed by what each condition's ``admits`` reads of the preemptor (``VictimCondition.actor``):
+    the same low-priority job running, a waiting job of low priority can evict nothing; re-created at high
+    priority (the same uid, the same classes present) it can, and the turn is taken."""
+    text = conf(["priority"], ["drf"])
+    running = [group("lo", prio="low"), pod("lo-0", "lo", node="n1", prio="low"),
+               group("lo2", prio="low"), pod("lo2-0", "lo2", node="n1", prio="low")]
+    low = cluster(group("p", prio="low"), pod("p-0", "p", prio="low"), *running)
+    idle, fresh, ledger = _verdict(low, None, text)
+    assert idle and fresh
+    high = cluster(group("p", prio="high"), pod("p-0", "p", prio="high"), *running)
+    stamps = dict(ledger.present)
+    idle, fresh, _ = _verdict(high, ledger, text)
+    assert ledger.present == stamps  # the classes present did not move: only the preemptor's key tells them apart
+    assert not idle and not fresh
+    # a request is what drf's ``admits`` reads: another request is another key, proved on its own
+    kept = len(ledger.verdicts)
+    bigger = cluster(group("p", prio="low"), pod("p-0", "p", cpu="3", prio="low"), *running)
+    idle, fresh, _ = _verdict(bigger, ledger, text)
+    assert idle and fresh and len(ledger.verdicts) == kept + 1
+
+
+def test_no_carried_verdict_for_a_job_with_candidates() -> None:
+    """A preemptor whose own job has running candidates is proved as it is (its own scope and the queue less it
+    are not the queue's classes alone): no verdict is stored for it."""
+    objs = cluster(group("p", prio="high"), pod("p-0", "p", prio="high"), pod("p-1", "p", node="n1", prio="low"))
+    idle, fresh, ledger = _verdict(objs, None, conf(["priority"]))
+    assert idle == fresh and not idle  # its own lower-priority task is a possible victim
+    assert not ledger.verdicts
+
+
+def test_valid_starving_is_carried_only_for_an_unchanged_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """preempt and reclaim carry an unchanged job's jobValid/jobStarving answers under its version and the conf
+    (``actions/preempt.py: valid_starving``): asked once for a job that waits, asked again once the session changed
+    the job (its version moved), and under another conf object."""
+    objs = cluster(group("p"), pod("p-0", "p"), group("r"), pod("r-0", "r", node="n1"))
+    text = conf(["priority", "gang"])
+    ssn = session(objs, text)
+    asked: list[str] = []
+    real = Session.job_starving
+
+    def counting(self: Session, job: Any) -> bool:
+        asked.append(job.uid)
+        return real(self, job)
+    monkeypatch.setattr(Session, "job_starving", counting)
+    assert walk_by_version(ssn)
+    job = ssn.jobs["ns/p"]
+    with deltas.checking(False):
+        assert valid_starving(ssn, job, True) and valid_starving(ssn, job, True)
+        assert asked == ["ns/p"]
+        Statement(ssn).pipeline(task(ssn, "p-0"), 0, False)  # the session changes the job: asked as it is now
+        assert not valid_starving(ssn, job, True)
+        assert asked == ["ns/p", "ns/p"]
+        other = Session(ssn.snapshot, load_conf(text))  # another conf object: its callbacks may differ
+        other.carry = True
+        other.open()
+        clone = other.jobs["ns/r"]
+        assert not valid_starving(other, clone, True)
+        assert not valid_starving(other, clone, True)
+        assert asked.count("ns/r") == 1
+
+
+def test_fits_nowhere_agrees_with_fitting() -> None:
+    """``FitsNowhere`` first compares a request with the largest future idle per resource; its answer must be
+    ``fitting``'s over every node, whatever the nodes hold."""
+    objs = cluster(*(pod(f"p-{c}", "p", cpu=str(c)) for c in (1, 2, 3, 4, 5)), group("p"))
+    ssn = session(objs, conf(["gang"]))
+    rnd = random.Random(3)
+    everyone = np.arange(len(ssn.nodes))
+    unit = np.array([1000.0, 2.0**30, 1.0])  # cpu (milli), memory, pods: the cluster's resources
+    assert ssn.nodes.future.shape[1] == len(unit)
+    seen: set[tuple[bool, bool]] = set()
+    for _ in range(60):
+        future = ssn.nodes.future
+        future[:] = [[rnd.choice((0.0, 0.5, 1.0, 1.0 + 1e-12, 2.0, 3.0, 5.0)) * u for u in unit]
+                     for _ in range(future.shape[0])]
+        nowhere = FitsNowhere(ssn)
+        for t in ssn.jobs["ns/p"].tasks.values():
+            want = not len(fitting(ssn, t.init_resreq, everyone))
+            assert nowhere(t) == want, (future, t.init_resreq)
+            seen.add((nowhere._above_top(t.init_resreq.tobytes(), t.init_resreq), want))
+    assert seen == {(True, True), (False, True), (False, False)}  # both ways, and fitting asked when not above

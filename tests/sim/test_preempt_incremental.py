@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pyvolcano.actions import _victims, preempt, reclaim
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.session import Session
 from pyvolcano.framework.victim_ledger import VictimProof
 from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
@@ -148,3 +149,27 @@ def test_idle_turns_are_skipped_and_decide_the_same(monkeypatch: pytest.MonkeyPa
     checked = _run(False, "cdp", 7, 50, queues, 2)
     assert True in answers
     assert skipped == checked == _run(True, "cdp", 7, 50, queues, 2)
+
+
+def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The idle proofs are carried between sessions in the victim ledger (``VictimProof.verdict``) and an unchanged
+    job's valid+starving answer in the job (``preempt.valid_starving``).  On the services both must be reused (fewer
+    proofs made than asked for, fewer jobStarving asks than jobs walked), and the run must decide as with every
+    proof and ask made (``deltas.CHECK``: each reused answer made again and compared) and as ``--full-sessions``."""
+    counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0}
+
+    def counting(name: str, real: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return wrapped
+    monkeypatch.setattr(VictimProof, "verdict", counting("verdict", VictimProof.verdict))
+    monkeypatch.setattr(VictimProof, "none", counting("none", VictimProof.none))
+    monkeypatch.setattr(preempt, "valid_starving", counting("walked", preempt.valid_starving))
+    monkeypatch.setattr(reclaim, "valid_starving", counting("walked", preempt.valid_starving))
+    monkeypatch.setattr(Session, "job_starving", counting("starving", Session.job_starving))
+    with deltas.checking(False):
+        carried = _run(False, "cdp", 7, 50, {"default": 1.0}, 2)
+    assert counts["none"] * 2 < counts["verdict"], counts
+    assert counts["starving"] * 2 < counts["walked"], counts
+    assert carried == _run(False, "cdp", 7, 50, {"default": 1.0}, 2) == _run(True, "cdp", 7, 50, {"default": 1.0}, 2)

@@ -262,19 +262,49 @@ def turns_idle(ssn: Session, jobs: Sequence[JobInfo], idle: IdleTask) -> bool:
 class FitsNowhere:
     """Per request, whether no node's future idle can hold it (``fitting`` over every node empty): a turn with no
     victims can then pipeline the task nowhere.  Asked for many tasks of few shapes against one unchanging
-    session state (``turns_idle``), so each request is checked once."""
+    session state (``turns_idle``), so each request is checked once, and first against the largest future idle of
+    any node in each resource (taken once): a request above it in some resource fits no node, by the very
+    comparisons ``fitting`` makes (a node's value is at most the largest); only the others go to ``fitting``."""
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.all = np.arange(len(ssn.nodes))
         self.seen: dict[bytes, bool] = {}
+        self.top: list[float] | None = None
 
     def __call__(self, task: TaskInfo) -> bool:
-        key = task.init_resreq.tobytes()
+        need = task.init_resreq
+        key = need.tobytes()
         got = self.seen.get(key)
         if got is None:
-            got = self.seen[key] = not len(fitting(self.ssn, task.init_resreq, self.all))
+            got = self.seen[key] = self._above_top(key, need) \
+                or not len(fitting(self.ssn, need, np.arange(len(self.ssn.nodes))))
         return got
+
+    def _above_top(self, key: bytes, need: np.ndarray) -> bool:
+        """Some resource of ``need`` (``key``: its bytes) that every node's future idle fails."""
+        top = self.top
+        if top is None:
+            future = self.ssn.nodes.future
+            top = self.top = future.max(axis=0).tolist() if len(future) else []
+        if not top:
+            return False
+        floors = _FLOORS.get(key)
+        if floors is None:
+            floors = _floors(key, need)
+        return any(top[d] <= floor for d, floor in floors)
+
+
+#: per request (its bytes), the resources ``fitting`` compares and what a node's future idle must exceed in each:
+#: ``fit_floor(need) - EPS`` where it is finite (cpu and memory always, the others when requested), the same float
+#: operations in the same order; a function of the request alone, so kept across sessions
+_FLOORS: dict[bytes, tuple[tuple[int, float], ...]] = {}
+
+
+def _floors(key: bytes, need: np.ndarray) -> tuple[tuple[int, float], ...]:
+    if len(_FLOORS) > 4096:  # requests of workloads gone by
+        _FLOORS.clear()
+    got = _FLOORS[key] = tuple((d, n - EPS - EPS) for d, n in enumerate(need.tolist()) if d < 2 or n != 0.0)
+    return got
 
 
 def take_turns(action: str, ssn: Session, starving: list[JobInfo], idle: bool,
@@ -283,7 +313,8 @@ def take_turns(action: str, ssn: Session, starving: list[JobInfo], idle: bool,
     evicts and pipelines nothing); with ``deltas.CHECK`` proved turns are taken anyway and must change nothing
     (``NoChange``)."""
     unchanged = NoChange(ssn, starving) if idle and deltas.CHECK else None
-    turns(starving if not idle or unchanged is not None else [])
+    if starving and (not idle or unchanged is not None):  # no starving job: no queue takes a turn
+        turns(starving)
     if unchanged is not None:
         unchanged.check(action)
 

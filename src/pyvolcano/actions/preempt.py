@@ -45,9 +45,12 @@ from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
+from pyvolcano.framework.incremental.carry import unchanged
+from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.points import JOB_STARVING, JOB_VALID, PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
 from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof
@@ -176,6 +179,47 @@ def candidate_preemptors(ssn: Session) -> Iterable[JobInfo]:
     return jobs
 
 
+def walk_by_version(ssn: Session) -> bool:
+    """Whether ``valid_starving`` may carry its answer for unchanged jobs: the session carries values and every
+    jobValid and jobStarving callback comes from a plugin whose answer is a function of the job's version
+    (``Contract.VALID_BY_VERSION``, ``Contract.STARVING_BY_VERSION``)."""
+    return ssn.state.read_or_init(_BY_VERSION, lambda: ssn.carry and ssn.registered_only_by(
+        JOB_VALID, Contract.VALID_BY_VERSION) and ssn.registered_only_by(JOB_STARVING, Contract.STARVING_BY_VERSION))
+
+
+#: ``walk_by_version``'s answer, worked out once per session (preempt and reclaim both ask)
+_BY_VERSION: StateKey[bool] = StateKey("preempt-walk-by-version")
+
+
+#: the name ``valid_starving`` carries its answers under (``JobInfo.derived``)
+_WALK = "preempt-walk"
+
+
+def valid_starving(ssn: Session, job: JobInfo, by_version: bool) -> bool:
+    """jobValid passes and jobStarving says yes: the job is one preempt and reclaim push (preempt.go, reclaim.go:
+    ``ssn.JobValid`` then ``ssn.JobStarving``).  With ``by_version`` (``walk_by_version``) both answers are functions
+    of the job's version, so for a clone the session has not changed (``incremental/carry.py: unchanged``) they are
+    carried in ``JobInfo.derived`` under its version and the conf (the same object: the same callbacks): a job that
+    waits through many sessions is asked once.  An objection is asked again, so that the session records its
+    message (``Session.invalid``) as the ask does; with ``deltas.CHECK`` a carried answer is asked again and must
+    agree."""
+    if by_version and unchanged(job):
+        hit = job.derived.get(_WALK)
+        if hit is not None and hit[0][0] == job.version and hit[0][1] is ssn.conf:
+            valid, starving = hit[1]
+            if not valid or deltas.CHECK:
+                asked = ssn.job_valid(job) is None
+                assert asked == valid, f"preempt: the carried jobValid answer of {job.uid} is stale"
+                assert not deltas.CHECK or not valid or ssn.job_starving(job) == starving, \
+                    f"preempt: the carried jobStarving answer of {job.uid} is stale"
+            return valid and starving
+        valid = ssn.job_valid(job) is None
+        starving = valid and ssn.job_starving(job)
+        job.derived[_WALK] = ((job.version, ssn.conf), (valid, starving))
+        return starving
+    return ssn.job_valid(job) is None and ssn.job_starving(job)
+
+
 class _QueueBounds:
     """Per queue with preemptors, what its preemptable candidates hold on each node (``victim_bound`` of a
     superset of every ``keep`` of the between-jobs phase): one pass over every job's tasks, made when a
@@ -269,14 +313,13 @@ class Preempt(Action):
     name = "preempt"
 
     def execute(self, ssn: Session) -> None:
-        opts = PreemptOptions.of(self.arguments)
+        opts = self.arguments.derived("preempt", PreemptOptions.of)  # read once per conf
         starving: list[JobInfo] = []
+        by_version = walk_by_version(ssn)
+        queues = ssn.queues
         for job in candidate_preemptors(ssn):
-            q = ssn.queues.get(job.queue)
             # Volcano's preempt does not look at the queue's state: a Closed queue's running jobs still preempt
-            if job.is_pending() or q is None or ssn.job_valid(job) is not None:
-                continue
-            if not ssn.job_starving(job):
+            if job.is_pending() or job.queue not in queues or not valid_starving(ssn, job, by_version):
                 continue
             if ssn.topology.of(job) is not None:
                 # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job
@@ -350,12 +393,11 @@ def _idle_preemptor(ssn: Session, proof: VictimProof, opts: PreemptOptions, nowh
                     task: TaskInfo) -> bool:
     """The task's two turns (between jobs, within its job) provably evict and pipeline nothing (``turns_idle``):
     it never preempts; or it has no nominated node (its prePredicate note is never read), no candidate of either
-    scope can be a victim (``VictimProof``: the queue less the job, the job's own), and without victims
+    scope can be a victim (``VictimProof.verdict``: the queue less the job, the job's own), and without victims
     ``preempt_task`` places it nowhere -- the dry run makes no node a candidate, and the greedy path pipelines it
     only onto a node whose future idle holds it, of which there is none (with no batch score to ask first)."""
     if never_preempts(task):
         return True
-    if task.nominated_node or not proof.none(task, [job.queue], less=job.uid) \
-            or not proof.none(task, job=job.uid, own=True):
+    if task.nominated_node or not proof.verdict(task, [job.queue], less=job.uid, job=job.uid):
         return False
     return opts.topology_aware or (not ssn.batch_scores and nowhere(task))

@@ -31,7 +31,13 @@ from pyvolcano.actions._victims import (
     turns_idle,
     victim_bound,
 )
-from pyvolcano.actions.preempt import candidate_preemptors, never_preempts, pending_tasks
+from pyvolcano.actions.preempt import (
+    candidate_preemptors,
+    never_preempts,
+    pending_tasks,
+    valid_starving,
+    walk_by_version,
+)
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -51,25 +57,27 @@ class Reclaim(Action):
 
     def execute(self, ssn: Session) -> None:
         starving: list[JobInfo] = []
-        # only the jobs that can starve are walked (``candidate_preemptors``: settled jobs have no pod to place)
+        by_version = walk_by_version(ssn)
+        queues = ssn.queues
+        # only the jobs that can starve are walked (``candidate_preemptors``: settled jobs have no pod to place), and
+        # an unchanged job's answers are carried (``valid_starving``)
         for job in candidate_preemptors(ssn):
-            q = ssn.queues.get(job.queue)
-            if job.is_pending() or q is None or ssn.job_valid(job) is not None:
-                continue
-            if ssn.job_starving(job):
+            if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version):
                 starving.append(job)
         # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
         # every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
-        proof = victim_proof(ssn, RECLAIMABLE) if starving and ledger is not None else None
+        # the proof, built when first needed (with one queue no turn needs it: no other queue to reclaim from)
+        proof = cache(lambda: victim_proof(ssn, RECLAIMABLE) if starving and ledger is not None else None)
         idle = ledger is not None and bool(starving) and turns_idle(ssn, starving, self._idle_reclaimer(ssn, proof))
-        take_turns("reclaim", ssn, starving, idle, lambda jobs: self._turns(ssn, jobs, proof))
+        take_turns("reclaim", ssn, starving, idle, lambda jobs: self._turns(ssn, jobs, proof()))
 
-    def _idle_reclaimer(self, ssn: Session, proof: VictimProof | None) -> IdleTask:
+    def _idle_reclaimer(self, ssn: Session, proof_of: Callable[[], VictimProof | None]) -> IdleTask:
         """The task's turn provably evicts and pipelines nothing (``turns_idle``): it never preempts; or it has no
         nominated node (its prePredicate note is never read) and either no other queue is reclaimable
-        (``reclaim_for`` looks at no node) or no running task of those queues can be a victim (``VictimProof``) and
-        no node's future idle holds it (without victims ``reclaim_for`` pipelines it only onto such a node)."""
+        (``reclaim_for`` looks at no node) or no running task of those queues can be a victim (``VictimProof``, from
+        ``proof_of``) and no node's future idle holds it (without victims ``reclaim_for`` pipelines it only onto such
+        a node)."""
         others_of: dict[str, list[str]] = {}
         nowhere = FitsNowhere(ssn)
 
@@ -83,7 +91,8 @@ class Reclaim(Action):
                 others = others_of[job.queue] = [n for n, q in ssn.queues.items() if q.reclaimable and n != job.queue]
             if not others:
                 return True
-            return proof is not None and proof.none(task, others) and nowhere(task)
+            proof = proof_of()
+            return proof is not None and proof.verdict(task, others) and nowhere(task)
         return idle
 
     def _turns(self, ssn: Session, starving: list[JobInfo], proof: VictimProof | None) -> None:

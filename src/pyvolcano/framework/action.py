@@ -21,7 +21,9 @@ class Action:
     contracts: ClassVar[Contracts] = NONE
 
     def __init__(self, arguments: Arguments | None = None) -> None:
-        self.arguments = arguments or Arguments({}, self.name)
+        # ``is None``, not ``or``: an empty ``Arguments`` is falsy, and the conf's own object keeps what is derived
+        # from it once per conf (``Arguments.derived``)
+        self.arguments = arguments if arguments is not None else Arguments({}, self.name)
 
     def execute(self, ssn: Session) -> None:
         raise NotImplementedError

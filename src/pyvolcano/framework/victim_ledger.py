@@ -16,17 +16,24 @@ and Bound preemptable tasks, reclaim Running ones).  Like the plugins' ``JobSums
 is carried between sessions (``Session.carried_values``) and moved only by the jobs that changed: those the
 snapshot did not carry as settled, and those the session itself changed (``Session.touched``), each recounted
 from its tasks.  A check is then a walk over a few classes per tier, not over the cluster's running tasks.
+
+The proofs preempt and reclaim need to skip idle turns are carried too (``VictimProof.verdict``): per queue the
+ledger stamps the classes present (``present``, moved when a class appears or its count drops to zero), and a
+waiting preemptor's proof is kept under those stamps and what the conditions' ``admits`` read of it
+(``VictimCondition.actor``), so a job that waits through many sessions is proved once per change of its queue's
+classes.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.incremental.contracts import VictimClass, VictimCondition
+from pyvolcano.framework.incremental.contracts import VictimActor, VictimClass, VictimCondition
 from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.points import PREEMPTABLE, RECLAIMABLE, Point
 from pyvolcano.framework.session import Session
@@ -56,14 +63,23 @@ def count_job(job: JobInfo, classifiers: Sequence[VictimClass]) -> JobCounts:
     return tuple(out)
 
 
-def _move(into: list[Counts], counts: tuple[Counts, ...], sign: int) -> None:
+def _move(into: list[Counts], counts: tuple[Counts, ...], sign: int) -> bool:
+    """Add (``sign`` 1) or take out (-1) one job's counts; whether a class came or went (the classes present moved)."""
+    moved = False
     for mine, theirs in zip(into, counts, strict=True):
         for k, n in theirs.items():
-            m = mine.get(k, 0) + sign * n
+            had = mine.get(k, 0)
+            m = had + sign * n
             if m:
                 mine[k] = m
             else:
                 del mine[k]
+            moved = moved or (m > 0) != (had > 0)
+    return moved
+
+
+#: the source of ``VictimLedger.present`` stamps: one sequence for every ledger, so that a stamp is never reused
+_STAMPS = itertools.count(1)
 
 
 def _fresh(e: tuple[Any, ...], job: JobInfo) -> bool:
@@ -83,26 +99,34 @@ class VictimLedger:
         #: uid -> (job object, its version, queue, derived dict, cloned_from, its counts)
         self.entries: dict[str, tuple[JobInfo, int, str, dict[str, Any], int, JobCounts]] = {}
         self.queues: dict[str, list[Counts]] = {}
+        #: per queue, a stamp that changes whenever the classes present in its counts change (a class appears or its
+        #: count drops to zero): what a proof over the queue reads of the ledger (``VictimProof``'s verdicts)
+        self.present: dict[str, int] = {}
+        #: proofs carried between sessions, by everything they read (``VictimProof.verdict``), and the conf they
+        #: were made under (a reload makes a new object: they are dropped)
+        self.verdicts: dict[tuple[Any, ...], bool] = {}
+        self.conf: Any = None
         #: the ``SnapshotCarry.seq`` of the last sync
         self.seq = -1
 
     def _set(self, job: JobInfo) -> None:
         uid = job.uid
         old = self.entries.get(uid)
-        if old is not None and old[5] is not None:
-            _move(self.queues[old[2]], old[5], -1)
+        if old is not None and old[5] is not None and _move(self.queues[old[2]], old[5], -1):
+            self.present[old[2]] = next(_STAMPS)
         counts = count_job(job, self.classifiers)
         if counts is not None:
             q = self.queues.get(job.queue)
             if q is None:
                 q = self.queues[job.queue] = [{} for _ in self.classifiers]
-            _move(q, counts, 1)
+            if _move(q, counts, 1):
+                self.present[job.queue] = next(_STAMPS)
         self.entries[uid] = (job, job.version, job.queue, job.derived, job.cloned_from, counts)
 
     def _drop(self, uid: str) -> None:
         e = self.entries.pop(uid)
-        if e[5] is not None:
-            _move(self.queues[e[2]], e[5], -1)
+        if e[5] is not None and _move(self.queues[e[2]], e[5], -1):
+            self.present[e[2]] = next(_STAMPS)
 
     def sync(self, ssn: Session) -> None:
         """Bring the ledger to the session's jobs: when it was synced to the last snapshot, only the jobs the
@@ -141,6 +165,7 @@ class VictimLedger:
             counts = count_job(job, self.classifiers)
             if counts is not None:
                 _move(fresh.setdefault(job.queue, [{} for _ in self.classifiers]), counts, 1)
+        assert all(q in self.present for q, c in self.queues.items() if any(c)), "VictimLedger: a queue without stamp"
         mine = {q: c for q, c in self.queues.items() if any(c)}
         assert mine == fresh, f"VictimLedger: {mine} != {fresh}"
 
@@ -166,16 +191,28 @@ class VictimProof:
         self.ledger = ledger
         at = {f: k for k, f in enumerate(ledger.classifiers)}
         self.chains: list[list[tuple[int, VictimCondition]]] = []
+        shape: list[tuple[tuple[str, int], ...]] = []
+        actors: dict[VictimActor, None] | None = {}
         for tier in ssn.fns[point.name]:
             if not tier:
                 continue
-            chain = []
-            for _, fn in tier:
+            chain, names = [], []
+            for name, fn in tier:
                 cond = ssn.victim_conditions.get(fn)
                 if cond is None:
                     break
                 chain.append((at[cond.classify], cond))
+                names.append((name, at[cond.classify]))
+                if actors is not None and cond.actor is not None:
+                    actors[cond.actor] = None
+                else:
+                    actors = None
             self.chains.append(chain)
+            shape.append(tuple(names))
+        #: what a verdict reads of the session's registration: the point, and per tier the declaring plugins asked
+        self.shape = (point.name, tuple(shape))
+        #: what the chains' ``admits`` read of a preemptor (``VictimCondition.actor``); None when one declares nothing
+        self.actors = tuple(actors) if actors is not None else None
 
     def none(self, actor: TaskInfo, queues: Sequence[str] = (), less: str | None = None, job: str | None = None,
              own: bool = False) -> bool:
@@ -203,6 +240,35 @@ class VictimProof:
                 return False
         return True
 
+    def verdict(self, actor: TaskInfo, queues: Sequence[str], less: str | None = None, job: str | None = None) -> bool:
+        """``none(actor, queues, less=less)`` and, with ``job``, ``none(actor, job=job, own=True)``: the proof a
+        turn that is to be skipped needs (``actions/_victims.py: turns_idle``), proved once per key and carried
+        between sessions in the ledger.
+
+        The proof reads the classes present in the scope, which ``admits`` each chain's conditions give, and for
+        each class ``admits(actor, class, own)``.  When neither ``less`` nor ``job`` has a candidate (a waiting
+        job: the scopes are ``queues``' candidates and none), the classes present are those of ``queues``, which
+        their ``VictimLedger.present`` stamps name, and every ``admits`` answers as for any preemptor with the same
+        ``VictimCondition.actor`` keys; with the registration's ``shape`` that is every input, and the conf is the
+        same object (``session_ledger`` drops the verdicts of another).  Otherwise, or when a condition declares no
+        actor key, the proof is made as it is.  With ``deltas.CHECK`` a reused verdict is proved again and must
+        agree."""
+        ledger = self.ledger
+        actors = self.actors
+        ledger.refresh(self.ssn)
+        entries = ledger.entries
+        if actors is None or (less is not None and (e := entries.get(less)) is not None and e[5] is not None) \
+                or (job is not None and job != less and (e := entries.get(job)) is not None and e[5] is not None):
+            return self.none(actor, queues, less=less) and (job is None or self.none(actor, job=job, own=True))
+        present = ledger.present
+        key = (self.shape, tuple(queues), tuple([present.get(q) for q in queues]), tuple([a(actor) for a in actors]))
+        got = ledger.verdicts.get(key)
+        if got is None:
+            got = ledger.verdicts[key] = self.none(actor, queues)  # the own scope has no candidate: empty
+        elif deltas.CHECK:
+            assert got == self.none(actor, queues), f"VictimProof: a carried verdict for {actor.uid} is stale"
+        return got
+
 
 def _admits_any(cond: VictimCondition, actor: TaskInfo, counts: list[Counts], minus: Counts | None,
                 own: bool) -> bool:
@@ -223,6 +289,9 @@ def _admits_any(cond: VictimCondition, actor: TaskInfo, counts: list[Counts], mi
             return True
     return False
 
+
+#: how many verdicts a ledger keeps before it forgets them all (``VictimProof.verdict``)
+VERDICTS = 4096
 
 #: the session's ledger, synced once (``victim_proof``)
 LEDGER: StateKey[VictimLedger | None] = StateKey("victim-ledger")
@@ -262,6 +331,9 @@ def session_ledger(ssn: Session) -> VictimLedger | None:
             ledger = VictimLedger(classifiers)
             if values is not None:
                 values.put(CARRIED_LEDGER, ledger)
+        if ledger.conf is not ssn.conf or len(ledger.verdicts) > VERDICTS:
+            ledger.verdicts.clear()  # made under another conf (or too many kept: most are for stamps gone by)
+            ledger.conf = ssn.conf
         ledger.sync(ssn)
         return ledger
     return ssn.state.read_or_init(LEDGER, make)

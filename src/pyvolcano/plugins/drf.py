@@ -92,7 +92,16 @@ class DRF(Plugin):
                 return True
             ls = share(alloc.get(preemptor.job, ssn.res.zeros()) + preemptor.resreq, total)
             return ls <= 2 * SHARE_DELTA
-        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits))
+
+        def actor(preemptor: TaskInfo) -> tuple[bytes | None, bytes, bytes]:
+            """What ``admits`` reads: the preemptor's job's allocation now (None: none recorded), its request and
+            the cluster total (``ls``'s inputs)."""
+            try:  # not ``get``: a ChainMap's asks every map twice
+                row = alloc[preemptor.job].tobytes()
+            except KeyError:
+                row = None
+            return row, preemptor.resreq.tobytes(), total.tobytes()
+        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits, actor))
 
         def change(task: TaskInfo, sign: float) -> None:
             a = alloc.get(task.job)

@@ -57,7 +57,7 @@ keyed(_job_order, _neg_priority)
 @register_plugin
 class Priority(Plugin):
     name = "priority"
-    contracts = frozenset({Contract.FINGERPRINTED})
+    contracts = frozenset({Contract.FINGERPRINTED, Contract.STARVING_BY_VERSION})
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_fn(self.name, _task_order)
@@ -89,7 +89,12 @@ class Priority(Plugin):
                 return False
             job_prio, task_prio = cast("tuple[int, int]", cls)
             return task_prio < preemptor.priority if own else job_prio < pj.priority
-        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits))
+
+        def actor(preemptor: TaskInfo) -> tuple[int | None, int]:
+            """What ``admits`` reads: the preemptor's job's priority (None: not in the session) and its own."""
+            pj = ssn.jobs.get(preemptor.job)
+            return (None if pj is None else pj.priority), preemptor.priority
+        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits, actor))
 
         def unified(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             """gangpreempt: only tasks of jobs of lower priority than the starving job; gangreclaim: any

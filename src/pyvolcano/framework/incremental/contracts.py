@@ -48,6 +48,9 @@ class Contract(enum.Enum):
     GANG_READINESS = "gang-readiness"
     #: plugin: its jobValid answer is a function of the job's version alone (settled jobs skip jobValid)
     VALID_BY_VERSION = "valid-by-version"
+    #: plugin: its jobStarving answer is a function of the job's version alone (preempt and reclaim carry the answer
+    #: for an unchanged job)
+    STARVING_BY_VERSION = "starving-by-version"
     #: plugin: its close gives a ready job the Scheduled condition that a settled job's carried status holds
     #: (without such a plugin in the conf no job is settled)
     READY_CONDITION = "ready-condition"
@@ -96,6 +99,15 @@ VictimClass = Callable[["JobInfo", "TaskInfo"], Hashable]
 #: (the preemptor or reclaimer, a candidate's class, whether the candidate is of the preemptor's own job) -> may a
 #: candidate of that class be in the plugin's answer; made in the session (it may read the plugin's session state)
 VictimAdmits = Callable[["TaskInfo", Hashable, bool], bool]
+#: the preemptor -> everything ``admits`` reads besides the class and the own flag (the preemptor's fields, its job's,
+#: the plugin's session state), as a value: two preemptors with equal keys, in this session or a later one, get the
+#: same answer for every class (``framework/victim_ledger.py`` proves idleness once per key)
+VictimActor = Callable[["TaskInfo"], Hashable]
+
+
+def anyone(_: TaskInfo) -> Hashable:
+    """The ``VictimActor`` of an ``admits`` that reads nothing of the preemptor or the session (the class alone)."""
+    return ()
 
 
 @dataclass(frozen=True)
@@ -111,7 +123,11 @@ class VictimCondition:
     without asking the plugins node by node; the candidates' classes are counted per queue in a ledger kept
     between sessions by the jobs that changed (``framework/victim_ledger.py``).  A plugin that declares nothing
     gives no proof: a tier in which such a plugin comes before any that proves it empty keeps the search as it
-    was."""
+    was.  ``actor`` (optional) names what ``admits`` reads of the preemptor and the session, so that a proof is
+    made once per value and carried between sessions (``VictimProof.verdict``)."""
 
     classify: VictimClass
     admits: VictimAdmits
+    #: what ``admits`` reads of the preemptor and the session (``VictimActor``); None: nothing is declared, and each
+    #: preemptor is proved on its own
+    actor: VictimActor | None = None
