@@ -107,16 +107,19 @@ class Allocate(Action):
         self.deserved = ssn.proportion_deserved()
         ssn.topology.new_allocate()  # worksheets and the recorder are per allocate run (NewRecorder, buildAllocateContext)
         wanted: Callable[[JobInfo], bool] | None = None
+        roomed: dict[str, frozenset[str]] = {}
+        room_taken: Callable[[JobInfo], bool] | None = None
         if memo is not None:
             live, deserved, nodes = memo, self.deserved, ssn.nodes
 
-            answers: dict[tuple[object, frozenset[str]], bool] = {}
+            answers: dict[tuple[object, frozenset[str], int], bool] = {}
 
             def fits(task: TaskInfo, names: frozenset[str]) -> bool:
                 """Whether ``task`` could fit on one of these nodes by resources (its smaller request against
-                their future idle): the one-node rule of ``SessionMemo.allocate_blocked``.  Nodes do not change
-                before the first turn: one answer per pod template and set of nodes."""
-                k = (task.template_key, names)
+                their future idle): the one-node rule of ``SessionMemo.allocate_blocked``.  One answer per pod
+                template, set of nodes and length of the node log (nodes change only by the turns, which log
+                them)."""
+                k = (task.template_key, names, len(nodes.log))
                 got = answers.get(k)
                 if got is None:
                     pos = nodes.pos
@@ -167,6 +170,10 @@ class Allocate(Action):
             # when ``schedulable_jobs`` asks it)
             if ssn.plan.blocked:
                 ssn.plan.unblock(live.still_blocked(ssn.plan.blocked, ssn.jobs, deserved, fits, short, blocked_now))
+            roomed = live.roomed
+
+            def room_taken(job: JobInfo) -> bool:
+                return live.room_taken(job, fits)
         elif ssn.plan.blocked:  # no memo in this session (future idle): every job takes its turn
             ssn.plan.unblock(list(ssn.plan.blocked))
         key, tkey = job_order_key(ssn), task_order_key(ssn)
@@ -200,6 +207,11 @@ class Allocate(Action):
             if best is None:
                 continue
             job = queues[best.name].pop()
+            if roomed and job.uid in roomed and job.uid not in self.placed and room_taken is not None \
+                    and room_taken(job):
+                namespaces.push(ns)  # still blocked: no turn (``SessionMemo.room_taken``)
+                ssn.plan.blocked_now.add(job.uid)
+                continue
             if job.uid not in pending:
                 todo = [t for t in job.index.get(TaskStatus.Pending, {}).values() if not t.best_effort and not t.sch_gated]
                 # by key when every taskOrder function has one (framework/order.py): a task's order is fixed

@@ -261,6 +261,9 @@ class SessionMemo:
         self.room_base, self.room_nodes, self.room_seq = room
         #: with ``deltas.CHECK``: the jobs the one-node rule found still blocked, given their turn to prove it
         self.must_fail: set[str] = set()
+        #: the jobs the one-node rule looked at again because their pod fits a node given room back, with those
+        #: nodes (``allocate_blocked``, ``room_taken``)
+        self.roomed: dict[str, frozenset[str]] = {}
         #: the nodes logged from a ``room_seq`` to this session's, by that start (``allocate_blocked``)
         self._since: dict[int, frozenset[str]] = {}
         self.enqueue_ok, self.allocate_ok = memo.conf_ok
@@ -329,7 +332,10 @@ class SessionMemo:
                 return self._gang_short(job, e, self._allocate_key(job, deserved), short)
             (task,) = pending.values()
             since = self._room_since(e.room)
-            if (since and fits(task, since)) or not self._proved(job):
+            if since and fits(task, since):
+                self.roomed[job.uid] = since  # its turn may still be skipped (``room_taken``)
+                return False
+            if not self._proved(job):
                 return False
             e.room = self.room_seq
             self.memo.join(e, task.template_key)  # its own stamp now: in the class of the current one
@@ -441,6 +447,28 @@ class SessionMemo:
         self.memo.skipped += len(present)
         blocked.update(present)
         done.update(present)
+
+    def room_taken(self, job: JobInfo, fits: Callable[[TaskInfo, frozenset[str]], bool]) -> bool:
+        """The one-node rule again at a job's turn, for a job it looked at again before the first turn because its
+        pod fitted one of the nodes given room back (``roomed``): if the pod now fits none of them (the turns
+        before took that room), the job is still blocked and its turn is skipped as at the start (``fits``
+        answers for the nodes as they are now).  Elsewhere room only shrank since its last turn, and in this
+        session turns only take room (a failed one gives back what it took), so this turn would place nothing.
+        The job is then blocked as by ``allocate_blocked``: its stamp moved to this session's, its fit errors
+        handed back.  With ``deltas.CHECK`` the turn is taken (``must_fail``)."""
+        since = self.roomed.pop(job.uid, None)
+        if since is None:
+            return False
+        e = self.memo.allocate.get(job.uid)
+        pending = job.index.get(TaskStatus.Pending)
+        if e is None or pending is None or len(pending) != 1:
+            return False
+        (task,) = pending.values()
+        if fits(task, since) or not self._proved(job):
+            return False
+        e.room = self.room_seq
+        self.memo.join(e, task.template_key)
+        return self._hand_back(job, e)
 
     def _room_since(self, start: int) -> frozenset[str]:
         """The nodes given room back from ``room_seq`` ``start`` to this session's; many entries share a start
