@@ -51,6 +51,10 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   request against their future idle): elsewhere room only shrank.  For such a job the queue's deserved is not
   in the key either (it decides ``allocatable`` only).  Any other blocked job is looked at again after any
   logged change.  With ``deltas.CHECK`` (the tests) the job still takes its turn, which must place nothing.
+  Such jobs' entries are kept in room classes (``_RoomClass``: one ``alloc_epoch``, pod template and room stamp),
+  decided and restamped a class at a time (``SessionMemo.still_blocked``).  A job looked at again because its pod
+  fits one of those nodes is asked again at its turn (``SessionMemo.room_taken``): in a session turns only take
+  room, so if it fits none of them by then, its turn is skipped as well.
 * **a gang the nodes cannot hold** (``_gang_short``): a job whose key differs only by node usage (``use_epoch``),
   its queue's deserved or room logged since, with the same ``alloc_epoch`` and version, is still blocked while its
   ready, pipelined and best-effort pods plus, per pod template, as many pods as all nodes' idle resources can take
