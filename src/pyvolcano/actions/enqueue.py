@@ -117,26 +117,41 @@ class Enqueue(Action):
         refused are not looked at (``_ParkedGroup``)."""
         streams = {name: _Stream(lst, groups.get(name, []), key) for name, lst in waiting.items()}
         parked = ssn.plan.parked
+        if len(streams) == 1:  # one queue: the queue heap would hand it back after every turn
+            q = queues.pop()
+            st = streams[q.name]
+            got = st.next(ssn, parked)
+            while got is not None:
+                _group_turn(ssn, q, st, got, streams, refused, parked)
+                got = st.next(ssn, parked)
+            return
         while not queues.empty():
             q = queues.pop()
             st = streams[q.name]
             got = st.next(ssn, parked)
             if got is None:
                 continue
-            job, group = got
-            _turn(ssn, q, job, refused, group.shape if group is not None else None)
-            assert job.podgroup is not None
-            if job.podgroup.phase != PodGroupPhase.Pending:  # admitted: the votes read more now, check again
-                for other in streams.values():
-                    other.rearm()
-            elif group is not None and job.enqueue_reason != group.reason:
-                # refused for another reason: its group's members after it are looked at one by one (their
-                # statuses will say the new reason)
-                st.dissolve(ssn, group, parked)
-            elif group is not None:  # refused for its group's reason: parked again as it was
-                assert st.held is not None and st.held[0] is job  # ``_Stream.next`` unparked it for this turn
-                ssn.plan.repark(job, st.held[1], st.held[2])
+            _group_turn(ssn, q, st, got, streams, refused, parked)
             queues.push(q)
+
+
+def _group_turn(ssn: Session, q: QueueInfo, st: _Stream, got: tuple[JobInfo, _ParkedGroup | None],
+                streams: dict[str, _Stream], refused: _Refusals, parked: dict[str, Any]) -> None:
+    """One turn of a pass with parked groups (``Enqueue._with_parked``): the job ``_Stream.next`` gave, with
+    its group if it is a group's check; then what the answer does to the groups."""
+    job, group = got
+    _turn(ssn, q, job, refused, group.shape if group is not None else None)
+    assert job.podgroup is not None
+    if job.podgroup.phase != PodGroupPhase.Pending:  # admitted: the votes read more now, check again
+        for other in streams.values():
+            other.rearm()
+    elif group is not None and job.enqueue_reason != group.reason:
+        # refused for another reason: its group's members after it are looked at one by one (their
+        # statuses will say the new reason)
+        st.dissolve(ssn, group, parked)
+    elif group is not None:  # refused for its group's reason: parked again as it was
+        assert st.held is not None and st.held[0] is job  # ``_Stream.next`` unparked it for this turn
+        ssn.plan.repark(job, st.held[1], st.held[2])
 
 
 def _turn(ssn: Session, q: QueueInfo, job: JobInfo, refused: _Refusals | None,
