@@ -113,19 +113,34 @@ class Allocate(Action):
             live, deserved, nodes = memo, self.deserved, ssn.nodes
 
             answers: dict[tuple[object, frozenset[str], int], bool] = {}
+            rows: dict[frozenset[str], list[int]] = {}
+            fitting: dict[tuple[object, int], frozenset[int]] = {}
 
             def fits(task: TaskInfo, names: frozenset[str]) -> bool:
                 """Whether ``task`` could fit on one of these nodes by resources (its smaller request against
                 their future idle): the one-node rule of ``SessionMemo.allocate_blocked``.  One answer per pod
                 template, set of nodes and length of the node log (nodes change only by the turns, which log
                 them)."""
-                k = (task.template_key, names, len(nodes.log))
+                stamp = len(nodes.log)
+                k = (task.template_key, names, stamp)
                 got = answers.get(k)
                 if got is None:
-                    pos = nodes.pos
-                    idx = [pos[n] for n in names if n in pos]
-                    need = fit_floor(np.minimum(task.resreq, task.init_resreq))
-                    got = answers[k] = bool(idx) and bool((nodes.future[idx] > need).all(axis=1).any())
+                    # the nodes the template fits now, once per template and node change: on a full cluster
+                    # none, and then no set of nodes needs looking at
+                    fk = (task.template_key, stamp)
+                    where = fitting.get(fk)
+                    if where is None:
+                        need = fit_floor(np.minimum(task.resreq, task.init_resreq))
+                        where = fitting[fk] = frozenset(np.flatnonzero((nodes.future > need).all(axis=1)).tolist())
+                    if not where:
+                        got = False
+                    else:
+                        idx = rows.get(names)
+                        if idx is None:  # the positions of a set of nodes: asked again at later turns
+                            pos = nodes.pos
+                            idx = rows[names] = [pos[n] for n in names if n in pos]
+                        got = not where.isdisjoint(idx)
+                    answers[k] = got
                 return got
 
             # gang alone says whether a job is ready or pipelined (the memo's plugins: no other registers them)
