@@ -97,9 +97,9 @@ def _services(full: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Counter
     real_class, real_taken = memo_mod.SessionMemo._class_blocked, memo_mod.SessionMemo.room_taken
 
     def class_blocked(self: memo_mod.SessionMemo, cls: Any, uids: Any, jobs: Any, fits: Any, blocked: set[str],
-                      done: set[str]) -> None:
+                      done: set[str], made_again: Any = None) -> None:
         before = len(done)
-        real_class(self, cls, uids, jobs, fits, blocked, done)
+        real_class(self, cls, uids, jobs, fits, blocked, done, made_again)
         seen["decided"] += len(done) - before
 
     def room_taken(self: memo_mod.SessionMemo, job: Any, fits: Any) -> bool:

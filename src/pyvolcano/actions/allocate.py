@@ -184,7 +184,8 @@ class Allocate(Action):
             # looked at with the others (the same check, before any turn: nodes and deserved are as they will be
             # when ``schedulable_jobs`` asks it)
             if ssn.plan.blocked:
-                ssn.plan.unblock(live.still_blocked(ssn.plan.blocked, ssn.jobs, deserved, fits, short, blocked_now))
+                ssn.plan.unblock(live.still_blocked(ssn.plan.blocked, ssn.jobs, deserved, fits, short, blocked_now,
+                                                    ssn.plan.made_again()))
             roomed = live.roomed
 
             def room_taken(job: JobInfo) -> bool:

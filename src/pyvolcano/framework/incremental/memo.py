@@ -79,7 +79,7 @@ job's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -347,13 +347,16 @@ class SessionMemo:
 
     def still_blocked(self, uids: Mapping[str, None], jobs: Mapping[str, JobInfo],
                       deserved: Mapping[str, np.ndarray], fits: Callable[[TaskInfo, frozenset[str]], bool],
-                      short: Callable[[JobInfo], bool], blocked: set[str]) -> list[str]:
+                      short: Callable[[JobInfo], bool], blocked: set[str],
+                      made_again: Set[str] | None = None) -> list[str]:
         """``allocate_blocked`` for each of the jobs the last sessions left blocked (``Plan.blocked``, an ordered
         set): those still blocked go into ``blocked``, the others are returned, to be looked at.  Asked of the whole
         backlog in every session, so the members of a ``_RoomClass`` are decided class by class
         (``_class_blocked``), and the usual answer for the others (the same fingerprint, no room back since: the
         last turn's fit errors handed back) is taken here in one loop, with each queue's deserved row turned into
-        bytes once; every other case goes through ``allocate_blocked``, with the same result."""
+        bytes once; every other case goes through ``allocate_blocked``, with the same result.  ``made_again``: the
+        jobs whose clone the snapshot made again (``SnapshotCarry.redone``; None: unknown), the only ones whose
+        clone may lack the fit errors to hand back: the others' clones are the ones the last session left."""
         if not uids:
             return []
         entries = self.memo.allocate if self.allocate_ok else {}
@@ -361,7 +364,7 @@ class SessionMemo:
         if entries and self.memo.classes:
             for cls in list(self.memo.classes.values()):
                 if cls.alloc_epoch == self.alloc_epoch:
-                    self._class_blocked(cls, uids, jobs, fits, blocked, done)
+                    self._class_blocked(cls, uids, jobs, fits, blocked, done, made_again)
         if len(done) == len(uids):
             return []
         alloc_epoch, use_epoch, room_seq = self.alloc_epoch, self.use_epoch, self.room_seq
@@ -397,15 +400,19 @@ class SessionMemo:
         return out
 
     def _class_blocked(self, cls: _RoomClass, uids: Mapping[str, None], jobs: Mapping[str, JobInfo],
-                       fits: Callable[[TaskInfo, frozenset[str]], bool], blocked: set[str], done: set[str]) -> None:
+                       fits: Callable[[TaskInfo, frozenset[str]], bool], blocked: set[str], done: set[str],
+                       made_again: Set[str] | None = None) -> None:
         """``allocate_blocked`` for the members of one class (of this session's ``alloc_epoch``) among ``uids``, at
         once: still blocked if no room came back since the class's stamp, or if the class's pod template fits
         none of the nodes given room back since (the one-node rule); those go into ``blocked`` and ``done``, the
         class's stamp moves to this session's and the members not asked about leave the class first (their own
         check, later, starts from the old stamp).  Otherwise (room back where the template fits, the room log cut
         since, ``deltas.CHECK`` proving the rule by a turn) the members are left to the job-by-job path, which
-        answers each the same.  A member's job must be the version its key names with one pod pending: the clone
-        of a blocked job is the one left alone (a changed job is not blocked); one that is not goes job by job."""
+        answers each the same.  A member's job is the version its key names, with one pod pending: a job is
+        blocked only if the last session found it blocked under its key (or recorded it), and its clone is reused
+        only while its version is the same (``JobInfo.reuse``); ``deltas.CHECK`` asserts it member by member.
+        The fit errors are handed back to the clones made again (``made_again``: a reused clone has none); the
+        others hold them already (asserted under ``deltas.CHECK``)."""
         present = cls.members.keys() & uids.keys()
         if done and present:  # (a class merged into one decided before)
             present -= done
@@ -425,29 +432,26 @@ class SessionMemo:
                 (task,) = pending.values()
                 if task.template_key != cls.template or fits(task, since):
                     return
-        odd = [uid for uid in present if jobs[uid].cloned_from != members[uid].key[2]]
-        if odd:
-            present.difference_update(odd)
         if deltas.CHECK:
             for uid in present:
                 job, e = jobs[uid], members[uid]
                 pending = job.index.get(TaskStatus.Pending)
+                assert job.cloned_from == e.key[2], f"memo: {uid} blocked at another version"
                 assert pending is not None and len(pending) == 1 and e.nodes_only, f"memo: {uid} in a room class"
                 assert next(iter(pending.values())).template_key == cls.template, f"memo: {uid}'s template"
+                if made_again is not None and uid not in made_again:
+                    assert all(job.nodes_fit_errors.get(k) is v for k, v in e.fit_errors.items()) \
+                        and e.failed_roles <= job.fit_failed_roles, f"memo: {uid}'s fit errors"
         if cls.room != room_seq:
             for uid in members.keys() - present:  # not asked about here: their own stamp stays
                 cls.detach(members[uid])
             self.memo.restamp(cls, room_seq)
-        for uid in present:  # ``_hand_back``: a clone left alone still has them; one made again has none
+        for uid in present if made_again is None else present & made_again:  # ``_hand_back``
             job = jobs[uid]
             if not job.nodes_fit_errors:
                 e = members[uid]
                 job.nodes_fit_errors.update(e.fit_errors)
                 job.fit_failed_roles.update(e.failed_roles)
-            elif deltas.CHECK:
-                e = members[uid]
-                assert all(job.nodes_fit_errors.get(k) is v for k, v in e.fit_errors.items()) \
-                    and e.failed_roles <= job.fit_failed_roles, f"memo: {uid}'s fit errors"
         self.memo.skipped += len(present)
         blocked.update(present)
         done.update(present)
