@@ -108,6 +108,7 @@ from pyvolcano.framework.points import (
     VictimQueueOrderFn,
     VictimTasksFn,
     combine,
+    vote,
 )
 from pyvolcano.framework.result import (
     Eviction,
@@ -420,7 +421,7 @@ class Session:
         return any(self.fns[point])
 
     def call(self, point: str, *args: Any) -> Any:
-        return combine(_RULES[point], self.fns[point], *args)
+        return combine(POINTS[point].rule, self.fns[point], *args)
 
     # --- orders (negative: left first) ------------------------------------------------------------------
     def job_cmp(self, left: JobInfo, right: JobInfo) -> int:
@@ -501,26 +502,10 @@ class Session:
         return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
 
     def job_starving(self, job: JobInfo) -> bool:
-        # Rule.TIER_ALL (``points.combine``) spelled out: preempt and reclaim ask it of every job of every session
-        for tier in self.fns["jobStarving"]:
-            if tier:
-                return all(fn(job) for _, fn in tier)
-        return False
+        return self.call("jobStarving", job)
 
-    def job_enqueueable(self, job: JobInfo) -> bool:
-        # Rule.VOTE (``points.combine``) spelled out: enqueue asks it in every waiting job's turn (parked groups'
-        # checks every session the room came back)
-        for tier in self.fns["jobEnqueueable"]:
-            permitted = False
-            for _, fn in tier:
-                r = fn(job)
-                if r < 0:
-                    return False
-                if r > 0:
-                    permitted = True
-            if permitted:
-                return True
-        return True
+    def job_enqueueable(self, job: JobInfo) -> bool:  # asked in every enqueue turn: ``points.vote``, not ``call``
+        return vote(self.fns["jobEnqueueable"], job)
 
     def job_enqueued(self, job: JobInfo) -> None:
         self.call("jobEnqueued", job)
@@ -585,12 +570,11 @@ class Session:
     def select_node(self, task: TaskInfo, job: JobInfo | None = None,
                     within: np.ndarray | None = None) -> tuple[int | None, bool]:
         """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle.
-        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered.
-
-        The pod's nominated node (``status.nominatedNodeName``, set after a previous session evicted for it)
-        is tried first, as Volcano's ``allocateResourcesForTasks`` (actions/allocate/allocate.go) does: if it is
-        a node of the session (and of ``within``), the pod's request fits its future idle and it passes every
-        predicate, it is the pod's node whatever the scores; otherwise every node is considered."""
+        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered.  The pod's
+        nominated node (``status.nominatedNodeName``, set after a previous session evicted for it) is tried first,
+        as Volcano's ``allocateResourcesForTasks`` (actions/allocate/allocate.go) does: if it is a node of the
+        session (and of ``within``), the pod's request fits its future idle and it passes every predicate, it is
+        the pod's node whatever the scores; otherwise every node is considered."""
         nom = task.nominated_node
         if nom:
             nodes = self.nodes
@@ -824,15 +808,6 @@ class Session:
             self.plugin_seconds[(name, "OnSessionClose")] = time.perf_counter() - t0
         return build_result(self)
 
-
-#: each point's rule, by name (``Session.call``)
-_RULES = {name: p.rule for name, p in POINTS.items()}
-# the points whose rule a method spells out (job_valid, job_starving, job_enqueueable): a change to the table that
-# they do not follow must not pass silently
-if JOB_VALID.rule is not Rule.FIRST_FAILURE or JOB_STARVING.rule is not Rule.TIER_ALL \
-        or JOB_ENQUEUEABLE.rule is not Rule.VOTE:
-    raise ImportError("Session.job_valid/job_starving/job_enqueueable spell out FIRST_FAILURE/TIER_ALL/VOTE; "
-                      f"points.py says {JOB_VALID.rule.name}/{JOB_STARVING.rule.name}/{JOB_ENQUEUEABLE.rule.name}")
 
 _NO_FNS: dict[int, dict[str, tuple[tuple[()], ...]]] = {}
 
