@@ -59,6 +59,89 @@ def schedulable_jobs(ssn: Session, *, promote: bool, wanted: Callable[[JobInfo],
     return out
 
 
+class _MemoChecks:
+    """The blocked-job memo's checks of one allocate run (``SessionMemo``), with the answers they keep for it: the
+    one-node rule's ``fits``, the gang bound's ``short``, the filter of ``schedulable_jobs`` (``unblocked``) and
+    the one-node rule again at a job's turn (``room_taken``)."""
+
+    def __init__(self, ssn: Session, live: SessionMemo, deserved: dict[str, np.ndarray]) -> None:
+        self.live, self.deserved, self.nodes = live, deserved, ssn.nodes
+        self.blocked_now = ssn.plan.blocked_now
+        self.answers: dict[tuple[object, frozenset[str], int], bool] = {}
+        self.rows: dict[frozenset[str], list[int]] = {}
+        self.fitting: dict[tuple[object, int], frozenset[int]] = {}
+        # gang alone says whether a job is ready or pipelined (the memo's plugins: no other registers them)
+        self.gang_decides = ssn.has("jobReady") and ssn.has("jobPipelined")
+        self.slots: dict[object, int] = {}
+
+    def fits(self, task: TaskInfo, names: frozenset[str]) -> bool:
+        """Whether ``task`` could fit on one of these nodes by resources (its smaller request against their
+        future idle): the one-node rule of ``SessionMemo.allocate_blocked``.  One answer per pod template, set of
+        nodes and length of the node log (nodes change only by the turns, which log them)."""
+        nodes = self.nodes
+        stamp = len(nodes.log)
+        k = (task.template_key, names, stamp)
+        got = self.answers.get(k)
+        if got is None:
+            # the nodes the template fits now, once per template and node change: on a full cluster none, and then
+            # no set of nodes needs looking at
+            fk = (task.template_key, stamp)
+            where = self.fitting.get(fk)
+            if where is None:
+                need = fit_floor(np.minimum(task.resreq, task.init_resreq))
+                where = self.fitting[fk] = frozenset(np.flatnonzero((nodes.future > need).all(axis=1)).tolist())
+            if not where:
+                got = False
+            else:
+                idx = self.rows.get(names)
+                if idx is None:  # the positions of a set of nodes: asked again at later turns
+                    pos = nodes.pos
+                    idx = self.rows[names] = [pos[n] for n in names if n in pos]
+                got = not where.isdisjoint(idx)
+            self.answers[k] = got
+        return got
+
+    def short(self, job: JobInfo) -> bool:
+        """The gang bound of ``SessionMemo.allocate_blocked``: even placed on every node as many times as its idle
+        resources allow, the job's pending pods cannot bring it to ``minAvailable``."""
+        if not self.gang_decides:
+            return False
+        pending = job.index.get(TaskStatus.Pending)
+        if not pending:
+            return False
+        # what gang counts for ready or pipelined besides the placements (``is_pipelined`` also counts tasks
+        # already pipelined, which this turn's statement does not undo)
+        need = job.min_available - job.ready_task_num() - job.pending_best_effort_task_num() - job.waiting_task_num()
+        by_template: dict[object, list[TaskInfo]] = {}
+        for t in pending.values():
+            if not t.best_effort:
+                by_template.setdefault(t.template_key, []).append(t)
+        for k, tasks in by_template.items():
+            got = self.slots.get(k)
+            if got is None:  # nodes do not change before the first turn: once per template and run
+                got = self.slots[k] = pod_slots(self.nodes.idle, tasks[0])
+            need -= min(len(tasks), got)
+            if need <= 0:
+                return False
+        return True
+
+    def unblocked(self, job: JobInfo) -> bool:
+        """``schedulable_jobs``' filter, before jobValid (a blocked job's last turn found it valid): False for a
+        job the memo finds still blocked."""
+        if self.live.allocate_blocked(job, self.deserved.get(job.queue), self.fits, self.short):
+            self.blocked_now.add(job.uid)
+            return False
+        return True
+
+    def room_taken(self, job: JobInfo, placed: set[str]) -> bool:
+        """At the job's turn, before it: True (the job kept blocked) when the one-node rule looked at it again
+        for room that the turns before took (``SessionMemo.room_taken``)."""
+        if job.uid in placed or job.uid not in self.live.roomed or not self.live.room_taken(job, self.fits):
+            return False
+        self.blocked_now.add(job.uid)
+        return True
+
+
 def _nominated_pending(job: JobInfo) -> bool:
     """A pending pod of the job carries a nominated node: its allocate turn is never skipped by the memo, because
     the turn's PrePredicate is what preempt's eligibility check for such a pod reads (``Session.prepredicated``,
@@ -106,70 +189,19 @@ class Allocate(Action):
         self.explained: dict[object, tuple[int, FitErrors]] = {}
         self.deserved = ssn.proportion_deserved()
         ssn.topology.new_allocate()  # worksheets and the recorder are per allocate run (NewRecorder, buildAllocateContext)
-        wanted: Callable[[JobInfo], bool] | None = None
+        checks: _MemoChecks | None = None
         if memo is not None:
-            live, deserved, nodes = memo, self.deserved, ssn.nodes
-
-            answers: dict[tuple[object, frozenset[str]], bool] = {}
-
-            def fits(task: TaskInfo, names: frozenset[str]) -> bool:
-                """Whether ``task`` could fit on one of these nodes by resources (its smaller request against
-                their future idle): the one-node rule of ``SessionMemo.allocate_blocked``.  Nodes do not change
-                before the first turn: one answer per pod template and set of nodes."""
-                k = (task.template_key, names)
-                got = answers.get(k)
-                if got is None:
-                    pos = nodes.pos
-                    idx = [pos[n] for n in names if n in pos]
-                    need = fit_floor(np.minimum(task.resreq, task.init_resreq))
-                    got = answers[k] = bool(idx) and bool((nodes.future[idx] > need).all(axis=1).any())
-                return got
-
-            # gang alone says whether a job is ready or pipelined (the memo's plugins: no other registers them)
-            gang_decides = ssn.has("jobReady") and ssn.has("jobPipelined")
-            slots: dict[object, int] = {}
-
-            def short(job: JobInfo) -> bool:
-                """The gang bound of ``SessionMemo.allocate_blocked``: even placed on every node as many times
-                as its idle resources allow, the job's pending pods cannot bring it to ``minAvailable``."""
-                if not gang_decides:
-                    return False
-                pending = job.index.get(TaskStatus.Pending)
-                if not pending:
-                    return False
-                # what gang counts for ready or pipelined besides the placements (``is_pipelined`` also counts
-                # tasks already pipelined, which this turn's statement does not undo)
-                need = (job.min_available - job.ready_task_num() - job.pending_best_effort_task_num()
-                        - job.waiting_task_num())
-                by_template: dict[object, list[TaskInfo]] = {}
-                for t in pending.values():
-                    if not t.best_effort:
-                        by_template.setdefault(t.template_key, []).append(t)
-                for k, tasks in by_template.items():
-                    got = slots.get(k)
-                    if got is None:  # nodes do not change before the first turn: once per template and run
-                        got = slots[k] = pod_slots(nodes.idle, tasks[0])
-                    need -= min(len(tasks), got)
-                    if need <= 0:
-                        return False
-                return True
-
-            blocked_now = ssn.plan.blocked_now
-
-            def unblocked(job: JobInfo) -> bool:  # before jobValid: a blocked job's last turn found it valid
-                if live.allocate_blocked(job, deserved.get(job.queue), fits, short):
-                    blocked_now.add(job.uid)
-                    return False
-                return True
-            wanted = unblocked
+            checks = _MemoChecks(ssn, memo, self.deserved)
             # the blocked jobs the session left alone (``Plan.settled_jobs``): still blocked under the memo, or
             # looked at with the others (the same check, before any turn: nodes and deserved are as they will be
             # when ``schedulable_jobs`` asks it)
             if ssn.plan.blocked:
-                ssn.plan.unblock(live.still_blocked(ssn.plan.blocked, ssn.jobs, deserved, fits, short, blocked_now))
+                ssn.plan.unblock(memo.still_blocked(ssn.plan.blocked, ssn.jobs, self.deserved, checks.fits,
+                                                    checks.short, ssn.plan.blocked_now, ssn.plan.made_again()))
         elif ssn.plan.blocked:  # no memo in this session (future idle): every job takes its turn
             ssn.plan.unblock(list(ssn.plan.blocked))
         key, tkey = job_order_key(ssn), task_order_key(ssn)
+        wanted = checks.unblocked if checks is not None else None
         for job in schedulable_jobs(ssn, promote="enqueue" not in ssn.conf.actions, wanted=wanted):
             if not job.index.get(TaskStatus.Pending):  # nothing to place: its turn would commit nothing
                 continue
@@ -200,6 +232,9 @@ class Allocate(Action):
             if best is None:
                 continue
             job = queues[best.name].pop()
+            if checks is not None and checks.live.roomed and checks.room_taken(job, self.placed):
+                namespaces.push(ns)  # still blocked: no turn (``SessionMemo.room_taken``)
+                continue
             if job.uid not in pending:
                 todo = [t for t in job.index.get(TaskStatus.Pending, {}).values() if not t.best_effort and not t.sch_gated]
                 # by key when every taskOrder function has one (framework/order.py): a task's order is fixed

@@ -21,6 +21,7 @@ from pyvolcano.api.job_info import JobInfo
 from pyvolcano.api.queue_info import QueueInfo
 from pyvolcano.api.types import PodGroupPhase
 from pyvolcano.framework.action import Action
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.order import job_order_key, ordered
 from pyvolcano.framework.registry import register_action
@@ -45,12 +46,12 @@ class Enqueue(Action):
         if stale is not None:
             parked = ssn.plan.parked
             off: list[str] = []
-            for (qname, _, reason), keys in stale.items():
+            for (qname, mr, reason), keys in stale.items():
                 q = queues_of.get(qname)
                 if q is None or not q.is_open():
                     off.extend(k[-1] for k in keys if k[-1] in parked)
                 else:
-                    parked_groups.setdefault(qname, []).append(_ParkedGroup(keys, reason))
+                    parked_groups.setdefault(qname, []).append(_ParkedGroup(keys, reason, (qname, mr)))
             ssn.plan.unpark(off)
         # every live job of every session but the settled ones (never Pending): the phase first (``is_pending``)
         for job in ssn.unsettled_jobs():
@@ -116,32 +117,52 @@ class Enqueue(Action):
         refused are not looked at (``_ParkedGroup``)."""
         streams = {name: _Stream(lst, groups.get(name, []), key) for name, lst in waiting.items()}
         parked = ssn.plan.parked
+        if len(streams) == 1:  # one queue: the queue heap would hand it back after every turn
+            q = queues.pop()
+            st = streams[q.name]
+            got = st.next(ssn, parked)
+            while got is not None:
+                _group_turn(ssn, q, st, got, streams, refused, parked)
+                got = st.next(ssn, parked)
+            return
         while not queues.empty():
             q = queues.pop()
             st = streams[q.name]
             got = st.next(ssn, parked)
             if got is None:
                 continue
-            job, group = got
-            _turn(ssn, q, job, refused)
-            assert job.podgroup is not None
-            if job.podgroup.phase != PodGroupPhase.Pending:  # admitted: the votes read more now, check again
-                for other in streams.values():
-                    other.rearm()
-            elif group is not None and job.enqueue_reason != group.reason:
-                # refused for another reason: its group's members after it are looked at one by one (their
-                # statuses will say the new reason)
-                st.dissolve(ssn, group, parked)
-            elif group is not None:  # refused for its group's reason: parked again as it was
-                assert st.held is not None and st.held[0] is job  # ``_Stream.next`` unparked it for this turn
-                ssn.plan.repark(job, st.held[1], st.held[2])
+            _group_turn(ssn, q, st, got, streams, refused, parked)
             queues.push(q)
 
 
-def _turn(ssn: Session, q: QueueInfo, job: JobInfo, refused: _Refusals | None) -> None:
-    """One job's turn: admitted if the votes allow it (or it has no minResources), else refused with a reason."""
+def _group_turn(ssn: Session, q: QueueInfo, st: _Stream, got: tuple[JobInfo, _ParkedGroup | None],
+                streams: dict[str, _Stream], refused: _Refusals, parked: dict[str, Any]) -> None:
+    """One turn of a pass with parked groups (``Enqueue._with_parked``): the job ``_Stream.next`` gave, with
+    its group if it is a group's check; then what the answer does to the groups."""
+    job, group = got
+    _turn(ssn, q, job, refused, group.shape if group is not None else None)
+    assert job.podgroup is not None
+    if job.podgroup.phase != PodGroupPhase.Pending:  # admitted: the votes read more now, check again
+        for other in streams.values():
+            other.rearm()
+    elif group is not None and job.enqueue_reason != group.reason:
+        # refused for another reason: its group's members after it are looked at one by one (their
+        # statuses will say the new reason)
+        st.dissolve(ssn, group, parked)
+    elif group is not None:  # refused for its group's reason: parked again as it was
+        assert st.held is not None and st.held[0] is job  # ``_Stream.next`` unparked it for this turn
+        ssn.plan.repark(job, st.held[1], st.held[2])
+
+
+def _turn(ssn: Session, q: QueueInfo, job: JobInfo, refused: _Refusals | None,
+          shape: tuple[str, bytes] | None = None) -> None:
+    """One job's turn: admitted if the votes allow it (or it has no minResources), else refused with a reason.
+    ``shape``: the job's ``_Refusals.shape`` when the caller knows it (a parked group's)."""
     memo = ssn.memo
-    shape = refused.shape(job) if refused is not None else None
+    if shape is None:
+        shape = refused.shape(job) if refused is not None else None
+    elif deltas.CHECK:
+        assert refused is not None and shape == refused.shape(job), f"enqueue: {job.uid}'s group shape"
     reason = refused.seen.get(shape) if refused is not None and shape is not None else None
     if reason is not None:  # refused again, exactly as the plugins would refuse it
         job.enqueue_reason = reason
@@ -180,11 +201,13 @@ class _ParkedGroup:
     another reason dissolves the group (``_Stream.dissolve``).  A pass thus costs a few turns per group and
     admission, not one per waiting job.  Members are the keys' uids still parked in the session."""
 
-    __slots__ = ("armed", "i", "keys", "reason")
+    __slots__ = ("armed", "i", "keys", "reason", "shape")
 
-    def __init__(self, keys: list[tuple[Any, ...]], reason: str) -> None:
+    def __init__(self, keys: list[tuple[Any, ...]], reason: str, shape: tuple[str, bytes]) -> None:
         self.keys = keys
         self.reason = reason
+        #: the members' queue and minResources (``_Refusals.shape``)
+        self.shape = shape
         #: the index of the next member that may take a turn
         self.i = 0
         self.armed = True

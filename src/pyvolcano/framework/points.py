@@ -209,16 +209,7 @@ def combine(rule: Rule, tiers: Tiers, *args: Any) -> Any:
     if rule is Rule.SUM:
         return sum(fn(*args) for tier in tiers for _, fn in tier)
     if rule is Rule.VOTE:
-        for tier in tiers:
-            permitted = False
-            for _, fn in tier:
-                r = fn(*args)
-                if r < 0:
-                    return False
-                permitted = permitted or r > 0
-            if permitted:
-                return True
-        return True
+        return vote(tiers, *args)
     if rule is Rule.TIER_ALL:
         for tier in tiers:
             if tier:
@@ -255,6 +246,27 @@ def combine(rule: Rule, tiers: Tiers, *args: Any) -> Any:
         for _, fn in tier:
             fn(*args)
     return None
+
+
+def vote(tiers: Tiers, *args: Any) -> bool:
+    """``Rule.VOTE``: the first reject denies; a tier with a permit (and no reject) allows without asking the next
+    tier; abstentions everywhere allow.  ``Session.job_enqueueable`` calls it directly (enqueue asks it in every
+    turn, parked groups' checks included)."""
+    for tier in tiers:
+        permitted = False
+        for _, fn in tier:
+            r = fn(*args)
+            if r < 0:
+                return False
+            if r > 0:
+                permitted = True
+        if permitted:
+            return True
+    return True
+
+
+if JOB_ENQUEUEABLE.rule is not Rule.VOTE:  # ``Session.job_enqueueable`` calls ``vote`` itself
+    raise ImportError(f"Session.job_enqueueable votes (Rule.VOTE); the table says {JOB_ENQUEUEABLE.rule.name}")
 
 
 def _intersect(tiers: Tiers, actor: Any, candidates: list[Any]) -> list[Any]:

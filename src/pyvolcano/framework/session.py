@@ -107,6 +107,7 @@ from pyvolcano.framework.points import (
     VictimQueueOrderFn,
     VictimTasksFn,
     combine,
+    vote,
 )
 from pyvolcano.framework.result import (
     Eviction,
@@ -503,8 +504,8 @@ class Session:
     def job_starving(self, job: JobInfo) -> bool:
         return self.call("jobStarving", job)
 
-    def job_enqueueable(self, job: JobInfo) -> bool:
-        return self.call("jobEnqueueable", job)
+    def job_enqueueable(self, job: JobInfo) -> bool:  # asked in every enqueue turn: ``points.vote``, not ``call``
+        return vote(self.fns["jobEnqueueable"], job)
 
     def job_enqueued(self, job: JobInfo) -> None:
         self.call("jobEnqueued", job)
@@ -569,12 +570,11 @@ class Session:
     def select_node(self, task: TaskInfo, job: JobInfo | None = None,
                     within: np.ndarray | None = None) -> tuple[int | None, bool]:
         """Best node for the task: (index, True) if it fits idle now, (index, False) if only future idle.
-        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered.
-
-        The pod's nominated node (``status.nominatedNodeName``, set after a previous session evicted for it)
-        is tried first, as Volcano's ``allocateResourcesForTasks`` (actions/allocate/allocate.go) does: if it is
-        a node of the session (and of ``within``), the pod's request fits its future idle and it passes every
-        predicate, it is the pod's node whatever the scores; otherwise every node is considered."""
+        ``within``: a node mask (the nodes of a hypernode) outside which no node is considered.  The pod's
+        nominated node (``status.nominatedNodeName``, set after a previous session evicted for it) is tried first,
+        as Volcano's ``allocateResourcesForTasks`` (actions/allocate/allocate.go) does: if it is a node of the
+        session (and of ``within``), the pod's request fits its future idle and it passes every predicate, it is
+        the pod's node whatever the scores; otherwise every node is considered."""
         nom = task.nominated_node
         if nom:
             nodes = self.nodes

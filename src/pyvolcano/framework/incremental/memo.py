@@ -51,6 +51,10 @@ results unchanged.  What remains is that the skipped job's answer is still "no":
   request against their future idle): elsewhere room only shrank.  For such a job the queue's deserved is not
   in the key either (it decides ``allocatable`` only).  Any other blocked job is looked at again after any
   logged change.  With ``deltas.CHECK`` (the tests) the job still takes its turn, which must place nothing.
+  Such jobs' entries are kept in room classes (``_RoomClass``: one ``alloc_epoch``, pod template and room stamp),
+  decided and restamped a class at a time (``SessionMemo.still_blocked``).  A job looked at again because its pod
+  fits one of those nodes is asked again at its turn (``SessionMemo.room_taken``): in a session turns only take
+  room, so if it fits none of them by then, its turn is skipped as well.
 * **a gang the nodes cannot hold** (``_gang_short``): a job whose key differs only by node usage (``use_epoch``),
   its queue's deserved or room logged since, with the same ``alloc_epoch`` and version, is still blocked while its
   ready, pipelined and best-effort pods plus, per pod template, as many pods as all nodes' idle resources can take
@@ -75,7 +79,7 @@ job's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,16 +94,70 @@ from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.contracts import Contract, Contracts, conf_plugins, memo_off_by
 
 
-@dataclass
 class _Entry:
-    key: tuple[Any, ...]
-    enqueue_reason: str = ""
-    fit_errors: dict[str, FitErrors] = field(default_factory=dict)
-    failed_roles: frozenset[str] = frozenset()
-    #: allocate: ``SchedulerCache.room_seq`` when recorded (or last confirmed), and whether the job was one pod
-    #: that no node could take (not refused by its queue, a prePredicate or a failed role)
-    room: int = -1
-    nodes_only: bool = False
+    """One job's memo entry: the fingerprint (``key``) under which it was last found blocked, and its reason."""
+
+    __slots__ = ("_room", "cls", "enqueue_reason", "failed_roles", "fit_errors", "key", "nodes_only", "uid")
+
+    def __init__(self, uid: str, key: tuple[Any, ...], enqueue_reason: str = "",
+                 fit_errors: dict[str, FitErrors] | None = None, failed_roles: frozenset[str] = frozenset(),
+                 room: int = -1, nodes_only: bool = False) -> None:
+        self.uid = uid
+        self.key = key
+        self.enqueue_reason = enqueue_reason
+        self.fit_errors: dict[str, FitErrors] = {} if fit_errors is None else fit_errors
+        self.failed_roles = failed_roles
+        self._room = room
+        #: allocate: whether the job was one pod that no node could take (not refused by its queue, a prePredicate
+        #: or a failed role)
+        self.nodes_only = nodes_only
+        #: the ``_RoomClass`` holding the entry's room stamp, or None (then ``_room`` holds it)
+        self.cls: _RoomClass | None = None
+
+    @property
+    def room(self) -> int:
+        """Allocate: ``SchedulerCache.room_seq`` when recorded (or last confirmed): its class's, while it has one."""
+        cls = self.cls
+        return self._room if cls is None else cls.room
+
+    @room.setter
+    def room(self, seq: int) -> None:
+        if self.cls is not None:  # its own stamp from now on
+            self.cls.detach(self)
+        self._room = seq
+
+
+class _RoomClass:
+    """The allocate entries of one-pod jobs that no node could take (``nodes_only``), of one pod template, recorded
+    or confirmed under one ``alloc_epoch`` and sharing one room stamp (``BlockedMemo.classes``).
+
+    Whether such a job is still blocked reads, besides its own version (unchanged for a blocked job: its clone is
+    the one left alone), only ``alloc_epoch``, the room stamp and whether its pod template fits one of the nodes
+    given room back since (``SessionMemo.allocate_blocked``): one answer for the whole class.  So
+    ``SessionMemo.still_blocked`` decides a class at once, and moves the stamp of all its members by moving the
+    class's: a session's check of the blocked backlog costs a few steps per class, not a loop over thousands of
+    jobs."""
+
+    __slots__ = ("alloc_epoch", "members", "owner", "room", "template")
+
+    def __init__(self, owner: BlockedMemo, alloc_epoch: int, template: object, room: int) -> None:
+        self.owner = owner
+        self.alloc_epoch = alloc_epoch
+        self.template = template
+        self.room = room
+        self.members: dict[str, _Entry] = {}
+
+    @property
+    def ckey(self) -> tuple[int, object, int]:
+        return (self.alloc_epoch, self.template, self.room)
+
+    def detach(self, e: _Entry) -> None:
+        """The entry out of the class, keeping the class's room stamp as its own."""
+        e._room = self.room
+        e.cls = None
+        del self.members[e.uid]
+        if not self.members:
+            self.owner.classes.pop(self.ckey, None)
 
 
 @dataclass
@@ -115,11 +173,42 @@ class BlockedMemo:
     conf: Any = None
     #: whether that conf allows skipping in enqueue and in allocate (``_conf_ok``, worked out once per conf)
     conf_ok: tuple[bool, bool] = (False, False)
+    #: the allocate entries of ``_RoomClass`` members, by (alloc_epoch, pod template, room stamp)
+    classes: dict[tuple[int, object, int], _RoomClass] = field(default_factory=dict)
 
     def prune(self, alive: dict[str, Any]) -> None:
         for d in (self.enqueue, self.allocate):
             for uid in [u for u in d if u not in alive]:
-                del d[uid]
+                e = d.pop(uid)
+                if e.cls is not None:
+                    e.cls.detach(e)
+
+    def join(self, e: _Entry, template: object) -> None:
+        """Put an entry without a class in the class of its alloc_epoch, pod template and room stamp."""
+        assert e.cls is None
+        ck = (e.key[0], template, e._room)
+        cls = self.classes.get(ck)
+        if cls is None:
+            cls = self.classes[ck] = _RoomClass(self, e.key[0], template, e._room)
+        cls.members[e.uid] = e
+        e.cls = cls
+
+    def restamp(self, cls: _RoomClass, room: int) -> _RoomClass:
+        """Move a class's room stamp (all its members'), merged with the class already under the new stamp if
+        there is one (the smaller into the larger, which is returned; the other is left empty)."""
+        del self.classes[cls.ckey]
+        cls.room = room
+        other = self.classes.get(cls.ckey)
+        if other is None:
+            self.classes[cls.ckey] = cls
+            return cls
+        big, small = (other, cls) if len(other.members) >= len(cls.members) else (cls, other)
+        for e in small.members.values():
+            e.cls = big
+        big.members.update(small.members)
+        small.members = {}
+        self.classes[cls.ckey] = big
+        return big
 
 
 def option_contracts(opt: Any) -> Contracts:
@@ -166,6 +255,7 @@ class SessionMemo:
         if memo.conf is not conf:
             memo.enqueue.clear()
             memo.allocate.clear()
+            memo.classes.clear()
             memo.conf = conf
             memo.conf_ok = (_conf_ok(conf, True), _conf_ok(conf, False))
         self.memo = memo
@@ -175,6 +265,9 @@ class SessionMemo:
         self.room_base, self.room_nodes, self.room_seq = room
         #: with ``deltas.CHECK``: the jobs the one-node rule found still blocked, given their turn to prove it
         self.must_fail: set[str] = set()
+        #: the jobs the one-node rule looked at again because their pod fits a node given room back, with those
+        #: nodes (``allocate_blocked``, ``room_taken``)
+        self.roomed: dict[str, frozenset[str]] = {}
         #: the nodes logged from a ``room_seq`` to this session's, by that start (``allocate_blocked``)
         self._since: dict[int, frozenset[str]] = {}
         self.enqueue_ok, self.allocate_ok = memo.conf_ok
@@ -201,7 +294,7 @@ class SessionMemo:
         if self.enqueue_ok and job.cloned_from >= 0:
             e = self.memo.enqueue.get(job.uid)
             if e is None:
-                self.memo.enqueue[job.uid] = _Entry(self._enqueue_key(job), job.enqueue_reason)
+                self.memo.enqueue[job.uid] = _Entry(job.uid, self._enqueue_key(job), job.enqueue_reason)
             else:  # refused again after room came back: the entry updated in place
                 e.key = self._enqueue_key(job)
                 e.enqueue_reason = job.enqueue_reason
@@ -243,26 +336,43 @@ class SessionMemo:
                 return self._gang_short(job, e, self._allocate_key(job, deserved), short)
             (task,) = pending.values()
             since = self._room_since(e.room)
-            if (since and fits(task, since)) or not self._proved(job):
+            if since and fits(task, since):
+                self.roomed[job.uid] = since  # its turn may still be skipped (``room_taken``)
+                return False
+            if not self._proved(job):
                 return False
             e.room = self.room_seq
+            self.memo.join(e, task.template_key)  # its own stamp now: in the class of the current one
         return self._hand_back(job, e)
 
-    def still_blocked(self, uids: Iterable[str], jobs: Mapping[str, JobInfo], deserved: Mapping[str, np.ndarray],
-                      fits: Callable[[TaskInfo, frozenset[str]], bool], short: Callable[[JobInfo], bool],
-                      blocked: set[str]) -> list[str]:
-        """``allocate_blocked`` for each of the jobs the last sessions left blocked (``Plan.blocked``), in order:
-        those still blocked go into ``blocked``, the others are returned, to be looked at.  Asked for every one of
-        them in every session, so the usual answer (the same fingerprint, no room back since: the last turn's
-        fit errors handed back) is taken here in one loop, with each queue's deserved row turned into bytes
-        once; every other case goes through ``allocate_blocked``, with the same result."""
+    def still_blocked(self, uids: Mapping[str, None], jobs: Mapping[str, JobInfo],
+                      deserved: Mapping[str, np.ndarray], fits: Callable[[TaskInfo, frozenset[str]], bool],
+                      short: Callable[[JobInfo], bool], blocked: set[str],
+                      made_again: Set[str] | None = None) -> list[str]:
+        """``allocate_blocked`` for each of the jobs the last sessions left blocked (``Plan.blocked``, an ordered
+        set): those still blocked go into ``blocked``, the others are returned, to be looked at.  Asked of the whole
+        backlog in every session, so the members of a ``_RoomClass`` are decided class by class
+        (``_class_blocked``), and the usual answer for the others (the same fingerprint, no room back since: the
+        last turn's fit errors handed back) is taken here in one loop, with each queue's deserved row turned into
+        bytes once; every other case goes through ``allocate_blocked``, with the same result.  ``made_again``: the
+        jobs whose clone the snapshot made again (``SnapshotCarry.redone``; None: unknown), the only ones whose
+        clone may lack the fit errors to hand back: the others' clones are the ones the last session left."""
+        if not uids:
+            return []
         entries = self.memo.allocate if self.allocate_ok else {}
+        done: set[str] = set()
+        if entries and self.memo.classes:
+            for cls in list(self.memo.classes.values()):
+                if cls.alloc_epoch == self.alloc_epoch:
+                    self._class_blocked(cls, uids, jobs, fits, blocked, done, made_again)
+        if len(done) == len(uids):
+            return []
         alloc_epoch, use_epoch, room_seq = self.alloc_epoch, self.use_epoch, self.room_seq
         row_bytes: dict[str, bytes | None] = {}
         pending_key = TaskStatus.Pending
         memo = self.memo
         out: list[str] = []
-        for uid in uids:
+        for uid in uids if not done else [u for u in uids if u not in done]:
             job = jobs[uid]
             e = entries.get(uid)
             if e is not None and e.room == room_seq:
@@ -288,6 +398,85 @@ class SessionMemo:
             else:
                 out.append(uid)
         return out
+
+    def _class_blocked(self, cls: _RoomClass, uids: Mapping[str, None], jobs: Mapping[str, JobInfo],
+                       fits: Callable[[TaskInfo, frozenset[str]], bool], blocked: set[str], done: set[str],
+                       made_again: Set[str] | None = None) -> None:
+        """``allocate_blocked`` for the members of one class (of this session's ``alloc_epoch``) among ``uids``, at
+        once: still blocked if no room came back since the class's stamp, or if the class's pod template fits
+        none of the nodes given room back since (the one-node rule); those go into ``blocked`` and ``done``, the
+        class's stamp moves to this session's and the members not asked about leave the class first (their own
+        check, later, starts from the old stamp).  Otherwise (room back where the template fits, the room log cut
+        since, ``deltas.CHECK`` proving the rule by a turn) the members are left to the job-by-job path, which
+        answers each the same.  A member's job is the version its key names, with one pod pending: a job is
+        blocked only if the last session found it blocked under its key (or recorded it), and its clone is reused
+        only while its version is the same (``JobInfo.reuse``); ``deltas.CHECK`` asserts it member by member.
+        The fit errors are handed back to the clones made again (``made_again``: a reused clone has none); the
+        others hold them already (asserted under ``deltas.CHECK``)."""
+        present = cls.members.keys() & uids.keys()
+        if done and present:  # (a class merged into one decided before)
+            present -= done
+        if not present:
+            return
+        room_seq = self.room_seq
+        members = cls.members
+        if cls.room != room_seq:
+            if cls.room < self.room_base or deltas.CHECK:  # (CHECK: ``_proved`` takes the turns)
+                return
+            since = self._room_since(cls.room)
+            if since:
+                uid = next(iter(present))
+                pending = jobs[uid].index.get(TaskStatus.Pending)
+                if pending is None or len(pending) != 1:
+                    return
+                (task,) = pending.values()
+                if task.template_key != cls.template or fits(task, since):
+                    return
+        if deltas.CHECK:
+            for uid in present:
+                job, e = jobs[uid], members[uid]
+                pending = job.index.get(TaskStatus.Pending)
+                assert job.cloned_from == e.key[2], f"memo: {uid} blocked at another version"
+                assert pending is not None and len(pending) == 1 and e.nodes_only, f"memo: {uid} in a room class"
+                assert next(iter(pending.values())).template_key == cls.template, f"memo: {uid}'s template"
+                if made_again is not None and uid not in made_again:
+                    assert all(job.nodes_fit_errors.get(k) is v for k, v in e.fit_errors.items()) \
+                        and e.failed_roles <= job.fit_failed_roles, f"memo: {uid}'s fit errors"
+        if cls.room != room_seq:
+            for uid in members.keys() - present:  # not asked about here: their own stamp stays
+                cls.detach(members[uid])
+            self.memo.restamp(cls, room_seq)
+        for uid in present if made_again is None else present & made_again:  # ``_hand_back``
+            job = jobs[uid]
+            if not job.nodes_fit_errors:
+                e = members[uid]
+                job.nodes_fit_errors.update(e.fit_errors)
+                job.fit_failed_roles.update(e.failed_roles)
+        self.memo.skipped += len(present)
+        blocked.update(present)
+        done.update(present)
+
+    def room_taken(self, job: JobInfo, fits: Callable[[TaskInfo, frozenset[str]], bool]) -> bool:
+        """The one-node rule again at a job's turn, for a job it looked at again before the first turn because its
+        pod fitted one of the nodes given room back (``roomed``): if the pod now fits none of them (the turns
+        before took that room), the job is still blocked and its turn is skipped as at the start (``fits``
+        answers for the nodes as they are now).  Elsewhere room only shrank since its last turn, and in this
+        session turns only take room (a failed one gives back what it took), so this turn would place nothing.
+        The job is then blocked as by ``allocate_blocked``: its stamp moved to this session's, its fit errors
+        handed back.  With ``deltas.CHECK`` the turn is taken (``must_fail``)."""
+        since = self.roomed.pop(job.uid, None)
+        if since is None:
+            return False
+        e = self.memo.allocate.get(job.uid)
+        pending = job.index.get(TaskStatus.Pending)
+        if e is None or pending is None or len(pending) != 1:
+            return False
+        (task,) = pending.values()
+        if fits(task, since) or not self._proved(job):
+            return False
+        e.room = self.room_seq
+        self.memo.join(e, task.template_key)
+        return self._hand_back(job, e)
 
     def _room_since(self, start: int) -> frozenset[str]:
         """The nodes given room back from ``room_seq`` ``start`` to this session's; many entries share a start
@@ -330,11 +519,21 @@ class SessionMemo:
         """``nodes_only``: the turn was one pod's, refused by every node (``allocate_blocked``'s one-node rule).
         Whether the job was recorded."""
         if self.allocate_ok and job.cloned_from >= 0 and not _affinity(job):
-            self.memo.allocate[job.uid] = _Entry(self._allocate_key(job, deserved), "",
-                                                 dict(job.nodes_fit_errors), frozenset(job.fit_failed_roles),
-                                                 self.room_seq, nodes_only)
+            memo = self.memo
+            old = memo.allocate.get(job.uid)
+            if old is not None and old.cls is not None:
+                old.cls.detach(old)
+            e = memo.allocate[job.uid] = _Entry(job.uid, self._allocate_key(job, deserved), "",
+                                                dict(job.nodes_fit_errors), frozenset(job.fit_failed_roles),
+                                                self.room_seq, nodes_only)
+            pending = job.index.get(TaskStatus.Pending)
+            if nodes_only and pending is not None and len(pending) == 1:
+                (task,) = pending.values()
+                memo.join(e, task.template_key)
             return True
         return False
 
     def forget_allocate(self, job: JobInfo) -> None:
-        self.memo.allocate.pop(job.uid, None)
+        e = self.memo.allocate.pop(job.uid, None)
+        if e is not None and e.cls is not None:
+            e.cls.detach(e)

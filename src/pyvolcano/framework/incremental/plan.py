@@ -209,6 +209,12 @@ class Plan:
             job.fit_failed_roles = set()
             job.derived.pop("settled", None)
 
+    def made_again(self) -> set[str] | None:
+        """The jobs whose clone the snapshot made again (or reused through ``JobInfo.reuse``, which clears what
+        the sessions wrote on it) rather than took over as the last session left it: ``SnapshotCarry.redone``;
+        None when it does not say (the snapshot walked every job)."""
+        return self.carry.redone if self.carry is not None else None
+
     def repark(self, job: JobInfo, record: Record, fit_errors: str) -> None:
         """Undo ``unpark`` for a job whose check turn refused it again for the reason it was parked with
         (enqueue's group checks, ``actions/enqueue.py``): its parked record stands as it stood, so it goes back to
