@@ -48,6 +48,10 @@ MAX_NODE_SCORE = float(K8S_MAX_NODE_SCORE)  # float: the scores are computed in 
 HALF = MAX_NODE_SCORE / 2
 
 
+#: ``K8sNodeRequests``' gather index per column set (read-only)
+_COLS: dict[tuple[int, ...], np.ndarray] = {}
+
+
 class K8sNodeRequests:
     """Per node, what Kubernetes' ``NodeInfo`` in Volcano's session nodeMap holds: ``Requested`` (cpu, memory,
     GPU; columns of ``req``) and ``NonZeroRequested`` (cpu, memory; ``nz``), kept up to date by allocate /
@@ -68,8 +72,13 @@ class K8sNodeRequests:
         self._vec: dict[object, np.ndarray] = {}
         #: one row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update
         #: per event); ``req`` and ``nz`` are views of it
-        if k == 3:  # one gather of the five columns (the node accounting's copies, exact)
-            self.both = nodes.used.take(self.dims + self.dims[:2], axis=1)
+        if k == 3:  # one gather of the five columns (the node accounting's copies, exact), by an index array
+            cols = tuple(self.dims + self.dims[:2])  # made once per column set: a list is converted at every take
+            at = _COLS.get(cols)
+            if at is None:
+                at = _COLS[cols] = np.array(cols, dtype=np.intp)
+                at.flags.writeable = False
+            self.both = nodes.used.take(at, axis=1)
         else:  # no GPU resource: Requested GPU stays 0
             self.both = np.zeros((n, 5))
             self.both[:, :k] = nodes.used[:, self.dims]
