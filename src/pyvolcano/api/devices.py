@@ -29,6 +29,7 @@ whose pods changed), then changed by ``charge``/``release`` in O(devices touched
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -167,12 +168,23 @@ def parse_unhealthy_ids(value: str) -> list[int]:
 
 # --- what a pod asks for ---------------------------------------------------------------------------------
 def _value(q: Any) -> int:
-    """apimachinery's ``Quantity.Value()``: rounded up to a whole number."""
+    """apimachinery's ``Quantity.Value()``: rounded up to a whole number (0 when it does not parse).  A pod's GPU
+    amounts are read at every session's open and every bind, and a trace uses a handful of distinct quantities:
+    each string or number is parsed once (``_value_of``; by type too, so ``1`` and ``True`` stay apart)."""
+    if isinstance(q, str | int | float):
+        return _value_of(q)
+    return _parsed_value(q)
+
+
+def _parsed_value(q: Any) -> int:
     try:
         d = parse_quantity(q)
     except QuantityError:
         return 0
     return int(d.to_integral_value(rounding="ROUND_CEILING")) if d.is_finite() else 0
+
+
+_value_of = functools.lru_cache(maxsize=4096, typed=True)(_parsed_value)
 
 
 def _limits(c: Any) -> Mapping[str, Any]:
@@ -295,8 +307,9 @@ class DevicePool:
     Volcano indexes them (gpushare: GPU id; vGPU: position in the register annotation).
 
     Use: ``used_num`` (pods on the device; gpushare: pods holding it), ``used_mem``, ``used_core``; ``holders[row]``
-    maps each pod on it to its (memory, cores, PodGroup key); ``held[pod]`` lists what ``charge`` gave the pod, so
-    ``release`` takes back exactly that."""
+    maps each pod on it to its (memory, cores, PodGroup key), kept for vGPU only (the PodGroup spread rule of
+    ``plugins/deviceshare.py`` reads it; a gpushare pool's list is empty, nothing reads it); ``held[pod]`` lists
+    what ``charge`` gave the pod, so ``release`` takes back exactly that."""
 
     def __init__(self, kind: str, n_nodes: int, per_node: Mapping[int, list[Any]]) -> None:
         self.kind = kind
@@ -332,10 +345,15 @@ class DevicePool:
         self.used_num = np.zeros(n, dtype=np.int64)
         self.used_mem = np.zeros(n, dtype=np.int64)
         self.used_core = np.zeros(n, dtype=np.int64)
-        self.holders: list[dict[str, tuple[int, int, str]]] = [{} for _ in range(n)]
+        self._keeps_holders = kind == VGPU
+        self.holders: list[dict[str, tuple[int, int, str]]] = [{} for _ in range(n)] if kind == VGPU else []
         self.held: dict[str, list[tuple[int, int, int]]] = {}
         #: a fork's rows whose ``holders`` dict it has copied (None: it owns them all)
         self._own: set[int] | None = None
+        #: a fork whose ``holders`` list is still the one it was made from (copied at its first change)
+        self._shared_list = False
+        #: gpushare: GPU id -> row, per node (``index_of``; static, shared by the forks)
+        self._index: dict[int, dict[int, int]] = {}
         #: a fork: the pool's ``held`` it was made from (read, never changed) and the pods released from it
         self._base_held: dict[str, list[tuple[int, int, int]]] | None = None
         self._gone: set[str] = set()
@@ -345,8 +363,8 @@ class DevicePool:
     def fork(self) -> DevicePool:
         """A pool with this one's devices and use, to change without changing this one: the static arrays are shared,
         the use arrays copied, ``held`` read through to this pool's and ``holders`` copied on write
-        (O(devices) array copies, no walk over the pods). The carried pool of ``plugins/deviceshare.py``
-        hands each session a fork."""
+        (O(devices) array copies, no walk over the pods; the ``holders`` list itself is copied only when the fork
+        first changes a row). The carried pool of ``plugins/deviceshare.py`` hands each session a fork."""
         out = copy.copy(self)
         out.used_num, out.used_mem, out.used_core = self.used_num.copy(), self.used_mem.copy(), self.used_core.copy()
         if self._base_held is None:
@@ -355,8 +373,10 @@ class DevicePool:
             out.held = {**{u: p for u, p in self._base_held.items() if u not in self._gone}, **self.held}
             out._base_held = None
         out._gone = set()
-        out.holders = list(self.holders)
+        out._shared_list = True
         out._own = set()
+        if self._own is not None:  # a fork forked: it too copies a row (and its list) before changing it from now on
+            self._own, self._shared_list = set(), True
         return out
 
     def parts_of(self, uid: str) -> list[tuple[int, int, int]]:
@@ -369,6 +389,9 @@ class DevicePool:
     def _holders(self, row: int) -> dict[str, tuple[int, int, str]]:
         """Row ``row``'s pods, to change (a fork copies the dict first)."""
         if self._own is not None and row not in self._own:
+            if self._shared_list:
+                self.holders = list(self.holders)
+                self._shared_list = False
             self.holders[row] = dict(self.holders[row])
             self._own.add(row)
         return self.holders[row]
@@ -390,9 +413,10 @@ class DevicePool:
             self.used_num[row] += 1
             self.used_mem[row] += mem
             self.used_core[row] += core
-            h = self._holders(row)
-            old = h.get(uid)
-            h[uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
+            if self._keeps_holders:
+                h = self._holders(row)
+                old = h.get(uid)
+                h[uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
 
     def release(self, uid: str) -> list[tuple[int, int, int]]:
         """Take back everything ``uid`` holds; returns it (to charge again on an undo)."""
@@ -409,15 +433,19 @@ class DevicePool:
             self.used_num[row] -= 1
             self.used_mem[row] -= mem
             self.used_core[row] -= core
-            self._holders(row).pop(uid, None)
+            if self._keeps_holders:
+                self._holders(row).pop(uid, None)
         return parts
 
     def holds(self, uid: str) -> bool:
         return bool(self.parts_of(uid))
 
     def index_of(self, i: int) -> dict[int, int]:
-        """gpushare: GPU id -> row on node ``i``."""
-        return {int(self.dev_id[r]): r for r in self.rows(i)}
+        """gpushare: GPU id -> row on node ``i`` (made once per node: the ids are static; not to be changed)."""
+        got = self._index.get(i)
+        if got is None:
+            got = self._index[i] = {int(self.dev_id[r]): r for r in self.rows(i)}
+        return got
 
     def row_of_uuid(self, i: int, uuid: str) -> int | None:
         """vGPU: the row of the device on node ``i`` whose uuid the used device's names (``strings.Contains``, the
