@@ -112,6 +112,49 @@ def test_requests_as_volcano_reads_them() -> None:
     assert not dv.has_vgpu_request(pod("p", "g", mem=None))
 
 
+def test_a_quantity_is_read_once_per_value_and_type() -> None:
+    """``_value`` keeps each string or number it parsed (``_value_of``): the same answers as parsing afresh, a bool
+    (not a quantity) still 0 after the equal int was read, a mapping (unhashable) parsed each time."""
+    for q in (1, True, 1.0, "1", "1.5", 1.5, "2Ki", "x", "", float("nan"), {"a": 1}, None):
+        assert dv._value(q) == dv._value(q) == dv._parsed_value(q), q
+    assert (dv._value(1), dv._value(True), dv._value("999m"), dv._value(-0.5)) == (1, 0, 1, 0)
+
+
+def test_a_fork_copies_what_it_changes_and_nothing_else() -> None:
+    """``DevicePool.fork`` shares the use arrays and the holders list until the fork changes them; then the
+    fork's changes never reach the pool it came from, nor a fork of the fork, and the other way round.  gpushare
+    pools keep no holders; ``index_of`` is the node's ids, made once."""
+    devs = {0: [dv.VDevice("GPU-0", 4, 8000, "NVIDIA", True, dv.HAMI_CORE),
+                dv.VDevice("GPU-1", 4, 8000, "NVIDIA", True, dv.HAMI_CORE)],
+            2: [dv.VDevice("GPU-2", 4, 8000, "NVIDIA", True, dv.HAMI_CORE)]}
+    base = dv.DevicePool(dv.VGPU, 3, devs)
+    base.charge("p0", [(0, 1000, 10)], "ns/g")
+
+    def state(p: dv.DevicePool) -> tuple[Any, ...]:
+        return (p.used_num.tolist(), p.used_mem.tolist(), p.used_core.tolist(), copy.deepcopy(p.holders),
+                {u: p.parts_of(u) for u in ("p0", "p1", "p2")})
+
+    was = state(base)
+    f = base.fork()
+    assert f.used_mem is base.used_mem and f.holders is base.holders and state(f) == was  # nothing copied yet
+    f.charge("p1", [(1, 2000, 0), (2, 500, 5)])
+    f.release("p0")
+    assert state(base) == was and f.used_mem is not base.used_mem
+    assert state(f)[:3] == ([0, 1, 1], [0, 2000, 500], [0, 0, 5]) and f.holders[0] == {} and "p1" in f.holders[2]
+    g = f.fork()
+    g.charge("p2", [(1, 100, 0)])
+    f.charge("p2", [(2, 300, 0)])
+    assert g.used_mem.tolist() == [0, 2100, 500] and f.used_mem.tolist() == [0, 2000, 800]
+    assert set(g.holders[1]) == {"p1", "p2"} and set(f.holders[1]) == {"p1"} and set(f.holders[2]) == {"p1", "p2"}
+    assert state(base) == was
+    gs = dv.DevicePool(dv.GPUSHARE, 2, {1: [(0, 500), (3, 500)]})
+    gs.charge("q", [(1, 200, 0)])
+    assert gs.holders == [] and gs.index_of(1) == {0: 0, 3: 1} and gs.index_of(1) is gs.index_of(1)
+    gf = gs.fork()
+    gf.release("q")
+    assert gs.used_mem.tolist() == [0, 200] and gf.used_mem.tolist() == [0, 0] and gs.holds("q")
+
+
 def test_running_pods_use_is_rebuilt_from_their_annotations() -> None:
     _, plugin = session([vnode("n1", [("GPU-a0", 10, 16384), ("GPU-a1", 10, 16384)]), pg("run"),
                            pod("r0", "run", 4000, "n1", {dv.VGPU_IDS: "GPU-a1,NVIDIA,4000,30:"})])

@@ -352,6 +352,8 @@ class DevicePool:
         self._own: set[int] | None = None
         #: a fork whose ``holders`` list is still the one it was made from (copied at its first change)
         self._shared_list = False
+        #: a fork whose use arrays are still the ones it was made from (copied at its first change)
+        self._shared_use = False
         #: gpushare: GPU id -> row, per node (``index_of``; static, shared by the forks)
         self._index: dict[int, dict[int, int]] = {}
         #: a fork: the pool's ``held`` it was made from (read, never changed) and the pods released from it
@@ -362,11 +364,13 @@ class DevicePool:
 
     def fork(self) -> DevicePool:
         """A pool with this one's devices and use, to change without changing this one: the static arrays are shared,
-        the use arrays copied, ``held`` read through to this pool's and ``holders`` copied on write
-        (O(devices) array copies, no walk over the pods; the ``holders`` list itself is copied only when the fork
-        first changes a row). The carried pool of ``plugins/deviceshare.py`` hands each session a fork."""
+        the use arrays and the ``holders`` list copied when the fork first changes them (``_own_use``; a row's
+        ``holders`` dict when it changes that row), ``held`` read through to this pool's.  So a fork costs no copy
+        until it is changed, then O(devices) array copies once, never a walk over the pods.  The fork reads this
+        pool as it is: it is valid until this pool changes.  The carried pool of ``plugins/deviceshare.py`` hands
+        each session a fork and changes only at the next session's open."""
         out = copy.copy(self)
-        out.used_num, out.used_mem, out.used_core = self.used_num.copy(), self.used_mem.copy(), self.used_core.copy()
+        out._shared_use = True
         if self._base_held is None:
             out.held, out._base_held = {}, self.held
         else:  # a fork of a fork: flatten
@@ -375,8 +379,8 @@ class DevicePool:
         out._gone = set()
         out._shared_list = True
         out._own = set()
-        if self._own is not None:  # a fork forked: it too copies a row (and its list) before changing it from now on
-            self._own, self._shared_list = set(), True
+        if self._own is not None:  # a fork forked: it too copies what it changes from now on
+            self._own, self._shared_list, self._shared_use = set(), True, True
         return out
 
     def parts_of(self, uid: str) -> list[tuple[int, int, int]]:
@@ -385,6 +389,13 @@ class DevicePool:
         if got is None and self._base_held is not None and uid not in self._gone:
             got = self._base_held.get(uid)
         return got or []
+
+    def _own_use(self) -> None:
+        """A fork about to change its use: its own copies of the use arrays first."""
+        if self._shared_use:
+            self.used_num, self.used_mem, self.used_core = (
+                self.used_num.copy(), self.used_mem.copy(), self.used_core.copy())
+            self._shared_use = False
 
     def _holders(self, row: int) -> dict[str, tuple[int, int, str]]:
         """Row ``row``'s pods, to change (a fork copies the dict first)."""
@@ -407,6 +418,7 @@ class DevicePool:
         containers on one GPU, is counted twice, as ``TryAddPod`` does)."""
         if not parts:
             return
+        self._own_use()
         self.version += 1
         got = self.held[uid] = [*self.parts_of(uid), *parts]  # a new list: a fork shares the old one
         for row, mem, core in got[len(got) - len(parts):]:
@@ -428,6 +440,7 @@ class DevicePool:
                 parts = base[uid]
         if not parts:
             return []
+        self._own_use()
         self.version += 1
         for row, mem, core in parts:
             self.used_num[row] -= 1

@@ -58,6 +58,7 @@ from pyvolcano.api.node_info import NodeArrays, NodeInfo
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.errors import ConfigError
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
@@ -296,12 +297,26 @@ class DeviceShare(Plugin):
                 if got:
                     held[i] = got
         c.seen = tasks
+        if deltas.CHECK:
+            self._check_carried(ssn, c)
         return DeviceState(nodes, dv.GPUSHARE in kinds, dv.VGPU in kinds, {k: p.fork() for k, p in c.pools.items()})
 
-    def _read_node(self, ssn: Session, pool: DevicePool, i: int) -> list[str]:
+    def _check_carried(self, ssn: Session, c: _CarriedPools) -> None:
+        """``deltas.CHECK``: the carried pools, brought up to date, hold what reading every node's pods afresh gives
+        (the use per device, the parts per pod, and vGPU's holders)."""
+        for kind, pool in c.pools.items():
+            fresh = _pool(self.nodes, kind)
+            for i in fresh.nodes_with.tolist():
+                self._read_node(ssn, fresh, i, quiet=True)
+            for name in ("used_num", "used_mem", "used_core"):
+                assert np.array_equal(getattr(pool, name), getattr(fresh, name)), f"deviceshare: carried {name}"
+            assert pool.held == fresh.held, "deviceshare: carried pods' devices"
+            assert pool.holders == fresh.holders, "deviceshare: carried holders"
+
+    def _read_node(self, ssn: Session, pool: DevicePool, i: int, quiet: bool = False) -> list[str]:
         """Charge ``pool`` with the devices of the pods on node ``i`` that hold its resources
         (``NodeInfo.addResource``): gpushare from ``volcano.sh/gpu-index``, vGPU from ``volcano.sh/vgpu-ids-new``;
-        the pods charged."""
+        the pods charged (``quiet``: without warning of a bad annotation, for ``_check_carried``'s second read)."""
         got = []
         for t in self.nodes.tasks[i].values():
             if t.status in _NOT_HOLDING:
@@ -313,7 +328,8 @@ class DeviceShare(Plugin):
                 else:
                     self._add_vgpu(pool, i, t, ann)
             except ValueError as exc:  # refused at the boundary; a pod built in code may still carry one
-                warn(ssn.state, f"Pod {t.uid}: field metadata.annotations: {exc}; its devices are not counted")
+                if not quiet:
+                    warn(ssn.state, f"Pod {t.uid}: field metadata.annotations: {exc}; its devices are not counted")
             if pool.holds(t.uid):
                 got.append(t.uid)
         return got
