@@ -219,6 +219,40 @@ def test_gpushare_discard_gives_back_exactly() -> None:
     assert pool.used_mem.tolist() == [0, 0] and not pool.held and task.pod_annotations is None
 
 
+def test_gpushare_answers_follow_the_use() -> None:
+    """gpushare's per-node answers (the most memory left on one GPU, the idle GPUs) are kept per use of the pool:
+    each placement changes them, and they are what reducing every device afresh gives."""
+    cap = {"cpu": "16", "memory": "64Gi", "pods": "110", dv.GPU_MEMORY: "32000", dv.GPU_NUMBER: "2"}
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{k}"},
+              "status": {"allocatable": dict(cap), "capacity": dict(cap)}} for k in (1, 2)]
+    pods = [pod(f"a{k}", "a", mem=None, res={dv.GPU_MEMORY: "10000"}) for k in range(3)]
+    ssn, plugin = session([*nodes, pg("a", 3), *pods], CONF.replace("VGPUEnable", "GPUSharingEnable").replace(
+        "SchedulePolicy: binpack", "GPUShareWholeGPUs: true"))
+    pool = plugin.state.gpushare
+    assert pool is not None
+    tasks = sorted(ssn.jobs["ns/a"].tasks.values(), key=lambda t: t.name)
+    idx = np.arange(len(ssn.nodes))
+    stmt = Statement(ssn)
+    for t in tasks:
+        for mem, num in ((10000, 0), (16000, 0), (0, 1), (0, 2), (6001, 0)):
+            mem_ok, num_ok = plugin._gpushare_ok(pool, mem, num)
+            starts = pool.first[pool.nodes_with]
+            free = np.maximum(pool.memory - pool.used_mem, 0)
+            assert (mem_ok[pool.nodes_with] == (np.logical_or.reduceat(free >= mem, starts) if mem else True)).all()
+            assert (num_ok[pool.nodes_with] == (np.add.reduceat(pool.used_num == 0, starts) >= num if num
+                                                else True)).all()
+        if t is tasks[2]:
+            break
+        assert plugin.fits(t, idx).all()
+        stmt.allocate(t, ssn.nodes.pos["n1"])
+    assert pool.used_mem.tolist() == [10000, 10000, 0, 0]  # each GPU of n1 has 6000 left
+    assert plugin.fits(tasks[2], idx).tolist() == [False, True]
+    assert plugin._gpushare_ok(pool, 6000, 0)[0].tolist() == [True, True]
+    assert plugin._gpushare_ok(pool, 0, 1)[1].tolist() == [False, True]
+    stmt.discard()
+    assert plugin.fits(tasks[2], idx).all() and plugin._gpushare_ok(pool, 0, 2)[1].tolist() == [True, True]
+
+
 def test_vector_and_scalar_predicates_agree() -> None:
     objs = [vnode(f"n{k}", [(f"GPU-{k}0", 2, 8000 + 1000 * k), (f"GPU-{k}1", 1, 16000)]) for k in range(6)]
     objs += [pg("run"), pod("r0", "run", 8000, "n1", {dv.VGPU_IDS: "GPU-10,NVIDIA,8000,0:"}),

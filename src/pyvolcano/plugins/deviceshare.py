@@ -224,8 +224,11 @@ class DeviceShare(Plugin):
         self._choice = ssn.device_choice
         self._vreq: dict[str, VRequest | None] = {}
         self._gs: dict[str, tuple[int, int]] = {}
-        self._ok_key: tuple[int, int, int] | None = None
-        self._ok: tuple[np.ndarray, np.ndarray] | None = None
+        #: ``_gpushare_ok``'s answers per (gpu-memory, gpu-number) and the per-node use they are read from, for
+        #: the gpushare pool's ``version`` they were made at
+        self._ok_version = -1
+        self._ok: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._node_use: tuple[np.ndarray, np.ndarray] | None = None
         self._stash: dict[str, tuple[str, Parts]] = {}
         st = self.state = self._open_pools(ssn)
         if st.gpushare is not None:
@@ -409,23 +412,29 @@ class DeviceShare(Plugin):
         return (self.sharing and mem > 0) or (self.by_number and num > 0)
 
     def _gpushare_ok(self, pool: DevicePool, mem: int, num: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per node: ``checkNodeGPUSharingPredicate`` and ``checkNodeGPUNumberPredicate`` over every device, reduced
-        per node (True where the check does not apply); kept for the pool's use as it stands (``version``)."""
-        key = (mem, num, pool.version)
-        if self._ok_key == key and self._ok is not None:
-            return self._ok
+        """Per node: ``checkNodeGPUSharingPredicate`` (some GPU has ``mem`` left: the most memory left on one GPU is
+        at least ``mem``) and ``checkNodeGPUNumberPredicate`` (at least ``num`` GPUs no pod holds), True where the
+        check does not apply.  The per-node most-left and idle counts are reduced from the devices once per use of
+        the pool (``version``), and the answers kept per request for that use."""
+        if self._ok_version != pool.version:
+            self._ok_version, self._ok, self._node_use = pool.version, {}, None
+        got = self._ok.get((mem, num))
+        if got is not None:
+            return got
         n = len(self.nodes)
         mem_ok, num_ok = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
         if len(pool):
-            starts = pool.first[pool.nodes_with]
+            if self._node_use is None:
+                starts = pool.first[pool.nodes_with]
+                self._node_use = (np.maximum.reduceat(np.maximum(pool.memory - pool.used_mem, 0), starts),
+                                  np.add.reduceat((pool.used_num == 0).astype(np.int64), starts))
+            most, idle = self._node_use
             if self.sharing and mem > 0:
-                free = np.maximum(pool.memory - pool.used_mem, 0) >= mem
-                mem_ok[pool.nodes_with] = np.logical_or.reduceat(free, starts)
+                mem_ok[pool.nodes_with] = most >= mem
             if self.by_number and num > 0:
-                idle = (pool.used_num == 0).astype(np.int64)
-                num_ok[pool.nodes_with] = np.add.reduceat(idle, starts) >= num
-        self._ok_key, self._ok = key, (mem_ok, num_ok)
-        return mem_ok, num_ok
+                num_ok[pool.nodes_with] = idle >= num
+        got = self._ok[(mem, num)] = (mem_ok, num_ok)
+        return got
 
     def _gpushare_fits(self, pool: DevicePool, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         """``checkNodeGPUSharingPredicate``/``checkNodeGPUNumberPredicate`` for the nodes ``idx``."""
