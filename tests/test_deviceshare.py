@@ -120,6 +120,24 @@ def test_a_quantity_is_read_once_per_value_and_type() -> None:
     assert (dv._value(1), dv._value(True), dv._value("999m"), dv._value(-0.5)) == (1, 0, 1, 0)
 
 
+def test_gpushare_request_is_memory_and_number_in_one_walk() -> None:
+    """``gpushare_request`` is (``gpu_memory_of``, ``gpu_number_of``): containers summed, the largest init
+    container's when larger, a quantity that does not parse read as 0, no spec or no limits as nothing."""
+    def ctr(**lim: Any) -> dict[str, Any]:
+        return {"name": "c", "resources": {"limits": {dv.GPU_MEMORY if k == "mem" else dv.GPU_NUMBER: v
+                                                      for k, v in lim.items()}}}
+
+    pods: list[dict[str, Any]] = [
+        {}, {"spec": None}, {"spec": {"containers": [None, {"resources": None}]}},
+        {"spec": {"containers": [ctr(mem="300"), ctr(mem=200, num="1")]}},
+        {"spec": {"containers": [ctr(mem="300")], "initContainers": [ctr(mem="500"), ctr(num=2), {}]}},
+        {"spec": {"containers": [ctr(num="3")], "initContainers": [ctr(num="2", mem="bad")]}},
+        {"spec": {"containers": [ctr(mem="1.5k", num=True)], "initContainers": []}}]
+    for p in pods:
+        assert dv.gpushare_request(p) == (dv.gpu_memory_of(p), dv.gpu_number_of(p)), p
+    assert [dv.gpushare_request(p) for p in pods[3:]] == [(500, 1), (500, 2), (0, 3), (1500, 0)]
+
+
 def test_a_fork_copies_what_it_changes_and_nothing_else() -> None:
     """``DevicePool.fork`` shares the use arrays and the holders list until the fork changes them; then the
     fork's changes never reach the pool it came from, nor a fork of the fork, and the other way round.  gpushare

@@ -214,6 +214,27 @@ def gpu_number_of(pod: Mapping[str, Any]) -> int:
     return _pod_max(pod, GPU_NUMBER)
 
 
+def gpushare_request(pod: Mapping[str, Any]) -> tuple[int, int]:
+    """(``gpu_memory_of``, ``gpu_number_of``) in one walk over the containers: what every reader of a placed pod's
+    gpushare use asks (a session's open reads it of every pod on a changed GPU node)."""
+    spec = pod.get("spec") or {}
+    mem = num = 0
+    for c in spec.get("containers") or ():
+        lim = _limits(c)
+        if GPU_MEMORY in lim:
+            mem += _value(lim[GPU_MEMORY])
+        if GPU_NUMBER in lim:
+            num += _value(lim[GPU_NUMBER])
+    inits = spec.get("initContainers")
+    if inits:
+        mem, num = max(mem, _pod_max_init(inits, GPU_MEMORY)), max(num, _pod_max_init(inits, GPU_NUMBER))
+    return mem, num
+
+
+def _pod_max_init(inits: Any, name: str) -> int:
+    return max((_value(_limits(c)[name]) for c in inits if name in _limits(c)), default=0)
+
+
 @dataclass(frozen=True)
 class ContainerRequest:
     """``devices.ContainerDeviceRequest``: how many GPUs, how much memory on each (or a percentage), and cores."""

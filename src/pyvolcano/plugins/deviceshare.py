@@ -338,7 +338,7 @@ class DeviceShare(Plugin):
         return got
 
     def _add_gpushare(self, pool: DevicePool, i: int, t: TaskInfo, ann: Mapping[str, Any]) -> None:
-        mem, num = dv.gpu_memory_of(t.pod), dv.gpu_number_of(t.pod)
+        mem, num = dv.gpushare_request(t.pod)
         if (mem <= 0 and num <= 0) or not ann.get(dv.GPU_INDEX):
             return
         rows = pool.index_of(i)
@@ -403,7 +403,7 @@ class DeviceShare(Plugin):
         """The pod's gpushare (``gpu-memory``, ``gpu-number``), read once per pod and session."""
         got = self._gs.get(task.uid)
         if got is None:
-            got = self._gs[task.uid] = (dv.gpu_memory_of(task.pod), dv.gpu_number_of(task.pod))
+            got = self._gs[task.uid] = dv.gpushare_request(task.pod)
         return got
 
     def _wants(self, task: TaskInfo) -> bool:

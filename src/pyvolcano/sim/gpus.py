@@ -104,7 +104,7 @@ class GpuLedger:
         cpu = int(task.resreq[0])
         parts: list[tuple[int, int]] = []
         if self.count[i] > 0 and self.each[i] > 0:
-            mem, num = dv.gpu_memory_of(task.pod), dv.gpu_number_of(task.pod)
+            mem, num = dv.gpushare_request(task.pod)
             idx = (task.pod_annotations or {}).get(dv.GPU_INDEX)
             if idx and (mem > 0 or num > 0):
                 milli = mem * MILLI // int(self.each[i]) if mem > 0 else MILLI
