@@ -228,7 +228,8 @@ class DeviceShare(Plugin):
         #: the gpushare pool's ``version`` they were made at
         self._ok_version = -1
         self._ok: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._node_use: tuple[np.ndarray, np.ndarray] | None = None
+        self._most: np.ndarray | None = None
+        self._idle: np.ndarray | None = None
         self._stash: dict[str, tuple[str, Parts]] = {}
         st = self.state = self._open_pools(ssn)
         if st.gpushare is not None:
@@ -415,24 +416,23 @@ class DeviceShare(Plugin):
         """Per node: ``checkNodeGPUSharingPredicate`` (some GPU has ``mem`` left: the most memory left on one GPU is
         at least ``mem``) and ``checkNodeGPUNumberPredicate`` (at least ``num`` GPUs no pod holds), True where the
         check does not apply.  The per-node most-left and idle counts are reduced from the devices once per use of
-        the pool (``version``), and the answers kept per request for that use."""
+        the pool (``version``), each when first asked, and the answers kept per request for that use."""
         if self._ok_version != pool.version:
-            self._ok_version, self._ok, self._node_use = pool.version, {}, None
+            self._ok_version, self._ok, self._most, self._idle = pool.version, {}, None, None
         got = self._ok.get((mem, num))
         if got is not None:
             return got
         n = len(self.nodes)
         mem_ok, num_ok = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
         if len(pool):
-            if self._node_use is None:
-                starts = pool.first[pool.nodes_with]
-                self._node_use = (np.maximum.reduceat(np.maximum(pool.memory - pool.used_mem, 0), starts),
-                                  np.add.reduceat((pool.used_num == 0).astype(np.int64), starts))
-            most, idle = self._node_use
             if self.sharing and mem > 0:
-                mem_ok[pool.nodes_with] = most >= mem
+                if self._most is None:  # (memory left below 0 counts as 0 in Volcano: the same answer for mem > 0)
+                    self._most = np.maximum.reduceat(pool.memory - pool.used_mem, pool.first[pool.nodes_with])
+                mem_ok[pool.nodes_with] = self._most >= mem
             if self.by_number and num > 0:
-                num_ok[pool.nodes_with] = idle >= num
+                if self._idle is None:
+                    self._idle = np.add.reduceat((pool.used_num == 0).astype(np.int64), pool.first[pool.nodes_with])
+                num_ok[pool.nodes_with] = self._idle >= num
         got = self._ok[(mem, num)] = (mem_ok, num_ok)
         return got
 
