@@ -92,6 +92,9 @@ def test_parsers() -> None:
     assert dv.decode_pod_devices("GPU-0,NVIDIA,100,10:GPU-1,NVIDIA,200,0:;GPU-1,NVIDIA,5,5:") == [
         [("GPU-0", "NVIDIA", 100, 10), ("GPU-1", "NVIDIA", 200, 0)], [("GPU-1", "NVIDIA", 5, 5)]]
     assert dv.parse_gpu_index("0,3") == [0, 3]
+    got = dv.parse_gpu_index("0,3")
+    got.append(9)  # each call a new list: a caller's change does not reach the parsed values kept
+    assert dv.parse_gpu_index("0,3") == [0, 3]
     for bad in ("GPU-0,10,16384:", "GPU-0,x,16384,T,true,hami-core:", "nothing"):
         with pytest.raises(ValueError):
             dv.parse_vgpu_register(bad)

@@ -150,14 +150,20 @@ def decode_pod_devices(value: str) -> list[list[UsedDevice]]:
 
 def parse_gpu_index(value: str) -> list[int]:
     """A pod's ``volcano.sh/gpu-index`` (``share.go: GetGPUIndex``): GPU ids separated by commas.  Raises ValueError
-    when an id is not an integer (Volcano then counts the pod on no GPU)."""
+    when an id is not an integer (Volcano then counts the pod on no GPU).  Each distinct value is parsed once (a
+    placed pod's is read at every session's open that reads its node, and at its bind): a new list each call."""
+    return list(_gpu_index(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _gpu_index(value: str) -> tuple[int, ...]:
     out = []
     for s in value.split(","):
         n = _go_atoi(s)
         if n is None:
             raise ValueError(f"{value[:80]!r}: {s!r} is not a GPU id (expected e.g. 0,1)")
         out.append(n)
-    return out
+    return tuple(out)
 
 
 def parse_unhealthy_ids(value: str) -> list[int]:
