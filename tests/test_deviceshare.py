@@ -92,6 +92,9 @@ def test_parsers() -> None:
     assert dv.decode_pod_devices("GPU-0,NVIDIA,100,10:GPU-1,NVIDIA,200,0:;GPU-1,NVIDIA,5,5:") == [
         [("GPU-0", "NVIDIA", 100, 10), ("GPU-1", "NVIDIA", 200, 0)], [("GPU-1", "NVIDIA", 5, 5)]]
     assert dv.parse_gpu_index("0,3") == [0, 3]
+    got = dv.parse_gpu_index("0,3")
+    got.append(9)  # each call a new list: a caller's change does not reach the parsed values kept
+    assert dv.parse_gpu_index("0,3") == [0, 3]
     for bad in ("GPU-0,10,16384:", "GPU-0,x,16384,T,true,hami-core:", "nothing"):
         with pytest.raises(ValueError):
             dv.parse_vgpu_register(bad)
@@ -110,6 +113,67 @@ def test_requests_as_volcano_reads_them() -> None:
     (c,) = dv.vgpu_requests(p)
     assert (c.nums, c.memreq, c.mem_percentage) == (1, 3000, dv.NO_PERCENTAGE)
     assert not dv.has_vgpu_request(pod("p", "g", mem=None))
+
+
+def test_a_quantity_is_read_once_per_value_and_type() -> None:
+    """``_value`` keeps each string or number it parsed (``_value_of``): the same answers as parsing afresh, a bool
+    (not a quantity) still 0 after the equal int was read, a mapping (unhashable) parsed each time."""
+    for q in (1, True, 1.0, "1", "1.5", 1.5, "2Ki", "x", "", float("nan"), {"a": 1}, None):
+        assert dv._value(q) == dv._value(q) == dv._parsed_value(q), q
+    assert (dv._value(1), dv._value(True), dv._value("999m"), dv._value(-0.5)) == (1, 0, 1, 0)
+
+
+def test_gpushare_request_is_memory_and_number_in_one_walk() -> None:
+    """``gpushare_request`` is (``gpu_memory_of``, ``gpu_number_of``): containers summed, the largest init
+    container's when larger, a quantity that does not parse read as 0, no spec or no limits as nothing."""
+    def ctr(**lim: Any) -> dict[str, Any]:
+        return {"name": "c", "resources": {"limits": {dv.GPU_MEMORY if k == "mem" else dv.GPU_NUMBER: v
+                                                      for k, v in lim.items()}}}
+
+    pods: list[dict[str, Any]] = [
+        {}, {"spec": None}, {"spec": {"containers": [None, {"resources": None}]}},
+        {"spec": {"containers": [ctr(mem="300"), ctr(mem=200, num="1")]}},
+        {"spec": {"containers": [ctr(mem="300")], "initContainers": [ctr(mem="500"), ctr(num=2), {}]}},
+        {"spec": {"containers": [ctr(num="3")], "initContainers": [ctr(num="2", mem="bad")]}},
+        {"spec": {"containers": [ctr(mem="1.5k", num=True)], "initContainers": []}}]
+    for p in pods:
+        assert dv.gpushare_request(p) == (dv.gpu_memory_of(p), dv.gpu_number_of(p)), p
+    assert [dv.gpushare_request(p) for p in pods[3:]] == [(500, 1), (500, 2), (0, 3), (1500, 0)]
+
+
+def test_a_fork_copies_what_it_changes_and_nothing_else() -> None:
+    """``DevicePool.fork`` shares the use arrays and the holders list until the fork changes them; then the
+    fork's changes never reach the pool it came from, nor a fork of the fork, and the other way round.  gpushare
+    pools keep no holders; ``index_of`` is the node's ids, made once."""
+    devs = {0: [dv.VDevice("GPU-0", 4, 8000, "NVIDIA", True, dv.HAMI_CORE),
+                dv.VDevice("GPU-1", 4, 8000, "NVIDIA", True, dv.HAMI_CORE)],
+            2: [dv.VDevice("GPU-2", 4, 8000, "NVIDIA", True, dv.HAMI_CORE)]}
+    base = dv.DevicePool(dv.VGPU, 3, devs)
+    base.charge("p0", [(0, 1000, 10)], "ns/g")
+
+    def state(p: dv.DevicePool) -> tuple[Any, ...]:
+        return (p.used_num.tolist(), p.used_mem.tolist(), p.used_core.tolist(), copy.deepcopy(p.holders),
+                {u: p.parts_of(u) for u in ("p0", "p1", "p2")})
+
+    was = state(base)
+    f = base.fork()
+    assert f.used_mem is base.used_mem and f.holders is base.holders and state(f) == was  # nothing copied yet
+    f.charge("p1", [(1, 2000, 0), (2, 500, 5)])
+    f.release("p0")
+    assert state(base) == was and f.used_mem is not base.used_mem
+    assert state(f)[:3] == ([0, 1, 1], [0, 2000, 500], [0, 0, 5]) and f.holders[0] == {} and "p1" in f.holders[2]
+    g = f.fork()
+    g.charge("p2", [(1, 100, 0)])
+    f.charge("p2", [(2, 300, 0)])
+    assert g.used_mem.tolist() == [0, 2100, 500] and f.used_mem.tolist() == [0, 2000, 800]
+    assert set(g.holders[1]) == {"p1", "p2"} and set(f.holders[1]) == {"p1"} and set(f.holders[2]) == {"p1", "p2"}
+    assert state(base) == was
+    gs = dv.DevicePool(dv.GPUSHARE, 2, {1: [(0, 500), (3, 500)]})
+    gs.charge("q", [(1, 200, 0)])
+    assert gs.holders == [] and gs.index_of(1) == {0: 0, 3: 1} and gs.index_of(1) is gs.index_of(1)
+    gf = gs.fork()
+    gf.release("q")
+    assert gs.used_mem.tolist() == [0, 200] and gf.used_mem.tolist() == [0, 0] and gs.holds("q")
 
 
 def test_running_pods_use_is_rebuilt_from_their_annotations() -> None:
@@ -174,6 +238,40 @@ def test_gpushare_discard_gives_back_exactly() -> None:
     assert pool.used_mem.tolist() == [5000, 0] and task.pod_annotations and task.pod_annotations[dv.GPU_INDEX] == "0"
     stmt.discard()
     assert pool.used_mem.tolist() == [0, 0] and not pool.held and task.pod_annotations is None
+
+
+def test_gpushare_answers_follow_the_use() -> None:
+    """gpushare's per-node answers (the most memory left on one GPU, the idle GPUs) are kept per use of the pool:
+    each placement changes them, and they are what reducing every device afresh gives."""
+    cap = {"cpu": "16", "memory": "64Gi", "pods": "110", dv.GPU_MEMORY: "32000", dv.GPU_NUMBER: "2"}
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{k}"},
+              "status": {"allocatable": dict(cap), "capacity": dict(cap)}} for k in (1, 2)]
+    pods = [pod(f"a{k}", "a", mem=None, res={dv.GPU_MEMORY: "10000"}) for k in range(3)]
+    ssn, plugin = session([*nodes, pg("a", 3), *pods], CONF.replace("VGPUEnable", "GPUSharingEnable").replace(
+        "SchedulePolicy: binpack", "GPUShareWholeGPUs: true"))
+    pool = plugin.state.gpushare
+    assert pool is not None
+    tasks = sorted(ssn.jobs["ns/a"].tasks.values(), key=lambda t: t.name)
+    idx = np.arange(len(ssn.nodes))
+    stmt = Statement(ssn)
+    for t in tasks:
+        for mem, num in ((10000, 0), (16000, 0), (0, 1), (0, 2), (6001, 0)):
+            mem_ok, num_ok = plugin._gpushare_ok(pool, mem, num)
+            starts = pool.first[pool.nodes_with]
+            free = np.maximum(pool.memory - pool.used_mem, 0)
+            assert (mem_ok[pool.nodes_with] == (np.logical_or.reduceat(free >= mem, starts) if mem else True)).all()
+            assert (num_ok[pool.nodes_with] == (np.add.reduceat(pool.used_num == 0, starts) >= num if num
+                                                else True)).all()
+        if t is tasks[2]:
+            break
+        assert plugin.fits(t, idx).all()
+        stmt.allocate(t, ssn.nodes.pos["n1"])
+    assert pool.used_mem.tolist() == [10000, 10000, 0, 0]  # each GPU of n1 has 6000 left
+    assert plugin.fits(tasks[2], idx).tolist() == [False, True]
+    assert plugin._gpushare_ok(pool, 6000, 0)[0].tolist() == [True, True]
+    assert plugin._gpushare_ok(pool, 0, 1)[1].tolist() == [False, True]
+    stmt.discard()
+    assert plugin.fits(tasks[2], idx).all() and plugin._gpushare_ok(pool, 0, 2)[1].tolist() == [True, True]
 
 
 def test_vector_and_scalar_predicates_agree() -> None:

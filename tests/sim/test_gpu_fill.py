@@ -286,6 +286,28 @@ def test_carried_device_pools_on_a_replay_with_departures() -> None:
     assert sum(b.split()[-1] != "None" for b in fast[0]) > 10
 
 
+def test_check_mode_catches_a_carried_pool_gone_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``deltas.CHECK`` (the suite's) the carried pools are compared with every node read afresh at each
+    open: a node whose pods changed but was not read again (here: its read dropped once) is caught."""
+    from pyvolcano.framework.incremental import deltas
+    from pyvolcano.plugins.deviceshare import DeviceShare
+
+    assert deltas.CHECK
+    read = DeviceShare._read_node
+    calls = {"n": 0}
+
+    def dropping(self: DeviceShare, ssn: Any, pool: Any, i: int, quiet: bool = False) -> list[str]:
+        if not quiet and self.nodes.tasks[i]:
+            calls["n"] += 1
+            if calls["n"] == 3:  # the carried pool misses this node's pods
+                return []
+        return read(self, ssn, pool, i, quiet)
+
+    monkeypatch.setattr(DeviceShare, "_read_node", dropping)
+    with pytest.raises(AssertionError, match="deviceshare: carried"):
+        replay(False)
+
+
 def test_a_trace_dir_of_the_fgd_repository_runs_unchanged(tmp_path: Path) -> None:
     """Their trace folders hold the GPU nodes' list and one ``openb_pod_list_*.csv``: --trace-dir takes them as
     they are; two pod lists are refused naming both."""

@@ -29,6 +29,7 @@ whose pods changed), then changed by ``charge``/``release`` in O(devices touched
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -149,14 +150,20 @@ def decode_pod_devices(value: str) -> list[list[UsedDevice]]:
 
 def parse_gpu_index(value: str) -> list[int]:
     """A pod's ``volcano.sh/gpu-index`` (``share.go: GetGPUIndex``): GPU ids separated by commas.  Raises ValueError
-    when an id is not an integer (Volcano then counts the pod on no GPU)."""
+    when an id is not an integer (Volcano then counts the pod on no GPU).  Each distinct value is parsed once (a
+    placed pod's is read at every session's open that reads its node, and at its bind): a new list each call."""
+    return list(_gpu_index(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _gpu_index(value: str) -> tuple[int, ...]:
     out = []
     for s in value.split(","):
         n = _go_atoi(s)
         if n is None:
             raise ValueError(f"{value[:80]!r}: {s!r} is not a GPU id (expected e.g. 0,1)")
         out.append(n)
-    return out
+    return tuple(out)
 
 
 def parse_unhealthy_ids(value: str) -> list[int]:
@@ -167,12 +174,23 @@ def parse_unhealthy_ids(value: str) -> list[int]:
 
 # --- what a pod asks for ---------------------------------------------------------------------------------
 def _value(q: Any) -> int:
-    """apimachinery's ``Quantity.Value()``: rounded up to a whole number."""
+    """apimachinery's ``Quantity.Value()``: rounded up to a whole number (0 when it does not parse).  A pod's GPU
+    amounts are read at every session's open and every bind, and a trace uses a handful of distinct quantities:
+    each string or number is parsed once (``_value_of``; by type too, so ``1`` and ``True`` stay apart)."""
+    if isinstance(q, str | int | float):
+        return _value_of(q)
+    return _parsed_value(q)
+
+
+def _parsed_value(q: Any) -> int:
     try:
         d = parse_quantity(q)
     except QuantityError:
         return 0
     return int(d.to_integral_value(rounding="ROUND_CEILING")) if d.is_finite() else 0
+
+
+_value_of = functools.lru_cache(maxsize=4096, typed=True)(_parsed_value)
 
 
 def _limits(c: Any) -> Mapping[str, Any]:
@@ -200,6 +218,27 @@ def gpu_memory_of(pod: Mapping[str, Any]) -> int:
 
 def gpu_number_of(pod: Mapping[str, Any]) -> int:
     return _pod_max(pod, GPU_NUMBER)
+
+
+def gpushare_request(pod: Mapping[str, Any]) -> tuple[int, int]:
+    """(``gpu_memory_of``, ``gpu_number_of``) in one walk over the containers: what every reader of a placed pod's
+    gpushare use asks (a session's open reads it of every pod on a changed GPU node)."""
+    spec = pod.get("spec") or {}
+    mem = num = 0
+    for c in spec.get("containers") or ():
+        lim = _limits(c)
+        if GPU_MEMORY in lim:
+            mem += _value(lim[GPU_MEMORY])
+        if GPU_NUMBER in lim:
+            num += _value(lim[GPU_NUMBER])
+    inits = spec.get("initContainers")
+    if inits:
+        mem, num = max(mem, _pod_max_init(inits, GPU_MEMORY)), max(num, _pod_max_init(inits, GPU_NUMBER))
+    return mem, num
+
+
+def _pod_max_init(inits: Any, name: str) -> int:
+    return max((_value(_limits(c)[name]) for c in inits if name in _limits(c)), default=0)
 
 
 @dataclass(frozen=True)
@@ -295,8 +334,9 @@ class DevicePool:
     Volcano indexes them (gpushare: GPU id; vGPU: position in the register annotation).
 
     Use: ``used_num`` (pods on the device; gpushare: pods holding it), ``used_mem``, ``used_core``; ``holders[row]``
-    maps each pod on it to its (memory, cores, PodGroup key); ``held[pod]`` lists what ``charge`` gave the pod, so
-    ``release`` takes back exactly that."""
+    maps each pod on it to its (memory, cores, PodGroup key), kept for vGPU only (the PodGroup spread rule of
+    ``plugins/deviceshare.py`` reads it; a gpushare pool's list is empty, nothing reads it); ``held[pod]`` lists
+    what ``charge`` gave the pod, so ``release`` takes back exactly that."""
 
     def __init__(self, kind: str, n_nodes: int, per_node: Mapping[int, list[Any]]) -> None:
         self.kind = kind
@@ -332,10 +372,17 @@ class DevicePool:
         self.used_num = np.zeros(n, dtype=np.int64)
         self.used_mem = np.zeros(n, dtype=np.int64)
         self.used_core = np.zeros(n, dtype=np.int64)
-        self.holders: list[dict[str, tuple[int, int, str]]] = [{} for _ in range(n)]
+        self._keeps_holders = kind == VGPU
+        self.holders: list[dict[str, tuple[int, int, str]]] = [{} for _ in range(n)] if kind == VGPU else []
         self.held: dict[str, list[tuple[int, int, int]]] = {}
         #: a fork's rows whose ``holders`` dict it has copied (None: it owns them all)
         self._own: set[int] | None = None
+        #: a fork whose ``holders`` list is still the one it was made from (copied at its first change)
+        self._shared_list = False
+        #: a fork whose use arrays are still the ones it was made from (copied at its first change)
+        self._shared_use = False
+        #: gpushare: GPU id -> row, per node (``index_of``; static, shared by the forks)
+        self._index: dict[int, dict[int, int]] = {}
         #: a fork: the pool's ``held`` it was made from (read, never changed) and the pods released from it
         self._base_held: dict[str, list[tuple[int, int, int]]] | None = None
         self._gone: set[str] = set()
@@ -344,19 +391,23 @@ class DevicePool:
 
     def fork(self) -> DevicePool:
         """A pool with this one's devices and use, to change without changing this one: the static arrays are shared,
-        the use arrays copied, ``held`` read through to this pool's and ``holders`` copied on write
-        (O(devices) array copies, no walk over the pods). The carried pool of ``plugins/deviceshare.py``
-        hands each session a fork."""
+        the use arrays and the ``holders`` list copied when the fork first changes them (``_own_use``; a row's
+        ``holders`` dict when it changes that row), ``held`` read through to this pool's.  So a fork costs no copy
+        until it is changed, then O(devices) array copies once, never a walk over the pods.  The fork reads this
+        pool as it is: it is valid until this pool changes.  The carried pool of ``plugins/deviceshare.py`` hands
+        each session a fork and changes only at the next session's open."""
         out = copy.copy(self)
-        out.used_num, out.used_mem, out.used_core = self.used_num.copy(), self.used_mem.copy(), self.used_core.copy()
+        out._shared_use = True
         if self._base_held is None:
             out.held, out._base_held = {}, self.held
         else:  # a fork of a fork: flatten
             out.held = {**{u: p for u, p in self._base_held.items() if u not in self._gone}, **self.held}
             out._base_held = None
         out._gone = set()
-        out.holders = list(self.holders)
+        out._shared_list = True
         out._own = set()
+        if self._own is not None:  # a fork forked: it too copies what it changes from now on
+            self._own, self._shared_list, self._shared_use = set(), True, True
         return out
 
     def parts_of(self, uid: str) -> list[tuple[int, int, int]]:
@@ -366,9 +417,19 @@ class DevicePool:
             got = self._base_held.get(uid)
         return got or []
 
+    def _own_use(self) -> None:
+        """A fork about to change its use: its own copies of the use arrays first."""
+        if self._shared_use:
+            self.used_num, self.used_mem, self.used_core = (
+                self.used_num.copy(), self.used_mem.copy(), self.used_core.copy())
+            self._shared_use = False
+
     def _holders(self, row: int) -> dict[str, tuple[int, int, str]]:
         """Row ``row``'s pods, to change (a fork copies the dict first)."""
         if self._own is not None and row not in self._own:
+            if self._shared_list:
+                self.holders = list(self.holders)
+                self._shared_list = False
             self.holders[row] = dict(self.holders[row])
             self._own.add(row)
         return self.holders[row]
@@ -384,15 +445,17 @@ class DevicePool:
         containers on one GPU, is counted twice, as ``TryAddPod`` does)."""
         if not parts:
             return
+        self._own_use()
         self.version += 1
         got = self.held[uid] = [*self.parts_of(uid), *parts]  # a new list: a fork shares the old one
         for row, mem, core in got[len(got) - len(parts):]:
             self.used_num[row] += 1
             self.used_mem[row] += mem
             self.used_core[row] += core
-            h = self._holders(row)
-            old = h.get(uid)
-            h[uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
+            if self._keeps_holders:
+                h = self._holders(row)
+                old = h.get(uid)
+                h[uid] = (mem + (old[0] if old else 0), core + (old[1] if old else 0), group)
 
     def release(self, uid: str) -> list[tuple[int, int, int]]:
         """Take back everything ``uid`` holds; returns it (to charge again on an undo)."""
@@ -404,20 +467,25 @@ class DevicePool:
                 parts = base[uid]
         if not parts:
             return []
+        self._own_use()
         self.version += 1
         for row, mem, core in parts:
             self.used_num[row] -= 1
             self.used_mem[row] -= mem
             self.used_core[row] -= core
-            self._holders(row).pop(uid, None)
+            if self._keeps_holders:
+                self._holders(row).pop(uid, None)
         return parts
 
     def holds(self, uid: str) -> bool:
         return bool(self.parts_of(uid))
 
     def index_of(self, i: int) -> dict[int, int]:
-        """gpushare: GPU id -> row on node ``i``."""
-        return {int(self.dev_id[r]): r for r in self.rows(i)}
+        """gpushare: GPU id -> row on node ``i`` (made once per node: the ids are static; not to be changed)."""
+        got = self._index.get(i)
+        if got is None:
+            got = self._index[i] = {int(self.dev_id[r]): r for r in self.rows(i)}
+        return got
 
     def row_of_uuid(self, i: int, uuid: str) -> int | None:
         """vGPU: the row of the device on node ``i`` whose uuid the used device's names (``strings.Contains``, the

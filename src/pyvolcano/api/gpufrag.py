@@ -212,7 +212,7 @@ def task_class(pod: Mapping[str, Any]) -> TaskClass:
         req = ((c or {}).get("resources") or {}).get("requests") or {}
         got = _milli_cpu(req["cpu"]) if "cpu" in req else 0
         cpu += got or NONZERO_MILLI_CPU
-    mem, num = dv.gpu_memory_of(pod), dv.gpu_number_of(pod)
+    mem, num = dv.gpushare_request(pod)
     if mem > 0:
         gpus, milli = 1, min(mem, MILLI)
     elif num > 0:

@@ -58,6 +58,7 @@ from pyvolcano.api.node_info import NodeArrays, NodeInfo
 from pyvolcano.api.status import Code, Status
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.errors import ConfigError
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.registry import register_plugin
@@ -223,8 +224,12 @@ class DeviceShare(Plugin):
         self._choice = ssn.device_choice
         self._vreq: dict[str, VRequest | None] = {}
         self._gs: dict[str, tuple[int, int]] = {}
-        self._ok_key: tuple[int, int, int] | None = None
-        self._ok: tuple[np.ndarray, np.ndarray] | None = None
+        #: ``_gpushare_ok``'s answers per (gpu-memory, gpu-number) and the per-node use they are read from, for
+        #: the gpushare pool's ``version`` they were made at
+        self._ok_version = -1
+        self._ok: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._most: np.ndarray | None = None
+        self._idle: np.ndarray | None = None
         self._stash: dict[str, tuple[str, Parts]] = {}
         st = self.state = self._open_pools(ssn)
         if st.gpushare is not None:
@@ -296,12 +301,26 @@ class DeviceShare(Plugin):
                 if got:
                     held[i] = got
         c.seen = tasks
+        if deltas.CHECK:
+            self._check_carried(ssn, c)
         return DeviceState(nodes, dv.GPUSHARE in kinds, dv.VGPU in kinds, {k: p.fork() for k, p in c.pools.items()})
 
-    def _read_node(self, ssn: Session, pool: DevicePool, i: int) -> list[str]:
+    def _check_carried(self, ssn: Session, c: _CarriedPools) -> None:
+        """``deltas.CHECK``: the carried pools, brought up to date, hold what reading every node's pods afresh gives
+        (the use per device, the parts per pod, and vGPU's holders)."""
+        for kind, pool in c.pools.items():
+            fresh = _pool(self.nodes, kind)
+            for i in fresh.nodes_with.tolist():
+                self._read_node(ssn, fresh, i, quiet=True)
+            for name in ("used_num", "used_mem", "used_core"):
+                assert np.array_equal(getattr(pool, name), getattr(fresh, name)), f"deviceshare: carried {name}"
+            assert pool.held == fresh.held, "deviceshare: carried pods' devices"
+            assert pool.holders == fresh.holders, "deviceshare: carried holders"
+
+    def _read_node(self, ssn: Session, pool: DevicePool, i: int, quiet: bool = False) -> list[str]:
         """Charge ``pool`` with the devices of the pods on node ``i`` that hold its resources
         (``NodeInfo.addResource``): gpushare from ``volcano.sh/gpu-index``, vGPU from ``volcano.sh/vgpu-ids-new``;
-        the pods charged."""
+        the pods charged (``quiet``: without warning of a bad annotation, for ``_check_carried``'s second read)."""
         got = []
         for t in self.nodes.tasks[i].values():
             if t.status in _NOT_HOLDING:
@@ -313,13 +332,14 @@ class DeviceShare(Plugin):
                 else:
                     self._add_vgpu(pool, i, t, ann)
             except ValueError as exc:  # refused at the boundary; a pod built in code may still carry one
-                warn(ssn.state, f"Pod {t.uid}: field metadata.annotations: {exc}; its devices are not counted")
+                if not quiet:
+                    warn(ssn.state, f"Pod {t.uid}: field metadata.annotations: {exc}; its devices are not counted")
             if pool.holds(t.uid):
                 got.append(t.uid)
         return got
 
     def _add_gpushare(self, pool: DevicePool, i: int, t: TaskInfo, ann: Mapping[str, Any]) -> None:
-        mem, num = dv.gpu_memory_of(t.pod), dv.gpu_number_of(t.pod)
+        mem, num = dv.gpushare_request(t.pod)
         if (mem <= 0 and num <= 0) or not ann.get(dv.GPU_INDEX):
             return
         rows = pool.index_of(i)
@@ -384,7 +404,7 @@ class DeviceShare(Plugin):
         """The pod's gpushare (``gpu-memory``, ``gpu-number``), read once per pod and session."""
         got = self._gs.get(task.uid)
         if got is None:
-            got = self._gs[task.uid] = (dv.gpu_memory_of(task.pod), dv.gpu_number_of(task.pod))
+            got = self._gs[task.uid] = dv.gpushare_request(task.pod)
         return got
 
     def _wants(self, task: TaskInfo) -> bool:
@@ -393,23 +413,28 @@ class DeviceShare(Plugin):
         return (self.sharing and mem > 0) or (self.by_number and num > 0)
 
     def _gpushare_ok(self, pool: DevicePool, mem: int, num: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per node: ``checkNodeGPUSharingPredicate`` and ``checkNodeGPUNumberPredicate`` over every device, reduced
-        per node (True where the check does not apply); kept for the pool's use as it stands (``version``)."""
-        key = (mem, num, pool.version)
-        if self._ok_key == key and self._ok is not None:
-            return self._ok
+        """Per node: ``checkNodeGPUSharingPredicate`` (some GPU has ``mem`` left: the most memory left on one GPU is
+        at least ``mem``) and ``checkNodeGPUNumberPredicate`` (at least ``num`` GPUs no pod holds), True where the
+        check does not apply.  The per-node most-left and idle counts are reduced from the devices once per use of
+        the pool (``version``), each when first asked, and the answers kept per request for that use."""
+        if self._ok_version != pool.version:
+            self._ok_version, self._ok, self._most, self._idle = pool.version, {}, None, None
+        got = self._ok.get((mem, num))
+        if got is not None:
+            return got
         n = len(self.nodes)
         mem_ok, num_ok = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
         if len(pool):
-            starts = pool.first[pool.nodes_with]
             if self.sharing and mem > 0:
-                free = np.maximum(pool.memory - pool.used_mem, 0) >= mem
-                mem_ok[pool.nodes_with] = np.logical_or.reduceat(free, starts)
+                if self._most is None:  # (memory left below 0 counts as 0 in Volcano: the same answer for mem > 0)
+                    self._most = np.maximum.reduceat(pool.memory - pool.used_mem, pool.first[pool.nodes_with])
+                mem_ok[pool.nodes_with] = self._most >= mem
             if self.by_number and num > 0:
-                idle = (pool.used_num == 0).astype(np.int64)
-                num_ok[pool.nodes_with] = np.add.reduceat(idle, starts) >= num
-        self._ok_key, self._ok = key, (mem_ok, num_ok)
-        return mem_ok, num_ok
+                if self._idle is None:
+                    self._idle = np.add.reduceat((pool.used_num == 0).astype(np.int64), pool.first[pool.nodes_with])
+                num_ok[pool.nodes_with] = self._idle >= num
+        got = self._ok[(mem, num)] = (mem_ok, num_ok)
+        return got
 
     def _gpushare_fits(self, pool: DevicePool, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         """``checkNodeGPUSharingPredicate``/``checkNodeGPUNumberPredicate`` for the nodes ``idx``."""

@@ -104,7 +104,7 @@ class GpuLedger:
         cpu = int(task.resreq[0])
         parts: list[tuple[int, int]] = []
         if self.count[i] > 0 and self.each[i] > 0:
-            mem, num = dv.gpu_memory_of(task.pod), dv.gpu_number_of(task.pod)
+            mem, num = dv.gpushare_request(task.pod)
             idx = (task.pod_annotations or {}).get(dv.GPU_INDEX)
             if idx and (mem > 0 or num > 0):
                 milli = mem * MILLI // int(self.each[i]) if mem > 0 else MILLI
@@ -153,37 +153,41 @@ class GpuLedger:
         if self.mix is None or self._access is None or not self.frag_known:
             return None
         if self._dirty:
-            rows = np.fromiter(self._dirty, dtype=np.int64)
+            # a handful of nodes per call (the pods bound or gone since the last): read and written one by one
+            rows = list(self._dirty)
             self._dirty.clear()
-            has = rows[self.count[rows] > 0]
-            before = self._frag[rows].tolist()
-            self._frag[rows] = 0.0
-            if len(has):
+            frag, count = self._frag, self.count
+            before = [float(frag[i]) for i in rows]
+            has = [i for i in rows if count[i] > 0]
+            for i in rows:
+                frag[i] = 0.0
+            if has:
                 # a node's value depends on its GPU model and what it has left alone: a state seen before (a node
                 # emptied, the same pod come and gone) gets the value worked out then, the others are worked out
                 memo = self._states
                 if len(memo) > _STATES:
                     memo.clear()
-                keys = [(self.models[i], c, g.tobytes()) for i, c, g in
-                        zip(has.tolist(), self.cpu_left[has].tolist(), self.left[has], strict=True)]
+                keys = [(self.models[i], int(self.cpu_left[i]), self.left[i].tobytes()) for i in has]
                 got = [memo.get(k) for k in keys]
                 todo = [j for j, v in enumerate(got) if v is None]
                 if todo:
-                    rows_todo = has[todo]
+                    rows_todo = np.array([has[j] for j in todo], dtype=np.int64)
                     fresh = gpufrag.node_frag(self.mix, self.cpu_left[rows_todo], self.left[rows_todo],
                                               self._access[rows_todo]).tolist()
                     for j, v in zip(todo, fresh, strict=True):
                         got[j] = memo[keys[j]] = v
-                self._frag[has] = got
+                for i, v in zip(has, got, strict=True):
+                    frag[i] = v
                 if deltas.CHECK:
-                    assert self._frag[has].tobytes() == gpufrag.node_frag(
-                        self.mix, self.cpu_left[has], self.left[has], self._access[has]).tobytes(), \
+                    at = np.array(has, dtype=np.int64)
+                    assert frag[at].tobytes() == gpufrag.node_frag(
+                        self.mix, self.cpu_left[at], self.left[at], self._access[at]).tobytes(), \
                         "GpuLedger.frag: a remembered node state"
             self._frag_out = None
             total = self._frag_sum
             if total is not None:
                 try:
-                    for old, now in zip(before, self._frag[rows].tolist(), strict=True):
+                    for old, now in zip(before, [float(frag[i]) for i in rows], strict=True):
                         total += _exact(now) - _exact(old)
                 except (OverflowError, ValueError):  # an infinite or NaN value: fsum from here on
                     total = None
