@@ -19,15 +19,7 @@ from pyvolcano.sim import metrics
 from pyvolcano.sim.cluster import parse_cluster_spec
 from pyvolcano.sim.engine import Simulator
 from pyvolcano.sim.workload import services
-
-
-def _pod(name: str, cpu: str, phase: str = "Pending", node: str = "") -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {
-        "requests": {"cpu": cpu, "memory": "1Gi"}}}]}
-    if node:
-        spec["nodeName"] = node
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "annotations": {
-        "scheduling.k8s.io/group-name": name}}, "spec": spec, "status": {"phase": phase}}
+from tests.sim.test_memo import _pod
 
 
 def _group(name: str, queue: str, phase: str) -> dict[str, Any]:
