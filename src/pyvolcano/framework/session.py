@@ -152,7 +152,6 @@ class Session:
         #: per point, the registered ``(plugin, fn)`` of each tier in conf order; a point nobody registered on
         #: shares one empty tuple of tiers, and gets its own lists at its first registration (``_add``)
         self.fns: dict[str, Sequence[Sequence[tuple[str, Callable[..., Any]]]]] = dict(_no_fns(reg.n_tiers))
-        self._fn_lists: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self.predicates: list[PredicateReg] = []
         self.scores: list[ScoreReg] = []
         self.batch_scores: list[BatchNodeOrderFn] = []
@@ -235,12 +234,10 @@ class Session:
             if got is None:
                 return
             ti = got
-        name = point.name
-        lists = self._fn_lists.get(name)
-        if lists is None:
-            lists = self._fn_lists[name] = [[] for _ in range(self._reg.n_tiers)]
-            self.fns[name] = lists
-        lists[ti].append((plugin, fn))
+        lists = self.fns[point.name]
+        if type(lists) is tuple:  # the shared empty tiers: this point's first registration
+            lists = self.fns[point.name] = [*map(list, lists)]
+        lists[ti].append((plugin, fn))  # type: ignore[attr-defined]  # a list of lists once made here
 
     def add_fn(self, point: Point[F], plugin: str, fn: F) -> None:
         """Register ``fn`` on extension point ``point`` (a ``points`` constant, whose type parameter is the
