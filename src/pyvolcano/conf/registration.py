@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyvolcano import registry
 from pyvolcano.conf.flags import FLAGS
 from pyvolcano.errors import ConfigError
 
@@ -73,8 +74,6 @@ class Registration:
         arguments), looked up in the registry once for the conf rather than by every session, and again only
         after something registered a plugin or an action (``registry.generation``).  An unknown plugin raises
         ``ConfigError`` located at its entry, as the session's own lookup did."""
-        from pyvolcano import registry
-
         got = self._built
         if got is not None and got[0] == registry.generation:
             return got[1]
@@ -91,8 +90,6 @@ class Registration:
     def action_contracts(self, actions: list[str]) -> list[Contracts]:
         """Each action's class's ``contracts``, in the order of ``actions`` (the conf's action list: a copy of a
         conf may share its tiers, and so this registration, with other actions)."""
-        from pyvolcano import registry
-
         got = self._actions
         if got is not None and got[0] is actions and got[1] == registry.generation:
             return got[2]
