@@ -48,3 +48,24 @@ def test_entry_points_resolve_by_name(fake_entry_points: None, capsys: pytest.Ca
 
 def test_builtin_names_win_over_entry_points(fake_entry_points: None) -> None:
     assert registry.plugin_class("gang") is not Oldest
+
+
+def test_conf_resolution_follows_later_registrations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conf resolves its plugins' classes and contracts once (``Registration.built``) and again after something
+    registers a plugin or an action: a session of a conf already used sees the class registered since."""
+    from pyvolcano.conf import load_conf
+    from pyvolcano.framework.incremental.contracts import Contract
+
+    monkeypatch.setattr(registry, "_PLUGINS", dict(registry._PLUGINS))
+    reg = load_conf("actions: enqueue\ntiers:\n- plugins:\n  - name: gang\n", "test").registration
+    (_, _, _, first, _), = reg.built()
+    assert first is registry.plugin_class("gang") and reg.built() is reg.built()
+
+    class Gang2(Plugin):
+        name = "gang"
+        contracts = frozenset({Contract.FINGERPRINTED})
+
+    registry.register_plugin(Gang2)
+    (_, _, _, cls, contracts), = reg.built()
+    assert cls is Gang2 and contracts == frozenset({Contract.FINGERPRINTED})
+    assert reg.action_contracts(["enqueue"]) == [registry.action_class("enqueue").contracts]

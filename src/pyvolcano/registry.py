@@ -26,18 +26,25 @@ _ACTIONS: dict[str, type[Action]] = {}
 _loaded = False
 _loading = False
 _lock = threading.RLock()
+#: bumped whenever a plugin or an action is registered: what a conf resolved its names to stays valid while it is
+#: unchanged (``conf/registration.py: Registration.built``)
+generation = 0
 
 P = TypeVar("P", bound="type[Plugin]")
 A = TypeVar("A", bound="type[Action]")
 
 
 def register_plugin(cls: P) -> P:
+    global generation
     _PLUGINS[cls.name] = cls
+    generation += 1
     return cls
 
 
 def register_action(cls: A) -> A:
+    global generation
     _ACTIONS[cls.name] = cls
+    generation += 1
     return cls
 
 

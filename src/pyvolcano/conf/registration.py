@@ -19,11 +19,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyvolcano import registry
 from pyvolcano.conf.flags import FLAGS
+from pyvolcano.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyvolcano.conf.arguments import Arguments
     from pyvolcano.conf.loader import PluginOption, Tier
+    from pyvolcano.framework.incremental.contracts import Contracts
+    from pyvolcano.framework.plugin import Plugin
+
+#: a conf's plugin entry resolved: tier, option, parsed arguments, the plugin's class and its contracts under them
+Built = tuple[int, "PluginOption", "Arguments", "type[Plugin]", "Contracts"]
 
 #: (plugin name, enable flag or None for a point no flag switches) -> the plugin's tier, or None: switched off
 Slots = dict[tuple[str, str | None], int | None]
@@ -36,7 +43,7 @@ class Registration:
     as ``Session.options`` always did).  ``n_tiers`` is at least 1, so a conf without tiers still has one (empty)
     tier for callbacks registered by plugins it does not name."""
 
-    __slots__ = ("_flags", "at", "n_tiers", "options", "plugins", "tiers")
+    __slots__ = ("_actions", "_built", "_flags", "at", "n_tiers", "options", "plugins", "tiers")
 
     def __init__(self, tiers: list[Tier]) -> None:
         #: the tier list this was built from (``SchedulerConf.registration`` rebuilds when it is another list)
@@ -57,6 +64,38 @@ class Registration:
         #: per plugin entry (by identity), its ``flags`` as set in the conf: read by plugins every session
         #: (``PluginOption.flags`` builds the dict from the pydantic extras at each read)
         self._flags: dict[int, tuple[PluginOption, dict[str, bool]]] = {}
+        #: ``built()``'s answer and the registry generation it was made at
+        self._built: tuple[int, list[Built]] | None = None
+        #: ``action_contracts``'s answer: the action list it was made for, the registry generation, the contracts
+        self._actions: tuple[object, int, list[Contracts]] | None = None
+
+    def built(self) -> list[Built]:
+        """``plugins`` with each entry's class and contracts (``Plugin.contracts_for``, which reads only the
+        arguments), looked up in the registry once for the conf rather than by every session, and again only
+        after something registered a plugin or an action (``registry.generation``).  An unknown plugin raises
+        ``ConfigError`` located at its entry, as the session's own lookup did."""
+        got = self._built
+        if got is not None and got[0] == registry.generation:
+            return got[1]
+        out: list[Built] = []
+        for ti, opt, args in self.plugins:
+            try:
+                cls = registry.plugin_class(opt.name)
+                out.append((ti, opt, args, cls, cls.contracts_for(args)))
+            except ConfigError as exc:
+                raise args.located(exc) from None
+        self._built = (registry.generation, out)
+        return out
+
+    def action_contracts(self, actions: list[str]) -> list[Contracts]:
+        """Each action's class's ``contracts``, in the order of ``actions`` (the conf's action list: a copy of a
+        conf may share its tiers, and so this registration, with other actions)."""
+        got = self._actions
+        if got is not None and got[0] is actions and got[1] == registry.generation:
+            return got[2]
+        out = [registry.action_class(a).contracts for a in actions]
+        self._actions = (actions, registry.generation, out)
+        return out
 
     def flags_of(self, opt: PluginOption) -> dict[str, bool]:
         """``opt.flags``, made once per entry of this conf (read-only: the conf is a value)."""
@@ -87,4 +126,4 @@ def slots(name: str, ti: int, opt: PluginOption) -> Slots:
     return out
 
 
-__all__ = ["Registration", "Slots", "slots"]
+__all__ = ["Built", "Registration", "Slots", "slots"]

@@ -319,28 +319,44 @@ class NodeSelector:
             best = masked[i]
             self.ties[task.uid] = np.flatnonzero(np.abs(masked - best) <= 1e-9 * max(1.0, abs(best))).tolist()
 
-    # registrations split once by kind
+    # registrations split once by kind (plain loops: this runs in every session, a comprehension is a call each)
     def _split(self) -> None:
-        preds, scores = self.ssn.predicates, self.ssn.scores
-        self.static_preds = [p for p in preds if p.template_safe and p.static]
-        self.dyn_preds = [p for p in preds if p.template_safe and not p.static]
-        self.fresh_preds = [p for p in preds if not p.template_safe]
-        self.norm_scores = [s for s in scores if s.normalize]
-        scores = [s for s in scores if not s.normalize]
-        self.static_scores = [s for s in scores if s.template_safe and s.static]
-        self.dyn_scores = [s for s in scores if s.template_safe and not s.static]
-        self.fresh_scores = [s for s in scores if not s.template_safe]
+        static_preds: list[PredicateReg] = []
+        dyn_preds: list[PredicateReg] = []
+        fresh_preds: list[PredicateReg] = []
+        for p in self.ssn.predicates:
+            (fresh_preds if not p.template_safe else static_preds if p.static else dyn_preds).append(p)
+        norm_scores: list[ScoreReg] = []
+        static_scores: list[ScoreReg] = []
+        dyn_scores: list[ScoreReg] = []
+        fresh_scores: list[ScoreReg] = []
+        for s in self.ssn.scores:
+            (norm_scores if s.normalize else fresh_scores if not s.template_safe else static_scores if s.static
+             else dyn_scores).append(s)
+        self.static_preds, self.dyn_preds, self.fresh_preds = static_preds, dyn_preds, fresh_preds
+        self.norm_scores, self.static_scores, self.dyn_scores = norm_scores, static_scores, dyn_scores
+        self.fresh_scores = fresh_scores
         # few changed nodes are recomputed through the per-node forms when every dynamic callback has one
-        self.per_node = self.engine == "vector" and all(p.scalar is not None for p in self.dyn_preds) and all(
-            s.scalar is not None for s in self.dyn_scores)
+        per_node = self.engine == "vector"
+        if per_node:
+            dyn: tuple[PredicateReg | ScoreReg, ...] = (*dyn_preds, *dyn_scores)
+            for r in dyn:
+                if r.scalar is None:
+                    per_node = False
+                    break
+        self.per_node = per_node
         # nothing outside the cache takes part: the cached keys alone decide
-        self.simple = not (self.fresh_preds or self.fresh_scores or self.ssn.batch_scores
-                           or self.ssn.has("bestNode"))
-        safe: tuple[PredicateReg | ScoreReg, ...] = (*self.static_preds, *self.dyn_preds, *self.static_scores,
-                                                     *self.dyn_scores, *self.norm_scores)
-        self.carry_tasks = [r.carry_task for r in safe if r.carry_task is not None]
-        self.carry_rows: list[Callable[[], np.ndarray]] = [
-            r.carry_rows for r in safe if not r.static and r.carry_rows is not None]
+        self.simple = not (fresh_preds or fresh_scores or self.ssn.batch_scores or self.ssn.has("bestNode"))
+        carry_tasks: list[Callable[[TaskInfo], bool]] = []
+        carry_rows: list[Callable[[], np.ndarray]] = []
+        safe: tuple[PredicateReg | ScoreReg, ...] = (*static_preds, *dyn_preds, *static_scores, *dyn_scores,
+                                                     *norm_scores)
+        for r in safe:
+            if r.carry_task is not None:
+                carry_tasks.append(r.carry_task)
+            if not r.static and r.carry_rows is not None:
+                carry_rows.append(r.carry_rows)
+        self.carry_tasks, self.carry_rows = carry_tasks, carry_rows
 
     def reset(self) -> None:
         self.entries.clear()

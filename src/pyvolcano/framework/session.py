@@ -152,7 +152,6 @@ class Session:
         #: per point, the registered ``(plugin, fn)`` of each tier in conf order; a point nobody registered on
         #: shares one empty tuple of tiers, and gets its own lists at its first registration (``_add``)
         self.fns: dict[str, Sequence[Sequence[tuple[str, Callable[..., Any]]]]] = dict(_no_fns(reg.n_tiers))
-        self._fn_lists: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self.predicates: list[PredicateReg] = []
         self.scores: list[ScoreReg] = []
         self.batch_scores: list[BatchNodeOrderFn] = []
@@ -235,12 +234,10 @@ class Session:
             if got is None:
                 return
             ti = got
-        name = point.name
-        lists = self._fn_lists.get(name)
-        if lists is None:
-            lists = self._fn_lists[name] = [[] for _ in range(self._reg.n_tiers)]
-            self.fns[name] = lists
-        lists[ti].append((plugin, fn))
+        lists = self.fns[point.name]
+        if type(lists) is tuple:  # the shared empty tiers: this point's first registration
+            lists = self.fns[point.name] = [*map(list, lists)]
+        lists[ti].append((plugin, fn))  # type: ignore[attr-defined]  # a list of lists once made here
 
     def add_fn(self, point: Point[F], plugin: str, fn: F) -> None:
         """Register ``fn`` on extension point ``point`` (a ``points`` constant, whose type parameter is the
@@ -737,13 +734,13 @@ class Session:
         plugin has registered, so it never drops a job.  That matters: a PodGroup whose pods do not exist
         yet (a vcjob before its controller creates them) must still be enqueued.  allocate, backfill,
         preempt and reclaim ask ``job_valid`` themselves and skip such jobs."""
-        plugin_class, plugins, seconds = registry.plugin_class, self.plugins, self.plugin_seconds
+        plugins, seconds, contracts = self.plugins, self.plugin_seconds, self.contracts
         clock = time.perf_counter
-        for ti, opt, args in self._reg.plugins:  # the conf's entries in order, their arguments parsed once
+        for ti, opt, args, cls, declared in self._reg.built():  # the conf's entries in order, resolved once
             name = opt.name
             try:
-                plugin = plugin_class(name)(args)
-                self.contracts[name] = self.contracts[plugin.name or name] = type(plugin).contracts_for(args)
+                plugin = cls(args)
+                contracts[name] = contracts[plugin.name or name] = declared
             except ConfigError as exc:
                 raise args.located(exc) from None
             plugins[name] = plugin
@@ -765,7 +762,7 @@ class Session:
         settle_ok = any(Contract.READY_CONDITION in c for c in self.contracts.values()) and \
             self.registered_only_by(JOB_VALID, Contract.VALID_BY_VERSION)
         self.plan.open(self._reg, self.carry, self.memo, settle_ok,
-                       [registry.action_class(a).contracts for a in self.conf.actions], lambda: job_order_key(self))
+                       self._reg.action_contracts(self.conf.actions), lambda: job_order_key(self))
         return self
 
     def run(self, explain: int = 0) -> SessionResult:
