@@ -287,3 +287,17 @@ def test_a_queue_file_with_a_bad_weight_is_refused_naming_the_field(tmp_path: Pa
         queue_weights(str(f))
     f.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: a}\nspec: {weight: 3}\n")
     assert queue_weights(str(f)) == {"a": 3}
+
+
+def test_request_no_node_can_hold_is_judged_once_per_request() -> None:
+    """Every job asking for the same shape gets the same verdict, worked out once (``Simulator._unfit_memo``)."""
+    from pyvolcano.conf.loader import load_conf_file
+    from pyvolcano.sim.cluster import parse_cluster_spec
+    from pyvolcano.sim.engine import Simulator
+
+    wl = from_specs([JobSpec("big1", 0, cpu="64"), JobSpec("big2", 0, cpu="64"), JobSpec("ok1", 0, duration=3),
+                     JobSpec("ok2", 0, duration=3)])
+    sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), [], wl, load_conf_file(None))
+    big = [p for p in sim.problems if "requests cpu 64 per pod, more than any node's allocatable" in p]
+    assert [p.split(":")[0] for p in big] == ["Job default/big1", "Job default/big2"]
+    assert sorted(v is None for v in sim._unfit_memo.values()) == [False, True]

@@ -220,3 +220,46 @@ def test_deserved_follows_the_queues_while_no_session_runs() -> None:
     assert shares["a"]["deserved"] == round(0.75 * 101 / 302, 4) == shares["a"]["allocated"]
     # b: 1 cpu (25 %) over [1, 302], dropping to nothing when its job ends with the window
     assert shares["b"]["deserved"] == round(0.25 * 301 / 302, 4)
+
+
+def test_deserved_between_sessions_is_set_again_only_after_a_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_deserved_between_sessions`` skips a call when no holding or deserved amount has changed and no session
+    has sampled since its last one (every queue would be set as it stands); a holding that changes, or a session's
+    sample (which may bring a new guarantee), makes it set the queues again.  Under ``deltas.CHECK`` the skipped
+    call is worked out and compared, so a guarantee changed without a sample is caught."""
+    from pyvolcano.conf.loader import load_conf_file
+    from pyvolcano.framework.incremental import deltas
+    from pyvolcano.sim.cluster import parse_cluster_spec
+    from pyvolcano.sim.engine import Simulator
+    from pyvolcano.sim.workload import from_manifests
+
+    queues = [{"kind": "Queue", "metadata": {"name": "a"}, "spec": {"weight": 1}}]
+    sim = Simulator(parse_cluster_spec("1x{cpu: 4, memory: 16Gi}"), queues, from_manifests([]), load_conf_file(None))
+    monkeypatch.setattr(deltas, "CHECK", False)  # (the suite runs with the checks on)
+    usage = sim.usage
+    usage.set_deserved(0.0, "a", np.zeros(3))
+    usage.hold(5.0, "default/p", "a", np.array([2.0, 0.0, 0.0]))
+    sim.now = 5.0
+    sim._deserved_between_sessions()
+    a = usage.deserved["a"]
+    assert (a.times, [v.tolist() for v in a.values]) == ([0.0, 5.0], [[0, 0, 0], [2, 0, 0]])
+    # nothing changed: skipped (the same series; a hidden change of the guarantee is not seen)
+    sim._guarantee["a"] = np.array([3.0, 0.0, 0.0])
+    sim.now = 6.0
+    changes = usage.changes
+    sim._deserved_between_sessions()
+    assert usage.changes == changes and a.times == [0.0, 5.0]
+    # ... but check mode works the skipped call out and finds the guarantee no session sampled
+    monkeypatch.setattr(deltas, "CHECK", True)
+    with pytest.raises(AssertionError, match="queue a"):
+        sim._deserved_between_sessions()
+    monkeypatch.setattr(deltas, "CHECK", False)
+    # a session's sample: the queues are set again, the guarantee raising a's deserved to 3 cpu
+    sim.samples.append(Sample(6.0, np.zeros(3), {}))
+    sim._deserved_between_sessions()
+    assert (a.times, a.values[-1].tolist()) == ([0.0, 5.0, 6.0], [3, 0, 0])
+    # a holding that changes: set again (4 cpu held is above the guarantee)
+    usage.hold(7.0, "default/q", "a", np.array([2.0, 0.0, 0.0]))
+    sim.now = 7.0
+    sim._deserved_between_sessions()
+    assert (a.times, a.values[-1].tolist()) == ([0.0, 5.0, 6.0, 7.0], [4, 0, 0])

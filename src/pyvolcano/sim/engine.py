@@ -36,6 +36,7 @@ from pyvolcano.controllers.vcjob import FINAL, TTL_PHASES, JobController, valida
 from pyvolcano.errors import ManifestError, UserError
 from pyvolcano.framework.cycle import run_session
 from pyvolcano.framework.gc_tuning import quiet_gc
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.result import (
     PodGroupStatus,
     QueueStatus,
@@ -498,6 +499,8 @@ class Simulator:
         names = conf.plugin_names
         self._deserved_follows = "proportion" in names and "capacity" not in names
         self._guarantee: dict[str, np.ndarray] = {}
+        #: (``usage.changes``, samples taken) when ``_deserved_between_sessions`` last set every queue
+        self._between_seen: tuple[int, int] = (-1, -1)
         self.eviction_log = EvictionLog()
         self.event_log: list[tuple[float, str, str, str]] = []
         self.problems: list[str] = list(workload.problems)
@@ -537,6 +540,9 @@ class Simulator:
         #: every node's allocatable by resource name, for the "fits no node at all" check
         self.node_alloc = [{n: float(v) for n, v in zip(self.res.names, spec.allocatable, strict=True)}
                            for spec in self.cache.nodes.values()]
+        #: ``_unfit``'s answer per distinct request (a trace's pods ask for a few shapes; each answer walks every
+        #: node's allocatable, which does not change after this)
+        self._unfit_memo: dict[tuple[tuple[str, float], ...], str | None] = {}
         admitted = 0
         for t, job in workload.jobs:
             bad = self.job_problem(job)
@@ -634,8 +640,17 @@ class Simulator:
         return None
 
     def _unfit(self, req: dict[str, float]) -> str | None:
-        """Why a pod requesting ``req`` (internal amounts) fits no node's allocatable, or None."""
+        """Why a pod requesting ``req`` (internal amounts) fits no node's allocatable, or None; answered once per
+        distinct request (``_unfit_memo``: the nodes' allocatable is fixed when the simulator is made)."""
         req = {n: v for n, v in req.items() if v > 0 and n != "ephemeral-storage-limit"}
+        key = tuple(req.items())
+        try:
+            return self._unfit_memo[key]
+        except KeyError:
+            bad = self._unfit_memo[key] = self._unfit_walk(req)
+            return bad
+
+    def _unfit_walk(self, req: dict[str, float]) -> str | None:
         if not self.node_alloc:
             return "the cluster has no nodes"
         if any(all(v < alloc.get(n, 0.0) + EPS for n, v in req.items()) for alloc in self.node_alloc):
@@ -895,15 +910,25 @@ class Simulator:
         meets every queue at its request (``deserved.MinDimensionResource(request)``) and raises it to its
         guarantee (``helpers.Max(deserved, guarantee)``); a queue that holds nothing has no job left, and a session
         gives it nothing (as ``_sample`` does).  Without this the series held a session's deserved (e.g. 95 %
-        of the cluster, while a queue was still asking) through hours in which nothing ran."""
+        of the cluster, while a queue was still asking) through hours in which nothing ran.
+
+        Work in proportion to change: when no holding and no deserved amount has changed since its last call
+        (``UsageLedger.changes``) and no session has sampled since (the guarantees are a session's), every queue
+        would be set to the very amount it has, which ``Steps.set`` does not record: the call is skipped."""
+        seen = (self.usage.changes, len(self.samples))
+        if seen == self._between_seen and not deltas.CHECK:
+            return
         cap = self.capacity
-        for name in self.usage.deserved:
+        for name, steps in list(self.usage.deserved.items()):
             held = self.usage.held(name)
-            if not held.any():
-                self.usage.set_deserved(self.now, name, held)
+            if held.any():
+                g = self._guarantee.get(name)
+                held = np.minimum(held if g is None else np.maximum(held, g), cap)
+            if seen == self._between_seen:  # check mode: the skip above holds
+                assert steps.values[-1].tolist() == held.tolist(), f"deserved between sessions: queue {name}"
                 continue
-            g = self._guarantee.get(name)
-            self.usage.set_deserved(self.now, name, np.minimum(held if g is None else np.maximum(held, g), cap))
+            self.usage.set_deserved(self.now, name, held)
+        self._between_seen = (self.usage.changes, len(self.samples))
 
     # --- main loop --------------------------------------------------------------------------------------------
     def run(self, until: float | None = None, progress: Callable[[Simulator], None] | None = None) -> SimResult:

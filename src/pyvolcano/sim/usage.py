@@ -78,6 +78,9 @@ class UsageLedger:
     _held: dict[str, tuple[str, np.ndarray, float]] = field(default_factory=dict)
     _now: np.ndarray = field(init=False)
     _q_now: dict[str, np.ndarray] = field(default_factory=dict)
+    #: goes up with every change of a holding or a deserved amount: a reader that saw the same count saw the same
+    #: ledger (``Simulator._deserved_between_sessions`` skips a call that would set every queue as it stands)
+    changes: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.total = Steps(self.width)
@@ -107,6 +110,7 @@ class UsageLedger:
         return spent
 
     def _change(self, t: float, queue: str, delta: np.ndarray) -> None:
+        self.changes += 1
         self._now = np.maximum(self._now + delta, 0.0)  # float noise never makes usage negative
         self.total.set(t, self._now)
         q = self._q_now.get(queue)
@@ -121,6 +125,7 @@ class UsageLedger:
 
     def set_deserved(self, t: float, queue: str, amount: np.ndarray) -> None:
         """A queue's deserved amount as a session computed it at ``t``."""
+        self.changes += 1
         self.deserved.setdefault(queue, Steps(self.width)).set(t, np.asarray(amount, dtype=float))
 
     def utilisation(self, capacity: np.ndarray, t0: float, t1: float) -> np.ndarray:
