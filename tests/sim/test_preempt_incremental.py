@@ -154,8 +154,9 @@ def test_idle_turns_are_skipped_and_decide_the_same(monkeypatch: pytest.MonkeyPa
 def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     """The idle proofs are carried between sessions in the victim ledger (``VictimProof.verdict``) and with a waiting
     job (``preempt.IdleJobs``), and an unchanged job's valid+starving answer in the job (``preempt.valid_starving``).
-    On the services both must be reused (fewer jobs proved than checked, fewer jobStarving asks than jobs walked), and the run must decide as with every
-    proof and ask made (``deltas.CHECK``: each reused answer made again and compared) and as ``--full-sessions``."""
+    On the services both must be reused (fewer jobs proved than checked, fewer jobStarving asks than jobs walked),
+    and the run must decide as with every proof and ask made (``deltas.CHECK``: each reused answer made again and
+    compared) and as ``--full-sessions``."""
     counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0, "idle-job": 0, "proved": 0}
 
     def counting(name: str, real: Any) -> Any:
