@@ -318,3 +318,61 @@ def test_fits_nowhere_agrees_with_fitting() -> None:
             assert nowhere(t) == want, (future, t.init_resreq)
             seen.add((nowhere._above_top(t.init_resreq.tobytes(), t.init_resreq), want))
     assert seen == {(True, True), (False, True), (False, False)}  # both ways, and fitting asked when not above
+
+
+def test_a_waiting_jobs_carried_idle_proof_is_used_only_while_nothing_it_read_moved(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """preempt carries a waiting job's idle proof with the job (``preempt.IdleJobs``): proved once while the job
+    and its queue's classes stay as they were, its answer always the task-by-task one; a lower-priority job starting
+    to run (a victim class appears) makes it proved again and the turn taken, and so does a node given room back
+    (the carried proof stands, the fit is asked in each session)."""
+    from functools import partial
+
+    from pyvolcano.actions import preempt
+    proved: list[str] = []
+    real = preempt.IdleJobs._proved
+
+    def counting(self: preempt.IdleJobs, job: Any) -> Any:
+        proved.append(job.uid)
+        return real(self, job)
+    monkeypatch.setattr(preempt.IdleJobs, "_proved", counting)
+    text = conf(["priority", "gang"], ["drf"])
+    parsed = load_conf(text)
+    cache = SchedulerCache.from_objects(cluster(
+        group("p", prio="high", phase="Inqueue"), pod("p-0", "p", cpu="3", prio="high"),
+        group("hi", prio="high"), pod("hi-0", "hi", cpu="2", node="n1", prio="high"),
+        group("hi2", prio="high"), pod("hi2-0", "hi2", cpu="2", node="n2", prio="high")))
+    ledger: list[VictimLedger] = []
+
+    def idle() -> bool:
+        ssn = Session(cache.snapshot(), parsed)
+        ssn.carry = True
+        ssn.open()
+        fresh = session_ledger(ssn)
+        assert fresh is not None
+        if not ledger:
+            ledger.append(fresh)
+        ledger[0].sync(ssn)
+        proof = VictimProof(ssn, PREEMPTABLE, ledger[0])
+        assert proof.actor_session is not None  # priority, gang and drf declare it
+        nowhere = FitsNowhere(ssn)
+        one = partial(preempt._idle_preemptor, ssn, proof, preempt.PreemptOptions(), nowhere)
+        job = ssn.jobs["ns/p"]
+        got = preempt.IdleJobs(ssn, proof, preempt.PreemptOptions(), nowhere, one)(job)
+        assert got == all(one(job, t) for t in job.tasks.values())
+        return got
+    with deltas.checking(False):
+        assert idle() and idle() and idle()
+        assert proved == ["ns/p"]  # proved once, carried twice
+        low = [pod(f"lo-{i}", "lo", cpu="1", node="n2", prio="low") for i in (0, 1)]
+        cache.upsert(group("lo", prio="low"))
+        for p in low:  # above its minAvailable: gang, priority and drf may offer one
+            cache.upsert(p)
+        assert not idle()  # a lower-priority job runs in the queue: a victim is possible, the turn is taken
+        assert proved == ["ns/p", "ns/p"]
+        for p in low:
+            cache.delete(p)
+        assert idle() and proved == ["ns/p"] * 3
+        cache.delete(pod("hi2-0", "hi2", cpu="2", node="n2", prio="high"))
+        assert not idle()  # n2 has room for p-0 now: the carried proof stands, the fit does not
+        assert proved == ["ns/p"] * 3

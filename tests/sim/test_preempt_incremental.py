@@ -152,11 +152,12 @@ def test_idle_turns_are_skipped_and_decide_the_same(monkeypatch: pytest.MonkeyPa
 
 
 def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The idle proofs are carried between sessions in the victim ledger (``VictimProof.verdict``) and an unchanged
-    job's valid+starving answer in the job (``preempt.valid_starving``).  On the services both must be reused (fewer
-    proofs made than asked for, fewer jobStarving asks than jobs walked), and the run must decide as with every
-    proof and ask made (``deltas.CHECK``: each reused answer made again and compared) and as ``--full-sessions``."""
-    counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0}
+    """The idle proofs are carried between sessions in the victim ledger (``VictimProof.verdict``) and with a waiting
+    job (``preempt.IdleJobs``), and an unchanged job's valid+starving answer in the job (``preempt.valid_starving``).
+    On the services both must be reused (fewer jobs proved than checked, fewer jobStarving asks than jobs walked),
+    and the run must decide as with every proof and ask made (``deltas.CHECK``: each reused answer made again and
+    compared) and as ``--full-sessions``."""
+    counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0, "idle-job": 0, "proved": 0}
 
     def counting(name: str, real: Any) -> Any:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -168,8 +169,11 @@ def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypa
     monkeypatch.setattr(preempt, "valid_starving", counting("walked", preempt.valid_starving))
     monkeypatch.setattr(reclaim, "valid_starving", counting("walked", preempt.valid_starving))
     monkeypatch.setattr(Session, "job_starving", counting("starving", Session.job_starving))
+    monkeypatch.setattr(preempt.IdleJobs, "__call__", counting("idle-job", preempt.IdleJobs.__call__))
+    monkeypatch.setattr(preempt.IdleJobs, "_proved", counting("proved", preempt.IdleJobs._proved))
     with deltas.checking(False):
         carried = _run(False, "cdp", 7, 50, {"default": 1.0}, 2)
-    assert counts["none"] * 2 < counts["verdict"], counts
+    assert counts["none"] <= counts["verdict"], counts  # (a verdict reused by another job of the same key)
+    assert counts["proved"] * 2 < counts["idle-job"], counts  # a waiting job's proof carried with it (``IdleJobs``)
     assert counts["starving"] * 2 < counts["walked"], counts
     assert carried == _run(False, "cdp", 7, 50, {"default": 1.0}, 2) == _run(True, "cdp", 7, 50, {"default": 1.0}, 2)

@@ -233,7 +233,8 @@ def dry_run(ssn: Session, task: TaskInfo, nodes: list[int], offer: Callable[[int
 IdleTask = Callable[[JobInfo, TaskInfo], bool]
 
 
-def turns_idle(ssn: Session, jobs: Sequence[JobInfo], idle: IdleTask) -> bool:
+def turns_idle(ssn: Session, jobs: Sequence[JobInfo], idle: IdleTask,
+               idle_job: Callable[[JobInfo], bool] | None = None) -> bool:
     """Whether preempt's or reclaim's turns for ``jobs`` (the starving jobs it would push) can all be skipped: each
     pending task of each of them takes a turn that provably evicts and pipelines nothing (``idle``, judged on the
     session as the action starts).  Then no turn changes the session, so each one meets the very state ``idle``
@@ -247,10 +248,15 @@ def turns_idle(ssn: Session, jobs: Sequence[JobInfo], idle: IdleTask) -> bool:
     The one effect the session itself keeps, a task's note in ``Session.prepredicated``, is read only for a pod with
     a nominated node (``actions/preempt.py: nominated_allows``): ``idle`` answers False for such a pod.  A batch node
     score (the extender's: it may warn) would be asked by preempt's greedy path: ``idle`` answers False then too.
-    ``--full-sessions`` carries no ledger and no proof, so it never gets here: the reference."""
+    ``--full-sessions`` carries no ledger and no proof, so it never gets here: the reference.
+
+    ``idle_job``, when given, answers for a whole job what the loop over its tasks with ``idle`` would (preempt's
+    carried answer for a job that waits through many sessions: ``actions/preempt.py: IdleJobs``)."""
     memo = ssn.memo
     if memo is None or not memo.allocate_ok:
         return False
+    if idle_job is not None:
+        return all(idle_job(job) for job in jobs)
     pending = TaskStatus.Pending
     for job in jobs:
         for t in job.index.get(pending, {}).values():
@@ -273,7 +279,10 @@ class FitsNowhere:
 
     def __call__(self, task: TaskInfo) -> bool:
         need = task.init_resreq
-        key = need.tobytes()
+        return self.of(need.tobytes(), need)
+
+    def of(self, key: bytes, need: np.ndarray) -> bool:
+        """The answer for a request given with its bytes (``key``)."""
         got = self.seen.get(key)
         if got is None:
             got = self.seen[key] = self._above_top(key, need) \

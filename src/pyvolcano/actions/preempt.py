@@ -330,8 +330,11 @@ class Preempt(Action):
         # that declares none); the ledger is synced in every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
         proof = victim_proof(ssn, PREEMPTABLE) if starving and ledger is not None else None
-        idle = proof is not None and turns_idle(ssn, starving, partial(_idle_preemptor, ssn, proof, opts,
-                                                                       FitsNowhere(ssn)))
+        idle = False
+        if proof is not None:
+            nowhere = FitsNowhere(ssn)
+            one = partial(_idle_preemptor, ssn, proof, opts, nowhere)
+            idle = turns_idle(ssn, starving, one, IdleJobs(ssn, proof, opts, nowhere, one) if by_version else None)
         take_turns("preempt", ssn, starving, idle, lambda jobs: self._turns(ssn, opts, jobs, proof))
         if not ssn.has("victimTasks"):  # no plugin names victims (rescheduling, tdm): nothing to ask about
             return
@@ -401,3 +404,83 @@ def _idle_preemptor(ssn: Session, proof: VictimProof, opts: PreemptOptions, nowh
     if task.nominated_node or not proof.verdict(task, [job.queue], less=job.uid, job=job.uid):
         return False
     return opts.topology_aware or (not ssn.batch_scores and nowhere(task))
+
+
+#: the name ``IdleJobs`` carries a waiting job's proof under (``JobInfo.derived``)
+_IDLE = "preempt-idle"
+#: what ``IdleJobs`` carries: the key (the job's version, its queue's ``VictimLedger.present`` stamp, the conf, the
+#: proof's registration shape, the actors' session part), and the bytes and arrays of the requests of the tasks
+#: whose turns need no node's future idle to hold them (None: a task's turn is not proved idle whatever the nodes)
+_Idle = tuple[tuple[int, int | None, object, object, object], tuple[tuple[bytes, np.ndarray], ...] | None]
+
+
+class IdleJobs:
+    """``turns_idle`` for a whole job, carried with the job (``JobInfo.derived``) while it waits unchanged: a
+    waiting job's tasks are proved (``_idle_preemptor``) once, and later sessions only ask whether the nodes' future
+    idle holds one of their requests (``FitsNowhere``, once per request shape and session).
+
+    What ``_idle_preemptor`` reads of a task besides the nodes' future idle: ``preemptionPolicy``, the nominated node
+    and the verdict (``VictimProof.verdict``).  For a job the session has not changed (``carry.unchanged``: the
+    jobValid/jobStarving answers are carried on the same condition, ``walk_by_version``) and that has no candidate
+    of its own (its ledger entry counts none: a waiting job), the first two are its pods' at its version, and the
+    verdict reads the classes present in its queue (the queue's ``present`` stamp), the registration's shape, the
+    conf (the ledger's verdicts are of one conf) and each condition's ``actor`` of the task -- which, when every
+    condition declares ``actor_session``, is a function of the job at its version, the task and that session part.
+    So the key is those values; any other job, or a proof whose conditions do not all declare it, is checked task
+    by task as before.  With ``deltas.CHECK`` a carried answer is proved again and must agree."""
+
+    def __init__(self, ssn: Session, proof: VictimProof, opts: PreemptOptions, nowhere: FitsNowhere,
+                 one: Callable[[JobInfo, TaskInfo], bool]) -> None:
+        self.ssn, self.proof, self.opts, self.nowhere, self.one = ssn, proof, opts, nowhere, one
+        self.session = proof.actor_session
+        if self.session is not None:
+            proof.ledger.refresh(ssn)  # the entries and stamps as the turns would meet them (nothing moves meanwhile)
+
+    def __call__(self, job: JobInfo) -> bool:
+        sess = self.session
+        ledger = self.proof.ledger
+        if sess is None or job.version != job.cloned_from or job.cloned_from < 0 \
+                or ledger.of_job(job.uid) is not None:
+            return self._tasks(job)
+        ssn = self.ssn
+        stamp = ledger.present.get(job.queue)
+        hit: _Idle | None = job.derived.get(_IDLE)
+        if hit is not None:
+            k = hit[0]
+            if not (k[0] == job.version and k[1] == stamp and k[2] is ssn.conf and k[3] == self.proof.shape
+                    and k[4] == sess):
+                hit = None
+        if hit is None:
+            hit = ((job.version, stamp, ssn.conf, self.proof.shape, sess), self._proved(job))
+            job.derived[_IDLE] = hit
+        elif deltas.CHECK:
+            again = self._proved(job)
+            assert (hit[1] is None) == (again is None) and (again is None or [b for b, _ in hit[1] or ()] ==
+                                                            [b for b, _ in again]), \
+                f"preempt: the carried idle proof of {job.uid} is stale"
+        fit = hit[1]
+        if fit is None:
+            return False
+        if self.opts.topology_aware:
+            return True
+        if ssn.batch_scores:
+            return not fit
+        nowhere = self.nowhere
+        return all(nowhere.of(b, need) for b, need in fit)
+
+    def _tasks(self, job: JobInfo) -> bool:
+        one = self.one
+        return all(one(job, t) for t in job.index.get(TaskStatus.Pending, {}).values() if not t.sch_gated)
+
+    def _proved(self, job: JobInfo) -> tuple[tuple[bytes, np.ndarray], ...] | None:
+        """``_idle_preemptor`` without its last step: the requests of the tasks that must fit no node's future
+        idle, or None when some task's turn is not idle however the nodes stand."""
+        proof = self.proof
+        out = []
+        for t in job.index.get(TaskStatus.Pending, {}).values():
+            if t.sch_gated or never_preempts(t):
+                continue
+            if t.nominated_node or not proof.verdict(t, [job.queue], less=job.uid, job=job.uid):
+                return None
+            out.append((t.init_resreq.tobytes(), t.init_resreq))
+        return tuple(out)

@@ -67,8 +67,14 @@ class Reclaim(Action):
         # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
         # every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
-        # the proof, built when first needed (with one queue no turn needs it: no other queue to reclaim from)
-        proof = cache(lambda: victim_proof(ssn, RECLAIMABLE) if starving and ledger is not None else None)
+        # the proof, built when first needed (with one queue no turn needs it: no other queue to reclaim from); a
+        # one-slot memo, not ``functools.cache``, whose wrapper costs more to make than most sessions spend here
+        made: list[VictimProof | None] = []
+
+        def proof() -> VictimProof | None:
+            if not made:
+                made.append(victim_proof(ssn, RECLAIMABLE) if starving and ledger is not None else None)
+            return made[0]
         idle = ledger is not None and bool(starving) and turns_idle(ssn, starving, self._idle_reclaimer(ssn, proof))
         take_turns("reclaim", ssn, starving, idle, lambda jobs: self._turns(ssn, jobs, proof()))
 

@@ -27,7 +27,7 @@ classes.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
@@ -193,6 +193,7 @@ class VictimProof:
         self.chains: list[list[tuple[int, VictimCondition]]] = []
         shape: list[tuple[tuple[str, int], ...]] = []
         actors: dict[VictimActor, None] | None = {}
+        sessions: dict[Callable[[], Hashable], None] | None = {}
         for tier in ssn.fns[point.name]:
             if not tier:
                 continue
@@ -207,12 +208,19 @@ class VictimProof:
                     actors[cond.actor] = None
                 else:
                     actors = None
+                if sessions is not None and cond.actor_session is not None:
+                    sessions[cond.actor_session] = None
+                else:
+                    sessions = None
             self.chains.append(chain)
             shape.append(tuple(names))
         #: what a verdict reads of the session's registration: the point, and per tier the declaring plugins asked
         self.shape = (point.name, tuple(shape))
         #: what the chains' ``admits`` read of a preemptor (``VictimCondition.actor``); None when one declares nothing
         self.actors = tuple(actors) if actors is not None else None
+        #: what the ``actors`` read of the session besides the preemptor's job (``VictimCondition.actor_session``,
+        #: asked once here); None when a condition declares no actor or no session part
+        self.actor_session = tuple([f() for f in sessions]) if sessions is not None and actors is not None else None
 
     def none(self, actor: TaskInfo, queues: Sequence[str] = (), less: str | None = None, job: str | None = None,
              own: bool = False) -> bool:

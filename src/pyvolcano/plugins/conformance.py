@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import SYSTEM_CRITICAL
-from pyvolcano.framework.incremental.contracts import Contract, VictimCondition, anyone
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition, anyone, nothing
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, EvictionContext, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -29,7 +29,7 @@ def _not_critical(_: TaskInfo, cls: object, own: bool) -> bool:
 
 
 #: conformance's victim condition, the same for preempt and reclaim
-CONDITION = VictimCondition(victim_class, _not_critical, anyone)
+CONDITION = VictimCondition(victim_class, _not_critical, anyone, nothing)
 
 
 def _victims(_: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:

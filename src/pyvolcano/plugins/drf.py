@@ -101,7 +101,13 @@ class DRF(Plugin):
             except KeyError:
                 row = None
             return row, preemptor.resreq.tobytes(), total.tobytes()
-        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits, actor))
+
+        def actor_session() -> bytes:
+            """What ``actor`` reads of the session besides the preemptor's job: the cluster total.  The job's
+            allocation is the carried row of its version (``_shared.JobSums``) while the session has not changed
+            the job (each change goes through ``change`` below, and moves the job's version)."""
+            return total.tobytes()
+        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits, actor, actor_session))
 
         def change(task: TaskInfo, sign: float) -> None:
             a = alloc.get(task.job)

@@ -16,7 +16,7 @@ from pyvolcano.api.status import Status, unschedulable
 from pyvolcano.api.types import SCHEDULED as SCHEDULED_STATUS
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.incremental.carry import carried
-from pyvolcano.framework.incremental.contracts import Contract, VictimCondition, anyone
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition, anyone, nothing
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, REJECT, EvictionContext, Vote
@@ -66,7 +66,7 @@ def _above_min(_: TaskInfo, cls: object, own: bool) -> bool:
 
 
 #: gang's victim condition, the same for preempt and reclaim
-CONDITION = VictimCondition(victim_class, _above_min, anyone)
+CONDITION = VictimCondition(victim_class, _above_min, anyone, nothing)
 
 
 def _unified(_: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:

@@ -21,7 +21,7 @@ from typing import Any
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.labels import selector_matches
 from pyvolcano.api.types import TaskStatus
-from pyvolcano.framework.incremental.contracts import Contract, VictimCondition, anyone
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition, anyone, nothing
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import PERMIT, Vote
 from pyvolcano.framework.registry import register_plugin
@@ -122,7 +122,7 @@ def _labelled(_: TaskInfo, cls: object, own: bool) -> bool:
 
 
 #: pdb's victim condition, the same for preempt and reclaim
-CONDITION = VictimCondition(victim_class, _labelled, anyone)
+CONDITION = VictimCondition(victim_class, _labelled, anyone, nothing)
 
 
 @register_plugin

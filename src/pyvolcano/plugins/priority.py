@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import cast
 
 from pyvolcano.api.job_info import JobInfo, SubJob, TaskInfo
-from pyvolcano.framework.incremental.contracts import Contract, VictimCondition
+from pyvolcano.framework.incremental.contracts import Contract, VictimCondition, nothing
 from pyvolcano.framework.order import keyed
 from pyvolcano.framework.plugin import Plugin
 from pyvolcano.framework.points import GANG_RECLAIM, PERMIT, EvictionContext, Vote
@@ -94,7 +94,8 @@ class Priority(Plugin):
             """What ``admits`` reads: the preemptor's job's priority (None: not in the session) and its own."""
             pj = ssn.jobs.get(preemptor.job)
             return (None if pj is None else pj.priority), preemptor.priority
-        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits, actor))
+        # the session part of ``actor``: nothing (the job it reads is the preemptor's own, at its version)
+        ssn.add_preemptable_fn(self.name, victims, VictimCondition(victim_class, admits, actor, nothing))
 
         def unified(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
             """gangpreempt: only tasks of jobs of lower priority than the starving job; gangreclaim: any

@@ -110,6 +110,12 @@ def anyone(_: TaskInfo) -> Hashable:
     return ()
 
 
+def nothing() -> Hashable:
+    """The ``VictimCondition.actor_session`` of an ``actor`` that reads nothing of the session besides the
+    preemptor's job (``anyone``; priority's, which reads the job's priority)."""
+    return ()
+
+
 @dataclass(frozen=True)
 class VictimCondition:
     """A plugin's *necessary* condition on its preemptable / reclaimable victims, declared with the callback
@@ -131,3 +137,8 @@ class VictimCondition:
     #: what ``admits`` reads of the preemptor and the session (``VictimActor``); None: nothing is declared, and each
     #: preemptor is proved on its own
     actor: VictimActor | None = None
+    #: what ``actor`` reads of the session besides the preemptor's job: for a task of a job the session has not
+    #: changed (``incremental/carry.py: unchanged``), ``actor(task)`` is a function of the job at its version, the
+    #: task and this value (asked once per session), so that a waiting job's proof is carried with the job
+    #: (``actions/preempt.py: IdleJobs``); None: not declared, each task's ``actor`` is asked
+    actor_session: Callable[[], Hashable] | None = None
