@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pyvolcano.actions._victims import FitsNowhere, fitting
-from pyvolcano.actions.preempt import valid_starving, walk_by_version
+from pyvolcano.actions.preempt import valid_starving
 from pyvolcano.api.job_info import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
@@ -23,7 +23,7 @@ from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.points import ABSTAIN, PREEMPTABLE, RECLAIMABLE, Point
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
-from pyvolcano.framework.victim_ledger import VictimLedger, VictimProof, session_ledger, victim_proof
+from pyvolcano.framework.victim_ledger import VictimLedger, VictimProof, session_ledger, victim_proof, walk_by_version
 
 PRIORITIES = {"low": 1, "high": 10}
 

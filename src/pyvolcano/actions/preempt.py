@@ -46,14 +46,12 @@ from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.carry import unchanged
-from pyvolcano.framework.incremental.contracts import Contract
-from pyvolcano.framework.points import JOB_STARVING, JOB_VALID, PREEMPTABLE, BatchScoreError
+from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
-from pyvolcano.framework.state import StateKey
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
-from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof
+from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof, walk_by_version
 
 
 @dataclass(frozen=True)
@@ -177,18 +175,6 @@ def candidate_preemptors(ssn: Session) -> Iterable[JobInfo]:
                                                    job.index.get(TaskStatus.Pending, {}).values()), \
                     f"preempt/reclaim: settled job {uid} has a pending pod"
     return jobs
-
-
-def walk_by_version(ssn: Session) -> bool:
-    """Whether ``valid_starving`` may carry its answer for unchanged jobs: the session carries values and every
-    jobValid and jobStarving callback comes from a plugin whose answer is a function of the job's version
-    (``Contract.VALID_BY_VERSION``, ``Contract.STARVING_BY_VERSION``)."""
-    return ssn.state.read_or_init(_BY_VERSION, lambda: ssn.carry and ssn.registered_only_by(
-        JOB_VALID, Contract.VALID_BY_VERSION) and ssn.registered_only_by(JOB_STARVING, Contract.STARVING_BY_VERSION))
-
-
-#: ``walk_by_version``'s answer, worked out once per session (preempt and reclaim both ask)
-_BY_VERSION: StateKey[bool] = StateKey("preempt-walk-by-version")
 
 
 #: the name ``valid_starving`` carries its answers under (``JobInfo.derived``)

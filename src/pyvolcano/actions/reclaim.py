@@ -36,7 +36,6 @@ from pyvolcano.actions.preempt import (
     never_preempts,
     pending_tasks,
     valid_starving,
-    walk_by_version,
 )
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
@@ -48,7 +47,7 @@ from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
-from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof
+from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof, walk_by_version
 
 
 @register_action

@@ -33,9 +33,9 @@ from typing import Any
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.incremental import deltas
-from pyvolcano.framework.incremental.contracts import VictimActor, VictimClass, VictimCondition
+from pyvolcano.framework.incremental.contracts import Contract, VictimActor, VictimClass, VictimCondition
 from pyvolcano.framework.incremental.state import CarryKey
-from pyvolcano.framework.points import PREEMPTABLE, RECLAIMABLE, Point
+from pyvolcano.framework.points import JOB_STARVING, JOB_VALID, PREEMPTABLE, RECLAIMABLE, Point
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.state import StateKey
 
@@ -347,6 +347,19 @@ def session_ledger(ssn: Session) -> VictimLedger | None:
     return ssn.state.read_or_init(LEDGER, make)
 
 
+def walk_by_version(ssn: Session) -> bool:
+    """Whether ``valid_starving`` may carry its answer for unchanged jobs: the session carries values and every
+    jobValid and jobStarving callback comes from a plugin whose answer is a function of the job's version
+    (``Contract.VALID_BY_VERSION``, ``Contract.STARVING_BY_VERSION``)."""
+    return ssn.state.read_or_init(_BY_VERSION, lambda: ssn.carry and ssn.registered_only_by(
+        JOB_VALID, Contract.VALID_BY_VERSION) and ssn.registered_only_by(JOB_STARVING, Contract.STARVING_BY_VERSION))
+
+
+#: ``walk_by_version``'s answer, worked out once per session (preempt and reclaim both ask; session state, which
+#: only the framework and the plugins read)
+_BY_VERSION: StateKey[bool] = StateKey("preempt-walk-by-version")
+
+
 def victim_proof(ssn: Session, point: Point[Any]) -> VictimProof | None:
     """The proof over ``point`` for this session, or None when a tier with a plugin on it starts with one that
     declares no condition (the search then runs as Volcano's)."""
@@ -356,4 +369,5 @@ def victim_proof(ssn: Session, point: Point[Any]) -> VictimProof | None:
     return VictimProof(ssn, point, ledger) if ledger is not None else None
 
 
-__all__ = ["CARRIED_LEDGER", "VictimLedger", "VictimProof", "count_job", "session_ledger", "victim_proof"]
+__all__ = ["CARRIED_LEDGER", "VictimLedger", "VictimProof", "count_job", "session_ledger", "victim_proof",
+           "walk_by_version"]
