@@ -64,8 +64,7 @@ def test_preempt_and_reclaim_walk_only_the_unsettled_jobs(monkeypatch: pytest.Mo
         jobs = list(real(ssn))
         walked.append((len(jobs), len(ssn.jobs)))
         return jobs
-    monkeypatch.setattr(preempt, "candidate_preemptors", counting)
-    monkeypatch.setattr(reclaim, "candidate_preemptors", counting)
+    monkeypatch.setattr(preempt, "candidate_preemptors", counting)  # reclaim's walk too (``starving_jobs``)
     carried = _run(False, "preempt", 5, 40, queues, 1)
     assert sum(w for w, _ in walked) * 4 < sum(n for _, n in walked), walked[-5:]
     walked.clear()
@@ -166,8 +165,7 @@ def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypa
         return wrapped
     monkeypatch.setattr(VictimProof, "verdict", counting("verdict", VictimProof.verdict))
     monkeypatch.setattr(VictimProof, "none", counting("none", VictimProof.none))
-    monkeypatch.setattr(preempt, "valid_starving", counting("walked", preempt.valid_starving))
-    monkeypatch.setattr(reclaim, "valid_starving", counting("walked", preempt.valid_starving))
+    monkeypatch.setattr(preempt, "valid_starving", counting("walked", preempt.valid_starving))  # reclaim's too
     monkeypatch.setattr(Session, "job_starving", counting("starving", Session.job_starving))
     monkeypatch.setattr(preempt.IdleJobs, "__call__", counting("idle-job", preempt.IdleJobs.__call__))
     monkeypatch.setattr(preempt.IdleJobs, "_proved", counting("proved", preempt.IdleJobs._proved))

@@ -4,6 +4,7 @@ default, the vectorised node pre-filter, and the candidate dry run of preempt's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -304,15 +305,15 @@ class FitsNowhere:
 
 
 #: per request (its bytes), the resources ``fitting`` compares and what a node's future idle must exceed in each:
-#: ``fit_floor(need) - EPS`` where it is finite (cpu and memory always, the others when requested), the same float
-#: operations in the same order; a function of the request alone, so kept across sessions
+#: ``fit_floor(need) - EPS`` where it is finite (cpu and memory always, the others when requested), as ``fitting``
+#: computes it; a function of the request alone, so kept across sessions
 _FLOORS: dict[bytes, tuple[tuple[int, float], ...]] = {}
 
 
 def _floors(key: bytes, need: np.ndarray) -> tuple[tuple[int, float], ...]:
     if len(_FLOORS) > 4096:  # requests of workloads gone by
         _FLOORS.clear()
-    got = _FLOORS[key] = tuple((d, n - EPS - EPS) for d, n in enumerate(need.tolist()) if d < 2 or n != 0.0)
+    got = _FLOORS[key] = tuple((d, x) for d, x in enumerate((fit_floor(need) - EPS).tolist()) if x != -math.inf)
     return got
 
 

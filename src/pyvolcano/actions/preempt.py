@@ -206,6 +206,16 @@ def valid_starving(ssn: Session, job: JobInfo, by_version: bool) -> bool:
     return ssn.job_valid(job) is None and ssn.job_starving(job)
 
 
+def starving_jobs(ssn: Session, by_version: bool) -> list[JobInfo]:
+    """The jobs preempt and reclaim push, in ``jobs`` order: of the ``candidate_preemptors``, those not Pending, of a
+    queue the session knows, that pass jobValid and are starving (``valid_starving``); the queue's state is not
+    looked at here (preempt never looks at it: a Closed queue's running jobs still preempt; reclaim skips a Closed
+    queue's turn)."""
+    queues = ssn.queues
+    return [job for job in candidate_preemptors(ssn)
+            if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
+
+
 class _QueueBounds:
     """Per queue with preemptors, what its preemptable candidates hold on each node (``victim_bound`` of a
     superset of every ``keep`` of the between-jobs phase): one pass over every job's tasks, made when a
@@ -300,18 +310,10 @@ class Preempt(Action):
 
     def execute(self, ssn: Session) -> None:
         opts = self.arguments.derived("preempt", PreemptOptions.of)  # read once per conf
-        starving: list[JobInfo] = []
         by_version = walk_by_version(ssn)
-        queues = ssn.queues
-        for job in candidate_preemptors(ssn):
-            # Volcano's preempt does not look at the queue's state: a Closed queue's running jobs still preempt
-            if job.is_pending() or job.queue not in queues or not valid_starving(ssn, job, by_version):
-                continue
-            if ssn.topology.of(job) is not None:
-                # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job
-                # neither preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
-                continue
-            starving.append(job)
+        # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job neither
+        # preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
+        starving = [job for job in starving_jobs(ssn, by_version) if ssn.topology.of(job) is None]
         # whether the plugins' declared victim conditions can prove a scope empty (None: a tier starts with a plugin
         # that declares none); the ledger is synced in every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)

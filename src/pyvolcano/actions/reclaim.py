@@ -31,12 +31,7 @@ from pyvolcano.actions._victims import (
     turns_idle,
     victim_bound,
 )
-from pyvolcano.actions.preempt import (
-    candidate_preemptors,
-    never_preempts,
-    pending_tasks,
-    valid_starving,
-)
+from pyvolcano.actions.preempt import never_preempts, pending_tasks, starving_jobs
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -55,14 +50,9 @@ class Reclaim(Action):
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        starving: list[JobInfo] = []
-        by_version = walk_by_version(ssn)
-        queues = ssn.queues
         # only the jobs that can starve are walked (``candidate_preemptors``: settled jobs have no pod to place), and
         # an unchanged job's answers are carried (``valid_starving``)
-        for job in candidate_preemptors(ssn):
-            if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version):
-                starving.append(job)
+        starving = starving_jobs(ssn, walk_by_version(ssn))
         # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
         # every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
