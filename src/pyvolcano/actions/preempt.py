@@ -50,9 +50,17 @@ from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
-from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof, walk_by_version
+from pyvolcano.framework.victim_ledger import (
+    Stamp,
+    VictimProof,
+    session_ledger,
+    victim_proof,
+    walk_by_version,
+    while_unchanged,
+)
 
 
 @dataclass(frozen=True)
@@ -221,6 +229,24 @@ def blocked_starving(ssn: Session, by_version: bool) -> list[JobInfo]:
             if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
 
 
+def walk(ssn: Session, by_version: bool) -> tuple[list[JobInfo], list[JobInfo]]:
+    """``starving_jobs`` and ``blocked_starving``: the same for preempt and reclaim while the session has not changed
+    between them (``while_unchanged``) and the answers are functions of the jobs' versions (``by_version``: nothing
+    else of the session is read); with ``deltas.CHECK`` a kept walk is made again and must agree.  Read-only lists."""
+    if not by_version:
+        return starving_jobs(ssn, False), blocked_starving(ssn, False)
+    got = while_unchanged(ssn, _STARVING, lambda: (starving_jobs(ssn, True), blocked_starving(ssn, True)))
+    if deltas.CHECK:
+        again = starving_jobs(ssn, True), blocked_starving(ssn, True)
+        assert [[j.uid for j in part] for part in again] == [[j.uid for j in part] for part in got], \
+            "preempt/reclaim: a kept walk is stale"
+    return got
+
+
+#: the walk preempt leaves to reclaim (``walk``)
+_STARVING: StateKey[tuple[Stamp, tuple[list[JobInfo], list[JobInfo]]]] = StateKey("starving-walk")
+
+
 def starving_with_blocked(ssn: Session, by_version: bool, held: list[JobInfo]) -> list[JobInfo]:
     """The action's turns are not all idle: the blocked jobs that would take one (``held``) are looked at as at any
     other job from now on (``Plan.release``), and the starving jobs are walked again, in ``jobs`` order, with them
@@ -338,16 +364,18 @@ class Preempt(Action):
         by_version = walk_by_version(ssn)
         # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job neither
         # preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
-        starving = [job for job in starving_jobs(ssn, by_version) if ssn.topology.of(job) is None]
-        # the blocked jobs the session leaves alone: their turns too must be idle for them to stay so
-        held = [job for job in blocked_starving(ssn, by_version) if ssn.topology.of(job) is None]
+        # the blocked jobs the session leaves alone (``held``): their turns too must be idle for them to stay so
+        starving, held = walk(ssn, by_version)
+        topology = ssn.topology
+        starving = [job for job in starving if topology.of(job) is None]
+        held = [job for job in held if topology.of(job) is None]
         # whether the plugins' declared victim conditions can prove a scope empty (None: a tier starts with a plugin
         # that declares none); the ledger is synced in every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
         proof = victim_proof(ssn, PREEMPTABLE) if (starving or held) and ledger is not None else None
         idle = False
         if proof is not None:
-            nowhere = FitsNowhere(ssn)
+            nowhere = FitsNowhere.shared(ssn)
             one = partial(_idle_preemptor, ssn, proof, opts, nowhere)
             idle = turns_idle(ssn, [*starving, *held], one,
                               IdleJobs(ssn, proof, opts, nowhere, one) if by_version else None)
@@ -485,8 +513,8 @@ class IdleJobs:
             return True
         if ssn.batch_scores:
             return not fit
-        nowhere = self.nowhere
-        return all(nowhere.of(b, need) for b, need in fit)
+        of = self.nowhere.of
+        return all(of(b, need) for b, need in fit)
 
     def _tasks(self, job: JobInfo) -> bool:
         one = self.one

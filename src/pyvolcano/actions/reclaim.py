@@ -31,13 +31,7 @@ from pyvolcano.actions._victims import (
     turns_idle,
     victim_bound,
 )
-from pyvolcano.actions.preempt import (
-    blocked_starving,
-    never_preempts,
-    pending_tasks,
-    starving_jobs,
-    starving_with_blocked,
-)
+from pyvolcano.actions.preempt import never_preempts, pending_tasks, starving_with_blocked, walk
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -62,9 +56,8 @@ class Reclaim(Action):
         # only the jobs that can starve are walked (``candidate_preemptors``: settled jobs have no pod to place), and
         # an unchanged job's answers are carried (``valid_starving``)
         by_version = walk_by_version(ssn)
-        starving = starving_jobs(ssn, by_version)
-        # the blocked jobs the session leaves alone: their turns too must be idle for them to stay so
-        held = blocked_starving(ssn, by_version)
+        # the blocked jobs the session leaves alone (``held``): their turns too must be idle for them to stay so
+        starving, held = walk(ssn, by_version)
         # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
         # every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
@@ -91,17 +84,15 @@ class Reclaim(Action):
         ``proof_of``) and no node's future idle holds it (without victims ``reclaim_for`` pipelines it only onto such
         a node)."""
         others_of: dict[str, list[str]] = {}
-        nowhere = FitsNowhere(ssn)
+        nowhere = FitsNowhere.shared(ssn)
 
         def idle(job: JobInfo, task: TaskInfo) -> bool:
-            if never_preempts(task):
-                return True
-            if task.nominated_node:
-                return False
             others = others_of.get(job.queue)
             if others is None:
                 others = others_of[job.queue] = [n for n, q in ssn.queues.items() if q.reclaimable and n != job.queue]
-            if not others:
+            if task.nominated_node:
+                return never_preempts(task)
+            if not others or never_preempts(task):
                 return True
             proof = proof_of()
             return proof is not None and proof.verdict(task, others) and nowhere(task)
