@@ -56,7 +56,7 @@ def test_the_built_in_declarations() -> None:
     assert declared(Contract.STATEFUL_PERMIT) == {"proportion", "capacity"}
     assert declared(Contract.GANG_READINESS) == declared(Contract.READY_CONDITION) == {"gang"}
     assert declared(Contract.STARVING_BY_VERSION) == {"priority", "gang"}
-    assert declared(Contract.LEAVES_BLOCKED) == {"enqueue", "allocate", "backfill", "shuffle"}
+    assert declared(Contract.LEAVES_BLOCKED) == {"enqueue", "allocate", "backfill", "shuffle", "preempt", "reclaim"}
     assert declared(Contract.CHECKS_BLOCKED) == {"allocate"} and declared(Contract.ADMITS) == {"enqueue"}
     # every declaration is in docs/extending.md's table
     table = (SRC.parents[1] / "docs" / "extending.md").read_text()

@@ -376,3 +376,32 @@ def test_a_waiting_jobs_carried_idle_proof_is_used_only_while_nothing_it_read_mo
         cache.delete(pod("hi2-0", "hi2", cpu="2", node="n2", prio="high"))
         assert not idle()  # n2 has room for p-0 now: the carried proof stands, the fit does not
         assert proved == ["ns/p"] * 3
+
+
+def test_what_preempt_leaves_to_reclaim_is_made_again_after_any_change() -> None:
+    """``while_unchanged`` keeps a value (the starving walk, ``FitsNowhere``) for the session while nothing has
+    changed, and makes it again after a node change, an eviction, a job put back by the plan or a job changed."""
+    from pyvolcano.framework.state import StateKey
+    from pyvolcano.framework.victim_ledger import while_unchanged
+
+    objs = cluster(pod("r", "r", cpu="1", node="n1"), group("r"), pod("p", "p", cpu="1"), group("p"))
+    ssn = session(objs, conf(["gang"]))
+    key: StateKey[Any] = StateKey("test")
+    made: list[int] = []
+
+    def make() -> int:
+        made.append(1)
+        return len(made)
+    assert while_unchanged(ssn, key, make) == while_unchanged(ssn, key, make) == 1
+    with deltas.checking(True):
+        first = FitsNowhere.shared(ssn)
+        assert FitsNowhere.shared(ssn) is first
+    task = next(iter(ssn.jobs["ns/r"].tasks.values()))
+    changes = [lambda: Statement(ssn).evict(task, "test"),  # an eviction, a node change, a job changed
+               lambda: ssn.plan.unparked_uids.append("ns/p"),
+               lambda: ssn.touched.add("ns/other")]
+    for k, change in enumerate(changes, start=2):
+        change()
+        assert while_unchanged(ssn, key, make) == while_unchanged(ssn, key, make) == k
+    with deltas.checking(True):
+        assert FitsNowhere.shared(ssn) is not first

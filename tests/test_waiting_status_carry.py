@@ -14,6 +14,7 @@ import pytest
 
 from pyvolcano.conf.loader import load_conf_file
 from pyvolcano.framework import closing
+from pyvolcano.framework.incremental.plan import Plan
 from pyvolcano.framework.incremental.records import CloseCounts
 from pyvolcano.framework.result import PodGroupStatus, SessionResult
 from pyvolcano.framework.session import UNSCHEDULABLE, Session
@@ -80,6 +81,12 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         return out
 
     monkeypatch.setattr(Session, "close", checked_close)
+    real_release = Plan.release
+
+    def release(self: Plan, uids: list[str]) -> None:  # blocked jobs preempt's or reclaim's turns look at
+        seen["released"] += len(uids)
+        real_release(self, uids)
+    monkeypatch.setattr(Plan, "release", release)
     return seen
 
 
@@ -95,5 +102,10 @@ def test_carried_waiting_statuses_equal_fresh_ones(checked: Counter[str], conf_f
     sim.run()
     # the checks must have had work: waiting statuses handed over again, and gang conditions checked
     assert checked["carried"] > 50 and checked["gang"] > checked["carried"] and checked["parked"] > 20
-    # blocked jobs are left alone only when no action but enqueue, allocate and backfill runs
-    assert checked["blocked"] > 100 if conf_file is None else checked["blocked"] == 0
+    # blocked jobs are left alone under enqueue, allocate and backfill; preempt and reclaim leave them alone only in
+    # sessions whose turns are all proved idle, which this contended workload of two queues hardly has: nearly all
+    # are looked at again before the turns (``Plan.release``), and their statuses are then built as any job's
+    if conf_file is None:
+        assert checked["blocked"] > 100 and not checked["released"]
+    else:
+        assert checked["released"] > 20

@@ -66,7 +66,7 @@ CASES = [
     Case("pdb", first="  - name: pdb\n"),
     # queue a may use group g1 only, b both (g2 preferred): a's jobs wait for half the nodes
     Case("nodegroup", second="  - name: nodegroup\n", groups=True),
-    # shuffle declares LEAVES_BLOCKED: blocked jobs stay left alone with it in the actions
+    # shuffle declares LEAVES_BLOCKED (as preempt and reclaim do): blocked jobs stay left alone with it in the actions
     Case("rescheduling+shuffle", actions="enqueue, allocate, backfill, shuffle",
          first="  - name: rescheduling\n    arguments: {interval: 30s, metricsPeriod: 10m}\n"),
 ]

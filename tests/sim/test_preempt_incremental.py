@@ -153,10 +153,11 @@ def test_idle_turns_are_skipped_and_decide_the_same(monkeypatch: pytest.MonkeyPa
 def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     """The idle proofs are carried between sessions in the victim ledger (``VictimProof.verdict``) and with a waiting
     job (``preempt.IdleJobs``), and an unchanged job's valid+starving answer in the job (``preempt.valid_starving``).
-    On the services both must be reused (fewer jobs proved than checked, fewer jobStarving asks than jobs walked),
-    and the run must decide as with every proof and ask made (``deltas.CHECK``: each reused answer made again and
-    compared) and as ``--full-sessions``."""
-    counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0, "idle-job": 0, "proved": 0}
+    On the services both must be reused (fewer jobs proved than checked, fewer jobStarving asks by the walk than jobs
+    walked), reclaim must take preempt's walk when preempt changed nothing (``preempt.walk``), and the run must
+    decide as with every proof and ask made (``deltas.CHECK``: each reused answer made again and compared) and as
+    ``--full-sessions``."""
+    counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0, "idle-job": 0, "proved": 0, "walks": 0, "made": 0}
 
     def counting(name: str, real: Any) -> Any:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -165,13 +166,31 @@ def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypa
         return wrapped
     monkeypatch.setattr(VictimProof, "verdict", counting("verdict", VictimProof.verdict))
     monkeypatch.setattr(VictimProof, "none", counting("none", VictimProof.none))
-    monkeypatch.setattr(preempt, "valid_starving", counting("walked", preempt.valid_starving))  # reclaim's too
-    monkeypatch.setattr(Session, "job_starving", counting("starving", Session.job_starving))
+    walking = [False]
+    real_walk, real_starving = preempt.valid_starving, Session.job_starving
+
+    def valid_starving(*args: Any) -> bool:  # the walk both actions share (``preempt.walk``)
+        counts["walked"] += 1
+        walking[0] = True
+        try:
+            return real_walk(*args)
+        finally:
+            walking[0] = False
+
+    def job_starving(*args: Any) -> bool:  # asked by the walk, not by the turns
+        counts["starving"] += walking[0]
+        return real_starving(*args)
+    monkeypatch.setattr(preempt, "valid_starving", valid_starving)
+    monkeypatch.setattr(preempt, "walk", counting("walks", preempt.walk))
+    monkeypatch.setattr(reclaim, "walk", counting("walks", reclaim.walk))
+    monkeypatch.setattr(preempt, "starving_jobs", counting("made", preempt.starving_jobs))
+    monkeypatch.setattr(Session, "job_starving", job_starving)
     monkeypatch.setattr(preempt.IdleJobs, "__call__", counting("idle-job", preempt.IdleJobs.__call__))
     monkeypatch.setattr(preempt.IdleJobs, "_proved", counting("proved", preempt.IdleJobs._proved))
     with deltas.checking(False):
         carried = _run(False, "cdp", 7, 50, {"default": 1.0}, 2)
     assert counts["none"] <= counts["verdict"], counts  # (a verdict reused by another job of the same key)
     assert counts["proved"] * 2 < counts["idle-job"], counts  # a waiting job's proof carried with it (``IdleJobs``)
-    assert counts["starving"] * 2 < counts["walked"], counts
+    assert counts["starving"] < counts["walked"], counts  # unchanged jobs' answers carried (``valid_starving``)
+    assert counts["made"] * 2 <= counts["walks"], counts  # reclaim takes preempt's walk when nothing changed between
     assert carried == _run(False, "cdp", 7, 50, {"default": 1.0}, 2) == _run(True, "cdp", 7, 50, {"default": 1.0}, 2)

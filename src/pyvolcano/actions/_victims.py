@@ -17,7 +17,9 @@ from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.victim_ledger import Stamp, while_unchanged
 from pyvolcano.framework.victims import victims_queue
 
 PREEMPTABLE_STATUS = TaskStatus.Running | TaskStatus.Bound
@@ -277,6 +279,17 @@ class FitsNowhere:
         self.ssn = ssn
         self.seen: dict[bytes, bool] = {}
         self.top: list[float] | None = None
+        #: with ``deltas.CHECK``, the future idle the answers are of (``shared`` checks it is still the nodes')
+        self.future = ssn.nodes.future.copy() if deltas.CHECK else None
+
+    @classmethod
+    def shared(cls, ssn: Session) -> FitsNowhere:
+        """The session's instance while its nodes have not changed (``while_unchanged``): preempt's answers are
+        reclaim's when preempt's turns changed nothing between them."""
+        got = while_unchanged(ssn, _FITS, lambda: cls(ssn))
+        if got.future is not None:
+            assert np.array_equal(got.future, ssn.nodes.future), "FitsNowhere: shared over a change of the nodes"
+        return got
 
     def __call__(self, task: TaskInfo) -> bool:
         need = task.init_resreq
@@ -303,6 +316,9 @@ class FitsNowhere:
             floors = _floors(key, need)
         return any(top[d] <= floor for d, floor in floors)
 
+
+#: the session's ``FitsNowhere`` (``FitsNowhere.shared``)
+_FITS: StateKey[tuple[Stamp, FitsNowhere]] = StateKey("fits-nowhere")
 
 #: per request (its bytes), the resources ``fitting`` compares and what a node's future idle must exceed in each:
 #: ``fit_floor(need) - EPS`` where it is finite (cpu and memory always, the others when requested), as ``fitting``

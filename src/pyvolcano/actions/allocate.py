@@ -198,6 +198,7 @@ class Allocate(Action):
             if ssn.plan.blocked:
                 ssn.plan.unblock(memo.still_blocked(ssn.plan.blocked, ssn.jobs, self.deserved, checks.fits,
                                                     checks.short, ssn.plan.blocked_now, ssn.plan.made_again()))
+                ssn.plan.blocked_checked = True  # (``Plan.release``)
         elif ssn.plan.blocked:  # no memo in this session (future idle): every job takes its turn
             ssn.plan.unblock(list(ssn.plan.blocked))
         key, tkey = job_order_key(ssn), task_order_key(ssn)

@@ -46,12 +46,21 @@ from pyvolcano.framework.action import Action
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.carry import unchanged
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
+from pyvolcano.framework.state import StateKey
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.util import PriorityQueue
-from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victim_proof, walk_by_version
+from pyvolcano.framework.victim_ledger import (
+    Stamp,
+    VictimProof,
+    session_ledger,
+    victim_proof,
+    walk_by_version,
+    while_unchanged,
+)
 
 
 @dataclass(frozen=True)
@@ -169,8 +178,9 @@ def candidate_preemptors(ssn: Session) -> Iterable[JobInfo]:
     jobs = ssn.unsettled_jobs()
     if deltas.CHECK and jobs is not ssn.jobs.values():
         looked = {j.uid for j in jobs}
+        blocked = ssn.plan.blocked  # walked apart (``blocked_starving``)
         for uid, job in ssn.jobs.items():
-            if uid not in looked:
+            if uid not in looked and uid not in blocked:
                 assert job.is_pending() or not any(not t.sch_gated for t in
                                                    job.index.get(TaskStatus.Pending, {}).values()), \
                     f"preempt/reclaim: settled job {uid} has a pending pod"
@@ -204,6 +214,45 @@ def valid_starving(ssn: Session, job: JobInfo, by_version: bool) -> bool:
         job.derived[_WALK] = ((job.version, ssn.conf), (valid, starving))
         return starving
     return ssn.job_valid(job) is None and ssn.job_starving(job)
+
+
+def blocked_starving(ssn: Session, by_version: bool) -> list[JobInfo]:
+    """The blocked jobs the session leaves alone (``Plan.blocked_jobs``: admitted, pods pending, memo-blocked, left out
+    of ``candidate_preemptors``) that preempt and reclaim would push (``valid_starving``).  They may stay left alone
+    only when every turn of the action, theirs included, is proved idle; else ``starving_with_blocked`` looks at them
+    as at any other job before the turns (``Contract.LEAVES_BLOCKED``)."""
+    plan = ssn.plan
+    if not plan.blocked:
+        return []
+    queues = ssn.queues
+    return [job for job in plan.blocked_jobs()
+            if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
+
+
+def walk(ssn: Session, by_version: bool) -> tuple[list[JobInfo], list[JobInfo]]:
+    """``starving_jobs`` and ``blocked_starving``: the same for preempt and reclaim while the session has not changed
+    between them (``while_unchanged``) and the answers are functions of the jobs' versions (``by_version``: nothing
+    else of the session is read); with ``deltas.CHECK`` a kept walk is made again and must agree.  Read-only lists."""
+    if not by_version:
+        return starving_jobs(ssn, False), blocked_starving(ssn, False)
+    got = while_unchanged(ssn, _STARVING, lambda: (starving_jobs(ssn, True), blocked_starving(ssn, True)))
+    if deltas.CHECK:
+        again = starving_jobs(ssn, True), blocked_starving(ssn, True)
+        assert [[j.uid for j in part] for part in again] == [[j.uid for j in part] for part in got], \
+            "preempt/reclaim: a kept walk is stale"
+    return got
+
+
+#: the walk preempt leaves to reclaim (``walk``)
+_STARVING: StateKey[tuple[Stamp, tuple[list[JobInfo], list[JobInfo]]]] = StateKey("starving-walk")
+
+
+def starving_with_blocked(ssn: Session, by_version: bool, held: list[JobInfo]) -> list[JobInfo]:
+    """The action's turns are not all idle: the blocked jobs that would take one (``held``) are looked at as at any
+    other job from now on (``Plan.release``), and the starving jobs are walked again, in ``jobs`` order, with them
+    (the answers are carried: each job is asked again only for an objection, which records the same message)."""
+    ssn.plan.release([job.uid for job in held])
+    return starving_jobs(ssn, by_version)
 
 
 def starving_jobs(ssn: Session, by_version: bool) -> list[JobInfo]:
@@ -307,22 +356,33 @@ def may_evict(preemptor: TaskInfo, task: TaskInfo) -> bool:
 @register_action
 class Preempt(Action):
     name = "preempt"
+    #: blocked jobs are read, and looked at as any job before a turn that is not proved idle (``blocked_starving``)
+    contracts = frozenset({Contract.LEAVES_BLOCKED})
 
     def execute(self, ssn: Session) -> None:
         opts = self.arguments.derived("preempt", PreemptOptions.of)  # read once per conf
         by_version = walk_by_version(ssn)
         # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job neither
         # preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
-        starving = [job for job in starving_jobs(ssn, by_version) if ssn.topology.of(job) is None]
+        # the blocked jobs the session leaves alone (``held``): their turns too must be idle for them to stay so
+        starving, held = walk(ssn, by_version)
+        topology = ssn.topology
+        starving = [job for job in starving if topology.of(job) is None]
+        held = [job for job in held if topology.of(job) is None]
         # whether the plugins' declared victim conditions can prove a scope empty (None: a tier starts with a plugin
         # that declares none); the ledger is synced in every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
-        proof = victim_proof(ssn, PREEMPTABLE) if starving and ledger is not None else None
+        proof = victim_proof(ssn, PREEMPTABLE) if (starving or held) and ledger is not None else None
         idle = False
         if proof is not None:
-            nowhere = FitsNowhere(ssn)
+            nowhere = FitsNowhere.shared(ssn)
             one = partial(_idle_preemptor, ssn, proof, opts, nowhere)
-            idle = turns_idle(ssn, starving, one, IdleJobs(ssn, proof, opts, nowhere, one) if by_version else None)
+            idle = turns_idle(ssn, [*starving, *held], one,
+                              IdleJobs(ssn, proof, opts, nowhere, one) if by_version else None)
+        if held and not idle:
+            starving = [job for job in starving_with_blocked(ssn, by_version, held) if ssn.topology.of(job) is None]
+        elif held:
+            starving = [*starving, *held]  # (taken only with ``deltas.CHECK``, and must change nothing)
         take_turns("preempt", ssn, starving, idle, lambda jobs: self._turns(ssn, opts, jobs, proof))
         if not ssn.has("victimTasks"):  # no plugin names victims (rescheduling, tdm): nothing to ask about
             return
@@ -453,8 +513,8 @@ class IdleJobs:
             return True
         if ssn.batch_scores:
             return not fit
-        nowhere = self.nowhere
-        return all(nowhere.of(b, need) for b, need in fit)
+        of = self.nowhere.of
+        return all(of(b, need) for b, need in fit)
 
     def _tasks(self, job: JobInfo) -> bool:
         one = self.one

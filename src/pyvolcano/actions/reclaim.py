@@ -31,12 +31,13 @@ from pyvolcano.actions._victims import (
     turns_idle,
     victim_bound,
 )
-from pyvolcano.actions.preempt import never_preempts, pending_tasks, starving_jobs
+from pyvolcano.actions.preempt import never_preempts, pending_tasks, starving_with_blocked, walk
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
 from pyvolcano.framework.action import Action
 from pyvolcano.framework.incremental import deltas
+from pyvolcano.framework.incremental.contracts import Contract
 from pyvolcano.framework.points import RECLAIMABLE
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -48,11 +49,15 @@ from pyvolcano.framework.victim_ledger import VictimProof, session_ledger, victi
 @register_action
 class Reclaim(Action):
     name = "reclaim"
+    #: blocked jobs are read, and looked at as any job before a turn that is not proved idle (``blocked_starving``)
+    contracts = frozenset({Contract.LEAVES_BLOCKED})
 
     def execute(self, ssn: Session) -> None:
         # only the jobs that can starve are walked (``candidate_preemptors``: settled jobs have no pod to place), and
         # an unchanged job's answers are carried (``valid_starving``)
-        starving = starving_jobs(ssn, walk_by_version(ssn))
+        by_version = walk_by_version(ssn)
+        # the blocked jobs the session leaves alone (``held``): their turns too must be idle for them to stay so
+        starving, held = walk(ssn, by_version)
         # the plugins' declared victim conditions (``framework/victim_ledger.py``); the ledger is synced in
         # every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
@@ -62,9 +67,14 @@ class Reclaim(Action):
 
         def proof() -> VictimProof | None:
             if not made:
-                made.append(victim_proof(ssn, RECLAIMABLE) if starving and ledger is not None else None)
+                made.append(victim_proof(ssn, RECLAIMABLE) if (starving or held) and ledger is not None else None)
             return made[0]
-        idle = ledger is not None and bool(starving) and turns_idle(ssn, starving, self._idle_reclaimer(ssn, proof))
+        idle = ledger is not None and bool(starving or held) \
+            and turns_idle(ssn, [*starving, *held], self._idle_reclaimer(ssn, proof))
+        if held and not idle:
+            starving = starving_with_blocked(ssn, by_version, held)
+        elif held:
+            starving = [*starving, *held]  # (taken only with ``deltas.CHECK``, and must change nothing)
         take_turns("reclaim", ssn, starving, idle, lambda jobs: self._turns(ssn, jobs, proof()))
 
     def _idle_reclaimer(self, ssn: Session, proof_of: Callable[[], VictimProof | None]) -> IdleTask:
@@ -74,17 +84,15 @@ class Reclaim(Action):
         ``proof_of``) and no node's future idle holds it (without victims ``reclaim_for`` pipelines it only onto such
         a node)."""
         others_of: dict[str, list[str]] = {}
-        nowhere = FitsNowhere(ssn)
+        nowhere = FitsNowhere.shared(ssn)
 
         def idle(job: JobInfo, task: TaskInfo) -> bool:
-            if never_preempts(task):
-                return True
-            if task.nominated_node:
-                return False
             others = others_of.get(job.queue)
             if others is None:
                 others = others_of[job.queue] = [n for n, q in ssn.queues.items() if q.reclaimable and n != job.queue]
-            if not others:
+            if task.nominated_node:
+                return never_preempts(task)
+            if not others or never_preempts(task):
                 return True
             proof = proof_of()
             return proof is not None and proof.verdict(task, others) and nowhere(task)

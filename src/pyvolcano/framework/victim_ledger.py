@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.types import TaskStatus
@@ -355,6 +355,27 @@ def walk_by_version(ssn: Session) -> bool:
         JOB_VALID, Contract.VALID_BY_VERSION) and ssn.registered_only_by(JOB_STARVING, Contract.STARVING_BY_VERSION))
 
 
+T = TypeVar("T")
+#: what ``while_unchanged`` compares: the session's node log, evictions, jobs unparked or released, jobs changed
+Stamp = tuple[int, int, int, int]
+
+
+def while_unchanged(ssn: Session, key: StateKey[tuple[Stamp, T]], make: Callable[[], T]) -> T:
+    """``make()``, kept in the session's state under ``key`` for as long as the session has not changed: preempt and
+    reclaim, one after the other, ask the same questions of the same jobs and nodes (their starving jobs, whether a
+    request fits some node's future idle) when the first one's turns changed nothing.  What can change the answers
+    between them is counted: each place, pipeline, eviction and undo on a node (``NodeArrays.log``), each eviction,
+    each job the plan puts back to be looked at (``Plan.unparked_uids``: unparked, unblocked, released) and each job
+    changed (``Session.touched``); any of these made since, the value is made again."""
+    stamp = (len(ssn.nodes.log), len(ssn.evictions), len(ssn.plan.unparked_uids), len(ssn.touched))
+    hit = ssn.state.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    got = make()
+    ssn.state.write(key, (stamp, got))
+    return got
+
+
 #: ``walk_by_version``'s answer, worked out once per session (preempt and reclaim both ask; session state, which
 #: only the framework and the plugins read)
 _BY_VERSION: StateKey[bool] = StateKey("preempt-walk-by-version")
@@ -370,4 +391,4 @@ def victim_proof(ssn: Session, point: Point[Any]) -> VictimProof | None:
 
 
 __all__ = ["CARRIED_LEDGER", "VictimLedger", "VictimProof", "count_job", "session_ledger", "victim_proof",
-           "walk_by_version"]
+           "walk_by_version", "while_unchanged"]

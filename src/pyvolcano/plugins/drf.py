@@ -38,8 +38,11 @@ def victim_class(job: JobInfo, task: TaskInfo) -> bool:
     gone -- its allocated resources plus its pipelined tasks' requests, less the task's, positive in some
     resource.  drf's session allocation of a job is at most that sum: it starts at ``JobInfo.allocated`` and its
     event handlers also count the tasks pipelined in the session."""
+    pipelined = job.index.get(TaskStatus.Pipelined)
+    if not pipelined and job.allocated.tobytes() == task.resreq.tobytes():
+        return False  # the job holds exactly the task (a one-pod job): nothing left, without the arithmetic
     left = job.allocated - task.resreq
-    for t in job.index.get(TaskStatus.Pipelined, {}).values():
+    for t in (pipelined or {}).values():
         left = left + t.resreq
     return bool((left > 0).any())
 

@@ -60,7 +60,9 @@ class Contract(enum.Enum):
     #: action: checks the blocked jobs against the memo before any turn and looks again at those it cannot keep
     CHECKS_BLOCKED = "checks-blocked"
     #: action: looks at a blocked job (admitted, pods pending, memo-blocked) only through the memo check of a
-    #: ``CHECKS_BLOCKED`` action, or not at all (it reads Pending jobs only, or best-effort pods only)
+    #: ``CHECKS_BLOCKED`` action, or not at all (it reads Pending jobs only, or best-effort pods only), or reads it
+    #: as it stands and changes nothing it or its answers read unless it first looks at it as at any other job
+    #: (``Plan.release``: preempt and reclaim, whose turns are skipped only when every one is proved idle)
     LEAVES_BLOCKED = "leaves-blocked"
 
 

@@ -26,8 +26,10 @@ or pipelined pod, no topology constraint and no sub-groups, whose allocate turn 
 skipped by the blocked-job memo or failed and was recorded there (``blocked_now``), with the Unschedulable
 condition as its only condition and the carried waiting status.  Its answer hangs on allocate's memo check alone
 (``SessionMemo.allocate_blocked``), so allocate makes that check for each of ``blocked`` before any turn and looks
-at the others again (``unblock``).  Only when every action of the conf declares ``Contract.LEAVES_BLOCKED``, one
-declares ``Contract.CHECKS_BLOCKED`` and allocate's memo is allowed.
+at the others again (``unblock``); preempt and reclaim read them (``blocked_jobs``) and skip their turns only when
+every turn, theirs included, is proved idle, else they look at them as at any other job (``release``) before the
+turns.  Only when every action of the conf declares ``Contract.LEAVES_BLOCKED``, one declares
+``Contract.CHECKS_BLOCKED`` and allocate's memo is allowed.
 
 Only when every jobValid callback comes from a plugin declaring ``Contract.VALID_BY_VERSION`` and a plugin
 declaring ``Contract.READY_CONDITION`` is configured; never with ``--full-sessions``.  ``tests/test_settled.py``
@@ -98,6 +100,9 @@ class Plan:
         #: (its memo skipped their turn or recorded their failed one: ``actions/allocate.py``)
         self.can_block = False
         self.blocked_now: set[str] = set()
+        #: allocate has checked ``blocked`` against its memo in this session (``actions/allocate.py``): the clones of
+        #: those still blocked hold what its memo hands back, as a turn skipped by the memo leaves a job (``release``)
+        self.blocked_checked = False
         self.reg: Registration | None = None
         self._first_admits = False
         self._order_key: Callable[[], OrderKey | None] = _no_key
@@ -148,9 +153,9 @@ class Plan:
         # parking needs enqueue's memo: enqueue records the refusals that make a job parked, and without enqueue
         # allocate would promote a Pending job instead of leaving it alone
         self.can_park = memo is not None and memo.enqueue_ok and any(Contract.ADMITS in c for c in actions)
-        # blocked jobs: the actions that would look at them are allocate, which checks them against its memo, and
-        # backfill, which has nothing for them; preempt and reclaim would ask whether they starve, and other
-        # actions may read anything
+        # blocked jobs: the actions that would look at them are allocate, which checks them against its memo,
+        # backfill, which has nothing for them, and preempt and reclaim, which prove their turns idle or ``release``
+        # them before any turn; other actions may read anything
         self.can_block = memo is not None and memo.allocate_ok and any(Contract.CHECKS_BLOCKED in c for c in actions) \
             and all(Contract.LEAVES_BLOCKED in c for c in actions)
         if state is not None:
@@ -208,6 +213,30 @@ class Plan:
             job.nodes_fit_errors = {}
             job.fit_failed_roles = set()
             job.derived.pop("settled", None)
+
+    def release(self, uids: Iterable[str]) -> None:
+        """Look at these blocked jobs from now on as at any other job, as an action that reads them without the memo
+        does before its turns change anything (preempt's and reclaim's turns, when they are not all proved idle:
+        ``actions/preempt.py``).  Before allocate's memo check (``blocked_checked``) that is ``unblock``.  After it,
+        a still-blocked job's clone holds what the memo check handed back (``SessionMemo.still_blocked``): the fit
+        errors and failed roles a skipped allocate turn leaves on a job looked at, so they are kept, and only what
+        the sessions that left it alone wrote besides (the Unschedulable message, the settled record) goes; the
+        job stays in ``blocked_now``, so close may leave it blocked again."""
+        if not self.blocked_checked:
+            self.unblock(uids)
+            return
+        settled, blocked = self.settled, self.blocked
+        for uid in uids:
+            blocked.pop(uid, None)
+            if settled.pop(uid, None) is None:
+                continue
+            self._look_again(uid).derived.pop("settled", None)
+
+    def blocked_jobs(self) -> list[JobInfo]:
+        """The blocked jobs the session leaves alone so far (``blocked``), for an action that reads them without the
+        memo (``Contract.LEAVES_BLOCKED``: preempt, reclaim)."""
+        jobs = self.jobs
+        return [jobs[uid] for uid in self.blocked]
 
     def made_again(self) -> set[str] | None:
         """The jobs whose clone the snapshot made again (or reused through ``JobInfo.reuse``, which clears what
