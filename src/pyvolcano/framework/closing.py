@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -522,7 +523,7 @@ def _held(rows: dict[str, list[np.ndarray]],
 
 #: up to this many rows of one queue (the settled jobs' sums and the few jobs looked at) ``_few_whole`` sums them
 #: in plain floats: NumPy's half a dozen calls cost more on rows this few and short
-_FEW_ROWS = 4
+_FEW_ROWS = 8
 
 
 def _few_whole(rs: list[np.ndarray]) -> np.ndarray | None:
@@ -530,14 +531,17 @@ def _few_whole(rs: list[np.ndarray]) -> np.ndarray | None:
     column's partial sums are exact in any order, as NumPy's sum over the rows is), in plain floats, from 0.0 as
     NumPy's sum starts (-0.0 + -0.0 gives 0.0 there); None when a row is not float64 or an amount is not whole,
     or the magnitudes reach 2**53 (then ``_held`` asks NumPy, and sums one after the other if it must)."""
+    lists = []
     for r in rs:
         if r.dtype != _F64:
             return None
-    n = len(rs[0])
-    flat = np.concatenate(rs).tolist()
-    if not all(map(_whole, flat)) or sum(map(abs, flat)) >= EXACT:
+        a = r.tolist()
+        if not all(map(_whole, a)):
+            return None
+        lists.append(a)
+    if sum(map(abs, chain.from_iterable(lists))) >= EXACT:
         return None
-    return np.array([sum(flat[j::n], 0.0) for j in range(n)], dtype=np.float64)
+    return np.array([sum(c, 0.0) for c in zip(*lists, strict=True)], dtype=np.float64)
 
 
 def _whole_sums(many: list[tuple[str, list[np.ndarray]]]) -> list[np.ndarray] | None:
