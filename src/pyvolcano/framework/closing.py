@@ -13,7 +13,7 @@ from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from pyvolcano.framework.result import (
 from pyvolcano.framework.state import PLUGIN_WARNINGS, QUEUE_PROBLEMS, QUEUE_SHARES
 
 if TYPE_CHECKING:
+    from pyvolcano.framework.plugin import Plugin
     from pyvolcano.framework.session import Session
 
 UNSCHEDULABLE = "Unschedulable"
@@ -430,7 +431,7 @@ def _nominations(ssn: Session, out: SessionResult) -> None:
 
 
 #: per tuple of a session's plugin classes, the first of ``QUEUE_SHARES`` one of them declares (None: none)
-_SHARE_OF: dict[tuple[type, ...], Any] = {}
+_SHARE_OF: dict[tuple[type[Plugin], ...], Any] = {}
 _NO_SHARE = object()
 
 
@@ -441,7 +442,7 @@ def queue_statuses(ssn: Session, held: dict[str, np.ndarray], phases: dict[str, 
     attributes, which they keep in ``state`` under the key their class declares in ``Plugin.queue_share``, the
     first of ``state.QUEUE_SHARES`` a configured plugin declares)."""
     fair = None
-    kinds = tuple(map(type, ssn.plugins.values()))
+    kinds = cast("tuple[type[Plugin], ...]", tuple(map(type, ssn.plugins.values())))
     key = _SHARE_OF.get(kinds, _NO_SHARE)
     if key is _NO_SHARE:  # the conf's plugin classes the first time: which share, if any, they keep
         shares = {cls.queue_share for cls in kinds}
