@@ -20,6 +20,7 @@ import numpy as np
 from pyvolcano.api.job_info import JobInfo, PodGroup
 from pyvolcano.api.resource import ResourceIndex, resource_list
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental import plan as plan_mod
 from pyvolcano.framework.incremental.plan import EXACT, Closer, SettledSums
 from pyvolcano.framework.incremental.records import CloseCounts, Record
@@ -447,6 +448,9 @@ def queue_statuses(ssn: Session, held: dict[str, np.ndarray], phases: dict[str, 
     if key is _NO_SHARE:  # the conf's plugin classes the first time: which share, if any, they keep
         shares = {cls.queue_share for cls in kinds}
         key = _SHARE_OF[kinds] = next((k for k in QUEUE_SHARES if k in shares), None)
+    elif deltas.CHECK:
+        shares = {plugin.queue_share for plugin in ssn.plugins.values()}
+        assert key == next((k for k in QUEUE_SHARES if k in shares), None), "queue_statuses: the share's key"
     if key is not None:
         fair = ssn.state.get(key)
     res = ssn.res
