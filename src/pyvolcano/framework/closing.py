@@ -560,8 +560,11 @@ def _whole_sums(many: list[tuple[str, list[np.ndarray]]]) -> list[np.ndarray] | 
     for _, rs in many:
         starts.append(len(flat))
         flat.extend(rs)
+    for r in flat:  # (a row of another type would make the concatenation's type another queue's too)
+        if r.dtype != _F64:
+            return None
     m = np.concatenate(flat).reshape(len(flat), -1)
-    if m.dtype != _F64 or not (m == np.rint(m)).all():
+    if not (m == np.rint(m)).all():
         return None
     if float(np.add.reduceat(np.abs(m), starts, axis=0).max(initial=0.0)) >= EXACT:
         return None
