@@ -153,10 +153,10 @@ def test_queue_held_sums_are_the_sums_in_job_order(seed: int) -> None:
             assert got[q].tobytes() == want.tobytes()
 
 
-def test_queue_held_sums_of_few_rows_and_of_several_queues_are_numpys_sums() -> None:
-    """A queue's few rows (plain floats) and several queues' rows at once (``np.add.reduceat``) give, bit for bit,
-    each queue's own NumPy sum over its rows when all are whole (an all -0.0 column sums to 0.0 there, a single
-    row is copied as it is), and the sum one after the other when one is not."""
+def test_queue_held_sums_of_few_rows_are_numpys_sums() -> None:
+    """A queue's few rows (summed in plain floats) and its many rows (NumPy) give, bit for bit, the queue's NumPy
+    sum over its rows when all are whole (an all -0.0 column sums to 0.0 there, a single row is copied as it is),
+    and the sum one after the other when one is not, whatever the other queues hold."""
     rng = np.random.default_rng(11)
     neg = np.full(3, -0.0)
     for _ in range(300):

@@ -488,32 +488,20 @@ def _held(rows: dict[str, list[np.ndarray]],
           in_order: Callable[[str], list[np.ndarray]] | None = None) -> dict[str, np.ndarray]:
     """Each queue's sum of its jobs' allocated vectors, exactly what adding them one after the other in job order
     gives: in one sum when every amount is a whole number and the sums stay below 2**53 (then every order of
-    addition is exact), else one after the other, in job order (``in_order(queue)`` gives the rows in that order
-    when ``rows`` are not).  The queues with more than one row are summed together (``_whole_sums``) when they
-    all can be, and each on its own otherwise."""
+    addition is exact; a queue's few rows in plain floats, ``_few_whole``), else one after the other, in job order
+    (``in_order(queue)`` gives the rows in that order when ``rows`` are not)."""
     out: dict[str, np.ndarray] = {}
-    many: list[tuple[str, list[np.ndarray]]] = []
     for q, rs in rows.items():
-        if len(rs) == 1:
+        n = len(rs)
+        if n == 1:
             out[q] = rs[0].copy()
-        else:
-            many.append((q, rs))
-    if not many:
-        return out
-    if len(many) == 1 and len(many[0][1]) <= _FEW_ROWS:
-        q, rs = many[0]
-        got = _few_whole(rs)
-        if got is not None:
-            out[q] = got
-            return out
-    elif len(many) > 1:
-        sums = _whole_sums(many)
-        if sums is not None:
-            for (q, _), v in zip(many, sums, strict=True):
-                out[q] = v
-            return out
-    for q, rs in many:
-        m = np.concatenate(rs).reshape(len(rs), -1)  # faster than np.array on a list of vectors
+            continue
+        if n <= _FEW_ROWS:
+            got = _few_whole(rs)
+            if got is not None:
+                out[q] = got
+                continue
+        m = np.concatenate(rs).reshape(n, -1)  # faster than np.array on a list of vectors
         if (m == np.rint(m)).all() and float(np.abs(m).sum(axis=0).max(initial=0.0)) < EXACT:
             out[q] = m.sum(axis=0)
         else:
@@ -526,8 +514,8 @@ def _held(rows: dict[str, list[np.ndarray]],
     return out
 
 
-#: up to this many rows of one queue (the settled jobs' sums and the few jobs looked at) ``_few_whole`` sums them
-#: in plain floats: NumPy's half a dozen calls cost more on rows this few and short
+#: up to this many rows of a queue (the settled jobs' sums and the few jobs looked at, a trace session's few jobs)
+#: ``_few_whole`` sums them in plain floats: NumPy's half a dozen calls cost more on rows this few and short
 _FEW_ROWS = 8
 
 
@@ -547,28 +535,6 @@ def _few_whole(rs: list[np.ndarray]) -> np.ndarray | None:
     if sum(map(abs, chain.from_iterable(lists))) >= EXACT:
         return None
     return np.array([sum(c, 0.0) for c in zip(*lists, strict=True)], dtype=np.float64)
-
-
-def _whole_sums(many: list[tuple[str, list[np.ndarray]]]) -> list[np.ndarray] | None:
-    """Each queue's sum of its rows, for several queues of several rows in one set of NumPy calls (a trace's
-    session has a few queues of a few jobs each), when every amount is whole and every queue's column of
-    magnitudes sums below 2**53: what each queue's own ``m.sum(axis=0)`` gives, bit for bit (exact, and from 0.0:
-    ``np.add.reduceat`` starts from a segment's first row, so 0.0 is added to turn an all -0.0 column into 0.0 as
-    the sum gives it); None otherwise."""
-    flat: list[np.ndarray] = []
-    starts: list[int] = []
-    for _, rs in many:
-        starts.append(len(flat))
-        flat.extend(rs)
-    for r in flat:  # (a row of another type would make the concatenation's type another queue's too)
-        if r.dtype != _F64:
-            return None
-    m = np.concatenate(flat).reshape(len(flat), -1)
-    if not (m == np.rint(m)).all():
-        return None
-    if float(np.add.reduceat(np.abs(m), starts, axis=0).max(initial=0.0)) >= EXACT:
-        return None
-    return list(np.add.reduceat(m, starts, axis=0) + 0.0)
 
 
 def job_phase(pg: PodGroup, c: CloseCounts, unschedulable: bool) -> PodGroupPhase:
