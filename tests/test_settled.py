@@ -163,6 +163,42 @@ def test_queue_held_sums_are_the_sums_in_job_order(seed: int) -> None:
             assert got[q].tobytes() == want.tobytes()
 
 
+def test_queue_held_sums_of_few_rows_are_numpys_sums() -> None:
+    """A queue's few rows (summed in plain floats) and its many rows (NumPy) give, bit for bit, the queue's NumPy
+    sum over its rows when all are whole (an all -0.0 column sums to 0.0 there, a single row is copied as it is),
+    and the sum one after the other when one is not, whatever the other queues hold."""
+    rng = np.random.default_rng(11)
+    neg = np.full(3, -0.0)
+    for _ in range(300):
+        rows: dict[str, list[np.ndarray]] = {}
+        for q in ("a", "b", "c")[:int(rng.integers(1, 4))]:
+            n = int(rng.integers(1, 12))
+            kind = rng.integers(0, 4)
+            if kind == 0:
+                m = rng.integers(-10**9, 10**9, size=(n, 3)).astype(float)
+            elif kind == 1:
+                m = np.where(rng.random((n, 3)) < 0.8, -0.0, 0.0)
+            elif kind == 2:  # magnitudes summing to 2**53: one after the other
+                m = np.full((n, 3), 2.0**52)
+            else:
+                m = rng.integers(0, 10**6, size=(n, 3)) + rng.random((n, 3)).round(1)
+            rows[q] = list(m)
+        got = closing._held(rows)
+        for q, rs in rows.items():
+            m = np.array(rs)
+            if len(rs) == 1:
+                want = rs[0]
+            elif (m == np.rint(m)).all() and np.abs(m).sum(axis=0).max() < 2.0**53:
+                want = m.sum(axis=0)
+            else:
+                want = rs[0].copy()
+                for r in rs[1:]:
+                    want += r
+            assert got[q].tobytes() == want.tobytes()
+    got = closing._held({"a": [neg, neg], "b": [neg, neg, neg], "c": [neg]})
+    assert [np.signbit(got[q]).any() for q in "abc"] == [False, False, True]
+
+
 # --- the carried job map (``SchedulerCache._carried_jobs``) under random cache changes between real sessions ---------
 def _ops() -> Any:
     from hypothesis import strategies as st

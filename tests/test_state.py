@@ -12,7 +12,7 @@ import pyvolcano
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.loader import load_conf
 from pyvolcano.framework.session import Session
-from pyvolcano.framework.state import PROPORTION_QUEUES, SessionState, StateKey
+from pyvolcano.framework.state import CAPACITY_QUEUES, PROPORTION_QUEUES, SessionState, StateKey
 from pyvolcano.plugins._k8s import LABELS, LabelIndex
 
 
@@ -54,6 +54,27 @@ def test_plugins_share_the_label_index_and_hand_queues_to_the_framework() -> Non
     out = ssn.close()
     fair = out.queues["default"].fair
     assert fair is not None and fair.weight == 1
+
+
+def test_queue_status_takes_the_share_of_the_configured_plugin_as_confs_change() -> None:
+    """``QueueStatus.fair`` is the share of the first of ``QUEUE_SHARES`` a configured plugin keeps (capacity's
+    before proportion's), looked up once per set of plugin classes: sessions under confs that change between
+    them each get their own plugin's (and none without either)."""
+    objs = [{"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}},
+            {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}},
+            {"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "ns"},
+             "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Inqueue"}}]
+    head = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: predicates\n'
+    for plugins, key in ((["proportion"], PROPORTION_QUEUES), (["capacity"], CAPACITY_QUEUES), ([], None),
+                         (["proportion", "capacity"], CAPACITY_QUEUES), (["proportion"], PROPORTION_QUEUES),
+                         ([], None)):
+        conf = load_conf(head + "".join(f"  - name: {p}\n" for p in plugins))
+        ssn = Session(SchedulerCache.from_objects(objs).snapshot(), conf).open()
+        fair = ssn.close().queues["default"].fair
+        if key is None:
+            assert fair is None
+        else:
+            assert fair is not None and fair.deserved is ssn.state.read(key)["default"].deserved
 
 
 def test_only_the_framework_and_plugins_read_session_state() -> None:

@@ -383,3 +383,52 @@ def test_a_contended_run_with_failures_reuses_and_checks_every_snapshot() -> Non
                     [(40.0, "node-0001", 60.0), (90.0, "node-0003", 30.0)], check=False)
     assert inc[:4] == ref[:4]
     assert inc[1] > 0 and inc[4] > 100  # evictions happened, clones were reused
+
+
+def test_snapshot_blocked_list_follows_the_jobs_that_changed(monkeypatch: Any) -> None:
+    """``SnapshotCarry.blocked``: the blocked jobs the last session handed over, then those the snapshot found
+    blocked, each once and only while still settled -- taken whole by dict operations when all are in the
+    settled-only map, else filtered job by job.  Every snapshot's list is compared with the per-job filter (as
+    check mode does), through a contended simulation in which handed-over blocked jobs change in the cache (a pod
+    placed, a job gone) and must drop out."""
+    from pyvolcano.framework.incremental.state import IncrementalState
+
+    seen = {"snapshots": 0, "dropped": 0, "found": 0}
+    handed: list[list[str]] = []
+    take = IncrementalState.take_handover
+    snapshot = SchedulerCache.snapshot
+
+    def take_handover(self: IncrementalState, seq: int, reuse: bool) -> Any:
+        got = take(self, seq, reuse)
+        handed.append(list(got.blocked))
+        return got
+
+    def checked_snapshot(self: SchedulerCache) -> Snapshot:
+        handed.clear()
+        snap = snapshot(self)
+        carry = snap.carry
+        if carry is None or not handed:
+            return snap
+        left = handed[0]
+        settled = carry.settled
+        found = [uid for uid in carry.blocked if uid not in left]
+        want = [uid for uid in dict.fromkeys((*left, *found)) if uid in settled]
+        assert carry.blocked == want
+        assert all(uid in settled for uid in carry.blocked) and len(set(carry.blocked)) == len(carry.blocked)
+        seen["snapshots"] += bool(left or carry.blocked)
+        seen["dropped"] += any(uid not in settled for uid in left)
+        seen["found"] += bool(found)
+        return snap
+
+    monkeypatch.setattr(IncrementalState, "take_handover", take_handover)
+    monkeypatch.setattr(SchedulerCache, "snapshot", checked_snapshot)
+    queues = [{"kind": "Queue", "metadata": {"name": q}, "spec": {"weight": w, "reclaimable": True}}
+              for q, w in (("a", 1), ("b", 2))]
+    wl = synthetic(seed=5, jobs=80, rate=2.0, queues={"a": 1, "b": 2}, gang_sizes=(1, 1, 2, 4), mean_duration=90,
+                   gpu_fraction=0.5)
+    # every other job cancelled 30 to 75 s after it arrives: a few of them blocked then, handed over and gone
+    cancel = [(t + 30.0 + 5.0 * (i % 10), f"default/{job['metadata']['name']}")
+              for i, (t, job) in enumerate(wl.jobs) if i % 2 == 0]
+    Simulator(parse_cluster_spec("3x{cpu: 8, memory: 32Gi, nvidia.com/gpu: 2}"), queues, wl, load_conf_file(None),
+              node_failures=[(20.0, "node-0001", 30.0)], cancellations=cancel).run()
+    assert seen["snapshots"] > 20 and seen["dropped"] > 0 and seen["found"] > 0, seen

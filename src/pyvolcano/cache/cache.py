@@ -802,7 +802,15 @@ class SchedulerCache:
         jobs = got.jobs
         blocked: list[str] = []
         if left.blocked or got.found_blocked:
-            blocked = [uid for uid in dict.fromkeys((*left.blocked, *got.found_blocked)) if uid in got.settled]
+            # the blocked jobs handed over, then those found blocked, each once, if still settled: when all are in
+            # the settled-only map (the usual case), by dict operations alone rather than a lookup per job
+            keep = dict.fromkeys(left.blocked)
+            keep.update(dict.fromkeys(got.found_blocked))
+            blocked = list(keep) if keep.keys() <= got.settled_only.keys() else \
+                [uid for uid in keep if uid in got.settled]
+            if deltas.CHECK:
+                assert blocked == [uid for uid in dict.fromkeys((*left.blocked, *got.found_blocked))
+                                   if uid in got.settled], "SnapshotCarry.blocked"
         self._last_jobs = jobs if self.reuse_clones and not got.skipped else None
         self._last_queues = frozenset(queues)
         self._clones = got.clones

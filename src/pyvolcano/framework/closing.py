@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from itertools import chain
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from pyvolcano.api.job_info import JobInfo, PodGroup
 from pyvolcano.api.resource import ResourceIndex, resource_list
 from pyvolcano.api.types import PodGroupPhase, TaskStatus
+from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental import plan as plan_mod
 from pyvolcano.framework.incremental.plan import EXACT, Closer, SettledSums
 from pyvolcano.framework.incremental.records import CloseCounts, Record
@@ -33,6 +35,7 @@ from pyvolcano.framework.result import (
 from pyvolcano.framework.state import PLUGIN_WARNINGS, QUEUE_PROBLEMS, QUEUE_SHARES
 
 if TYPE_CHECKING:
+    from pyvolcano.framework.plugin import Plugin
     from pyvolcano.framework.session import Session
 
 UNSCHEDULABLE = "Unschedulable"
@@ -428,6 +431,11 @@ def _nominations(ssn: Session, out: SessionResult) -> None:
             out.nominated[uid] = node
 
 
+#: per tuple of a session's plugin classes, the first of ``QUEUE_SHARES`` one of them declares (None: none)
+_SHARE_OF: dict[tuple[type[Plugin], ...], Any] = {}
+_NO_SHARE = object()
+
+
 def queue_statuses(ssn: Session, held: dict[str, np.ndarray], phases: dict[str, dict[str, int]],
                    tasks: dict[str, list[int]]) -> dict[str, QueueStatus]:
     """Each queue's status: ``allocated`` as Volcano's ``updateQueueStatus`` (framework/session.go) sums it,
@@ -435,11 +443,16 @@ def queue_statuses(ssn: Session, held: dict[str, np.ndarray], phases: dict[str, 
     attributes, which they keep in ``state`` under the key their class declares in ``Plugin.queue_share``, the
     first of ``state.QUEUE_SHARES`` a configured plugin declares)."""
     fair = None
-    shares = {plugin.queue_share for plugin in ssn.plugins.values()}
-    for key in QUEUE_SHARES:
-        if key in shares:
-            fair = ssn.state.get(key)
-            break
+    kinds = cast("tuple[type[Plugin], ...]", tuple(map(type, ssn.plugins.values())))
+    key = _SHARE_OF.get(kinds, _NO_SHARE)
+    if key is _NO_SHARE:  # the conf's plugin classes the first time: which share, if any, they keep
+        shares = {cls.queue_share for cls in kinds}
+        key = _SHARE_OF[kinds] = next((k for k in QUEUE_SHARES if k in shares), None)
+    elif deltas.CHECK:
+        shares = {plugin.queue_share for plugin in ssn.plugins.values()}
+        assert key == next((k for k in QUEUE_SHARES if k in shares), None), "queue_statuses: the share's key"
+    if key is not None:
+        fair = ssn.state.get(key)
     res = ssn.res
     zeros: np.ndarray | None = None
     no_counts: dict[str, int] = {}
@@ -474,24 +487,21 @@ def queue_statuses(ssn: Session, held: dict[str, np.ndarray], phases: dict[str, 
 def _held(rows: dict[str, list[np.ndarray]],
           in_order: Callable[[str], list[np.ndarray]] | None = None) -> dict[str, np.ndarray]:
     """Each queue's sum of its jobs' allocated vectors, exactly what adding them one after the other in job order
-    gives: in one NumPy sum when every amount is a whole number and the sums stay below 2**53 (then every order of
-    addition is exact), else one after the other, in job order (``in_order(queue)`` gives the rows in that order
-    when ``rows`` are not)."""
+    gives: in one sum when every amount is a whole number and the sums stay below 2**53 (then every order of
+    addition is exact; a queue's few rows in plain floats, ``_few_whole``), else one after the other, in job order
+    (``in_order(queue)`` gives the rows in that order when ``rows`` are not)."""
     out: dict[str, np.ndarray] = {}
     for q, rs in rows.items():
-        if len(rs) == 1:
+        n = len(rs)
+        if n == 1:
             out[q] = rs[0].copy()
             continue
-        if len(rs) == 2 and rs[0].dtype == _F64 and rs[1].dtype == _F64:
-            # two rows (the settled jobs' sums and one job looked at, the usual case): the same test and sum in
-            # plain floats, cheaper than NumPy's calls on rows this short; from 0.0, as NumPy's sum (-0.0 + -0.0
-            # gives 0.0 there)
-            a, b = rs[0].tolist(), rs[1].tolist()
-            if all(map(_whole, a)) and all(map(_whole, b)) and \
-                    max([abs(x) + abs(y) for x, y in zip(a, b, strict=True)], default=0.0) < EXACT:
-                out[q] = np.array([(0.0 + x) + y for x, y in zip(a, b, strict=True)], dtype=np.float64)
+        if n <= _FEW_ROWS:
+            got = _few_whole(rs)
+            if got is not None:
+                out[q] = got
                 continue
-        m = np.concatenate(rs).reshape(len(rs), -1)  # faster than np.array on a list of vectors
+        m = np.concatenate(rs).reshape(n, -1)  # faster than np.array on a list of vectors
         if (m == np.rint(m)).all() and float(np.abs(m).sum(axis=0).max(initial=0.0)) < EXACT:
             out[q] = m.sum(axis=0)
         else:
@@ -502,6 +512,29 @@ def _held(rows: dict[str, list[np.ndarray]],
                 h += r
             out[q] = h
     return out
+
+
+#: up to this many rows of a queue (the settled jobs' sums and the few jobs looked at, a trace session's few jobs)
+#: ``_few_whole`` sums them in plain floats: NumPy's half a dozen calls cost more on rows this few and short
+_FEW_ROWS = 8
+
+
+def _few_whole(rs: list[np.ndarray]) -> np.ndarray | None:
+    """The sum of a few float64 rows of whole amounts whose magnitudes all together sum below 2**53 (so that every
+    column's partial sums are exact in any order, as NumPy's sum over the rows is), in plain floats, from 0.0 as
+    NumPy's sum starts (-0.0 + -0.0 gives 0.0 there); None when a row is not float64 or an amount is not whole,
+    or the magnitudes reach 2**53 (then ``_held`` asks NumPy, and sums one after the other if it must)."""
+    lists = []
+    for r in rs:
+        if r.dtype != _F64:
+            return None
+        a = r.tolist()
+        if not all(map(_whole, a)):
+            return None
+        lists.append(a)
+    if sum(map(abs, chain.from_iterable(lists))) >= EXACT:
+        return None
+    return np.array([sum(c, 0.0) for c in zip(*lists, strict=True)], dtype=np.float64)
 
 
 def job_phase(pg: PodGroup, c: CloseCounts, unschedulable: bool) -> PodGroupPhase:

@@ -427,7 +427,9 @@ class Closer:
             assert set(not_left) == {uid for uid in plan.jobs if uid not in left and uid not in exclude}, \
                 "Handover.not_left"
         # the blocked jobs left alone (those newly blocked the next snapshot finds by their settled record)
-        h = Handover(snap.seq, left, not_left, [uid for uid in plan.blocked if uid in left])
+        blocked = plan.blocked
+        h = Handover(snap.seq, left, not_left,
+                     list(blocked) if left.keys() >= blocked.keys() else [uid for uid in blocked if uid in left])
         if self.park:
             h.parked, h.parked_epoch = self.parked_now, self.free_epoch
         snap.state.hand_over(h)
@@ -489,11 +491,14 @@ class SettledSums:
             self.held_n[q] = self.held_n.get(q, 0) + c.held
             h = self.held.get(q)
             self.held[q] = row.copy() if h is None else h + row
-            if self.whole:
-                mag = float(np.abs(row).max(initial=0.0))
-                self.bound += mag
-                if self.bound >= EXACT or not (row == np.rint(row)).all():
+            if self.whole:  # in plain floats: NumPy's calls cost more on a row this short
+                amounts = row.tolist()
+                if row.dtype != np.float64 or not all(map(float.is_integer, amounts)):
                     self.whole = False
+                else:
+                    self.bound += max(map(abs, amounts), default=0.0)
+                    if self.bound >= EXACT:
+                        self.whole = False
 
     def remove(self, uid: str) -> None:
         q, phase, held, pods, row, rec = self.members.pop(uid)
