@@ -200,3 +200,40 @@ def test_checks_of_a_few_jobs_are_the_array_checks() -> None:
         assert few_whole == whole
         assert [b for b, w in zip(few_bounds, whole, strict=True) if w] == [
             b for b, w in zip(bounds, whole, strict=True) if w]
+
+
+def test_held_back_total_is_kept_while_the_sums_stay_and_summed_again_when_they_move() -> None:
+    """overcommit's held-back total (``JobSums.inqueue_total``) is kept while no job's rows change, summed again
+    after a change that moves it (a group admitted, a group gone), and under ``deltas.CHECK`` a kept total that is
+    not the sum raises."""
+    from pyvolcano.framework.incremental import deltas
+    from pyvolcano.plugins._shared import JobSums
+
+    rng = random.Random(17)
+    cache = _cache(rng)
+    ssn = _session(cache, load_conf_file(None), True)
+    jobs = dict(ssn.jobs)
+    sums = JobSums(ssn.res.size)
+
+    def fresh() -> np.ndarray:
+        return np.array([sums.entries[u][4][2] for u in sums.jobs]).sum(axis=0)
+
+    sums.sync(jobs)
+    first = sums.inqueue_total()
+    assert np.array_equal(first, fresh())
+    sums.sync(jobs)  # nothing changed: the same total, not summed again (but for the checks)
+    with deltas.checking(False):
+        assert sums.inqueue_total() is first
+    grouped = [j for j in jobs.values() if j.podgroup is not None and j.podgroup.min_resources is not None]
+    job = next(j for j in grouped if j.podgroup.phase != PodGroupPhase.Inqueue)
+    job.podgroup.phase = PodGroupPhase.Inqueue  # admitted: holds its minimum back
+    job.version += 1
+    sums.sync(jobs)
+    moved = sums.inqueue_total()
+    assert moved is not first and np.array_equal(moved, fresh())
+    assert not np.array_equal(moved, first)
+    sums.sync({u: j for u, j in jobs.items() if u != job.uid})  # gone again
+    assert np.array_equal(sums.inqueue_total(), first)
+    sums._held = first + 1.0  # a kept total that is not the sum
+    with deltas.checking(True), pytest.raises(AssertionError, match="held-back total"):
+        sums.inqueue_total()

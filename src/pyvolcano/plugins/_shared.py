@@ -123,7 +123,8 @@ def _checks_few(rows: list[np.ndarray]) -> tuple[list[int], list[bool]]:
     for r in rows:
         flat = r.ravel().tolist()
         w = all(map(float.is_integer, flat))  # (``tolist`` of a float array: Python floats)
-        bounds.append(int(max(map(abs, flat), default=0.0)) + 1 if w else 0)
+        # the largest magnitude of whole (so finite) amounts: the larger of the largest and of minus the smallest
+        bounds.append(int(max(max(flat), -min(flat))) + 1 if w and flat else 1 if w else 0)
         whole.append(w)
     return bounds, whole
 
@@ -181,6 +182,8 @@ class JobSums:
         self.share_total: np.ndarray | None = None
         self.share_stale: set[str] = set()
         self._queue_order: list[str] | None = None
+        #: ``inqueue_total`` while the sums are as it found them (None: to be summed)
+        self._held: np.ndarray | None = None
         self.jobs: dict[str, JobInfo] = {}
         #: the ``SnapshotCarry.seq`` of the last sync
         self.seq = -1
@@ -200,6 +203,7 @@ class JobSums:
         self.jobs = jobs
         if not stale and not gone:
             return
+        self._held = None
         size = self.size
         add = [_job_rows(job) for job in stale]
         # (queue, rows, +1 / -1) for every change of the sums
@@ -306,12 +310,19 @@ class JobSums:
         return rows[:, 3 if queue_view else 2], rows[:, 4]
 
     def inqueue_total(self) -> np.ndarray:
-        """overcommit's held-back amount summed over every job."""
+        """overcommit's held-back amount summed over every job (read-only).  With exact sums it is kept from one
+        session to the next while no sum changes (``sync`` drops it when one does: a session where only a job's
+        pods moved between pending and allocated leaves it), and under ``deltas.CHECK`` summed again and compared."""
         if not self.exact:
             return self.rows_in_order()[:, 2].sum(axis=0)
-        total = np.zeros(self.size)
-        for s in self.queue_sums.values():
-            total += s[2]
+        total = self._held
+        if total is None or deltas.CHECK:
+            fresh = np.zeros(self.size)
+            for s in self.queue_sums.values():
+                fresh += s[2]
+            assert total is None or total.tobytes() == fresh.tobytes(), "JobSums: the kept held-back total is not the sum"
+            fresh.flags.writeable = False
+            total = self._held = fresh
         return total
 
     def job_shares(self, total: np.ndarray) -> dict[str, float]:
