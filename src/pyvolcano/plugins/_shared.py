@@ -623,7 +623,7 @@ def build_attrs(ssn: Session) -> dict[str, QueueAttr]:
     """Per-queue allocated/request/inqueue/elastic from the session's jobs, capabilities from the specs
     (Volcano's OnSessionOpen: only queues that hold a job get attributes).  All dimensions, pods included."""
     res = ssn.res
-    total = ssn.total_resource.copy()
+    total = ssn.total_resource  # read only
     total_guarantee = res.zeros()
     for spec in ssn.queues.values():
         if spec.guarantee is not None:
