@@ -133,6 +133,27 @@ def _checks_few(rows: list[np.ndarray]) -> tuple[list[int], list[bool]]:
 _SMALL = 8
 
 
+def _rows_key(job: JobInfo) -> tuple[Any, ...]:
+    """Everything ``_job_rows`` reads of a job, exactly (bytes): its allocation, its pending pods' requests in
+    order (all of one length: the concatenation is unambiguous), and of its PodGroup the minResources, the phase
+    and whether enough pods hold resources (read only in Running)."""
+    pending = job.index.get(TaskStatus.Pending)
+    req = b"".join([t.resreq.tobytes() for t in pending.values()]) if pending else b""
+    pg = job.podgroup
+    if pg is None:
+        return job.allocated.tobytes(), req
+    m = pg.min_resources
+    if m is None:
+        return job.allocated.tobytes(), req, None
+    phase = pg.phase
+    return (job.allocated.tobytes(), req, m.tobytes(), phase,
+            phase == PodGroupPhase.Running and job.count(ALLOCATED) >= pg.min_member)
+
+
+#: at most this many distinct inputs in ``JobSums.made`` (then it starts again, empty)
+_MADE_KEPT = 4096
+
+
 def _fresh(e: tuple[Any, ...], job: JobInfo) -> bool:
     """A ``JobSums`` entry still counts ``job``: the same object or an unchanged clone of the same cache job, at
     the same version, and the same PodGroup phase."""
@@ -184,6 +205,10 @@ class JobSums:
         self._queue_order: list[str] | None = None
         #: ``inqueue_total`` while the sums are as it found them (None: to be summed)
         self._held: np.ndarray | None = None
+        #: rows made (read-only) with their ``_checks``, by what they were made of (``_rows_key``): jobs of a few
+        #: shapes go through the same states (a service admitted, started, ended), so a changed job's rows are most
+        #: often rows made before, for it or another job
+        self.made: dict[tuple[Any, ...], tuple[np.ndarray, int, bool]] = {}
         self.jobs: dict[str, JobInfo] = {}
         #: the ``SnapshotCarry.seq`` of the last sync
         self.seq = -1
@@ -205,7 +230,6 @@ class JobSums:
             return
         self._held = None
         size = self.size
-        add = [_job_rows(job) for job in stale]
         # (queue, rows, +1 / -1) for every change of the sums
         moves: list[tuple[str, np.ndarray, float]] = []
         for uid in gone:
@@ -216,10 +240,12 @@ class JobSums:
             del self.alloc[uid]
             self.shares.pop(uid, None)
             self.share_stale.discard(uid)
-        if len(add) <= _SMALL:  # the usual few: no stacking, and the checks in plain floats
-            rows: np.ndarray | list[np.ndarray] = add
-            bounds, whole = _checks_few(add)
+        if len(stale) <= _SMALL:  # the usual few: rows made before, else made one by one (checks in plain floats)
+            few = [self._rows(job) for job in stale]
+            rows: np.ndarray | list[np.ndarray] = [r for r, _, _ in few]
+            bounds, whole = [b for _, b, _ in few], [w for _, _, w in few]
         else:
+            add = [_job_rows(job) for job in stale]
             rows = np.array(add).reshape(len(add), 5, size)
             bounds, whole = _checks(rows)
         for k, job in enumerate(stale):
@@ -261,6 +287,23 @@ class JobSums:
             else:
                 old = sums.get(q)
                 sums[q] = delta[k] if old is None else old + delta[k]
+
+    def _rows(self, job: JobInfo) -> tuple[np.ndarray, int, bool]:
+        """``job``'s rows and their ``_checks``: the rows made before from the same inputs (``made``), else made
+        now and kept; under ``deltas.CHECK`` made again and compared."""
+        key = _rows_key(job)
+        made = self.made
+        got = made.get(key)
+        if got is None or deltas.CHECK:
+            r = _job_rows(job)
+            (b,), (w,) = _checks_few([r])
+            assert got is None or (got[0].tobytes() == r.tobytes() and got[1:] == (b, w)), \
+                "JobSums: rows made before from the same inputs are not the job's rows"
+            r.flags.writeable = False
+            if len(made) >= _MADE_KEPT:
+                made.clear()
+            got = made[key] = (r, b, w)
+        return got
 
     @property
     def queue_order(self) -> list[str]:
