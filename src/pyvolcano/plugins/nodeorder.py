@@ -77,9 +77,9 @@ class K8sNodeRequests:
         #: the node accounting as the session opens (the session's placements change ``nodes.used`` in place)
         self._used = nodes.used.copy()
         # only the nodes listed as holding such a pod (``NodeArrays.extra_at``, kept by the cache), in node order
-        maps = nodes.tasks
-        self._fix = [(i, t.k8s_extra) for i in nodes.special_nodes(nodes.extra_at) for t in maps[i].values()
-                     if t.k8s_extra]
+        maps, listed = nodes.tasks, nodes.extra_at
+        self._fix = [] if listed is not None and not listed else [
+            (i, t.k8s_extra) for i in nodes.special_nodes(listed) for t in maps[i].values() if t.k8s_extra]
         self._both: np.ndarray | None = None
         if track:
             ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
