@@ -273,7 +273,7 @@ def _constrained(job: JobInfo) -> bool:
     return any(t.uses_pod_constraints for t in job.tasks.values())
 
 
-#: per node count, an array of no node (read-only): ``PodAffinityState``'s listed nodes while none is
+#: per node count, an array marking no node (read-only): ``PodAffinityState``'s open lists while no node is listed
 _NO_NODES: dict[int, np.ndarray] = {}
 
 
