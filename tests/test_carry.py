@@ -200,3 +200,81 @@ def test_checks_of_a_few_jobs_are_the_array_checks() -> None:
         assert few_whole == whole
         assert [b for b, w in zip(few_bounds, whole, strict=True) if w] == [
             b for b, w in zip(bounds, whole, strict=True) if w]
+
+
+def test_held_back_total_is_kept_while_the_sums_stay_and_summed_again_when_they_move() -> None:
+    """overcommit's held-back total (``JobSums.inqueue_total``) is kept while no job's rows change, summed again
+    after a change that moves it (a group admitted, a group gone), and under ``deltas.CHECK`` a kept total that is
+    not the sum raises."""
+    from pyvolcano.framework.incremental import deltas
+    from pyvolcano.plugins._shared import JobSums
+
+    rng = random.Random(17)
+    cache = _cache(rng)
+    ssn = _session(cache, load_conf_file(None), True)
+    jobs = dict(ssn.jobs)
+    sums = JobSums(ssn.res.size)
+
+    def fresh() -> np.ndarray:
+        return np.array([sums.entries[u][4][2] for u in sums.jobs]).sum(axis=0)
+
+    sums.sync(jobs)
+    first = sums.inqueue_total()
+    assert np.array_equal(first, fresh())
+    sums.sync(jobs)  # nothing changed: the same total, not summed again (but for the checks)
+    with deltas.checking(False):
+        assert sums.inqueue_total() is first
+    grouped = [j for j in jobs.values() if j.podgroup is not None and j.podgroup.min_resources is not None]
+    job = next(j for j in grouped if j.podgroup.phase != PodGroupPhase.Inqueue)
+    job.podgroup.phase = PodGroupPhase.Inqueue  # admitted: holds its minimum back
+    job.version += 1
+    sums.sync(jobs)
+    moved = sums.inqueue_total()
+    assert moved is not first and np.array_equal(moved, fresh())
+    assert not np.array_equal(moved, first)
+    sums.sync({u: j for u, j in jobs.items() if u != job.uid})  # gone again
+    assert np.array_equal(sums.inqueue_total(), first)
+    sums._held = first + 1.0  # a kept total that is not the sum
+    with deltas.checking(True), pytest.raises(AssertionError, match="held-back total"):
+        sums.inqueue_total()
+
+
+def test_rows_made_before_serve_jobs_of_the_same_inputs_and_no_other() -> None:
+    """A changed job's rows come from ``JobSums.made`` when made before from the very same inputs (allocation,
+    pending requests, minResources, phase, enough pods holding), for it or another job, and are made again when any
+    input differs; under ``deltas.CHECK`` kept rows that are not the job's raise."""
+    from pyvolcano.framework.incremental import deltas
+    from pyvolcano.plugins._shared import JobSums, _rows_key
+
+    rng = random.Random(19)
+    cache = _cache(rng)
+    sums = JobSums(_session(cache, load_conf_file(None), True).res.size)
+    made = 0
+    for step in range(60):
+        _change(cache, rng, step)
+        ssn = _session(cache, load_conf_file(None), False)
+        for job in ssn.jobs.values():
+            key = _rows_key(job)
+            before = sums.made.get(key)
+            with deltas.checking(False):
+                rows, bound, whole = sums._rows(job)
+            want = _job_rows(job)
+            assert rows.tobytes() == want.tobytes()
+            bounds, wholes = _checks(want[None])
+            assert whole == wholes[0] and (not whole or bound == bounds[0])
+            if before is not None:
+                assert rows is before[0]  # made before: not made again
+            else:
+                made += 1
+    assert 0 < made < 60 * 12  # some rows were made, most were found
+    # every input of the rows is in the key: a job changed in any of them gets another key
+    job = next(j for j in ssn.jobs.values() if j.podgroup is not None and j.podgroup.min_resources is not None)
+    key = _rows_key(job)
+    job.podgroup.min_resources = job.podgroup.min_resources + 1.0
+    assert _rows_key(job) != key
+    job.podgroup.phase = PodGroupPhase.Inqueue if job.podgroup.phase != PodGroupPhase.Inqueue else \
+        PodGroupPhase.Running
+    spoilt = _rows_key(job)
+    sums.made[spoilt] = (_job_rows(job) + 1.0, 1, True)  # kept rows that are not the job's
+    with deltas.checking(True), pytest.raises(AssertionError, match="rows made before"):
+        sums._rows(job)

@@ -67,7 +67,8 @@ def _copies(queues: list[QueueAttr]) -> dict[str, QueueAttr]:
 @pytest.mark.parametrize("seed", range(12))
 def test_carried_rows_are_the_loops_and_any_changed_input_runs_it_again(seed: int) -> None:
     """With carried values the second session of the same inputs takes the last session's rows (no round runs);
-    each input the loop reads, changed, gives the loop's own new rows, never the carried ones."""
+    each input the loop reads, changed, gives the loop's own new rows, never the carried ones; inputs met again
+    after others take the rows kept for them."""
     from pyvolcano.framework.incremental import deltas
     from pyvolcano.framework.incremental.state import CarriedValues
     from pyvolcano.plugins import _shared
@@ -107,7 +108,7 @@ def test_carried_rows_are_the_loops_and_any_changed_input_runs_it_again(seed: in
             check(_copies(base), total, True)
             check(_copies(base), total, False)
             vec[k] = old
-            check(_copies(base), total, True)
+            check(_copies(base), total, False)  # back to inputs met before: their rows are still kept
         q.weight += 1
         check(_copies(base), total, True)
         bigger = total.copy()
@@ -118,6 +119,17 @@ def test_carried_rows_are_the_loops_and_any_changed_input_runs_it_again(seed: in
         base[0].request[:] = np.where(zero == 0.0, -0.0, zero)
         if (zero == 0.0).any():
             check(_copies(base), bigger, True)
+        # the rows of the last ``_DESERVED_KEPT`` distinct inputs are kept, the least recently met leaves first
+        values.put(_shared._CARRIED_DESERVED, {})
+        others = [total + np.eye(dims)[0] * (1.0 + step) for step in range(2 * _shared._DESERVED_KEPT)]
+        check(_copies(base), total, True)
+        for other in others[:_shared._DESERVED_KEPT - 1]:
+            check(_copies(base), other, True)
+        check(_copies(base), total, False)  # met again: now the most recent
+        check(_copies(base), others[0], False)
+        for other in others[_shared._DESERVED_KEPT - 1:2 * _shared._DESERVED_KEPT - 2]:
+            check(_copies(base), other, True)
+        check(_copies(base), total, True)  # pushed out by as many newer inputs as are kept
     finally:
         _shared._run_loop = real_run  # type: ignore[assignment]
 
@@ -135,12 +147,14 @@ def test_carried_rows_under_check_mode_are_checked() -> None:
     total = np.full(4, 1000.0)
     values = CarriedValues()
     deserved_loop(_copies(base), total, values=values)
-    carried = values.get(_shared._CARRIED_DESERVED)
-    assert carried is not None and carried[1] is not None
-    carried[1][0] = carried[1][0] + 1.0  # spoil the carried rows
+    kept = values.get(_shared._CARRIED_DESERVED)
+    assert kept is not None and len(kept) == 1
+    carried = next(iter(kept.values()))
+    assert carried is not None
+    carried[0] = carried[0] + 1.0  # spoil the carried rows
     with deltas.checking(True), pytest.raises(AssertionError, match="carried rows"):
         deserved_loop(_copies(base), total, values=values)
     with deltas.checking(False):  # without the checks the (spoiled) carried rows are taken: the key matched
         attrs = _copies(base)
         deserved_loop(attrs, total, values=values)
-        assert attrs["q0"].deserved.tobytes() == carried[1][0].tobytes()
+        assert attrs["q0"].deserved.tobytes() == carried[0].tobytes()

@@ -273,6 +273,18 @@ def _constrained(job: JobInfo) -> bool:
     return any(t.uses_pod_constraints for t in job.tasks.values())
 
 
+#: per node count, an array marking no node (read-only): ``PodAffinityState``'s open lists while no node is listed
+_NO_NODES: dict[int, np.ndarray] = {}
+
+
+def _no_nodes(n: int) -> np.ndarray:
+    got = _NO_NODES.get(n)
+    if got is None:
+        got = _NO_NODES[n] = np.zeros(n, bool)
+        got.flags.writeable = False
+    return got
+
+
 class PodAffinityState:
     """Per-session counts of placed pods, per node, for every selector in use (see module docstring)."""
 
@@ -295,8 +307,8 @@ class PodAffinityState:
         # (``plugins/util/k8s/snapshot.go: NewSnapshot``); its event handlers add pods to the nodes but never
         # to the lists, so only those nodes' pods are looked at for "existing pods' anti-affinity" and (for a
         # pod without preferred terms of its own) for existing pods' preferred terms.
-        self.anti_open = np.zeros(self.n, bool)
-        self.aff_open = np.zeros(self.n, bool)
+        # (read-only: one shared array of no node while no node is listed, the usual session's)
+        self.anti_open = self.aff_open = _no_nodes(self.n)
         # Which rules can matter this session: only pods with pod-affinity terms or spread constraints are
         # parsed here, found on the nodes the snapshot lists for them (``NodeArrays.constrained_at``, kept by
         # the cache), so a session without any costs next to nothing.
@@ -307,9 +319,13 @@ class PodAffinityState:
                 if t.uses_pod_constraints and counted(t):
                     aff = ((t.pod.get("spec") or {}).get("affinity") or {})
                     if aff.get("podAffinity") is not None or aff.get("podAntiAffinity") is not None:
+                        if not self.aff_open.flags.writeable:
+                            self.aff_open = np.zeros(self.n, bool)
                         self.aff_open[i] = True
                     pt = self.parse(t)
                     if pt.req_anti:
+                        if not self.anti_open.flags.writeable:
+                            self.anti_open = np.zeros(self.n, bool)
                         self.anti_open[i] = True
                     on_nodes.append(pt)
         # the pending pods with such constraints: of the jobs the cache lists as having any
@@ -322,6 +338,9 @@ class PodAffinityState:
             jobs = [ssn.jobs[uid] for uid in sorted(known) if uid in ssn.jobs]
         pending = [self.parse(t) for j in jobs for t in j.index.get(TaskStatus.Pending, {}).values()
                    if t.uses_pod_constraints]
+        if not pending and not on_nodes:  # the usual session: no rule can matter
+            self.any_terms = self.any_required = self.any_hard = self.any_soft = False
+            return
         self.any_terms = any(pt.holds for pt in pending) or any(pt.holds for pt in on_nodes)
         self.any_required = any(pt.req_aff or pt.req_anti for pt in pending) or any(pt.req_anti for pt in on_nodes)
         self.any_hard = any(pt.hard for pt in pending)

@@ -60,40 +60,71 @@ class K8sNodeRequests:
 
     Built from the node accounting (``NodeArrays.used``, every pod on the node) corrected by the few pods whose
     Kubernetes view differs (``TaskInfo.k8s_extra``), found on the nodes the snapshot lists for them
-    (``NodeArrays.extra_at``): no per-pod work for the usual pod, not even a look."""
+    (``NodeArrays.extra_at``): no per-pod work for the usual pod, not even a look.
+
+    Built when first read, not at session open: most sessions score no node (a backlog that waits places nothing),
+    and those need none of it.  What it is built from is taken as the session opens (a copy of the accounting, the
+    corrections), and an allocate / deallocate event before the first read builds it first, so that it is, read
+    after read and event after event, the map built at open and kept by the events."""
 
     def __init__(self, ssn: Session, track: bool) -> None:
         nodes, pos = ssn.nodes, ssn.res.pos
         self.ssn = ssn
         self.dims = [pos["cpu"], pos["memory"]] + ([pos[GPU]] if GPU in pos else [])
-        n, k = len(nodes), len(self.dims)
         self._where: dict[str, int] = {}
         self._gone: set[str] = set()
         self._vec: dict[object, np.ndarray] = {}
-        #: one row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update
-        #: per event); ``req`` and ``nz`` are views of it
+        #: the node accounting as the session opens (the session's placements change ``nodes.used`` in place)
+        self._used = nodes.used.copy()
+        # only the nodes listed as holding such a pod (``NodeArrays.extra_at``, kept by the cache), in node order
+        maps, listed = nodes.tasks, nodes.extra_at
+        self._fix = [] if listed is not None and not listed else [
+            (i, t.k8s_extra) for i in nodes.special_nodes(listed) for t in maps[i].values() if t.k8s_extra]
+        self._both: np.ndarray | None = None
+        if track:
+            ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+
+    def _build(self) -> np.ndarray:
+        """One row per node: Requested cpu, memory, GPU, then NonZeroRequested cpu, memory (one NumPy update per
+        event); ``req`` and ``nz`` are views of it."""
+        used, n, k = self._used, self._used.shape[0], len(self.dims)
         if k == 3:  # one gather of the five columns (the node accounting's copies, exact), by an index array
             cols = tuple(self.dims + self.dims[:2])  # made once per column set: a list is converted at every take
             at = _COLS.get(cols)
             if at is None:
                 at = _COLS[cols] = np.array(cols, dtype=np.intp)
                 at.flags.writeable = False
-            self.both = nodes.used.take(at, axis=1)
+            both = used.take(at, axis=1)
         else:  # no GPU resource: Requested GPU stays 0
-            self.both = np.zeros((n, 5))
-            self.both[:, :k] = nodes.used[:, self.dims]
-            self.both[:, 3:] = nodes.used[:, self.dims[:2]]
-        self.req = self.both[:, :3]
-        self.nz = self.both[:, 3:]
-        # only the nodes listed as holding such a pod (``NodeArrays.extra_at``, kept by the cache), in node order
-        maps = nodes.tasks
-        fix = [(i, t.k8s_extra) for i in nodes.special_nodes(nodes.extra_at) for t in maps[i].values()
-               if t.k8s_extra]
+            both = np.zeros((n, 5))
+            both[:, :k] = used[:, self.dims]
+            both[:, 3:] = used[:, self.dims[:2]]
+        fix = self._fix
         if fix:
             at = np.fromiter((i for i, _ in fix), np.int64, len(fix))
-            np.add.at(self.both, at, np.array([e for _, e in fix]))
-        if track:
-            ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+            np.add.at(both, at, np.array([e for _, e in fix]))
+        self._both, self._req, self._nz = both, both[:, :3], both[:, 3:]
+        del self._used, self._fix
+        return both
+
+    @property
+    def both(self) -> np.ndarray:
+        both = self._both
+        return both if both is not None else self._build()
+
+    @property
+    def req(self) -> np.ndarray:
+        """Requested cpu, memory, GPU per node (a view of ``both``)."""
+        if self._both is None:
+            self._build()
+        return self._req
+
+    @property
+    def nz(self) -> np.ndarray:
+        """NonZeroRequested cpu, memory per node (a view of ``both``)."""
+        if self._both is None:
+            self._build()
+        return self._nz
 
     def pod_req(self, task: TaskInfo) -> list[float]:
         """The pod's (cpu, memory, GPU) request as Kubernetes' PodRequests counts it (init containers and
@@ -118,10 +149,11 @@ class K8sNodeRequests:
         v = self._vec.get(key)
         if v is None:
             v = self._vec[key] = np.array([*self.pod_req(task), *self.pod_nz(task)])
+        both = self.both
         if sign > 0:
-            self.both[i] += v
+            both[i] += v
         else:
-            self.both[i] -= v
+            both[i] -= v
 
     def _on_allocate(self, task: TaskInfo) -> None:
         i = self.ssn.nodes.pos.get(task.node_name)

@@ -24,15 +24,15 @@ class Overcommit(Plugin):
         factor = self.arguments.get_float("overcommit-factor", 1.2)
         if factor < 1.0:
             factor = 1.2
-        mask = ssn.res.fair_mask
-        used = ssn.nodes.used_total()
-        idle = ((ssn.total_resource * factor - used) * mask).tolist()
         # plain floats over a handful of dimensions: the same IEEE operations as NumPy's on the rows (Volcano's
-        # ``LessEqualWithDimension``, ``less_equal_with_dimension``), without a NumPy call's cost on every
-        # waiting job's turn (enqueue's group checks, every session the room came back)
-        fair = mask.tolist()
+        # ``LessEqualWithDimension``, ``less_equal_with_dimension``; a float times the mask's True or False is NumPy's
+        # times 1.0 or 0.0), without a NumPy call's cost here and on every waiting job's turn (enqueue's group
+        # checks, every session the room came back)
+        fair = ssn.res.fair_mask.tolist()
+        idle = [(t * factor - u) * m for t, u, m in zip(ssn.total_resource.tolist(), ssn.nodes.used_total().tolist(),
+                                                        fair, strict=True)]
         names = ssn.res.names
-        state = {"inqueue": (session_sums(ssn).inqueue_total() * mask).tolist()}
+        state = {"inqueue": [q * m for q, m in zip(session_sums(ssn).inqueue_total().tolist(), fair, strict=True)]}
 
         def enqueueable(job: JobInfo) -> Vote:
             pg = job.podgroup
