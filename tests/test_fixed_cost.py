@@ -129,3 +129,16 @@ def test_session_uid_is_a_random_version_4_uuid() -> None:
     for u in got:
         parsed = uuid.UUID(u)
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == u
+
+
+def test_session_uid_text_is_uuids_own() -> None:
+    """``session_uid`` sets the version and variant bits and writes the text itself: for any 128 bits, what
+    ``uuid.UUID(int=bits, version=4)`` writes."""
+    import random
+    import uuid
+
+    from pyvolcano.framework import uids
+
+    rnd = random.Random(5)
+    for bits in [0, 2**128 - 1, *(rnd.getrandbits(128) for _ in range(2000))]:
+        assert uids._text((bits & uids._CLEAR) | uids._SET) == str(uuid.UUID(int=bits, version=4))
