@@ -47,6 +47,7 @@ from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.carry import unchanged
 from pyvolcano.framework.incremental.contracts import Contract
+from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -225,8 +226,79 @@ def blocked_starving(ssn: Session, by_version: bool) -> list[JobInfo]:
     if not plan.blocked:
         return []
     queues = ssn.queues
-    return [job for job in plan.blocked_jobs()
-            if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
+    values = ssn.carried_values() if by_version else None
+    if values is None:
+        return [job for job in plan.blocked_jobs()
+                if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
+    uids, jobs = tuple(plan.blocked), ssn.jobs
+    c = values.get(_HELD)
+    if c is not None and c.conf is ssn.conf and c.uids == uids and c.queues == tuple(queues) \
+            and all(jobs[uid] is job and job.version == job.cloned_from for uid, job in zip(uids, c.jobs, strict=True)):
+        if deltas.CHECK:
+            assert [job.uid for job in c.held] == [job.uid for job in plan.blocked_jobs() if not job.is_pending()
+                                                   and job.queue in queues and valid_starving(ssn, job, True)], \
+                "preempt: the carried blocked walk is stale"
+        return c.held
+    blocked = plan.blocked_jobs()
+    held = [job for job in blocked if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, True)]
+    values.put(_HELD, HeldCarry(ssn.conf, uids, tuple(blocked), tuple(queues), held))
+    return held
+
+
+class HeldCarry:
+    """``blocked_starving``'s answer carried from one session to the next: the same blocked jobs (the very clones,
+    unchanged: blocked jobs are settled jobs, handed over as they are) under the same conf and queues give the same
+    answers (``valid_starving`` by version).  With it, once proved (``held_idle``), what preempt's check of those
+    jobs read besides the nodes' future idle: their queues' ``present`` stamps, the registration's shape, the
+    conditions' session part, and the request shapes that must fit no node."""
+
+    __slots__ = ("conf", "held", "idle", "jobs", "queues", "uids")
+
+    def __init__(self, conf: object, uids: tuple[str, ...], jobs: tuple[JobInfo, ...], queues: tuple[str, ...],
+                 held: list[JobInfo]) -> None:
+        self.conf, self.uids, self.jobs, self.queues, self.held = conf, uids, jobs, queues, held
+        self.idle: tuple[tuple[tuple[str, int | None], ...], object, object, tuple[tuple[bytes, np.ndarray], ...]] \
+            | None = None
+
+
+#: the blocked walk and its proof, carried between sessions (``HeldCarry``)
+_HELD: CarryKey[HeldCarry] = CarryKey("preempt-held")
+
+
+def held_idle(ssn: Session, held: list[JobInfo], idle_jobs: IdleJobs) -> bool:
+    """``turns_idle`` for the blocked jobs preempt would push (``held``, from ``blocked_starving``): when they are the
+    carried ones and their queues' ``present`` stamps, the registration's shape and the conditions' session part are
+    those of their proof, only the fit of their request shapes is asked (``FitsNowhere``); else each job is checked
+    (``IdleJobs``) and, when each one's carried proof stands, the proof is kept for the next session.  Only on the
+    greedy path without a batch score (the month's); with ``deltas.CHECK`` a kept proof is checked job by job."""
+    values = ssn.carried_values()
+    c = values.get(_HELD) if values is not None else None
+    proof, nowhere = idle_jobs.proof, idle_jobs.nowhere
+    plain = not idle_jobs.opts.topology_aware and not ssn.batch_scores and idle_jobs.session is not None
+    if c is None or c.held is not held or not plain:
+        return all(idle_jobs(job) for job in held)
+    present, sess = proof.ledger.present, idle_jobs.session
+    kept = c.idle
+    if kept is not None and kept[1] == proof.shape and kept[2] == sess \
+            and all(present.get(q) == stamp for q, stamp in kept[0]):
+        got = all(nowhere.of(b, need) for b, need in kept[3])
+        if deltas.CHECK:
+            assert got == all(idle_jobs(job) for job in held), "preempt: the carried blocked proof is stale"
+        return got
+    got = all(idle_jobs(job) for job in held)
+    c.idle = None
+    stamps: dict[str, int | None] = {}
+    shapes: dict[bytes, np.ndarray] = {}
+    for job in held:  # each job's carried proof, as ``IdleJobs`` left it under this session's key
+        hit = job.derived.get(_IDLE)
+        if hit is None or hit[1] is None or hit[0] != (job.version, present.get(job.queue), ssn.conf, proof.shape,
+                                                        sess):
+            return got
+        stamps[job.queue] = hit[0][1]
+        for b, need in hit[1]:
+            shapes[b] = need
+    c.idle = (tuple(stamps.items()), proof.shape, sess, tuple(shapes.items()))
+    return got
 
 
 def walk(ssn: Session, by_version: bool) -> tuple[list[JobInfo], list[JobInfo]]:
@@ -368,7 +440,8 @@ class Preempt(Action):
         starving, held = walk(ssn, by_version)
         topology = ssn.topology
         starving = [job for job in starving if topology.of(job) is None]
-        held = [job for job in held if topology.of(job) is None]
+        # (a blocked job has no topology constraint: ``Closer.note``)
+        assert not deltas.CHECK or all(topology.of(job) is None for job in held), "preempt: a blocked job with topology"
         # whether the plugins' declared victim conditions can prove a scope empty (None: a tier starts with a plugin
         # that declares none); the ledger is synced in every session, so that it follows the jobs that change
         ledger = session_ledger(ssn)
@@ -377,8 +450,11 @@ class Preempt(Action):
         if proof is not None:
             nowhere = FitsNowhere.shared(ssn)
             one = partial(_idle_preemptor, ssn, proof, opts, nowhere)
-            idle = turns_idle(ssn, [*starving, *held], one,
-                              IdleJobs(ssn, proof, opts, nowhere, one) if by_version else None)
+            if by_version:
+                ij = IdleJobs(ssn, proof, opts, nowhere, one)
+                idle = turns_idle(ssn, starving, one, ij) and (not held or held_idle(ssn, held, ij))
+            else:
+                idle = turns_idle(ssn, [*starving, *held], one)
         if held and not idle:
             starving = [job for job in starving_with_blocked(ssn, by_version, held) if ssn.topology.of(job) is None]
         elif held:
