@@ -106,8 +106,8 @@ def test_oversubscribed_month_of_services() -> None:
 #: user guide), replaces proportion in its conf (``confs/capacity.conf``); on the month's one queue without deserved or
 #: capability its realCapability is the cluster's total.  cdp acts only through preempt and reclaim, so its conf adds
 #: those actions (as ``confs/preempt.conf``, the same conf without cdp); what those actions cost on the month is
-#: theirs, not cdp's (docs/performance.md, "The month with a plugin on", says how much and why).  ``benchmarks/simcheck.py svc4k OUT --conf benchmarks/confs/NAME.conf`` is the same run at a sixth of the
-#: size.
+#: theirs, not cdp's (docs/performance.md, "The month with a plugin on", says how much and why).
+#: ``benchmarks/simcheck.py svc4k OUT --conf benchmarks/confs/NAME.conf`` is the same run at a sixth of the size.
 MONTH_CONFS = ["resource-strategy-fit", "cdp", "capacity"]
 
 
