@@ -230,75 +230,84 @@ def blocked_starving(ssn: Session, by_version: bool) -> list[JobInfo]:
     if values is None:
         return [job for job in plan.blocked_jobs()
                 if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
-    uids, jobs = tuple(plan.blocked), ssn.jobs
     c = values.get(_HELD)
-    if c is not None and c.conf is ssn.conf and c.uids == uids and c.queues == tuple(queues) \
-            and all(jobs[uid] is job and job.version == job.cloned_from for uid, job in zip(uids, c.jobs, strict=True)):
-        if deltas.CHECK:
-            assert [job.uid for job in c.held] == [job.uid for job in plan.blocked_jobs() if not job.is_pending()
-                                                   and job.queue in queues and valid_starving(ssn, job, True)], \
-                "preempt: the carried blocked walk is stale"
-        return c.held
-    blocked = plan.blocked_jobs()
-    held = [job for job in blocked if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, True)]
-    values.put(_HELD, HeldCarry(ssn.conf, uids, tuple(blocked), tuple(queues), held))
+    if c is None or c.conf is not ssn.conf or c.queues != tuple(queues):
+        c = HeldCarry(ssn.conf, tuple(queues))
+        values.put(_HELD, c)
+    entries, jobs, blocked = c.entries, ssn.jobs, plan.blocked
+    held: list[JobInfo] = []
+    for uid in blocked:
+        job = jobs[uid]
+        e = entries.get(uid)
+        if e is not None and e[0] is job and job.version == job.cloned_from:
+            h = e[1]
+            if deltas.CHECK:
+                assert h == (not job.is_pending() and job.queue in queues and valid_starving(ssn, job, True)), \
+                    f"preempt: the carried walk answer of blocked job {uid} is stale"
+        else:
+            h = not job.is_pending() and job.queue in queues and valid_starving(ssn, job, True)
+            entries[uid] = (job, h)
+        if h:
+            held.append(job)
+    if len(entries) > 2 * len(blocked) + 64:  # jobs no longer blocked
+        c.entries = {uid: e for uid, e in entries.items() if uid in blocked}
+        c.idle = {uid: e for uid, e in c.idle.items() if uid in blocked}
     return held
 
 
 class HeldCarry:
-    """``blocked_starving``'s answer carried from one session to the next: the same blocked jobs (the very clones,
-    unchanged: blocked jobs are settled jobs, handed over as they are) under the same conf and queues give the same
-    answers (``valid_starving`` by version).  With it, once proved (``held_idle``), what preempt's check of those
-    jobs read besides the nodes' future idle: their queues' ``present`` stamps, the registration's shape, the
-    conditions' session part, and the request shapes that must fit no node."""
+    """What preempt reads of each blocked job, carried from one session to the next while the job stays the very
+    clone, unchanged (blocked jobs are settled jobs, handed over as they are), under the same conf and queues:
+    whether it would be pushed (``entries``: ``valid_starving`` answers by version), and, under the registration's
+    shape and the conditions' session part of ``ctx``, its proof (``idle``: its queue's ``present`` stamp then, and the
+    request shapes that must fit no node; ``held_idle``)."""
 
-    __slots__ = ("conf", "held", "idle", "jobs", "queues", "uids")
+    __slots__ = ("conf", "ctx", "entries", "idle", "queues")
 
-    def __init__(self, conf: object, uids: tuple[str, ...], jobs: tuple[JobInfo, ...], queues: tuple[str, ...],
-                 held: list[JobInfo]) -> None:
-        self.conf, self.uids, self.jobs, self.queues, self.held = conf, uids, jobs, queues, held
-        self.idle: tuple[tuple[tuple[str, int | None], ...], object, object, tuple[tuple[bytes, np.ndarray], ...]] \
-            | None = None
+    def __init__(self, conf: object, queues: tuple[str, ...]) -> None:
+        self.conf, self.queues = conf, queues
+        self.entries: dict[str, tuple[JobInfo, bool]] = {}
+        self.ctx: tuple[object, object] | None = None
+        self.idle: dict[str, tuple[JobInfo, int | None, tuple[tuple[bytes, np.ndarray], ...]]] = {}
 
 
-#: the blocked walk and its proof, carried between sessions (``HeldCarry``)
+#: what preempt reads of the blocked jobs, carried between sessions (``HeldCarry``)
 _HELD: CarryKey[HeldCarry] = CarryKey("preempt-held")
 
 
 def held_idle(ssn: Session, held: list[JobInfo], idle_jobs: IdleJobs) -> bool:
-    """``turns_idle`` for the blocked jobs preempt would push (``held``, from ``blocked_starving``): when they are the
-    carried ones and their queues' ``present`` stamps, the registration's shape and the conditions' session part are
-    those of their proof, only the fit of their request shapes is asked (``FitsNowhere``); else each job is checked
-    (``IdleJobs``) and, when each one's carried proof stands, the proof is kept for the next session.  Only on the
-    greedy path without a batch score (the month's); with ``deltas.CHECK`` a kept proof is checked job by job."""
+    """``turns_idle`` for the blocked jobs preempt would push (``held``, from ``blocked_starving``): a job whose proof
+    is carried (``HeldCarry.idle``: the same clone, unchanged, its queue's ``present`` stamp and the carry's
+    registration shape and session part those of the proof) is asked only the fit of its request shapes
+    (``FitsNowhere``); any other goes through ``IdleJobs``, and its proof, when ``IdleJobs`` carries one, is kept.  Only
+    on the greedy path without a batch score (the month's); with ``deltas.CHECK`` a kept proof is checked by
+    ``IdleJobs``."""
     values = ssn.carried_values()
     c = values.get(_HELD) if values is not None else None
-    proof, nowhere = idle_jobs.proof, idle_jobs.nowhere
-    plain = not idle_jobs.opts.topology_aware and not ssn.batch_scores and idle_jobs.session is not None
-    if c is None or c.held is not held or not plain:
+    if c is None or idle_jobs.opts.topology_aware or ssn.batch_scores or idle_jobs.session is None:
         return all(idle_jobs(job) for job in held)
-    present, sess = proof.ledger.present, idle_jobs.session
-    kept = c.idle
-    if kept is not None and kept[1] == proof.shape and kept[2] == sess \
-            and all(present.get(q) == stamp for q, stamp in kept[0]):
-        got = all(nowhere.of(b, need) for b, need in kept[3])
-        if deltas.CHECK:
-            assert got == all(idle_jobs(job) for job in held), "preempt: the carried blocked proof is stale"
-        return got
-    got = all(idle_jobs(job) for job in held)
-    c.idle = None
-    stamps: dict[str, int | None] = {}
-    shapes: dict[bytes, np.ndarray] = {}
-    for job in held:  # each job's carried proof, as ``IdleJobs`` left it under this session's key
-        hit = job.derived.get(_IDLE)
-        if hit is None or hit[1] is None or hit[0] != (job.version, present.get(job.queue), ssn.conf, proof.shape,
-                                                        sess):
-            return got
-        stamps[job.queue] = hit[0][1]
-        for b, need in hit[1]:
-            shapes[b] = need
-    c.idle = (tuple(stamps.items()), proof.shape, sess, tuple(shapes.items()))
-    return got
+    proof, sess = idle_jobs.proof, idle_jobs.session
+    ctx = (proof.shape, sess)
+    if c.ctx != ctx:
+        c.ctx, c.idle = ctx, {}
+    idle, present, of, conf = c.idle, proof.ledger.present, idle_jobs.nowhere.of, ssn.conf
+    for job in held:
+        e = idle.get(job.uid)
+        if e is not None and e[0] is job and e[1] == present.get(job.queue) and job.version == job.cloned_from:
+            got = all(of(b, need) for b, need in e[2])
+            if deltas.CHECK:
+                assert got == idle_jobs(job), f"preempt: the carried proof of blocked job {job.uid} is stale"
+        else:
+            got = idle_jobs(job)
+            hit = job.derived.get(_IDLE)  # the proof ``IdleJobs`` carries with the job, under this session's key
+            if hit is not None and hit[1] is not None and hit[0] == (job.version, present.get(job.queue), conf,
+                                                                      proof.shape, sess):
+                idle[job.uid] = (job, hit[0][1], hit[1])
+            else:
+                idle.pop(job.uid, None)
+        if not got:
+            return False
+    return True
 
 
 def walk(ssn: Session, by_version: bool) -> tuple[list[JobInfo], list[JobInfo]]:
