@@ -170,12 +170,12 @@ def preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Calla
 def candidate_preemptors(ssn: Session) -> Iterable[JobInfo]:
     """The jobs preempt and reclaim ask whether they are starving.  Volcano walks every job of the session
     (preempt.go, reclaim.go: ``for _, job := range ssn.Jobs``); a job the session leaves settled
-    (``framework/incremental/plan.py``) has no pending pod, so as a preemptor it would pop no task and leave
-    its statement empty, and its jobValid passes (it closed the last session without an objection, and the
-    answer is a function of its version: ``Contract.VALID_BY_VERSION``), so asking changes nothing.  Only the
-    others are walked (``Session.unsettled_jobs``, in ``jobs`` order): the month of services keeps thousands
-    of settled jobs and a handful of starving ones.  With ``deltas.CHECK`` the skipped jobs are checked to have
-    no pod to offer."""
+    (``framework/incremental/plan.py``) but not blocked has no pending pod, so as a preemptor it would pop no task
+    and leave its statement empty, and its jobValid passes (it closed the last session without an objection, and
+    the answer is a function of its version: ``Contract.VALID_BY_VERSION``), so asking changes nothing.  Only the
+    others are walked (``Session.unsettled_jobs``, in ``jobs`` order), and the blocked ones apart
+    (``blocked_starving``): the month of services keeps thousands of settled jobs and a handful of starving ones.
+    With ``deltas.CHECK`` the skipped jobs but the blocked ones are checked to have no pod to offer."""
     jobs = ssn.unsettled_jobs()
     if deltas.CHECK and jobs is not ssn.jobs.values():
         looked = {j.uid for j in jobs}
