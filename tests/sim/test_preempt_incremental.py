@@ -157,8 +157,7 @@ def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypa
     walked), reclaim must take preempt's walk when preempt changed nothing (``preempt.walk``), and the run must
     decide as with every proof and ask made (``deltas.CHECK``: each reused answer made again and compared) and as
     ``--full-sessions``."""
-    counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0, "idle-job": 0, "proved": 0, "walks": 0, "made": 0,
-              "held": 0, "held-kept": 0}
+    counts = {"verdict": 0, "none": 0, "walked": 0, "starving": 0, "idle-job": 0, "proved": 0, "walks": 0, "made": 0}
 
     def counting(name: str, real: Any) -> Any:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -185,27 +184,13 @@ def test_carried_verdicts_and_walk_answers_are_used_and_decide_the_same(monkeypa
     monkeypatch.setattr(preempt, "walk", counting("walks", preempt.walk))
     monkeypatch.setattr(reclaim, "walk", counting("walks", reclaim.walk))
     monkeypatch.setattr(preempt, "starving_jobs", counting("made", preempt.starving_jobs))
-    real_held = preempt.held_idle
-
-    def held_idle(ssn: Session, held: list[Any], ij: Any) -> bool:  # the blocked jobs' proofs kept (``HeldCarry``)
-        values = ssn.carried_values()
-        c = values.get(preempt._HELD) if values is not None else None
-        kept = {job.uid for job in held if c is not None and (e := c.idle.get(job.uid)) is not None and e[0] is job}
-        got = real_held(ssn, held, ij)
-        counts["held"] += len(held)
-        counts["held-kept"] += len(kept)
-        return got
-    monkeypatch.setattr(preempt, "held_idle", held_idle)
     monkeypatch.setattr(Session, "job_starving", job_starving)
     monkeypatch.setattr(preempt.IdleJobs, "__call__", counting("idle-job", preempt.IdleJobs.__call__))
     monkeypatch.setattr(preempt.IdleJobs, "_proved", counting("proved", preempt.IdleJobs._proved))
     with deltas.checking(False):
         carried = _run(False, "cdp", 7, 50, {"default": 1.0}, 2)
     assert counts["none"] <= counts["verdict"], counts  # (a verdict reused by another job of the same key)
-    # a waiting job's proof carried with it (``IdleJobs``), or a blocked one's with the blocked set (``HeldCarry``)
-    assert counts["proved"] * 2 < counts["idle-job"] + counts["held-kept"], counts
+    assert counts["proved"] * 2 < counts["idle-job"], counts  # a waiting job's proof carried with it (``IdleJobs``)
     assert counts["starving"] < counts["walked"], counts  # unchanged jobs' answers carried (``valid_starving``)
     assert counts["made"] * 2 <= counts["walks"], counts  # reclaim takes preempt's walk when nothing changed between
-    # the blocked jobs' walk and proof carried while they stay blocked (``preempt.HeldCarry``)
-    assert counts["held-kept"] * 2 > counts["held"] > 0, counts
     assert carried == _run(False, "cdp", 7, 50, {"default": 1.0}, 2) == _run(True, "cdp", 7, 50, {"default": 1.0}, 2)

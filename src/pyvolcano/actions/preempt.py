@@ -47,7 +47,6 @@ from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.incremental import deltas
 from pyvolcano.framework.incremental.carry import unchanged
 from pyvolcano.framework.incremental.contracts import Contract
-from pyvolcano.framework.incremental.state import CarryKey
 from pyvolcano.framework.points import PREEMPTABLE, BatchScoreError
 from pyvolcano.framework.registry import register_action
 from pyvolcano.framework.session import Session
@@ -219,95 +218,12 @@ def valid_starving(ssn: Session, job: JobInfo, by_version: bool) -> bool:
 
 def blocked_starving(ssn: Session, by_version: bool) -> list[JobInfo]:
     """The blocked jobs the session leaves alone (``Plan.blocked_jobs``: admitted, pods pending, memo-blocked, left out
-    of ``candidate_preemptors``) that preempt and reclaim would push (``valid_starving``).  They may stay left alone
-    only when every turn of the action, theirs included, is proved idle; else ``starving_with_blocked`` looks at them
-    as at any other job before the turns (``Contract.LEAVES_BLOCKED``)."""
-    plan = ssn.plan
-    if not plan.blocked:
+    of ``candidate_preemptors``) that preempt and reclaim would push (``pushed``).  They may stay left alone only when
+    every turn of the action, theirs included, is proved idle; else ``turn_jobs`` looks at them as at any other job
+    before the turns (``Contract.LEAVES_BLOCKED``)."""
+    if not ssn.plan.blocked:
         return []
-    queues = ssn.queues
-    values = ssn.carried_values() if by_version else None
-    if values is None:
-        return [job for job in plan.blocked_jobs()
-                if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
-    c = values.get(_HELD)
-    if c is None or c.conf is not ssn.conf or c.queues != tuple(queues):
-        c = HeldCarry(ssn.conf, tuple(queues))
-        values.put(_HELD, c)
-    entries, jobs, blocked = c.entries, ssn.jobs, plan.blocked
-    held: list[JobInfo] = []
-    for uid in blocked:
-        job = jobs[uid]
-        e = entries.get(uid)
-        if e is not None and e[0] is job and job.version == job.cloned_from:
-            h = e[1]
-            if deltas.CHECK:
-                assert h == (not job.is_pending() and job.queue in queues and valid_starving(ssn, job, True)), \
-                    f"preempt: the carried walk answer of blocked job {uid} is stale"
-        else:
-            h = not job.is_pending() and job.queue in queues and valid_starving(ssn, job, True)
-            entries[uid] = (job, h)
-        if h:
-            held.append(job)
-    if len(entries) > 2 * len(blocked) + 64:  # jobs no longer blocked
-        c.entries = {uid: e for uid, e in entries.items() if uid in blocked}
-        c.idle = {uid: e for uid, e in c.idle.items() if uid in blocked}
-    return held
-
-
-class HeldCarry:
-    """What preempt reads of each blocked job, carried from one session to the next while the job stays the very
-    clone, unchanged (blocked jobs are settled jobs, handed over as they are), under the same conf and queues:
-    whether it would be pushed (``entries``: ``valid_starving`` answers by version), and, under the registration's
-    shape and the conditions' session part of ``ctx``, its proof (``idle``: its queue's ``present`` stamp then, and the
-    request shapes that must fit no node; ``held_idle``)."""
-
-    __slots__ = ("conf", "ctx", "entries", "idle", "queues")
-
-    def __init__(self, conf: object, queues: tuple[str, ...]) -> None:
-        self.conf, self.queues = conf, queues
-        self.entries: dict[str, tuple[JobInfo, bool]] = {}
-        self.ctx: tuple[object, object] | None = None
-        self.idle: dict[str, tuple[JobInfo, int | None, tuple[tuple[bytes, np.ndarray], ...]]] = {}
-
-
-#: what preempt reads of the blocked jobs, carried between sessions (``HeldCarry``)
-_HELD: CarryKey[HeldCarry] = CarryKey("preempt-held")
-
-
-def held_idle(ssn: Session, held: list[JobInfo], idle_jobs: IdleJobs) -> bool:
-    """``turns_idle`` for the blocked jobs preempt would push (``held``, from ``blocked_starving``): a job whose proof
-    is carried (``HeldCarry.idle``: the same clone, unchanged, its queue's ``present`` stamp and the carry's
-    registration shape and session part those of the proof) is asked only the fit of its request shapes
-    (``FitsNowhere``); any other goes through ``IdleJobs``, and its proof, when ``IdleJobs`` carries one, is kept.  Only
-    on the greedy path without a batch score (the month's); with ``deltas.CHECK`` a kept proof is checked by
-    ``IdleJobs``."""
-    values = ssn.carried_values()
-    c = values.get(_HELD) if values is not None else None
-    if c is None or idle_jobs.opts.topology_aware or ssn.batch_scores or idle_jobs.session is None:
-        return all(idle_jobs(job) for job in held)
-    proof, sess = idle_jobs.proof, idle_jobs.session
-    ctx = (proof.shape, sess)
-    if c.ctx != ctx:
-        c.ctx, c.idle = ctx, {}
-    idle, present, of, conf = c.idle, proof.ledger.present, idle_jobs.nowhere.of, ssn.conf
-    for job in held:
-        e = idle.get(job.uid)
-        if e is not None and e[0] is job and e[1] == present.get(job.queue) and job.version == job.cloned_from:
-            got = all(of(b, need) for b, need in e[2])
-            if deltas.CHECK:
-                assert got == idle_jobs(job), f"preempt: the carried proof of blocked job {job.uid} is stale"
-        else:
-            got = idle_jobs(job)
-            hit = job.derived.get(_IDLE)  # the proof ``IdleJobs`` carries with the job, under this session's key
-            if hit is not None and hit[1] is not None and hit[0] == (job.version, present.get(job.queue), conf,
-                                                                      proof.shape, sess):
-                idle[job.uid] = (job, hit[0][1], hit[1])
-            else:
-                idle.pop(job.uid, None)
-        if not got:
-            return False
-    return True
+    return [job for job in ssn.plan.blocked_jobs() if pushed(ssn, job, by_version)]
 
 
 def walk(ssn: Session, by_version: bool) -> tuple[list[JobInfo], list[JobInfo]]:
@@ -328,22 +244,31 @@ def walk(ssn: Session, by_version: bool) -> tuple[list[JobInfo], list[JobInfo]]:
 _STARVING: StateKey[tuple[Stamp, tuple[list[JobInfo], list[JobInfo]]]] = StateKey("starving-walk")
 
 
-def starving_with_blocked(ssn: Session, by_version: bool, held: list[JobInfo]) -> list[JobInfo]:
-    """The action's turns are not all idle: the blocked jobs that would take one (``held``) are looked at as at any
-    other job from now on (``Plan.release``), and the starving jobs are walked again, in ``jobs`` order, with them
-    (the answers are carried: each job is asked again only for an objection, which records the same message)."""
+def turn_jobs(ssn: Session, by_version: bool, starving: list[JobInfo], held: list[JobInfo],
+              idle: bool) -> list[JobInfo]:
+    """The jobs whose turns the action takes (or, with ``idle``, proved idle, checks under ``deltas.CHECK``): the
+    starving ones, and the blocked ones that would take a turn (``held``).  When the turns are not all idle, those
+    are looked at as at any other job from now on (``Plan.release``), and the starving jobs are walked again, in
+    ``jobs`` order, with them (the answers are carried: a job is asked again only for an objection, which records the
+    same message)."""
+    if not held:
+        return starving
+    if idle:
+        return [*starving, *held]
     ssn.plan.release([job.uid for job in held])
     return starving_jobs(ssn, by_version)
 
 
+def pushed(ssn: Session, job: JobInfo, by_version: bool) -> bool:
+    """A job preempt and reclaim push: not Pending, of a queue the session knows, passing jobValid and starving
+    (``valid_starving``); the queue's state is not looked at here (preempt never looks at it: a Closed queue's
+    running jobs still preempt; reclaim skips a Closed queue's turn)."""
+    return not job.is_pending() and job.queue in ssn.queues and valid_starving(ssn, job, by_version)
+
+
 def starving_jobs(ssn: Session, by_version: bool) -> list[JobInfo]:
-    """The jobs preempt and reclaim push, in ``jobs`` order: of the ``candidate_preemptors``, those not Pending, of a
-    queue the session knows, that pass jobValid and are starving (``valid_starving``); the queue's state is not
-    looked at here (preempt never looks at it: a Closed queue's running jobs still preempt; reclaim skips a Closed
-    queue's turn)."""
-    queues = ssn.queues
-    return [job for job in candidate_preemptors(ssn)
-            if not job.is_pending() and job.queue in queues and valid_starving(ssn, job, by_version)]
+    """The jobs preempt and reclaim push (``pushed``), of the ``candidate_preemptors``, in ``jobs`` order."""
+    return [job for job in candidate_preemptors(ssn) if pushed(ssn, job, by_version)]
 
 
 class _QueueBounds:
@@ -443,10 +368,10 @@ class Preempt(Action):
     def execute(self, ssn: Session) -> None:
         opts = self.arguments.derived("preempt", PreemptOptions.of)  # read once per conf
         by_version = walk_by_version(ssn)
-        # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job neither
-        # preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
         # the blocked jobs the session leaves alone (``held``): their turns too must be idle for them to stay so
         starving, held = walk(ssn, by_version)
+        # Volcano: "jobs containing networkTopology do not support preemption" (issue 4374); such a job neither
+        # preempts other jobs nor its own lower-priority tasks; gangpreempt serves it
         topology = ssn.topology
         starving = [job for job in starving if topology.of(job) is None]
         # (a blocked job has no topology constraint: ``Closer.note``)
@@ -459,16 +384,12 @@ class Preempt(Action):
         if proof is not None:
             nowhere = FitsNowhere.shared(ssn)
             one = partial(_idle_preemptor, ssn, proof, opts, nowhere)
-            if by_version:
-                ij = IdleJobs(ssn, proof, opts, nowhere, one)
-                idle = turns_idle(ssn, starving, one, ij) and (not held or held_idle(ssn, held, ij))
-            else:
-                idle = turns_idle(ssn, [*starving, *held], one)
-        if held and not idle:
-            starving = [job for job in starving_with_blocked(ssn, by_version, held) if ssn.topology.of(job) is None]
-        elif held:
-            starving = [*starving, *held]  # (taken only with ``deltas.CHECK``, and must change nothing)
-        take_turns("preempt", ssn, starving, idle, lambda jobs: self._turns(ssn, opts, jobs, proof))
+            idle = turns_idle(ssn, [*starving, *held], one,
+                              IdleJobs(ssn, proof, opts, nowhere, one) if by_version else None)
+        jobs = turn_jobs(ssn, by_version, starving, held, idle)
+        if held and not idle:  # walked again, with the blocked jobs: the topology filter again
+            jobs = [job for job in jobs if topology.of(job) is None]
+        take_turns("preempt", ssn, jobs, idle, lambda turns: self._turns(ssn, opts, turns, proof))
         if not ssn.has("victimTasks"):  # no plugin names victims (rescheduling, tdm): nothing to ask about
             return
         victims = ssn.victim_tasks([t for j in ssn.jobs.values() for t in j.tasks_in(PREEMPTABLE_STATUS)])
@@ -571,11 +492,9 @@ class IdleJobs:
 
     def __call__(self, job: JobInfo) -> bool:
         sess = self.session
-        ledger = self.proof.ledger
-        if sess is None or job.version != job.cloned_from or job.cloned_from < 0 \
-                or ledger.of_job(job.uid) is not None:
+        if sess is None or job.version != job.cloned_from or job.cloned_from < 0:
             return self._tasks(job)
-        ssn = self.ssn
+        ssn, ledger = self.ssn, self.proof.ledger
         stamp = ledger.present.get(job.queue)
         hit: _Idle | None = job.derived.get(_IDLE)
         if hit is not None:
@@ -583,10 +502,15 @@ class IdleJobs:
             if not (k[0] == job.version and k[1] == stamp and k[2] is ssn.conf and k[3] == self.proof.shape
                     and k[4] == sess):
                 hit = None
+        # a proof is made only for a job without candidates of its own, and one of the same version has the same
+        # (its own tasks): only a job without a carried proof is looked up in the ledger
+        if hit is None and ledger.of_job(job.uid) is not None:
+            return self._tasks(job)
         if hit is None:
             hit = ((job.version, stamp, ssn.conf, self.proof.shape, sess), self._proved(job))
             job.derived[_IDLE] = hit
         elif deltas.CHECK:
+            assert ledger.of_job(job.uid) is None, f"preempt: a carried idle proof for {job.uid}, which has candidates"
             again = self._proved(job)
             assert (hit[1] is None) == (again is None) and (again is None or [b for b, _ in hit[1] or ()] ==
                                                             [b for b, _ in again]), \

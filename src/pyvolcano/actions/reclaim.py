@@ -31,7 +31,7 @@ from pyvolcano.actions._victims import (
     turns_idle,
     victim_bound,
 )
-from pyvolcano.actions.preempt import never_preempts, pending_tasks, starving_with_blocked, walk
+from pyvolcano.actions.preempt import never_preempts, pending_tasks, turn_jobs, walk
 from pyvolcano.api.job_info import JobInfo, TaskInfo
 from pyvolcano.api.resource import less_equal
 from pyvolcano.api.types import TaskStatus
@@ -71,11 +71,8 @@ class Reclaim(Action):
             return made[0]
         idle = ledger is not None and bool(starving or held) \
             and turns_idle(ssn, [*starving, *held], self._idle_reclaimer(ssn, proof))
-        if held and not idle:
-            starving = starving_with_blocked(ssn, by_version, held)
-        elif held:
-            starving = [*starving, *held]  # (taken only with ``deltas.CHECK``, and must change nothing)
-        take_turns("reclaim", ssn, starving, idle, lambda jobs: self._turns(ssn, jobs, proof()))
+        jobs = turn_jobs(ssn, by_version, starving, held, idle)
+        take_turns("reclaim", ssn, jobs, idle, lambda turns: self._turns(ssn, turns, proof()))
 
     def _idle_reclaimer(self, ssn: Session, proof_of: Callable[[], VictimProof | None]) -> IdleTask:
         """The task's turn provably evicts and pipelines nothing (``turns_idle``): it never preempts; or it has no
