@@ -108,3 +108,17 @@ def test_proportion_share_follows_volcano_helpers_share() -> None:
     alloc = np.array([[1.0, 0.0], [0.0, 0.0], [3.0, 1.0]])
     deserved = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 4.0]])
     assert proportion_share(alloc, deserved).tolist() == [1.0, 0.0, 1.5]
+
+
+def test_a_deserved_amount_set_again_is_no_change() -> None:
+    """``set_deserved`` with the amount the series holds, at a later time, adds no step and counts no change (what
+    the simulator's skip of its between-sessions pass reads); a new amount, or one at the same instant, does."""
+    led = UsageLedger(2)
+    led.set_deserved(0, "q", [1.0, 2.0])
+    assert led.changes == 1
+    led.set_deserved(10, "q", np.array([1.0, 2.0]))
+    led.set_deserved(20, "q", [1.0, 2.0])
+    assert led.changes == 1 and led.deserved["q"].times == [0]
+    led.set_deserved(20, "q", [3.0, 2.0])
+    led.set_deserved(20, "q", [1.0, 2.0])  # back at the same instant: the step goes again
+    assert led.changes == 3 and led.deserved["q"].times == [0]

@@ -876,12 +876,7 @@ class Simulator:
                         gpu = des[g] / 1000 if g is not None and len(des) == res.size else 0.0
                         picked = (des[0] / 1000, des[1] / 2**30, gpu)
                         capped = [x if x < c else c for x, c in zip(picked, cap, strict=True)]
-                        steps = self.usage.deserved.get(name)
-                        # the same deserved amount as the queue's last step, set before now (most sessions): a
-                        # step that ``Steps.set`` would not add
-                        if steps is None or not steps.times or steps.times[-1] == self.now or \
-                                steps.values[-1].tolist() != capped:
-                            self.usage.set_deserved(self.now, name, np.array(capped))
+                        self.usage.set_deserved(self.now, name, capped)
                         if self._deserved_follows:
                             gua = f.guarantee.tolist()
                             self._guarantee[name] = np.array([gua[0] / 1000, gua[1] / 2**30, gua[g] / 1000 if

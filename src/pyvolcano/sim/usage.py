@@ -123,10 +123,18 @@ class UsageLedger:
         q = self._q_now.get(queue)
         return np.zeros(self.width) if q is None else q.copy()
 
-    def set_deserved(self, t: float, queue: str, amount: np.ndarray) -> None:
-        """A queue's deserved amount as a session computed it at ``t``."""
+    def set_deserved(self, t: float, queue: str, amount: np.ndarray | list[float]) -> None:
+        """A queue's deserved amount as a session computed it at ``t``.  The amount the series already holds, set at
+        a later time (most sessions), is a step ``Steps.set`` would not add: it costs no array and is not counted
+        in ``changes``."""
+        steps = self.deserved.get(queue)
+        if steps is None:
+            steps = self.deserved[queue] = Steps(self.width)
+        elif steps.times and t > steps.times[-1] and steps.values[-1].tolist() == (
+                amount.tolist() if isinstance(amount, np.ndarray) else amount):
+            return
         self.changes += 1
-        self.deserved.setdefault(queue, Steps(self.width)).set(t, np.asarray(amount, dtype=float))
+        steps.set(t, np.asarray(amount, dtype=float))
 
     def utilisation(self, capacity: np.ndarray, t0: float, t1: float) -> np.ndarray:
         """Time-averaged held / capacity per resource over [t0, t1] (0 for a resource the cluster lacks)."""
